@@ -19,3 +19,5 @@
 
 pub mod asl;
 pub mod cli;
+pub mod engine;
+pub mod tasks;

@@ -208,6 +208,8 @@ impl State {
 }
 
 /// The state types with their own fields.
+// States are built once and live in a Vec; their size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum StateKind {
     /// Passes its input on, optionally with a static `Result`.

@@ -1,8 +1,61 @@
 //! The command line: clap commands, miette reports. No logic the library does not own.
+//!
+//! One file per command family, as mini-redis has one file per command: [`Command`] parses the
+//! arguments and delegates to the family's `run`, which returns the process exit status.
 
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+#[cfg(any())]
+pub mod report;
+#[cfg(any())]
+pub mod validate;
+
+/// sfn-local: validate and run AWS Step Functions state machines locally.
+#[derive(Debug, Parser)]
+#[command(name = "sfn-local", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every `sfn-local` command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check definitions the way AWS's ValidateStateMachineDefinition does.
+    #[cfg(any())]
+    Validate(validate::ValidateArgs),
+    /// Placeholder.
+    Nothing,
+}
+
+impl Command {
+    /// Runs the command and returns the exit status.
+    pub fn run(self) -> ExitCode {
+        match self {
+            #[cfg(any())]
+            Command::Validate(args) => validate::run(args),
+            Command::Nothing => ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// Exit status for usage errors and unreadable files.
+pub const EXIT_USAGE: u8 = 2;
 
 /// Runs the `sfn-local` command line and returns its exit status.
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    cli.command.run()
 }

@@ -1,0 +1,139 @@
+//! `sfn-local validate FILE_OR_DIR...`: a CI gate with AWS's verdicts at line and column.
+
+use crate::asl::{self, MachineType};
+use crate::cli::report::{self, FileReport};
+use crate::cli::EXIT_USAGE;
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Definition files, or folders to search for `*.json` and `*.asl.json`.
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    pub paths: Vec<PathBuf>,
+    /// How to print the diagnostics.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// The state machine type, where the rules differ.
+    #[arg(long = "type", value_enum, default_value_t = TypeArg::Standard, ignore_case = true)]
+    pub machine_type: TypeArg,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Reports for people: the source, underlined.
+    Human,
+    /// AWS's ValidateStateMachineDefinition response shape.
+    Json,
+    /// GitHub Actions annotations.
+    Github,
+}
+
+/// `--type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TypeArg {
+    /// STANDARD.
+    #[value(name = "STANDARD")]
+    Standard,
+    /// EXPRESS.
+    #[value(name = "EXPRESS")]
+    Express,
+}
+
+/// Finds the definition files named by the arguments: files as given, folders walked
+/// recursively for `*.json` (which covers `*.asl.json`), sorted for a stable report.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let mut found: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        found.sort();
+        for p in found {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `validate`.
+pub fn run(args: ValidateArgs) -> ExitCode {
+    let machine_type = match args.machine_type {
+        TypeArg::Standard => MachineType::Standard,
+        TypeArg::Express => MachineType::Express,
+    };
+    let files = match collect_files(&args.paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if files.is_empty() {
+        eprintln!("error: no *.json definitions found");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mut loaded = Vec::with_capacity(files.len());
+    for f in &files {
+        match std::fs::read(f) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => {
+                    let diags = asl::validate_text(&text, machine_type);
+                    loaded.push((f.display().to_string(), text, diags));
+                }
+                Err(_) => {
+                    eprintln!("error: {}: not UTF-8 text", f.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            },
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", f.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let reports: Vec<FileReport<'_>> = loaded
+        .iter()
+        .map(|(path, text, diags)| FileReport {
+            path,
+            text,
+            diagnostics: diags,
+        })
+        .collect();
+    let out = match args.format {
+        Format::Human => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            report::render_human(&reports, color)
+        }
+        Format::Json => report::render_json(&reports),
+        Format::Github => report::render_github(&reports),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes());
+    if !out.ends_with('\n') && !out.is_empty() {
+        let _ = stdout.write_all(b"\n");
+    }
+    if loaded.iter().any(|(_, _, d)| d.has_errors()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

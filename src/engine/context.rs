@@ -1,0 +1,98 @@
+//! The context object (`$$`): what an execution knows about itself.
+
+use crate::engine::clock::{iso8601, Millis};
+use serde_json::{json, Map, Value};
+
+/// Who and what an execution is: the names and ARNs that feed the context object.
+#[derive(Debug, Clone)]
+pub struct ExecutionInfo {
+    /// `arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME`.
+    pub execution_arn: String,
+    /// The execution's name.
+    pub name: String,
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:MACHINE`.
+    pub state_machine_arn: String,
+    /// The state machine's name.
+    pub state_machine_name: String,
+    /// The role the execution runs as.
+    pub role_arn: String,
+    /// The region in the ARNs.
+    pub region: String,
+    /// The account in the ARNs.
+    pub account: String,
+    /// When it started.
+    pub start_time: Millis,
+}
+
+/// The ARN-building defaults, as AWS's would look.
+impl ExecutionInfo {
+    /// Builds the ARNs from a region, an account and the two names.
+    pub fn new(
+        region: &str,
+        account: &str,
+        state_machine_name: &str,
+        execution_name: &str,
+        role_arn: Option<&str>,
+        start_time: Millis,
+    ) -> Self {
+        ExecutionInfo {
+            execution_arn: format!(
+                "arn:aws:states:{region}:{account}:execution:{state_machine_name}:{execution_name}"
+            ),
+            name: execution_name.to_owned(),
+            state_machine_arn: format!(
+                "arn:aws:states:{region}:{account}:stateMachine:{state_machine_name}"
+            ),
+            state_machine_name: state_machine_name.to_owned(),
+            role_arn: role_arn.map(str::to_owned).unwrap_or_else(|| {
+                format!("arn:aws:iam::{account}:role/service-role/StepFunctions-{state_machine_name}-role")
+            }),
+            region: region.to_owned(),
+            account: account.to_owned(),
+            start_time,
+        }
+    }
+
+    /// The context object at the start of a state: Execution, StateMachine and State, in AWS's
+    /// key order. Task and Map fields are added by the states that have them.
+    pub fn context(&self, input: &Value, state_name: &str, entered: Millis) -> Value {
+        json!({
+            "Execution": {
+                "Id": self.execution_arn,
+                "Input": input,
+                "StartTime": iso8601(self.start_time),
+                "Name": self.name,
+                "RoleArn": self.role_arn,
+                "RedriveCount": 0
+            },
+            "StateMachine": {
+                "Id": self.state_machine_arn,
+                "Name": self.state_machine_name
+            },
+            "State": {
+                "Name": state_name,
+                "EnteredTime": iso8601(entered)
+            }
+        })
+    }
+}
+
+/// Sets `$$.State` for a state being entered (reusing the rest of the object).
+pub fn enter_state(
+    context: &mut Value,
+    state_name: &str,
+    entered: Millis,
+    retry_count: Option<u64>,
+) {
+    let mut state = Map::new();
+    state.insert("Name".into(), state_name.into());
+    state.insert("EnteredTime".into(), iso8601(entered).into());
+    if let Some(n) = retry_count {
+        state.insert("RetryCount".into(), n.into());
+    }
+    if let Value::Object(m) = context {
+        m.insert("State".into(), Value::Object(state));
+        m.remove("Task");
+        m.remove("Map");
+    }
+}

@@ -1,0 +1,631 @@
+//! Drives one execution: the state loop, data flow, Retry and Catch, events out.
+//!
+//! An execution runs on one thread (a current-thread runtime): states that do no I/O run to
+//! completion without yielding, so a Map over pure states records its iterations one after the
+//! other, as AWS does, and shared state needs no locks. Concurrency (Parallel branches, Map
+//! iterations waiting on tasks or timers) comes from polling futures side by side.
+//!
+//! Each state type lives in its own file under `states/`, as an `impl Engine` block.
+
+use crate::asl::error::{names, StatesError};
+use crate::asl::eval::{Env, NoVariables};
+use crate::asl::model::*;
+use crate::asl::path::Path;
+use crate::asl::template::Template;
+use crate::engine::clock::{Clock, Millis};
+use crate::engine::context::{enter_state, ExecutionInfo};
+use crate::engine::history::{Details, EventId, EventType, History};
+use crate::tasks::TaskRunner;
+use futures_util::future::LocalBoxFuture;
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// AWS's payload quota: 256 KiB of UTF-8.
+pub const MAX_PAYLOAD_BYTES: usize = 262_144;
+
+/// How an execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Ended successfully.
+    Succeeded,
+    /// Ended with an error.
+    Failed,
+    /// Ran past its `TimeoutSeconds`.
+    TimedOut,
+    /// Was stopped.
+    Aborted,
+}
+
+impl Status {
+    /// AWS's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Succeeded => "SUCCEEDED",
+            Status::Failed => "FAILED",
+            Status::TimedOut => "TIMED_OUT",
+            Status::Aborted => "ABORTED",
+        }
+    }
+}
+
+/// The end of an execution.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: Status,
+    /// The output, when it succeeded.
+    pub output: Option<Value>,
+    /// The error, when it failed (absent for timeouts, as AWS).
+    pub error: Option<StatesError>,
+    /// When it ended.
+    pub stop_time: Millis,
+}
+
+/// A failure on its way up: the error and the last event written before it.
+#[derive(Debug, Clone)]
+pub struct Failed {
+    /// The error.
+    pub error: StatesError,
+    /// The event the next event should point at.
+    pub prev: EventId,
+    /// Whether Retry and Catch must leave it alone (runtime errors, the history cap,
+    /// state-level data limits).
+    pub terminal: bool,
+}
+
+impl Failed {
+    pub(crate) fn new(error: StatesError, prev: EventId) -> Self {
+        let terminal = !error.is_catchable();
+        Failed {
+            error,
+            prev,
+            terminal,
+        }
+    }
+}
+
+/// What a state hands back to the loop when it is done.
+pub(crate) struct Step {
+    /// The state's output.
+    pub output: Value,
+    /// Where to go.
+    pub next: Transition,
+    /// The last event the state wrote.
+    pub prev: EventId,
+    /// Whether to skip the `*StateExited` event (Fail has none).
+    pub no_exit_event: bool,
+}
+
+/// Per-state facts the context object shows (`$$.State`, `$$.Task`, `$$.Map`).
+#[derive(Debug, Clone)]
+pub(crate) struct StateCx<'a> {
+    pub state: &'a State,
+    pub entered_id: EventId,
+    pub entered_at: Millis,
+    pub retry_count: Option<u64>,
+}
+
+/// Options that shape an execution without being part of the definition.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The history cap (AWS: 25,000; 0 for none).
+    pub max_history_events: i64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
+        }
+    }
+}
+
+/// Interprets one execution of a machine.
+pub struct Engine {
+    pub(crate) machine: Arc<StateMachine>,
+    pub(crate) info: ExecutionInfo,
+    pub(crate) input: Value,
+    pub(crate) history: RefCell<History>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) tasks: Rc<dyn TaskRunner>,
+    /// The context object, reused: `$$.State` and friends are set right before each evaluation,
+    /// with no await in between, so concurrent branches never see each other's.
+    context: RefCell<Value>,
+}
+
+impl Engine {
+    /// An engine for one execution. `history` must start at event 1 (ExecutionStarted).
+    pub fn new(
+        machine: Arc<StateMachine>,
+        info: ExecutionInfo,
+        input: Value,
+        history: History,
+        clock: Arc<dyn Clock>,
+        tasks: Rc<dyn TaskRunner>,
+    ) -> Self {
+        let context = info.context(&input, "", info.start_time);
+        Engine {
+            machine,
+            info,
+            input,
+            history: RefCell::new(history),
+            clock,
+            tasks,
+            context: RefCell::new(context),
+        }
+    }
+
+    /// Runs the execution to its end and writes every event, ExecutionStarted to the terminal
+    /// one. Returns how it ended; the history is flushed to its sink.
+    pub async fn run(&self) -> Outcome {
+        let started = self.history.borrow_mut().push_unchecked(
+            0,
+            self.info.start_time,
+            EventType::ExecutionStarted,
+            Some(
+                Details::new()
+                    .payload("input", self.input.to_string())
+                    .str("roleArn", &self.info.role_arn)
+                    .build(),
+            ),
+        );
+        let _ = started;
+        let body = self.run_scope(&self.machine.root, self.input.clone(), 0);
+        let result = match self.machine.timeout_seconds {
+            Some(t) => {
+                let deadline = self.info.start_time
+                    + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis;
+                tokio::select! {
+                    r = body => Some(r),
+                    _ = self.clock.sleep_until(deadline) => None,
+                }
+            }
+            None => Some(body.await),
+        };
+        let now = self.clock.now();
+        let outcome = match result {
+            Some(Ok((output, prev))) => {
+                self.history.borrow_mut().push_unchecked(
+                    prev,
+                    now,
+                    EventType::ExecutionSucceeded,
+                    Some(Details::new().payload("output", output.to_string()).build()),
+                );
+                Outcome {
+                    status: Status::Succeeded,
+                    output: Some(output),
+                    error: None,
+                    stop_time: now,
+                }
+            }
+            Some(Err(failed)) => {
+                self.history.borrow_mut().push_unchecked(
+                    failed.prev,
+                    now,
+                    EventType::ExecutionFailed,
+                    Some(Details::new().error(&failed.error).build()),
+                );
+                Outcome {
+                    status: Status::Failed,
+                    output: None,
+                    error: Some(failed.error),
+                    stop_time: now,
+                }
+            }
+            None => {
+                // AWS points ExecutionTimedOut at nothing and gives it no cause.
+                self.history.borrow_mut().push_unchecked(
+                    0,
+                    now,
+                    EventType::ExecutionTimedOut,
+                    Some(Details::new().str("error", names::TIMEOUT).build()),
+                );
+                Outcome {
+                    status: Status::TimedOut,
+                    output: None,
+                    error: Some(StatesError::timeout()),
+                    stop_time: now,
+                }
+            }
+        };
+        let committed = self.history.borrow_mut().flush();
+        let _ = committed.await;
+        outcome
+    }
+
+    /// Writes an event; the history cap turns into a terminal failure.
+    pub(crate) fn push(
+        &self,
+        prev: EventId,
+        event_type: EventType,
+        details: Option<String>,
+    ) -> Result<EventId, Failed> {
+        let now = self.clock.now();
+        self.history
+            .borrow_mut()
+            .push(prev, now, event_type, details)
+            .map_err(|e| Failed {
+                error: e,
+                prev,
+                terminal: true,
+            })
+    }
+
+    /// Runs a scope (the top level, a branch, an iteration) from its StartAt to its end.
+    pub(crate) fn run_scope<'a>(
+        &'a self,
+        scope: &'a Scope,
+        input: Value,
+        prev: EventId,
+    ) -> LocalBoxFuture<'a, Result<(Value, EventId), Failed>> {
+        Box::pin(async move {
+            let mut id = scope.start_at;
+            let mut input = input;
+            let mut prev = prev;
+            loop {
+                let state = scope.state(id);
+                let entered_at = self.clock.now();
+                let input_text = self.payload_text(&input, state, prev)?;
+                let entered = self.push(
+                    prev,
+                    EventType::entered(state.type_name()),
+                    Some(
+                        Details::new()
+                            .str("name", &state.name)
+                            .payload("input", input_text)
+                            .build(),
+                    ),
+                )?;
+                let cx = StateCx {
+                    state,
+                    entered_id: entered,
+                    entered_at,
+                    retry_count: None,
+                };
+                let guard = AbortGuard::new(self, state, entered);
+                let step = self.run_state(&cx, input).await;
+                guard.disarm();
+                let step = step?;
+                prev = step.prev;
+                if !step.no_exit_event {
+                    let output_text = self.payload_text(&step.output, state, prev)?;
+                    prev = self.push(
+                        prev,
+                        EventType::exited(state.type_name()),
+                        Some(
+                            Details::new()
+                                .str("name", &state.name)
+                                .payload("output", output_text)
+                                .build(),
+                        ),
+                    )?;
+                }
+                match step.next {
+                    Transition::Next(next) => {
+                        id = next;
+                        input = step.output;
+                    }
+                    Transition::End => return Ok((step.output, prev)),
+                }
+            }
+        })
+    }
+
+    /// Serializes a state's input or output, enforcing the payload quota.
+    fn payload_text(&self, v: &Value, state: &State, prev: EventId) -> Result<String, Failed> {
+        let text = v.to_string();
+        if text.len() > MAX_PAYLOAD_BYTES {
+            return Err(Failed {
+                error: StatesError::new(
+                    names::DATA_LIMIT_EXCEEDED,
+                    format!(
+                        "The state/task '{}' returned a result with a size exceeding the maximum number of bytes service limit.",
+                        state.name
+                    ),
+                ),
+                prev,
+                terminal: true,
+            });
+        }
+        Ok(text)
+    }
+
+    async fn run_state(&self, cx: &StateCx<'_>, input: Value) -> Result<Step, Failed> {
+        if cx.state.query_language == QueryLanguage::Jsonata {
+            return Err(Failed {
+                error: StatesError::runtime(format!(
+                    "State '{}' uses JSONata, which this version of sfn-local cannot run yet",
+                    cx.state.name
+                )),
+                prev: cx.entered_id,
+                terminal: true,
+            });
+        }
+        if cx.state.assign.is_some() {
+            return Err(Failed {
+                error: StatesError::runtime(format!(
+                    "State '{}' assigns variables (Assign), which this version of sfn-local cannot run yet",
+                    cx.state.name
+                )),
+                prev: cx.entered_id,
+                terminal: true,
+            });
+        }
+        match &cx.state.kind {
+            StateKind::Pass(p) => self.pass(cx, p, input),
+            StateKind::Succeed(s) => self.succeed(cx, s, input),
+            StateKind::Fail(f) => self.fail(cx, f, input),
+            StateKind::Choice(c) => self.choice(cx, c, input),
+            StateKind::Wait(w) => self.wait(cx, w, input).await,
+            StateKind::Task(t) => self.task(cx, t, input).await,
+            StateKind::Parallel(p) => self.parallel(cx, p, input).await,
+            StateKind::Map(m) => self.map(cx, m, input).await,
+        }
+    }
+
+    /// Evaluates with `$` = `input` and `$$` set up for this state.
+    pub(crate) fn with_env<R>(
+        &self,
+        cx: &StateCx<'_>,
+        input: &Value,
+        extra: impl FnOnce(&mut Value),
+        f: impl FnOnce(&Env<'_>) -> R,
+    ) -> R {
+        let mut context = self.context.borrow_mut();
+        enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        extra(&mut context);
+        let env = Env {
+            input,
+            context: &context,
+            variables: &NoVariables,
+        };
+        f(&env)
+    }
+
+    /// The standard prefix AWS puts on runtime errors of a state.
+    pub(crate) fn state_error(&self, cx: &StateCx<'_>, name: &str, message: &str) -> Failed {
+        Failed::new(
+            StatesError::new(
+                name,
+                format!(
+                    "An error occurred while executing the state '{}' (entered at the event id #{}). {message}",
+                    cx.state.name, cx.entered_id
+                ),
+            ),
+            cx.entered_id,
+        )
+    }
+
+    /// Selects a path that must match, for InputPath and OutputPath.
+    fn required_path(&self, cx: &StateCx<'_>, path: &Path, value: &Value) -> Result<Value, Failed> {
+        self.with_env(cx, value, |_| {}, |env| path.select(env))
+            .ok_or_else(|| {
+                self.state_error(
+                    cx,
+                    names::RUNTIME,
+                    &format!(
+                        "Invalid path '{}' : No results for path: {}",
+                        path.text(),
+                        bracket_notation(path.text())
+                    ),
+                )
+            })
+    }
+
+    /// InputPath.
+    pub(crate) fn input_path(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        input: Value,
+    ) -> Result<Value, Failed> {
+        match &io.input_path {
+            OptionalPath::Default => Ok(input),
+            OptionalPath::Null => Ok(Value::Object(Default::default())),
+            OptionalPath::Path(p) => self.required_path(cx, p, &input),
+        }
+    }
+
+    /// Parameters (or any payload template) over `input`.
+    pub(crate) fn template(
+        &self,
+        cx: &StateCx<'_>,
+        template: &Template,
+        input: &Value,
+        field: &str,
+        extra: impl FnOnce(&mut Value),
+    ) -> Result<Value, Failed> {
+        self.with_env(cx, input, extra, |env| template.evaluate(env, field))
+            .map_err(|e| self.prefixed(cx, e))
+    }
+
+    /// Adds AWS's "An error occurred while executing the state ..." prefix to runtime errors
+    /// that come from evaluation.
+    pub(crate) fn prefixed(&self, cx: &StateCx<'_>, e: StatesError) -> Failed {
+        if e.name() == names::RUNTIME {
+            if let Some(cause) = &e.cause {
+                if !cause.starts_with("An error occurred while executing the state") {
+                    return self.state_error(cx, names::RUNTIME, cause);
+                }
+            }
+        }
+        Failed::new(e, cx.entered_id)
+    }
+
+    /// ResultPath: where the result goes in the raw input.
+    pub(crate) fn result_path(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        input: Value,
+        result: Value,
+    ) -> Result<Value, Failed> {
+        match &io.result_path {
+            OptionalPath::Default => Ok(result),
+            OptionalPath::Null => Ok(input),
+            OptionalPath::Path(p) => {
+                let mut target = input;
+                p.set(&mut target, result)
+                    .map_err(|e| Failed::new(e, cx.entered_id))?;
+                Ok(target)
+            }
+        }
+    }
+
+    /// OutputPath.
+    pub(crate) fn output_path(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        output: Value,
+    ) -> Result<Value, Failed> {
+        match &io.output_path {
+            OptionalPath::Default => Ok(output),
+            OptionalPath::Null => Ok(Value::Object(Default::default())),
+            OptionalPath::Path(p) => self.required_path(cx, p, &output),
+        }
+    }
+
+    /// ResultSelector, ResultPath and OutputPath: a result becomes the state's output.
+    pub(crate) fn finish_result(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        input: Value,
+        result: Value,
+    ) -> Result<Value, Failed> {
+        let result = match &io.result_selector {
+            Some(t) => self.template(cx, t, &result, "ResultSelector", |_| {})?,
+            None => result,
+        };
+        let output = self.result_path(cx, io, input, result)?;
+        self.output_path(cx, io, output)
+    }
+
+    /// Waits out a retry interval (scaled), handing buffered events to the store first.
+    pub(crate) async fn retry_pause(&self, delay: Duration) {
+        let deadline = self.clock.now() + self.clock.scale(delay).as_millis() as Millis;
+        self.history.borrow_mut().submit();
+        self.clock.sleep_until(deadline).await;
+    }
+
+    /// After the retriers gave up: the first catcher that matches decides the output (the Error
+    /// Output placed at its ResultPath in the raw input) and the next state.
+    pub(crate) fn catch(
+        &self,
+        errors: &ErrorHandling,
+        input: &Value,
+        failed: Failed,
+    ) -> Result<Step, Failed> {
+        if failed.terminal {
+            return Err(failed);
+        }
+        let catcher = errors
+            .catch
+            .iter()
+            .find(|c| c.error_equals.iter().any(|p| failed.error.matches(p)));
+        let Some(c) = catcher else { return Err(failed) };
+        let error_output = failed.error.to_error_output();
+        let output = match &c.result_path {
+            OptionalPath::Default => error_output,
+            OptionalPath::Null => input.clone(),
+            OptionalPath::Path(p) => {
+                let mut target = input.clone();
+                p.set(&mut target, error_output)
+                    .map_err(|e| Failed::new(e, failed.prev))?;
+                target
+            }
+        };
+        Ok(Step {
+            output,
+            next: Transition::Next(c.next),
+            prev: failed.prev,
+            no_exit_event: false,
+        })
+    }
+}
+
+/// Writes `{Type}StateAborted` if a running state is dropped before it finishes (a sibling
+/// branch failed, the execution timed out or was stopped).
+pub(crate) struct AbortGuard<'a> {
+    engine: &'a Engine,
+    event: Option<EventType>,
+    prev: Cell<EventId>,
+    armed: Cell<bool>,
+}
+
+impl<'a> AbortGuard<'a> {
+    pub(crate) fn new(engine: &'a Engine, state: &State, prev: EventId) -> Self {
+        AbortGuard {
+            engine,
+            event: EventType::aborted(state.type_name()),
+            prev: Cell::new(prev),
+            armed: Cell::new(true),
+        }
+    }
+
+    /// An abort guard writing a given event with given details.
+    pub(crate) fn disarm(&self) {
+        self.armed.set(false);
+    }
+}
+
+impl Drop for AbortGuard<'_> {
+    fn drop(&mut self) {
+        if let (true, Some(event)) = (self.armed.get(), self.event) {
+            let _ = self.engine.push(self.prev.get(), event, None);
+        }
+    }
+}
+
+/// `$.a.b[0]` as AWS prints paths in "No results for path" causes: `$['a']['b'][0]`.
+pub(crate) fn bracket_notation(path: &str) -> String {
+    let Some(rest) = path.strip_prefix('$') else {
+        return path.to_owned();
+    };
+    let mut out = String::from("$");
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => {
+                let mut name = String::new();
+                while let Some(&n) = chars.peek() {
+                    if n == '.' || n == '[' {
+                        break;
+                    }
+                    name.push(n);
+                    chars.next();
+                }
+                out.push_str(&format!("['{name}']"));
+            }
+            '[' => {
+                out.push('[');
+                for n in chars.by_ref() {
+                    out.push(n);
+                    if n == ']' {
+                        break;
+                    }
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracket_notation_matches_aws() {
+        assert_eq!(
+            bracket_notation("$.NoSuchInputPath"),
+            "$['NoSuchInputPath']"
+        );
+        assert_eq!(bracket_notation("$.a.b[0]"), "$['a']['b'][0]");
+    }
+}

@@ -1,0 +1,406 @@
+//! History events in AWS's shape, with ids and `previousEventId` assigned here.
+//!
+//! Events are buffered and handed to a [`HistorySink`] in batches (the store commits each batch
+//! in one transaction); [`History::flush`] waits until everything pushed so far is committed,
+//! which the engine does before any effect leaves the process.
+
+use crate::asl::error::StatesError;
+use crate::engine::clock::Millis;
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+
+/// The id of a history event (1-based, contiguous per execution; 0 means "none").
+pub type EventId = i64;
+
+/// AWS's cap on events in one execution's history.
+pub const MAX_HISTORY_EVENTS: i64 = 25_000;
+
+macro_rules! event_types {
+    ($($name:ident),* $(,)?) => {
+        /// A history event type, spelled as AWS spells it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(missing_docs)]
+        pub enum EventType { $($name),* }
+
+        impl EventType {
+            /// AWS's spelling.
+            pub fn as_str(self) -> &'static str {
+                match self { $(EventType::$name => stringify!($name)),* }
+            }
+
+            /// Parses AWS's spelling.
+            pub fn parse(s: &str) -> Option<EventType> {
+                match s { $(stringify!($name) => Some(EventType::$name),)* _ => None }
+            }
+        }
+    };
+}
+
+event_types!(
+    ActivityFailed,
+    ActivityScheduled,
+    ActivityScheduleFailed,
+    ActivityStarted,
+    ActivitySucceeded,
+    ActivityTimedOut,
+    ChoiceStateEntered,
+    ChoiceStateExited,
+    ExecutionAborted,
+    ExecutionFailed,
+    ExecutionStarted,
+    ExecutionSucceeded,
+    ExecutionTimedOut,
+    FailStateEntered,
+    LambdaFunctionFailed,
+    LambdaFunctionScheduled,
+    LambdaFunctionScheduleFailed,
+    LambdaFunctionStarted,
+    LambdaFunctionStartFailed,
+    LambdaFunctionSucceeded,
+    LambdaFunctionTimedOut,
+    MapIterationAborted,
+    MapIterationFailed,
+    MapIterationStarted,
+    MapIterationSucceeded,
+    MapStateAborted,
+    MapStateEntered,
+    MapStateExited,
+    MapStateFailed,
+    MapStateStarted,
+    MapStateSucceeded,
+    ParallelStateAborted,
+    ParallelStateEntered,
+    ParallelStateExited,
+    ParallelStateFailed,
+    ParallelStateStarted,
+    ParallelStateSucceeded,
+    PassStateEntered,
+    PassStateExited,
+    SucceedStateEntered,
+    SucceedStateExited,
+    TaskFailed,
+    TaskScheduled,
+    TaskStarted,
+    TaskStartFailed,
+    TaskStateAborted,
+    TaskStateEntered,
+    TaskStateExited,
+    TaskSubmitFailed,
+    TaskSubmitted,
+    TaskSucceeded,
+    TaskTimedOut,
+    WaitStateAborted,
+    WaitStateEntered,
+    WaitStateExited,
+    MapRunAborted,
+    MapRunFailed,
+    MapRunStarted,
+    MapRunSucceeded,
+    ExecutionRedriven,
+    MapRunRedriven,
+    EvaluationFailed,
+);
+
+impl EventType {
+    /// The `*StateEntered` type for a state type (`Pass` → `PassStateEntered`).
+    pub fn entered(state_type: &str) -> EventType {
+        match state_type {
+            "Pass" => EventType::PassStateEntered,
+            "Task" => EventType::TaskStateEntered,
+            "Choice" => EventType::ChoiceStateEntered,
+            "Wait" => EventType::WaitStateEntered,
+            "Succeed" => EventType::SucceedStateEntered,
+            "Fail" => EventType::FailStateEntered,
+            "Parallel" => EventType::ParallelStateEntered,
+            _ => EventType::MapStateEntered,
+        }
+    }
+
+    /// The `*StateExited` type for a state type (Fail has none).
+    pub fn exited(state_type: &str) -> EventType {
+        match state_type {
+            "Pass" => EventType::PassStateExited,
+            "Task" => EventType::TaskStateExited,
+            "Choice" => EventType::ChoiceStateExited,
+            "Wait" => EventType::WaitStateExited,
+            "Succeed" => EventType::SucceedStateExited,
+            "Parallel" => EventType::ParallelStateExited,
+            _ => EventType::MapStateExited,
+        }
+    }
+
+    /// The `*StateAborted` type, for the state types that have one.
+    pub fn aborted(state_type: &str) -> Option<EventType> {
+        match state_type {
+            "Task" => Some(EventType::TaskStateAborted),
+            "Wait" => Some(EventType::WaitStateAborted),
+            "Parallel" => Some(EventType::ParallelStateAborted),
+            "Map" => Some(EventType::MapStateAborted),
+            _ => None,
+        }
+    }
+
+    /// The details key AWS uses for this type (`stateEnteredEventDetails`, ...), if it has one.
+    pub fn details_key(self) -> Option<&'static str> {
+        use EventType::*;
+        Some(match self {
+            PassStateEntered | TaskStateEntered | ChoiceStateEntered | WaitStateEntered
+            | SucceedStateEntered | FailStateEntered | ParallelStateEntered | MapStateEntered => {
+                "stateEnteredEventDetails"
+            }
+            PassStateExited | TaskStateExited | ChoiceStateExited | WaitStateExited
+            | SucceedStateExited | ParallelStateExited | MapStateExited => {
+                "stateExitedEventDetails"
+            }
+            ExecutionStarted => "executionStartedEventDetails",
+            ExecutionSucceeded => "executionSucceededEventDetails",
+            ExecutionFailed => "executionFailedEventDetails",
+            ExecutionAborted => "executionAbortedEventDetails",
+            ExecutionTimedOut => "executionTimedOutEventDetails",
+            ExecutionRedriven => "executionRedrivenEventDetails",
+            TaskScheduled => "taskScheduledEventDetails",
+            TaskStarted => "taskStartedEventDetails",
+            TaskSubmitted => "taskSubmittedEventDetails",
+            TaskSucceeded => "taskSucceededEventDetails",
+            TaskFailed => "taskFailedEventDetails",
+            TaskTimedOut => "taskTimedOutEventDetails",
+            TaskStartFailed => "taskStartFailedEventDetails",
+            TaskSubmitFailed => "taskSubmitFailedEventDetails",
+            ActivityScheduled => "activityScheduledEventDetails",
+            ActivityStarted => "activityStartedEventDetails",
+            ActivitySucceeded => "activitySucceededEventDetails",
+            ActivityFailed => "activityFailedEventDetails",
+            ActivityTimedOut => "activityTimedOutEventDetails",
+            ActivityScheduleFailed => "activityScheduleFailedEventDetails",
+            LambdaFunctionScheduled => "lambdaFunctionScheduledEventDetails",
+            LambdaFunctionSucceeded => "lambdaFunctionSucceededEventDetails",
+            LambdaFunctionFailed => "lambdaFunctionFailedEventDetails",
+            LambdaFunctionTimedOut => "lambdaFunctionTimedOutEventDetails",
+            LambdaFunctionScheduleFailed => "lambdaFunctionScheduleFailedEventDetails",
+            LambdaFunctionStartFailed => "lambdaFunctionStartFailedEventDetails",
+            MapStateStarted => "mapStateStartedEventDetails",
+            MapIterationStarted => "mapIterationStartedEventDetails",
+            MapIterationSucceeded => "mapIterationSucceededEventDetails",
+            MapIterationFailed => "mapIterationFailedEventDetails",
+            MapIterationAborted => "mapIterationAbortedEventDetails",
+            MapRunStarted => "mapRunStartedEventDetails",
+            MapRunFailed => "mapRunFailedEventDetails",
+            MapRunRedriven => "mapRunRedrivenEventDetails",
+            EvaluationFailed => "evaluationFailedEventDetails",
+            _ => return None,
+        })
+    }
+}
+
+/// One event, ready to store: details already serialized (AWS's `*EventDetails` object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEvent {
+    /// 1-based, contiguous.
+    pub id: EventId,
+    /// The event that caused this one (0 for none).
+    pub previous_event_id: EventId,
+    /// When it happened.
+    pub timestamp: Millis,
+    /// What happened.
+    pub event_type: EventType,
+    /// The details object as JSON text (`None` for types without details).
+    pub details: Option<String>,
+}
+
+impl HistoryEvent {
+    /// The event as AWS's GetExecutionHistory prints it.
+    pub fn to_aws_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert(
+            "timestamp".into(),
+            Value::String(crate::engine::clock::iso8601(self.timestamp)),
+        );
+        m.insert("type".into(), self.event_type.as_str().into());
+        m.insert("id".into(), self.id.into());
+        m.insert("previousEventId".into(), self.previous_event_id.into());
+        if let (Some(key), Some(details)) = (self.event_type.details_key(), &self.details) {
+            let v = serde_json::from_str(details).unwrap_or(Value::Null);
+            m.insert(key.into(), v);
+        }
+        Value::Object(m)
+    }
+}
+
+/// Builds a details object in AWS's field names. Payloads (input, output, parameters) are JSON
+/// text inside a string, as AWS stores them, with their `*Details: {"truncated": false}`.
+#[derive(Debug, Default)]
+pub struct Details(Map<String, Value>);
+
+impl Details {
+    /// An empty details object.
+    pub fn new() -> Self {
+        Details(Map::new())
+    }
+
+    /// A string field.
+    pub fn str(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.0.insert(key.into(), Value::String(value.into()));
+        self
+    }
+
+    /// A field holding any JSON value.
+    pub fn value(mut self, key: &str, value: Value) -> Self {
+        self.0.insert(key.into(), value);
+        self
+    }
+
+    /// A payload field: `key` holds the JSON text, `{key}Details` says it is not truncated.
+    pub fn payload(mut self, key: &str, json_text: String) -> Self {
+        self.0.insert(key.into(), Value::String(json_text));
+        let mut t = Map::new();
+        t.insert("truncated".into(), Value::Bool(false));
+        self.0.insert(format!("{key}Details"), Value::Object(t));
+        self
+    }
+
+    /// `error` and `cause` of a failure, each only when present.
+    pub fn error(mut self, e: &StatesError) -> Self {
+        if let Some(err) = &e.error {
+            self.0.insert("error".into(), Value::String(err.clone()));
+        }
+        if let Some(cause) = &e.cause {
+            self.0.insert("cause".into(), Value::String(cause.clone()));
+        }
+        self
+    }
+
+    /// The JSON text.
+    pub fn build(self) -> String {
+        Value::Object(self.0).to_string()
+    }
+}
+
+/// Where committed events go. The store implements it; tests use an in-memory sink.
+pub trait HistorySink {
+    /// Takes a batch of events to commit, in order. Must not block.
+    fn submit(&mut self, events: Vec<HistoryEvent>);
+
+    /// A future that resolves when everything submitted so far is committed. It must not
+    /// borrow the sink: the engine awaits it while other branches keep writing.
+    fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>>;
+}
+
+/// Keeps events in memory (tests and the conformance harness).
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    /// Everything submitted.
+    pub events: Vec<HistoryEvent>,
+}
+
+impl HistorySink for MemorySink {
+    fn submit(&mut self, events: Vec<HistoryEvent>) {
+        self.events.extend(events);
+    }
+
+    fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// How many events to buffer before handing them to the sink.
+const BATCH: usize = 2048;
+
+/// The history being written: assigns ids, buffers events, enforces the event cap.
+pub struct History {
+    next_id: EventId,
+    buffer: Vec<HistoryEvent>,
+    sink: Box<dyn HistorySink>,
+    max_events: i64,
+    full: bool,
+}
+
+/// The error raised when the history reaches its cap, as AWS words it.
+pub fn history_limit_error(max: i64) -> StatesError {
+    StatesError::runtime(format!(
+        "The execution reached the maximum number of history events ({max})."
+    ))
+}
+
+impl History {
+    /// A history whose next event gets `next_id`, writing to `sink`. `max_events` is AWS's
+    /// 25,000 unless configured otherwise (0 means no cap).
+    pub fn new(next_id: EventId, sink: Box<dyn HistorySink>, max_events: i64) -> Self {
+        History {
+            next_id,
+            buffer: Vec::with_capacity(64),
+            sink,
+            max_events,
+            full: false,
+        }
+    }
+
+    /// The id the next event will get.
+    pub fn next_id(&self) -> EventId {
+        self.next_id
+    }
+
+    /// Appends an event. Fails with AWS's `States.Runtime` once the next event would be the
+    /// last one the cap allows: that slot is kept for the execution's terminal event.
+    pub fn push(
+        &mut self,
+        previous_event_id: EventId,
+        timestamp: Millis,
+        event_type: EventType,
+        details: Option<String>,
+    ) -> Result<EventId, StatesError> {
+        if self.full || (self.max_events > 0 && self.next_id >= self.max_events) {
+            self.full = true;
+            return Err(history_limit_error(self.max_events));
+        }
+        Ok(self.push_unchecked(previous_event_id, timestamp, event_type, details))
+    }
+
+    /// Appends an event even past the cap (the execution's terminal event).
+    pub fn push_unchecked(
+        &mut self,
+        previous_event_id: EventId,
+        timestamp: Millis,
+        event_type: EventType,
+        details: Option<String>,
+    ) -> EventId {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.buffer.push(HistoryEvent {
+            id,
+            previous_event_id,
+            timestamp,
+            event_type,
+            details,
+        });
+        if self.buffer.len() >= BATCH {
+            self.submit();
+        }
+        id
+    }
+
+    /// Whether the cap was reached.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Hands buffered events to the sink without waiting.
+    pub fn submit(&mut self) {
+        if !self.buffer.is_empty() {
+            let batch = std::mem::replace(&mut self.buffer, Vec::with_capacity(64));
+            self.sink.submit(batch);
+        }
+    }
+
+    /// Hands buffered events to the sink; the future resolves when they are committed.
+    pub fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
+        self.submit();
+        self.sink.flush()
+    }
+
+    /// Gives the sink back (tests read a [`MemorySink`] through it).
+    pub fn into_sink(mut self) -> Box<dyn HistorySink> {
+        self.submit();
+        self.sink
+    }
+}

@@ -1,0 +1,9 @@
+//! One file per state type, each an `impl Engine` block with the state's semantics.
+
+mod choice;
+mod fail;
+mod map;
+mod parallel;
+mod pass;
+mod task;
+mod wait;

@@ -1,0 +1,281 @@
+//! Task: hand the effective input to the task runner, bound the attempt by `TimeoutSeconds`,
+//! retry and catch, and record the events AWS writes for the resource's kind.
+
+use crate::asl::error::{names, StatesError};
+use crate::asl::model::{Dynamic, Task};
+use crate::asl::resource::ResourceKind;
+use crate::engine::clock::Millis;
+use crate::engine::execution::{
+    bracket_notation, Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES,
+};
+use crate::engine::history::{Details, EventId, EventType};
+use crate::engine::retry::Retries;
+use crate::tasks::TaskRequest;
+use serde_json::Value;
+use std::time::Duration;
+
+/// The event types and fixed details of one resource kind.
+struct TaskEvents {
+    scheduled: EventType,
+    started: EventType,
+    succeeded: EventType,
+    failed: EventType,
+    timed_out: EventType,
+}
+
+impl TaskEvents {
+    fn of(kind: &ResourceKind) -> TaskEvents {
+        match kind {
+            ResourceKind::Integration { .. } => TaskEvents {
+                scheduled: EventType::TaskScheduled,
+                started: EventType::TaskStarted,
+                succeeded: EventType::TaskSucceeded,
+                failed: EventType::TaskFailed,
+                timed_out: EventType::TaskTimedOut,
+            },
+            ResourceKind::Activity { .. } => TaskEvents {
+                scheduled: EventType::ActivityScheduled,
+                started: EventType::ActivityStarted,
+                succeeded: EventType::ActivitySucceeded,
+                failed: EventType::ActivityFailed,
+                timed_out: EventType::ActivityTimedOut,
+            },
+            ResourceKind::LambdaFunction => TaskEvents {
+                scheduled: EventType::LambdaFunctionScheduled,
+                started: EventType::LambdaFunctionStarted,
+                succeeded: EventType::LambdaFunctionSucceeded,
+                failed: EventType::LambdaFunctionFailed,
+                timed_out: EventType::LambdaFunctionTimedOut,
+            },
+        }
+    }
+}
+
+/// `resourceType` and `resource` of service-integration events; other kinds have none.
+fn integration_details(kind: &ResourceKind) -> Details {
+    match kind {
+        ResourceKind::Integration {
+            service, action, ..
+        } => Details::new()
+            .str("resourceType", service.as_str())
+            .str("resource", action.as_str()),
+        _ => Details::new(),
+    }
+}
+
+impl Engine {
+    /// Task: InputPath, then attempts under Retry, then Catch.
+    pub(crate) async fn task(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        input: Value,
+    ) -> Result<Step, Failed> {
+        let effective = self.input_path(cx, &t.io, input.clone())?;
+        let mut retries = Retries::new(&t.errors.retry);
+        loop {
+            let attempt = StateCx {
+                retry_count: Some(retries.count),
+                ..cx.clone()
+            };
+            match self.task_attempt(&attempt, t, &input, &effective).await {
+                Ok((output, prev)) => {
+                    return Ok(Step {
+                        output,
+                        next: t.transition,
+                        prev,
+                        no_exit_event: false,
+                    })
+                }
+                Err(failed) => match retries.on_failure(&failed) {
+                    Some(delay) => self.retry_pause(delay).await,
+                    None => return self.catch(&t.errors, &input, failed),
+                },
+            }
+        }
+    }
+
+    /// A `TimeoutSeconds`-like number: literal, or read from the effective input by a
+    /// `*SecondsPath`, which must name a positive integer.
+    pub(crate) fn resolve_count(
+        &self,
+        cx: &StateCx<'_>,
+        value: Option<&Dynamic<u64>>,
+        input: &Value,
+        path_field: &str,
+        min: u64,
+    ) -> Result<Option<u64>, Failed> {
+        match value {
+            None | Some(Dynamic::Jsonata(_)) => Ok(None),
+            Some(Dynamic::Literal(n)) => Ok(Some(*n)),
+            Some(Dynamic::Path(p)) => {
+                let v = self
+                    .with_env(cx, input, |_| {}, |env| p.select(env))
+                    .ok_or_else(|| {
+                        self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "Invalid path '{}' : No results for path: {}",
+                                p.text(),
+                                bracket_notation(p.text())
+                            ),
+                        )
+                    })?;
+                match v.as_u64() {
+                    Some(n) if n >= min => Ok(Some(n)),
+                    _ => {
+                        let shown = match &v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        let what = if min > 0 {
+                            "a positive integer"
+                        } else {
+                            "a valid integer"
+                        };
+                        Err(self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "The {path_field} field refers to value \"{shown}\" which is not {what}: {}",
+                                p.text()
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    /// One attempt: Parameters, the scheduling events, the runner under the timeout, the
+    /// result's events, then ResultSelector/ResultPath/OutputPath.
+    async fn task_attempt(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        effective: &Value,
+    ) -> Result<(Value, EventId), Failed> {
+        let parameters = match &t.io.parameters {
+            Some(tpl) => self.template(cx, tpl, effective, "Parameters", |_| {})?,
+            None => effective.clone(),
+        };
+        let timeout = self.resolve_count(
+            cx,
+            t.timeout_seconds.as_ref(),
+            effective,
+            "TimeoutSecondsPath",
+            1,
+        )?;
+        let heartbeat = self.resolve_count(
+            cx,
+            t.heartbeat_seconds.as_ref(),
+            effective,
+            "HeartbeatSecondsPath",
+            1,
+        )?;
+        if let (Some(tmo), Some(hb)) = (timeout, heartbeat) {
+            if hb >= tmo {
+                return Err(self.state_error(
+                    cx,
+                    names::RUNTIME,
+                    &format!("HeartbeatSeconds ({hb}) must be smaller than TimeoutSeconds ({tmo})"),
+                ));
+            }
+        }
+        let kind = &t.resource.kind;
+        let events = TaskEvents::of(kind);
+        let parameters_text = parameters.to_string();
+        let mut scheduled = match kind {
+            ResourceKind::Integration { .. } => integration_details(kind)
+                .str("region", &self.info.region)
+                .str("parameters", parameters_text),
+            ResourceKind::Activity { .. } | ResourceKind::LambdaFunction => Details::new()
+                .str("resource", &t.resource.arn)
+                .payload("input", parameters_text),
+        };
+        if let Some(tmo) = timeout {
+            scheduled = scheduled.value("timeoutInSeconds", tmo.into());
+        }
+        if let (Some(hb), false) = (heartbeat, matches!(kind, ResourceKind::LambdaFunction)) {
+            scheduled = scheduled.value("heartbeatInSeconds", hb.into());
+        }
+        let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
+        let started_details = match kind {
+            ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
+            ResourceKind::Activity { .. } => {
+                Some(Details::new().str("workerName", "sfn-local").build())
+            }
+            ResourceKind::LambdaFunction => None,
+        };
+        let prev = self.push(prev, events.started, started_details)?;
+        // The task's effects leave the process: everything before them must be committed.
+        let committed = self.history.borrow_mut().flush();
+        let _ = committed.await;
+        let request = TaskRequest {
+            state_name: cx.state.name.clone(),
+            resource: t.resource.clone(),
+            input: parameters,
+            execution_arn: self.info.execution_arn.clone(),
+            retry_count: cx.retry_count.unwrap_or(0),
+        };
+        let run = self.tasks.run(request);
+        let result = match timeout {
+            Some(secs) => {
+                let deadline = self.clock.now()
+                    + self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
+                tokio::select! {
+                    r = run => Some(r),
+                    _ = self.clock.sleep_until(deadline) => None,
+                }
+            }
+            None => Some(run.await),
+        };
+        match result {
+            Some(Ok(result)) => {
+                let text = result.to_string();
+                if text.len() > MAX_PAYLOAD_BYTES {
+                    let what = match kind {
+                        ResourceKind::Integration { service, .. } => service.clone(),
+                        _ => t.resource.arn.clone(),
+                    };
+                    let e = StatesError::new(
+                        names::DATA_LIMIT_EXCEEDED,
+                        format!("The state/task '{what}' returned a result with a size exceeding the maximum number of bytes service limit."),
+                    );
+                    let prev = self.push(
+                        prev,
+                        events.failed,
+                        Some(integration_details(kind).error(&e).build()),
+                    )?;
+                    return Err(Failed::new(e, prev));
+                }
+                let prev = self.push(
+                    prev,
+                    events.succeeded,
+                    Some(integration_details(kind).payload("output", text).build()),
+                )?;
+                let output = self.finish_result(cx, &t.io, raw_input.clone(), result)?;
+                Ok((output, prev))
+            }
+            Some(Err(e)) => {
+                let prev = self.push(
+                    prev,
+                    events.failed,
+                    Some(integration_details(kind).error(&e).build()),
+                )?;
+                Err(Failed::new(e, prev))
+            }
+            None => {
+                let e = StatesError::timeout();
+                let prev = self.push(
+                    prev,
+                    events.timed_out,
+                    Some(integration_details(kind).error(&e).build()),
+                )?;
+                Err(Failed::new(e, prev))
+            }
+        }
+    }
+}

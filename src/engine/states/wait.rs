@@ -1,0 +1,116 @@
+//! Wait: for a number of seconds or until a time, on the engine's clock.
+
+use crate::asl::error::names;
+use crate::asl::model::{Dynamic, Wait, WaitFor};
+use crate::asl::parse::parse_timestamp;
+use crate::engine::clock::Millis;
+use crate::engine::execution::{Engine, Failed, StateCx, Step};
+use serde_json::Value;
+use std::time::Duration;
+
+/// AWS refuses waits past a year plus a little: "Wait state delay is too long."
+const MAX_WAIT_SECONDS: u64 = 31_622_400;
+
+impl Engine {
+    /// Wait: InputPath, resolve the duration or time, sleep, OutputPath.
+    pub(crate) async fn wait(
+        &self,
+        cx: &StateCx<'_>,
+        w: &Wait,
+        input: Value,
+    ) -> Result<Step, Failed> {
+        let effective = self.input_path(cx, &w.io, input)?;
+        let now = self.clock.now();
+        let declared = match &w.wait {
+            WaitFor::Seconds(Dynamic::Literal(s)) => Duration::from_secs(*s),
+            WaitFor::Seconds(Dynamic::Path(p)) => {
+                let v = self
+                    .with_env(cx, &effective, |_| {}, |env| p.select(env))
+                    .ok_or_else(|| {
+                        self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "The SecondsPath parameter does not reference an input value: {}",
+                                p.text()
+                            ),
+                        )
+                    })?;
+                let seconds = match &v {
+                    Value::Number(n) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
+                    Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => {
+                        return Err(self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "The SecondsPath parameter references a negative value: {} == {v}",
+                                p.text()
+                            ),
+                        ))
+                    }
+                    _ => {
+                        let shown = match &v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        return Err(self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "The SecondsPath parameter cannot be parsed as a long value: {} == {shown}",
+                                p.text()
+                            ),
+                        ));
+                    }
+                };
+                Duration::from_secs(seconds)
+            }
+            WaitFor::Timestamp(Dynamic::Literal(t)) => until(now, t.timestamp_millis()),
+            WaitFor::Timestamp(Dynamic::Path(p)) => {
+                let v = self.with_env(cx, &effective, |_| {}, |env| p.select(env));
+                let parsed = v.as_ref().and_then(Value::as_str).and_then(parse_timestamp);
+                match parsed {
+                    Some(t) => until(now, t.timestamp_millis()),
+                    None => {
+                        let shown = match &v {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(other) => other.to_string(),
+                            None => "null".into(),
+                        };
+                        return Err(self.state_error(
+                            cx,
+                            names::RUNTIME,
+                            &format!(
+                                "The TimestampPath parameter does not reference a valid ISO-8601 extended offset date-time format string: {} == {shown}",
+                                p.text()
+                            ),
+                        ));
+                    }
+                }
+            }
+            WaitFor::Seconds(Dynamic::Jsonata(_)) | WaitFor::Timestamp(Dynamic::Jsonata(_)) => {
+                Duration::ZERO
+            }
+        };
+        if declared.as_secs() > MAX_WAIT_SECONDS {
+            return Err(self.state_error(cx, names::RUNTIME, "Wait state delay is too long."));
+        }
+        let deadline = now + self.clock.scale(declared).as_millis() as Millis;
+        if deadline > now {
+            self.history.borrow_mut().submit();
+            self.clock.sleep_until(deadline).await;
+        }
+        let output = self.output_path(cx, &w.io, effective)?;
+        Ok(Step {
+            output,
+            next: w.transition,
+            prev: cx.entered_id,
+            no_exit_event: false,
+        })
+    }
+}
+
+/// The time from `now` until `at` (zero when it has passed).
+fn until(now: Millis, at: Millis) -> Duration {
+    Duration::from_millis((at - now).max(0) as u64)
+}

@@ -1,0 +1,68 @@
+//! What a Task resource means on this machine: a local command bound with `--task`, and (with
+//! later work) callbacks with task tokens, activities and mocks.
+//!
+//! The engine hands a [`TaskRequest`] to a [`TaskRunner`] and gets the task's result or error
+//! back; timeouts and heartbeats are the engine's, not the runner's.
+
+pub mod command;
+
+use crate::asl::error::StatesError;
+use crate::asl::resource::Resource;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+/// One attempt of a Task state.
+#[derive(Debug, Clone)]
+pub struct TaskRequest {
+    /// The state's name.
+    pub state_name: String,
+    /// Its resource.
+    pub resource: Resource,
+    /// The effective input (after InputPath and Parameters).
+    pub input: Value,
+    /// The execution's ARN.
+    pub execution_arn: String,
+    /// 0 for the first attempt.
+    pub retry_count: u64,
+}
+
+/// The future a runner returns.
+pub type TaskFuture = Pin<Box<dyn Future<Output = Result<Value, StatesError>>>>;
+
+/// Runs Task states.
+pub trait TaskRunner {
+    /// Runs one attempt; resolves to the task's result or its error.
+    fn run(&self, request: TaskRequest) -> TaskFuture;
+}
+
+/// Dispatches Task states to the local commands bound with `--task STATE=COMMAND`; a state with
+/// no binding fails with an error that says how to bind it.
+#[derive(Debug, Clone, Default)]
+pub struct LocalTasks {
+    /// State name → command line.
+    pub commands: HashMap<String, command::CommandLine>,
+}
+
+/// The error of a Task that nothing on this machine can run.
+pub fn unbound_task_error(state: &str, resource: &Resource) -> StatesError {
+    StatesError::runtime(format!(
+        "Task state '{state}' has no local binding for its resource {resource}: bind it to a command with --task '{state}=COMMAND' (the command reads the task input as JSON on stdin and prints its result as JSON on stdout)"
+    ))
+}
+
+impl TaskRunner for LocalTasks {
+    fn run(&self, request: TaskRequest) -> TaskFuture {
+        match self.commands.get(&request.state_name) {
+            Some(cmd) => {
+                let cmd = cmd.clone();
+                Box::pin(async move { cmd.run(&request).await })
+            }
+            None => {
+                let e = unbound_task_error(&request.state_name, &request.resource);
+                Box::pin(async move { Err(e) })
+            }
+        }
+    }
+}
