@@ -286,16 +286,16 @@ pub trait HistorySink {
     fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>>;
 }
 
-/// Keeps events in memory (tests and the conformance harness).
-#[derive(Debug, Default)]
+/// Keeps events in memory (tests and the conformance harness); clones share the same list.
+#[derive(Debug, Default, Clone)]
 pub struct MemorySink {
     /// Everything submitted.
-    pub events: Vec<HistoryEvent>,
+    pub events: std::rc::Rc<std::cell::RefCell<Vec<HistoryEvent>>>,
 }
 
 impl HistorySink for MemorySink {
     fn submit(&mut self, events: Vec<HistoryEvent>) {
-        self.events.extend(events);
+        self.events.borrow_mut().extend(events);
     }
 
     fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {

@@ -11,3 +11,30 @@ pub mod retry;
 mod states;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};
+
+use crate::asl::StateMachine;
+use crate::engine::clock::Clock;
+use crate::engine::context::ExecutionInfo;
+use crate::engine::history::{History, HistoryEvent, MemorySink};
+use crate::tasks::TaskRunner;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Runs an execution with its history kept in memory: for tests, the conformance harness and
+/// anything that does not need the store. Returns how it ended and every event.
+pub async fn run_in_memory(
+    machine: Arc<StateMachine>,
+    info: ExecutionInfo,
+    input: serde_json::Value,
+    clock: Arc<dyn Clock>,
+    tasks: Rc<dyn TaskRunner>,
+    options: EngineOptions,
+) -> (Outcome, Vec<HistoryEvent>) {
+    let sink = MemorySink::default();
+    let history = History::new(1, Box::new(sink.clone()), options.max_history_events);
+    let engine = Engine::new(machine, info, input, history, clock, tasks);
+    let outcome = engine.run().await;
+    drop(engine);
+    let events = sink.events.take();
+    (outcome, events)
+}

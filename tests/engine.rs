@@ -1,0 +1,246 @@
+//! The engine on small machines: outcomes, outputs and the event sequences AWS writes.
+
+use serde_json::{json, Value};
+use sfn_local::asl::{compile_text, MachineType};
+use sfn_local::engine::clock::{Clock, ManualClock, SystemClock};
+use sfn_local::engine::context::ExecutionInfo;
+use sfn_local::engine::history::HistoryEvent;
+use sfn_local::engine::{run_in_memory, EngineOptions, Outcome, Status};
+use sfn_local::tasks::{command::parse_binding, LocalTasks};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn info() -> ExecutionInfo {
+    ExecutionInfo::new("us-east-1", "123456789012", "Machine", "exec-1", None, 1_700_000_000_000)
+}
+
+fn machine(def: Value) -> Arc<sfn_local::asl::StateMachine> {
+    let (m, diags) = compile_text(&def.to_string(), MachineType::Standard);
+    Arc::new(m.unwrap_or_else(|| panic!("invalid test machine: {diags:#?}")))
+}
+
+async fn run_with(def: Value, input: Value, tasks: LocalTasks, clock: Arc<dyn Clock>) -> (Outcome, Vec<HistoryEvent>) {
+    run_in_memory(machine(def), info(), input, clock, Rc::new(tasks), EngineOptions::default()).await
+}
+
+async fn run(def: Value, input: Value) -> (Outcome, Vec<HistoryEvent>) {
+    run_with(def, input, LocalTasks::default(), Arc::new(SystemClock::new(1.0))).await
+}
+
+fn types(events: &[HistoryEvent]) -> Vec<&'static str> {
+    events.iter().map(|e| e.event_type.as_str()).collect()
+}
+
+fn tasks(bindings: &[&str]) -> LocalTasks {
+    let mut t = LocalTasks::default();
+    for b in bindings {
+        let (state, cmd) = parse_binding(b).unwrap();
+        t.commands.insert(state, cmd);
+    }
+    t
+}
+
+#[tokio::test]
+async fn pass_chain_succeeds_with_contiguous_ids() {
+    let (outcome, events) = run(
+        json!({"StartAt":"A","States":{"A":{"Type":"Pass","Result":{"x":1},"Next":"B"},"B":{"Type":"Pass","End":true}}}),
+        json!({"in": true}),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Succeeded);
+    assert_eq!(outcome.output, Some(json!({"x": 1})));
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "PassStateEntered", "PassStateExited", "PassStateEntered", "PassStateExited", "ExecutionSucceeded"]
+    );
+    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    let prev: Vec<i64> = events.iter().map(|e| e.previous_event_id).collect();
+    assert_eq!(prev, [0, 0, 2, 3, 4, 5]);
+}
+
+#[tokio::test]
+async fn fail_state_fails_the_execution_with_its_error() {
+    let (outcome, events) = run(
+        json!({"StartAt":"F","States":{"F":{"Type":"Fail","Error":"Boom","Cause":"because"}}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Failed);
+    let e = outcome.error.unwrap();
+    assert_eq!((e.error.as_deref(), e.cause.as_deref()), (Some("Boom"), Some("because")));
+    assert_eq!(types(&events), ["ExecutionStarted", "FailStateEntered", "ExecutionFailed"]);
+}
+
+#[tokio::test]
+async fn wait_sleeps_on_the_injected_clock() {
+    let clock = ManualClock::new(1_700_000_000_000);
+    let def = json!({"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":3600,"End":true}}});
+    let c: Arc<dyn Clock> = Arc::new(clock.clone());
+    let local = tokio::task::LocalSet::new();
+    let handle = local.spawn_local(run_with(def, json!({"a":1}), LocalTasks::default(), c));
+    local
+        .run_until(async move {
+            tokio::task::yield_now().await;
+            assert!(!handle.is_finished());
+            clock.advance(Duration::from_secs(3599));
+            tokio::task::yield_now().await;
+            assert!(!handle.is_finished());
+            clock.advance(Duration::from_secs(1));
+            let (outcome, events) = handle.await.unwrap();
+            assert_eq!(outcome.output, Some(json!({"a":1})));
+            assert_eq!(types(&events), ["ExecutionStarted", "WaitStateEntered", "WaitStateExited", "ExecutionSucceeded"]);
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn parallel_collects_branch_outputs_in_order() {
+    let (outcome, events) = run(
+        json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
+            {"StartAt":"A","States":{"A":{"Type":"Pass","Result":1,"End":true}}},
+            {"StartAt":"B","States":{"B":{"Type":"Pass","Result":2,"End":true}}}]}}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(outcome.output, Some(json!([1, 2])));
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "ParallelStateEntered", "ParallelStateStarted", "PassStateEntered", "PassStateExited",
+         "PassStateEntered", "PassStateExited", "ParallelStateSucceeded", "ParallelStateExited", "ExecutionSucceeded"]
+    );
+}
+
+#[tokio::test]
+async fn map_runs_each_item_in_order() {
+    let (outcome, events) = run(
+        json!({"StartAt":"M","States":{"M":{"Type":"Map","End":true,"ItemProcessor":
+            {"StartAt":"I","States":{"I":{"Type":"Pass","End":true}}}}}}),
+        json!([10, 20]),
+    )
+    .await;
+    assert_eq!(outcome.output, Some(json!([10, 20])));
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "MapStateEntered", "MapStateStarted",
+         "MapIterationStarted", "PassStateEntered", "PassStateExited", "MapIterationSucceeded",
+         "MapIterationStarted", "PassStateEntered", "PassStateExited", "MapIterationSucceeded",
+         "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"]
+    );
+}
+
+#[tokio::test]
+async fn task_runs_a_local_command() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}}}),
+        json!({"n": 1}),
+        tasks(&["T=sh -c 'cat; echo'"]),
+        Arc::new(SystemClock::new(1.0)),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Succeeded, "{outcome:?}");
+    assert_eq!(outcome.output, Some(json!({"n": 1})));
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded", "TaskStateExited", "ExecutionSucceeded"]
+    );
+}
+
+#[tokio::test]
+async fn retries_then_catches_a_failing_task() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"T","States":{
+            "T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+                 "Retry":[{"ErrorEquals":["Oops"],"IntervalSeconds":1,"MaxAttempts":1}],
+                 "Catch":[{"ErrorEquals":["States.ALL"],"Next":"H"}],"End":true},
+            "H":{"Type":"Pass","End":true}}}),
+        json!({}),
+        tasks(&[r#"T=sh -c 'echo "{\"Error\":\"Oops\",\"Cause\":\"no\"}" >&2; exit 1'"#]),
+        Arc::new(SystemClock::new(0.001)),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Succeeded, "{outcome:?}");
+    assert_eq!(outcome.output, Some(json!({"Error": "Oops", "Cause": "no"})));
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskFailed",
+         "TaskScheduled", "TaskStarted", "TaskFailed", "TaskStateExited",
+         "PassStateEntered", "PassStateExited", "ExecutionSucceeded"]
+    );
+}
+
+#[tokio::test]
+async fn unbound_task_fails_saying_how_to_bind_it() {
+    let (outcome, _) = run(
+        json!({"StartAt":"Charge","States":{"Charge":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}}}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Failed);
+    let cause = outcome.error.unwrap().cause.unwrap();
+    assert!(cause.contains("--task 'Charge=COMMAND'"), "{cause}");
+}
+
+#[tokio::test]
+async fn task_timeout_raises_states_timeout() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","TimeoutSeconds":5,"End":true}}}),
+        json!({}),
+        tasks(&["T=sleep 30"]),
+        Arc::new(SystemClock::new(0.01)),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Failed);
+    assert_eq!(outcome.error.unwrap().name(), "States.Timeout");
+    assert_eq!(types(&events)[4], "TaskTimedOut");
+}
+
+#[tokio::test]
+async fn execution_timeout_ends_timed_out() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"W","TimeoutSeconds":1,"States":{"W":{"Type":"Wait","Seconds":100,"End":true}}}),
+        json!({}),
+        LocalTasks::default(),
+        Arc::new(SystemClock::new(0.01)),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::TimedOut);
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "WaitStateEntered", "WaitStateAborted", "ExecutionTimedOut"]
+    );
+    assert_eq!(events.last().unwrap().previous_event_id, 0);
+}
+
+#[tokio::test]
+async fn history_cap_fails_with_states_runtime_at_the_last_event() {
+    let def = json!({"StartAt":"A","States":{"A":{"Type":"Pass","Next":"A2"},"A2":{"Type":"Pass","Next":"A"}}});
+    let (outcome, events) = run_in_memory(
+        machine_unchecked(def),
+        info(),
+        json!({}),
+        Arc::new(SystemClock::new(1.0)),
+        Rc::new(LocalTasks::default()),
+        EngineOptions { max_history_events: 50 },
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Failed);
+    let e = outcome.error.unwrap();
+    assert_eq!(e.name(), "States.Runtime");
+    assert_eq!(e.cause.as_deref(), Some("The execution reached the maximum number of history events (50)."));
+    assert_eq!(events.len(), 50);
+    assert_eq!(events.last().unwrap().event_type.as_str(), "ExecutionFailed");
+}
+
+/// A machine that never ends is not valid (no terminal state), but the engine must still bound
+/// it: build it past validation to test the history cap.
+fn machine_unchecked(def: Value) -> Arc<sfn_local::asl::StateMachine> {
+    let mut diags = sfn_local::asl::Diagnostics::default();
+    let mut def = def;
+    // Add an unreachable terminal state so the machine validates, then loop forever.
+    def["States"]["End"] = json!({"Type":"Succeed"});
+    def["States"]["A2"] = json!({"Type":"Choice","Choices":[{"Variable":"$.never","IsPresent":true,"Next":"End"}],"Default":"A"});
+    let m = sfn_local::asl::parse::parse_machine(&def, MachineType::Standard, &mut diags);
+    Arc::new(m.unwrap_or_else(|| panic!("{diags:#?}")))
+}
