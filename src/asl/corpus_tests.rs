@@ -166,3 +166,52 @@ fn intrinsic_functions_corpus() {
     );
     assert!(fail.is_empty(), "{}", fail.join("\n"));
 }
+
+#[test]
+fn odd_inputs_never_panic() {
+    use crate::asl::intrinsics::Call;
+    use crate::asl::path::Path;
+    let texts = [
+        "",
+        "$",
+        "$$",
+        "$é",
+        "$[é]",
+        "$['é",
+        "$..",
+        "$.[",
+        "$[?(",
+        "$[-]",
+        "$[99999999999999999999]",
+        "$.a[-1]",
+        "States.",
+        "States.Array('é\\",
+        "States.Array(é)",
+        "States.Format('{",
+        "States.Array(-)",
+        "States.Array($[)",
+        "States.Array($.a[?(@.x == ')')])",
+        "States.Array(1e999)",
+        "States.Array('\\u')",
+    ];
+    for t in texts {
+        let _ = Path::parse(t);
+        let _ = Path::parse_reference(t);
+        let _ = Call::parse(t);
+    }
+    let input = json!({"a": [1, "é", {"x": null}]});
+    let ctx = json!({});
+    let env = Env {
+        input: &input,
+        context: &ctx,
+        variables: &NoVariables,
+    };
+    for t in ["$.a[-5]", "$.a[2].x.y", "$..x", "$.a[?(@.x)]"] {
+        if let Ok(p) = Path::parse(t) {
+            let _ = p.select(&env);
+            let _ = p.invalid_path_cause(&env);
+            let mut target = input.clone();
+            let _ = p.set(&mut target, json!(1));
+        }
+    }
+}
