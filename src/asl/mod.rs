@@ -4,6 +4,8 @@
 //! No I/O and no async here: the engine drives evaluation, the CLI reports diagnostics.
 
 pub mod choice;
+#[cfg(test)]
+mod corpus_tests;
 pub mod diagnostic;
 pub mod error;
 pub mod eval;
