@@ -5,15 +5,17 @@
 //! - [`asl`]: the language. JSON text is parsed once into a typed [`asl::StateMachine`], with every
 //!   path, payload template, intrinsic call and Choice rule compiled; static validation reports
 //!   AWS's diagnostics at JSON pointers, which [`asl::source`] maps to lines and columns.
-//! - `engine`: interprets one execution state by state (added by the `run` work).
-//! - `tasks`: what a Task resource means locally.
+//! - [`engine`]: interprets one execution state by state, every timer on one injectable clock,
+//!   writing AWS-shaped history events.
+//! - [`tasks`]: what a Task resource means locally (a bound command, later callbacks,
+//!   activities and mocks).
 //! - `store`: SQLite, the single source of truth.
 //! - `cli`: the commands; no logic that the library does not own.
 //!
 //! ```
 //! let text = r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#;
 //! let report = sfn_local::asl::validate_text(text, sfn_local::asl::MachineType::Standard);
-//! assert!(report.is_ok());
+//! assert!(!report.has_errors());
 //! ```
 #![deny(missing_docs)]
 
