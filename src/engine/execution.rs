@@ -231,7 +231,11 @@ impl Engine {
                 }
             }
         };
-        let committed = self.history.borrow_mut().flush();
+        let committed = {
+            let mut history = self.history.borrow_mut();
+            history.finish(&outcome);
+            history.flush()
+        };
         let _ = committed.await;
         outcome
     }

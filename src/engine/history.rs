@@ -281,6 +281,13 @@ pub trait HistorySink {
     /// Takes a batch of events to commit, in order. Must not block.
     fn submit(&mut self, events: Vec<HistoryEvent>);
 
+    /// Takes the last batch of an execution together with how it ended, to commit both at once.
+    /// By default the batch is submitted like any other.
+    fn finish(&mut self, events: Vec<HistoryEvent>, outcome: &crate::engine::Outcome) {
+        let _ = outcome;
+        self.submit(events);
+    }
+
     /// A future that resolves when everything submitted so far is committed. It must not
     /// borrow the sink: the engine awaits it while other branches keep writing.
     fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>>;
@@ -390,6 +397,12 @@ impl History {
             let batch = std::mem::replace(&mut self.buffer, Vec::with_capacity(64));
             self.sink.submit(batch);
         }
+    }
+
+    /// Hands the last events to the sink together with the execution's outcome.
+    pub fn finish(&mut self, outcome: &crate::engine::Outcome) {
+        let batch = std::mem::take(&mut self.buffer);
+        self.sink.finish(batch, outcome);
     }
 
     /// Hands buffered events to the sink; the future resolves when they are committed.
