@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod asl;
 pub mod cli;
 pub mod engine;

@@ -6,9 +6,10 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-#[cfg(any())]
+pub mod db;
+pub mod executions;
 pub mod report;
-#[cfg(any())]
+pub mod run;
 pub mod validate;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
@@ -24,19 +25,26 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check definitions the way AWS's ValidateStateMachineDefinition does.
-    #[cfg(any())]
     Validate(validate::ValidateArgs),
-    /// Placeholder.
-    Nothing,
+    /// Run an execution to its end and print its output.
+    Run(run::RunArgs),
+    /// Print an execution as AWS's DescribeExecution does.
+    DescribeExecution(executions::DescribeArgs),
+    /// Print an execution's history as AWS's GetExecutionHistory does.
+    GetExecutionHistory(executions::HistoryArgs),
+    /// List executions as AWS's ListExecutions does.
+    ListExecutions(executions::ListArgs),
 }
 
 impl Command {
     /// Runs the command and returns the exit status.
     pub fn run(self) -> ExitCode {
         match self {
-            #[cfg(any())]
             Command::Validate(args) => validate::run(args),
-            Command::Nothing => ExitCode::SUCCESS,
+            Command::Run(args) => run::run(args),
+            Command::DescribeExecution(args) => executions::describe(args),
+            Command::GetExecutionHistory(args) => executions::history(args),
+            Command::ListExecutions(args) => executions::list(args),
         }
     }
 }

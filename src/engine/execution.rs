@@ -159,7 +159,8 @@ impl Engine {
     }
 
     /// Runs the execution to its end and writes every event, ExecutionStarted to the terminal
-    /// one. Returns how it ended; the history is flushed to its sink.
+    /// one. Returns how it ended; the last events are handed to the sink with the outcome, and
+    /// [`Engine::committed`] tells when they are committed.
     pub async fn run(&self) -> Outcome {
         let started = self.history.borrow_mut().push_unchecked(
             0,
@@ -231,13 +232,14 @@ impl Engine {
                 }
             }
         };
-        let committed = {
-            let mut history = self.history.borrow_mut();
-            history.finish(&outcome);
-            history.flush()
-        };
-        let _ = committed.await;
+        self.history.borrow_mut().finish(&outcome);
         outcome
+    }
+
+    /// Resolves when every event handed to the sink so far is committed, or with the first
+    /// write error.
+    pub fn committed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> {
+        self.history.borrow_mut().flush()
     }
 
     /// Writes an event; the history cap turns into a terminal failure.

@@ -8,6 +8,8 @@ pub mod context;
 pub mod execution;
 pub mod history;
 pub mod retry;
+pub mod runner;
+pub mod store_sink;
 mod states;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};
@@ -34,6 +36,7 @@ pub async fn run_in_memory(
     let history = History::new(1, Box::new(sink.clone()), options.max_history_events);
     let engine = Engine::new(machine, info, input, history, clock, tasks);
     let outcome = engine.run().await;
+    let _ = engine.committed().await;
     drop(engine);
     let events = sink.events.take();
     (outcome, events)

@@ -1,0 +1,245 @@
+//! `sfn-local run DEFINITION`: run an execution to its end and print its output.
+
+use crate::api;
+use crate::asl::{self, MachineType};
+use crate::cli::report::{self, FileReport};
+use crate::cli::{db, EXIT_USAGE};
+use crate::engine::context::ExecutionInfo;
+use crate::engine::execution::MAX_PAYLOAD_BYTES;
+use crate::engine::runner::{check_name, run_execution, RunRequest};
+use crate::engine::{EngineOptions, Status};
+use crate::tasks::{command::parse_binding, LocalTasks};
+use clap::{Args, ValueEnum};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The state machine definition (JSON).
+    pub definition: PathBuf,
+    /// The execution input, as JSON text (default `{}`).
+    #[arg(long, conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input from a file (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    /// The execution's name (default: a UUID).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The state machine's name (default: the file name without `.asl.json`/`.json`).
+    #[arg(long)]
+    pub state_machine_name: Option<String>,
+    /// The role ARN in the context object and history.
+    #[arg(long)]
+    pub role_arn: Option<String>,
+    /// The region in ARNs (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// The account id in ARNs.
+    #[arg(long, default_value = "123456789012")]
+    pub account_id: String,
+    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// What to print: the output (text) or DescribeExecution's shape (json).
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// Multiply every duration the engine waits for (Wait, retry intervals, timeouts) by F.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Run a local program for a Task state: STATE=COMMAND (repeatable).
+    #[arg(long = "task", value_name = "STATE=COMMAND")]
+    pub tasks: Vec<String>,
+    /// The history cap (AWS: 25000). 0 removes it, for workloads AWS could not run.
+    #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
+    pub max_history_events: i64,
+}
+
+/// Output formats of `run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    /// The output JSON on success; error and cause on stderr otherwise.
+    Text,
+    /// DescribeExecution's response, whatever the outcome.
+    Json,
+}
+
+/// Exit status for an execution that failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status for an execution that timed out.
+pub const EXIT_TIMED_OUT: u8 = 3;
+/// Exit status for an execution that was aborted.
+pub const EXIT_ABORTED: u8 = 4;
+
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// The region: the flag, else AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1.
+fn region(flag: Option<String>) -> String {
+    flag.or_else(|| std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty()))
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok().filter(|r| !r.is_empty()))
+        .unwrap_or_else(|| "us-east-1".into())
+}
+
+/// The state machine name a file gives: `orders.asl.json` → `orders`.
+fn machine_name(path: &std::path::Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "StateMachine".into());
+    let stem = file
+        .strip_suffix(".asl.json")
+        .or_else(|| file.strip_suffix(".json"))
+        .unwrap_or(&file);
+    stem.to_owned()
+}
+
+fn read_input(args: &RunArgs) -> Result<String, String> {
+    match (&args.input, &args.input_file) {
+        (Some(text), _) => Ok(text.clone()),
+        (None, Some(p)) if p.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
+            Ok(s)
+        }
+        (None, Some(p)) => std::fs::read_to_string(p)
+            .map_err(|e| format!("cannot read the input file {}: {e}", p.display())),
+        (None, None) => Ok("{}".into()),
+    }
+}
+
+/// Runs `run`.
+pub fn run(args: RunArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.definition) {
+        Ok(t) => t,
+        Err(e) => return usage(format!("cannot read {}: {e}", args.definition.display())),
+    };
+    let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
+    let path = args.definition.display().to_string();
+    if !diags.is_empty() {
+        let report = report::render_human(
+            &[FileReport {
+                path: &path,
+                text: &text,
+                diagnostics: &diags,
+            }],
+            false,
+        );
+        eprint!("{report}");
+    }
+    let Some(machine) = machine else {
+        eprintln!("error: {path} is not a valid state machine; nothing was run");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let input_text = match read_input(&args) {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    if input_text.len() > MAX_PAYLOAD_BYTES {
+        return usage(format!(
+            "the input is {} bytes; AWS accepts at most {MAX_PAYLOAD_BYTES} (256 KiB)",
+            input_text.len()
+        ));
+    }
+    let input: serde_json::Value = match serde_json::from_str(&input_text) {
+        Ok(v) => v,
+        Err(e) => return usage(format!("the input is not JSON: {e}")),
+    };
+    let name = args.name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let machine_name = args
+        .state_machine_name
+        .clone()
+        .unwrap_or_else(|| machine_name(&args.definition));
+    for (what, value) in [("execution name", &name), ("state machine name", &machine_name)] {
+        if let Err(e) = check_name(what, value) {
+            return usage(e);
+        }
+    }
+    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+        return usage("--time-scale must be a non-negative number");
+    }
+    let mut tasks = LocalTasks::default();
+    for binding in &args.tasks {
+        match parse_binding(binding) {
+            Ok((state, command)) => {
+                let is_task = machine
+                    .all_states()
+                    .iter()
+                    .any(|s| s.name == state && s.type_name() == "Task");
+                if !is_task {
+                    return usage(format!("--task {binding}: the machine has no Task state named '{state}'"));
+                }
+                tasks.commands.insert(state, command);
+            }
+            Err(e) => return usage(e),
+        }
+    }
+    let store = match db::open(args.db.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let info = ExecutionInfo::new(
+        &region(args.region.clone()),
+        &args.account_id,
+        &machine_name,
+        &name,
+        args.role_arn.as_deref(),
+        crate::engine::clock::system_now(),
+    );
+    let execution_arn = info.execution_arn.clone();
+    let request = RunRequest {
+        definition: text,
+        machine: Arc::new(machine),
+        input,
+        info,
+        time_scale: args.time_scale,
+        tasks,
+        options: EngineOptions {
+            max_history_events: args.max_history_events,
+        },
+    };
+    let outcome = match run_execution(store.clone(), request) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match args.format {
+        RunFormat::Json => match store.execution(&execution_arn) {
+            Ok(Some(record)) => println!("{}", api::describe_execution(&record)),
+            Ok(None) => eprintln!("error: the execution {execution_arn} vanished from the database"),
+            Err(e) => eprintln!("error: {e}"),
+        },
+        RunFormat::Text => {
+            if let Some(output) = &outcome.output {
+                println!("{output}");
+            }
+        }
+    }
+    if let Some(e) = &outcome.error {
+        eprintln!(
+            "execution {}: {}\n  error: {}\n  cause: {}",
+            outcome.status.as_str(),
+            execution_arn,
+            e.error.as_deref().unwrap_or("(none)"),
+            e.cause.as_deref().unwrap_or("(none)")
+        );
+    }
+    match outcome.status {
+        Status::Succeeded => ExitCode::SUCCESS,
+        Status::Failed => ExitCode::from(EXIT_FAILED),
+        Status::TimedOut => ExitCode::from(EXIT_TIMED_OUT),
+        Status::Aborted => ExitCode::from(EXIT_ABORTED),
+    }
+}

@@ -1,0 +1,97 @@
+//! The history sink that writes to the store: each batch is one append, committed by the
+//! store's writer thread; the last batch carries the execution's end, so the terminal event and
+//! the final status are committed in one transaction.
+
+use crate::engine::execution::{Outcome, Status};
+use crate::engine::history::{HistoryEvent, HistorySink};
+use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store};
+use std::future::Future;
+use std::pin::Pin;
+use crate::store::Commit;
+use std::sync::Arc;
+
+/// Writes an execution's events to the store.
+pub struct StoreSink {
+    store: Arc<Store>,
+    execution_arn: String,
+    /// Batches submitted and not yet checked; the next flush awaits them all.
+    pending: Vec<Commit>,
+}
+
+impl StoreSink {
+    /// A sink appending to `execution_arn`'s history.
+    pub fn new(store: Arc<Store>, execution_arn: &str) -> Self {
+        StoreSink {
+            store,
+            execution_arn: execution_arn.to_owned(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn append(&mut self, events: Vec<HistoryEvent>, finish: Option<Finish>) {
+        let events = events
+            .into_iter()
+            .map(|e| NewEvent {
+                id: e.id,
+                previous_event_id: e.previous_event_id,
+                timestamp_ms: e.timestamp,
+                event_type: e.event_type.as_str().to_owned(),
+                details: e.details,
+            })
+            .collect();
+        let commit = self.store.append(Append {
+            execution_arn: self.execution_arn.clone(),
+            events,
+            position: None,
+            finish,
+        });
+        // The engine does not wait for each batch; the writer applies them in order and the
+        // next flush reports the first failure.
+        self.pending.push(commit);
+    }
+}
+
+/// The store's status for an engine outcome.
+pub fn store_status(status: Status) -> ExecutionStatus {
+    match status {
+        Status::Succeeded => ExecutionStatus::Succeeded,
+        Status::Failed => ExecutionStatus::Failed,
+        Status::TimedOut => ExecutionStatus::TimedOut,
+        Status::Aborted => ExecutionStatus::Aborted,
+    }
+}
+
+impl HistorySink for StoreSink {
+    fn submit(&mut self, events: Vec<HistoryEvent>) {
+        self.append(events, None);
+    }
+
+    fn finish(&mut self, events: Vec<HistoryEvent>, outcome: &Outcome) {
+        let (error, cause) = match (&outcome.error, outcome.status) {
+            // AWS's DescribeExecution has no error or cause for a timed-out execution.
+            (_, Status::TimedOut) => (None, None),
+            (Some(e), _) => (e.error.clone(), e.cause.clone()),
+            (None, _) => (None, None),
+        };
+        self.append(
+            events,
+            Some(Finish {
+                status: store_status(outcome.status),
+                output: outcome.output.as_ref().map(|v| v.to_string()),
+                error,
+                cause,
+                stop_date_ms: outcome.stop_time,
+            }),
+        );
+    }
+
+    fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
+        let pending = std::mem::take(&mut self.pending);
+        Box::pin(async move {
+            for commit in pending {
+                commit.wait().await.map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+    }
+}
