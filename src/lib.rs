@@ -19,3 +19,4 @@
 
 pub mod asl;
 pub mod cli;
+pub mod store;
