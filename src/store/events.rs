@@ -3,7 +3,7 @@
 //! The engine assigns ids and `previousEventId` (it knows what caused what); the store checks that
 //! ids continue the history without gaps and never rewrites an event.
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 
 /// A history event as the engine submits it. Details are already serialized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +64,7 @@ pub fn details_key(event_type: &str) -> String {
 
 /// Why a batch of events cannot follow `last_event_id`; checked before anything is written.
 pub(crate) fn check_contiguous(last_event_id: i64, events: &[NewEvent]) -> Result<(), Violation> {
-    let mut expected = last_event_id + 1;
-    for event in events {
+    for (expected, event) in (last_event_id + 1..).zip(events) {
         if event.id != expected {
             return Err(Violation::NotContiguous {
                 expected,
@@ -84,7 +83,6 @@ pub(crate) fn check_contiguous(last_event_id: i64, events: &[NewEvent]) -> Resul
                 event.id
             )));
         }
-        expected += 1;
     }
     Ok(())
 }
@@ -98,26 +96,46 @@ pub(crate) enum Violation {
 
 // ---- writer side -------------------------------------------------------------------------------
 
-/// Inserts events (already checked) for one execution.
-pub(crate) fn insert(
-    conn: &Connection,
-    execution_id: i64,
-    events: &[NewEvent],
-) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO events (execution_id, event_id, previous_event_id, timestamp, event_type, details) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    for e in events {
-        stmt.execute(params![
-            execution_id,
-            e.id,
-            e.previous_event_id,
-            e.timestamp_ms,
-            e.event_type,
-            e.details
-        ])?;
+/// Rows per multi-row INSERT: fewer statement steps per event (about a third faster than one row
+/// per statement), while staying far below SQLite's bound-parameter limit.
+const ROWS_PER_INSERT: usize = 16;
+const COLUMNS_PER_ROW: usize = 6;
+
+/// Inserts events (already checked) as `(execution id, event)` rows, in any mix of executions.
+pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqlite::Result<()> {
+    const INSERT: &str = "INSERT INTO events \
+        (execution_id, event_id, previous_event_id, timestamp, event_type, details) VALUES ";
+    let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
+    if rows.len() >= ROWS_PER_INSERT {
+        let values = vec!["(?, ?, ?, ?, ?, ?)"; ROWS_PER_INSERT].join(", ");
+        let mut stmt = conn.prepare_cached(&format!("{INSERT}{values}"))?;
+        for chunk in &mut chunks {
+            for (i, (execution_id, event)) in chunk.iter().enumerate() {
+                bind_row(&mut stmt, i * COLUMNS_PER_ROW, *execution_id, event)?;
+            }
+            stmt.raw_execute()?;
+        }
     }
+    let mut stmt = conn.prepare_cached(&format!("{INSERT}(?, ?, ?, ?, ?, ?)"))?;
+    for (execution_id, event) in chunks.remainder() {
+        bind_row(&mut stmt, 0, *execution_id, event)?;
+        stmt.raw_execute()?;
+    }
+    Ok(())
+}
+
+fn bind_row(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    offset: usize,
+    execution_id: i64,
+    e: &NewEvent,
+) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(offset + 1, execution_id)?;
+    stmt.raw_bind_parameter(offset + 2, e.id)?;
+    stmt.raw_bind_parameter(offset + 3, e.previous_event_id)?;
+    stmt.raw_bind_parameter(offset + 4, e.timestamp_ms)?;
+    stmt.raw_bind_parameter(offset + 5, e.event_type.as_str())?;
+    stmt.raw_bind_parameter(offset + 6, e.details.as_deref())?;
     Ok(())
 }
 

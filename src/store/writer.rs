@@ -221,15 +221,18 @@ fn apply(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| site.sqlite("begin write transaction", e))?;
     let mut heads: HashMap<&str, Head<'_>> = HashMap::new();
+    // Events of accepted commands, inserted together at the end (multi-row statements).
+    let mut rows: Vec<(i64, &NewEvent)> = Vec::new();
     let mut outcomes = Vec::with_capacity(commands.len());
     for command in commands {
         let outcome = match command {
-            Command::Create(new, _) => create(&tx, site, &mut heads, new)?,
-            Command::Append(append, _) => append_to(&tx, site, &mut heads, append)?,
+            Command::Create(new, _) => create(&tx, site, &mut heads, &mut rows, new)?,
+            Command::Append(append, _) => append_to(&tx, site, &mut heads, &mut rows, append)?,
             Command::Barrier(_) => Ok(()),
         };
         outcomes.push(outcome);
     }
+    events::insert_all(&tx, &rows).map_err(|e| site.sqlite("insert events", e))?;
     for head in heads.values().filter(|h| h.dirty) {
         executions::update_head(&tx, head.id, head.last_event_id, head.position)
             .map_err(|e| site.sqlite("update execution", e))?;
@@ -245,6 +248,7 @@ fn create<'a>(
     tx: &Connection,
     site: &WriterSite,
     heads: &mut HashMap<&'a str, Head<'a>>,
+    rows: &mut Vec<(i64, &'a NewEvent)>,
     new: &'a NewExecution,
 ) -> Step {
     let arn = new.execution_arn.as_str();
@@ -259,7 +263,7 @@ fn create<'a>(
             execution_arn: arn.to_owned(),
         }));
     };
-    events::insert(tx, id, &new.events).map_err(|e| site.sqlite("insert events", e))?;
+    rows.extend(new.events.iter().map(|e| (id, e)));
     heads.insert(
         arn,
         Head {
@@ -277,6 +281,7 @@ fn append_to<'a>(
     tx: &Connection,
     site: &WriterSite,
     heads: &mut HashMap<&'a str, Head<'a>>,
+    rows: &mut Vec<(i64, &'a NewEvent)>,
     append: &'a Append,
 ) -> Step {
     let arn = append.execution_arn.as_str();
@@ -316,7 +321,7 @@ fn append_to<'a>(
             }));
         }
     }
-    events::insert(tx, head.id, &append.events).map_err(|e| site.sqlite("insert events", e))?;
+    rows.extend(append.events.iter().map(|e| (head.id, e)));
     if let Some(last) = append.events.last() {
         head.last_event_id = last.id;
         head.dirty = true;
