@@ -674,3 +674,44 @@ fn a_full_disk_is_classified_as_such() {
     let err = StoreError::from_sqlite(&path, "test", Duration::from_secs(1), raw);
     assert!(matches!(err, StoreError::DiskFull { .. }), "{err:?}");
 }
+
+#[test]
+fn a_lock_held_past_the_busy_timeout_is_a_typed_error_for_the_whole_batch() {
+    let (_dir, path) = temp();
+    let options = StoreOptions {
+        busy_timeout: Duration::from_millis(100),
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&path, options).expect("open");
+    let a = arn("M", "locked");
+    store
+        .create_execution(new_execution("M", "locked", 1))
+        .wait_blocking()
+        .expect("create");
+
+    let mut other = Connection::open(&path).expect("raw");
+    let tx = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .expect("take the write lock");
+    let first = store.append(append(&a, 2..=2));
+    let second = store.append(append(&a, 3..=3));
+    for commit in [first, second] {
+        let err = commit.wait_blocking().expect_err("locked");
+        assert!(
+            matches!(
+                err,
+                StoreError::Busy {
+                    timeout_ms: 100,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+    drop(tx);
+    // Nothing was kept, so the history continues at 2.
+    store
+        .append(append(&a, 2..=2))
+        .wait_blocking()
+        .expect("after the lock is released");
+}

@@ -173,7 +173,12 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
 fn commit_batch(conn: &mut Connection, site: &WriterSite, batch: &mut Vec<Command>) {
     match apply(conn, site, batch) {
         Ok(outcomes) => answer(batch.drain(..), outcomes),
-        Err(err) if batch.len() == 1 => answer(batch.drain(..), vec![Err(err)]),
+        // Nothing a retry would change (the lock stayed busy for the whole timeout, the file is
+        // unwritable or damaged): every caller gets the same answer, without waiting again.
+        Err(err) if batch.len() == 1 || !worth_retrying_alone(&err) => {
+            let outcomes = vec![Err(err); batch.len()];
+            answer(batch.drain(..), outcomes);
+        }
         Err(_) => {
             // Find out which command the failure belongs to: one transaction each.
             for command in batch.drain(..) {
@@ -186,6 +191,19 @@ fn commit_batch(conn: &mut Connection, site: &WriterSite, batch: &mut Vec<Comman
             }
         }
     }
+}
+
+/// Whether a failed batch may still succeed command by command (e.g. a disk that fills up only for
+/// the biggest command, or an SQLite error caused by one command's data).
+fn worth_retrying_alone(err: &StoreError) -> bool {
+    !matches!(
+        err,
+        StoreError::Busy { .. }
+            | StoreError::ReadOnly { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::NotADatabase { .. }
+            | StoreError::CannotOpen { .. }
+    )
 }
 
 fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>) {
