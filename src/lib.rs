@@ -23,4 +23,5 @@ pub mod api;
 pub mod asl;
 pub mod cli;
 pub mod engine;
+pub mod store;
 pub mod tasks;

@@ -1,0 +1,92 @@
+//! Versioned schema migrations, applied when the store opens.
+//!
+//! Each migration is an SQL file `migrations/V<n>__<what>.sql` compiled into the binary. The version
+//! lives in `PRAGMA user_version` (part of the database header, so it changes atomically with the
+//! migration's own statements). All pending migrations run in one IMMEDIATE transaction: two
+//! processes opening a fresh file at once serialize, and the second sees the work already done.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// One schema step.
+struct Migration {
+    version: i64,
+    sql: &'static str,
+}
+
+/// Every migration, in order. Versions are 1, 2, 3... without gaps.
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: include_str!("migrations/V1__init.sql"),
+}];
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+
+/// What the file's schema version means for this build.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SchemaCheck {
+    /// Up to date.
+    Current,
+    /// Older: `migrate` will bring it forward.
+    Older(i64),
+    /// Written by a newer build; refuse it.
+    Newer(i64),
+}
+
+/// Reads `user_version` and compares it with [`SCHEMA_VERSION`].
+pub(crate) fn check(conn: &Connection) -> rusqlite::Result<SchemaCheck> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    Ok(match found {
+        v if v == SCHEMA_VERSION => SchemaCheck::Current,
+        v if v > SCHEMA_VERSION => SchemaCheck::Newer(v),
+        v => SchemaCheck::Older(v),
+    })
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`]. Returns the version found (re-read inside the
+/// transaction) if it is newer than this build, without changing anything.
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), i64>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Ok(Err(found));
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        tx.execute_batch(migration.sql)?;
+        // PRAGMA takes no bound parameters; the version is our own integer.
+        tx.execute_batch(&format!("PRAGMA user_version = {}", migration.version))?;
+    }
+    tx.commit()?;
+    Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_contiguous_from_one() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i64 + 1);
+        }
+    }
+
+    #[test]
+    fn migrating_twice_is_a_no_op() {
+        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Older(0));
+        migrate(&mut conn).expect("migrate").expect("not newer");
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
+        migrate(&mut conn).expect("migrate").expect("not newer");
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
+    }
+
+    #[test]
+    fn newer_schema_is_reported_not_touched() {
+        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        conn.execute_batch("PRAGMA user_version = 99")
+            .expect("set version");
+        assert_eq!(migrate(&mut conn).expect("migrate"), Err(99));
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Newer(99));
+    }
+}

@@ -1,0 +1,50 @@
+-- V1: executions and their append-only history.
+--
+-- Times are integer milliseconds since the Unix epoch (UTC). JSON payloads are stored as the text the
+-- engine serialized, so what `history` prints is byte-for-byte what the engine wrote.
+
+CREATE TABLE executions (
+    id                 INTEGER PRIMARY KEY,
+    execution_arn      TEXT    NOT NULL UNIQUE,
+    name               TEXT    NOT NULL,
+    state_machine_arn  TEXT    NOT NULL,
+    state_machine_name TEXT    NOT NULL,
+    definition         TEXT    NOT NULL,
+    -- AWS spellings. PENDING_REDRIVE is allowed now so redrive needs no table rebuild later.
+    status             TEXT    NOT NULL DEFAULT 'RUNNING'
+                       CHECK (status IN ('RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE')),
+    input              TEXT    NOT NULL,
+    output             TEXT,
+    error              TEXT,
+    cause              TEXT,
+    start_date         INTEGER NOT NULL,
+    stop_date          INTEGER,
+    role_arn           TEXT,
+    -- Absolute deadline from the machine's TimeoutSeconds, if any.
+    timeout_at         INTEGER,
+    -- Opaque to the store: where the execution is. Written in the same transaction as the events
+    -- that moved it, so resume never sees one without the other.
+    position           TEXT,
+    last_event_id      INTEGER NOT NULL DEFAULT 0 CHECK (last_event_id >= 0),
+    -- Lease: which runner drives this execution, and until when. Resume takes only lapsed leases.
+    owner              TEXT,
+    lease_expires_at   INTEGER
+);
+
+-- list-executions: filter by status, newest first; and newest first overall.
+CREATE INDEX executions_by_status_start ON executions (status, start_date DESC, id DESC);
+CREATE INDEX executions_by_start ON executions (start_date DESC, id DESC);
+-- describe/history accept a bare execution name.
+CREATE INDEX executions_by_name ON executions (name);
+
+-- Append-only. The primary key keeps one execution's events together on disk and rejects a reused id.
+CREATE TABLE events (
+    execution_id      INTEGER NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+    event_id          INTEGER NOT NULL CHECK (event_id >= 1),
+    previous_event_id INTEGER NOT NULL CHECK (previous_event_id >= 0 AND previous_event_id < event_id),
+    timestamp         INTEGER NOT NULL,
+    event_type        TEXT    NOT NULL,
+    -- The JSON of the `<camelType>EventDetails` object, or NULL for types without details.
+    details           TEXT,
+    PRIMARY KEY (execution_id, event_id)
+) WITHOUT ROWID;

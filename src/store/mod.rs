@@ -1,0 +1,357 @@
+//! The store: SQLite as the single source of truth, and the only module that speaks SQL.
+//!
+//! - Writes go to one writer thread ([`writer`]) that owns the write connection and commits
+//!   whatever is queued in one transaction. [`Store::create_execution`] and [`Store::append`] return
+//!   a [`Commit`] at once; the engine can submit many transitions and wait only on the last one
+//!   before an external effect (printing output, starting a worker).
+//! - Reads ([`Store::execution`], [`Store::history`], [`Store::list_executions`]) use separate
+//!   read-only connections; WAL lets them run while the writer commits.
+//! - Other processes (`send-task-success` and friends) open the same file and write with short
+//!   IMMEDIATE transactions; [`Store::data_version`] tells a runner that someone committed.
+//! - The schema is versioned ([`migrations`]); a database from a newer sfn-local is refused.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use sfn_local::store::{Append, Finish, ExecutionStatus, NewEvent, NewExecution, Store, StoreOptions};
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::open(dir.path().join("state.db"), StoreOptions::default())?;
+//! let arn = "arn:aws:states:us-east-1:123456789012:execution:Hello:run-1";
+//! let event = |id, event_type: &str| NewEvent {
+//!     id, previous_event_id: id - 1, timestamp_ms: 0, event_type: event_type.into(), details: None,
+//! };
+//! let started = store.create_execution(NewExecution {
+//!     execution_arn: arn.into(),
+//!     name: "run-1".into(),
+//!     state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:Hello".into(),
+//!     state_machine_name: "Hello".into(),
+//!     definition: r#"{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}"#.into(),
+//!     input: "{}".into(),
+//!     start_date_ms: 0,
+//!     role_arn: None,
+//!     timeout_at_ms: None,
+//!     position: None,
+//!     owner: None,
+//!     lease_expires_at_ms: None,
+//!     events: vec![event(1, "ExecutionStarted")],
+//! });
+//! let done = store.append(Append {
+//!     execution_arn: arn.into(),
+//!     events: vec![event(2, "SucceedStateEntered"), event(3, "SucceedStateExited"), event(4, "ExecutionSucceeded")],
+//!     position: None,
+//!     finish: Some(Finish { status: ExecutionStatus::Succeeded, output: Some("{}".into()), error: None, cause: None, stop_date_ms: 1 }),
+//! });
+//! started.wait_blocking()?; // not needed: commits apply in order, so waiting on the last is enough
+//! done.wait_blocking()?;
+//! let record = store.execution("run-1")?.expect("stored");
+//! assert_eq!(record.status, ExecutionStatus::Succeeded);
+//! assert_eq!(store.history(arn, false)?.len(), 4);
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod events;
+mod executions;
+mod migrations;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, MAIN_DB};
+
+pub use error::{Result, StoreError};
+pub use events::{details_key, EventRecord, NewEvent};
+pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
+pub use migrations::SCHEMA_VERSION;
+pub use writer::{Append, Commit};
+
+use executions::FindError;
+use migrations::SchemaCheck;
+use writer::{Command, Writer, WriterSite};
+
+/// How hard a commit tries to survive a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=FULL`: a commit survives power loss (one fsync per batch).
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: a commit survives the process crashing; the last batches may be lost
+    /// on power loss. No fsync on commit in WAL mode.
+    Normal,
+}
+
+/// How to open the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// fsync policy.
+    pub durability: Durability,
+    /// How long to wait for another process's write lock before failing with [`StoreError::Busy`].
+    pub busy_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Read connections kept for reuse; more are opened on demand and closed after use.
+const READ_POOL_SIZE: usize = 4;
+
+/// The execution store. `Send + Sync`: share it (e.g. in an `Arc`) between tasks and threads.
+///
+/// Dropping it applies everything already submitted, then closes the database.
+pub struct Store {
+    path: PathBuf,
+    options: StoreOptions,
+    /// `None` for a read-only store.
+    writer: Option<Writer>,
+    readers: Mutex<Vec<Connection>>,
+    /// Kept open so `PRAGMA data_version` compares against this connection's last look.
+    version_watch: Mutex<Option<Connection>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("options", &self.options)
+            .field("read_only", &self.writer.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating the file and its parent directories if needed) and migrates the database,
+    /// then starts the writer thread.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
+                path: parent.to_path_buf(),
+                source: source.into(),
+            })?;
+        }
+        let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| sqlite("open", e))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|e| sqlite("set busy timeout", e))?;
+        // Reading the header first: a foreign file fails here as "not a database", and a newer
+        // schema is refused before we change anything (even the journal mode).
+        if let SchemaCheck::Newer(found) =
+            migrations::check(&conn).map_err(|e| sqlite("read schema version", e))?
+        {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        // SQLite silently opens a file it may not write read-only; say so now, not at first commit.
+        if conn.is_readonly(MAIN_DB).unwrap_or(false) {
+            return Err(StoreError::ReadOnly { path });
+        }
+        let synchronous = match options.durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = {synchronous};
+             PRAGMA foreign_keys = ON;
+             PRAGMA temp_store = MEMORY;
+             PRAGMA cache_size = -16384;"
+        ))
+        .map_err(|e| sqlite("configure connection", e))?;
+        // Batches can hold thousands of events; keep their statements compiled.
+        conn.set_prepared_statement_cache_capacity(32);
+        if let Err(found) = migrations::migrate(&mut conn).map_err(|e| sqlite("migrate", e))? {
+            return Err(StoreError::SchemaTooNew {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let site = WriterSite {
+            path: path.clone(),
+            busy_timeout: options.busy_timeout,
+        };
+        let writer = Writer::spawn(conn, site).map_err(|_| StoreError::WriterStopped)?;
+        Ok(Store {
+            path,
+            options,
+            writer: Some(writer),
+            readers: Mutex::new(Vec::new()),
+            version_watch: Mutex::new(None),
+        })
+    }
+
+    /// Opens an existing database for reading only (describe, history, list). Nothing is created
+    /// or migrated; writes answer [`StoreError::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let store = Store {
+            path: path.as_ref().to_path_buf(),
+            options,
+            writer: None,
+            readers: Mutex::new(Vec::new()),
+            version_watch: Mutex::new(None),
+        };
+        let conn = store.open_reader()?;
+        match migrations::check(&conn).map_err(|e| store.sqlite("read schema version", e))? {
+            SchemaCheck::Current => {}
+            SchemaCheck::Newer(found) => {
+                return Err(StoreError::SchemaTooNew {
+                    found,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+            SchemaCheck::Older(found) => {
+                return Err(StoreError::SchemaTooOld {
+                    found,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+        }
+        store.give_back(conn);
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    // ---- writes -------------------------------------------------------------------------------
+
+    /// Submits a new execution (row and first events, one transaction). Refused with
+    /// [`StoreError::ExecutionAlreadyExists`] if the ARN is taken.
+    pub fn create_execution(&self, execution: NewExecution) -> Commit {
+        self.submit(|reply| Command::Create(Box::new(execution), reply))
+    }
+
+    /// Submits events, a new position and possibly the end of a running execution (one
+    /// transaction with whatever else is queued).
+    pub fn append(&self, append: Append) -> Commit {
+        self.submit(|reply| Command::Append(append, reply))
+    }
+
+    /// A commit that resolves once everything submitted before it has committed.
+    pub fn flush(&self) -> Commit {
+        self.submit(Command::Barrier)
+    }
+
+    fn submit(&self, make: impl FnOnce(writer::Reply) -> Command) -> Commit {
+        match &self.writer {
+            Some(writer) => writer.submit(make),
+            None => Commit::failed(StoreError::ReadOnly {
+                path: self.path.clone(),
+            }),
+        }
+    }
+
+    // ---- reads --------------------------------------------------------------------------------
+
+    /// One execution, by ARN, or by bare name when the text does not start with `arn:`.
+    ///
+    /// A name used by executions of several state machines is an error
+    /// ([`StoreError::AmbiguousExecutionName`], listing the ARNs), not a guess.
+    pub fn execution(&self, arn_or_name: &str) -> Result<Option<ExecutionRecord>> {
+        self.read(|conn| self.find(conn, arn_or_name))
+    }
+
+    /// An execution's history (by ARN or name), oldest first, or newest first with `reverse`.
+    pub fn history(&self, arn_or_name: &str, reverse: bool) -> Result<Vec<EventRecord>> {
+        self.read(|conn| {
+            let Some(execution) = self.find(conn, arn_or_name)? else {
+                return Err(StoreError::ExecutionNotFound {
+                    execution: arn_or_name.to_owned(),
+                });
+            };
+            events::history(conn, execution.id, reverse).map_err(|e| self.sqlite("read history", e))
+        })
+    }
+
+    /// All executions, or those with `status`, newest first.
+    pub fn list_executions(&self, status: Option<ExecutionStatus>) -> Result<Vec<ExecutionRecord>> {
+        self.read(|conn| {
+            executions::list(conn, status).map_err(|e| self.sqlite("list executions", e))
+        })
+    }
+
+    /// Executions still `RUNNING`, newest first: the candidates for resume.
+    pub fn running_executions(&self) -> Result<Vec<ExecutionRecord>> {
+        self.list_executions(Some(ExecutionStatus::Running))
+    }
+
+    /// `PRAGMA data_version` on a dedicated connection: it changes whenever a connection other than
+    /// that one commits, i.e. another process or this store's own writer. Costs no disk I/O, so a
+    /// runner waiting for `send-task-*` can poll it every few milliseconds.
+    pub fn data_version(&self) -> Result<i64> {
+        let mut watch = lock(&self.version_watch);
+        let conn = match watch.take() {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        let version = conn
+            .pragma_query_value(None, "data_version", |row| row.get(0))
+            .map_err(|e| self.sqlite("read data_version", e));
+        *watch = Some(conn);
+        version
+    }
+
+    // ---- connections --------------------------------------------------------------------------
+
+    fn find(&self, conn: &Connection, arn_or_name: &str) -> Result<Option<ExecutionRecord>> {
+        executions::find(conn, arn_or_name).map_err(|e| match e {
+            FindError::Sqlite(e) => self.sqlite("read execution", e),
+            FindError::Store(e) => e,
+        })
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let pooled = lock(&self.readers).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        let result = f(&conn);
+        self.give_back(conn);
+        result
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut pool = lock(&self.readers);
+        if pool.len() < READ_POOL_SIZE {
+            pool.push(conn);
+        }
+    }
+
+    fn open_reader(&self) -> Result<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite("open", e))?;
+        conn.busy_timeout(self.options.busy_timeout)
+            .map_err(|e| self.sqlite("set busy timeout", e))?;
+        Ok(conn)
+    }
+
+    fn sqlite(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, context, self.options.busy_timeout, err)
+    }
+}
+
+/// Locks a mutex even if a panicking thread poisoned it: the guarded values are connections,
+/// which stay usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,370 @@
+//! The writer thread: the only owner of the write connection.
+//!
+//! Callers send [`Command`]s over a channel and get a [`Commit`] back at once. The thread takes
+//! whatever is queued (up to [`MAX_BATCH`] commands) and applies it in ONE `BEGIN IMMEDIATE`
+//! transaction, then answers every caller. So many small transitions cost one commit (one fsync at
+//! most), and commits apply in submission order because there is one queue and one thread.
+//!
+//! A command that breaks a rule (unknown execution, non-contiguous ids, appending after the end) is
+//! refused *before* it writes anything, so it fails alone and the rest of the batch commits. If
+//! SQLite itself fails mid-batch (disk full, I/O), the whole transaction rolls back and the commands
+//! are retried one transaction each, so every caller gets its own precise answer.
+//!
+//! Inside a batch the writer keeps each touched execution's head (id, status, last event id,
+//! newest position) in memory and writes the row once at the end: an IMMEDIATE transaction holds
+//! the write lock, so nobody else can change the row meanwhile.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::error::{Result, StoreError};
+use super::events::{self, NewEvent, Violation};
+use super::executions::{self, ExecutionStatus, Finish, NewExecution};
+
+/// Most commands applied in one transaction; bounds the latency of the first caller in a burst.
+pub(crate) const MAX_BATCH: usize = 8192;
+
+/// Events (and possibly a new position, possibly the end) for one running execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Append {
+    /// The execution's ARN.
+    pub execution_arn: String,
+    /// Events continuing the history: the first id is the stored last id + 1, then contiguous.
+    pub events: Vec<NewEvent>,
+    /// The engine's new position; `None` keeps the stored one.
+    pub position: Option<String>,
+    /// Set when these events end the execution (`ExecutionSucceeded`, `ExecutionFailed`...).
+    pub finish: Option<Finish>,
+}
+
+/// What the writer thread is asked to do.
+pub(crate) enum Command {
+    Create(Box<NewExecution>, Reply),
+    Append(Append, Reply),
+    /// Answered once everything submitted before it has committed.
+    Barrier(Reply),
+}
+
+pub(crate) type Reply = oneshot::Sender<Result<()>>;
+
+/// The answer to a submitted write: resolves once its transaction has committed (or failed).
+///
+/// Dropping it does not cancel the write; it only discards the answer.
+#[must_use = "a Commit reports whether the write reached the database; drop it only if that does not matter"]
+#[derive(Debug)]
+pub struct Commit(oneshot::Receiver<Result<()>>);
+
+impl Commit {
+    /// A commit that has already failed.
+    pub(crate) fn failed(err: StoreError) -> Commit {
+        let (tx, rx) = oneshot::channel();
+        // The receiver is alive in this scope, so the send cannot fail.
+        let _ = tx.send(Err(err));
+        Commit(rx)
+    }
+
+    /// Waits until the write is durable (per the store's [`Durability`](super::Durability)).
+    pub async fn wait(self) -> Result<()> {
+        self.0.await.unwrap_or(Err(StoreError::WriterStopped))
+    }
+
+    /// Blocks the current thread until the write is durable. Safe to call from any thread
+    /// (unlike `blocking_recv`, it does not refuse to run inside a tokio runtime), but it does block it.
+    pub fn wait_blocking(self) -> Result<()> {
+        struct Unpark(Thread);
+        impl Wake for Unpark {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut rx = self.0;
+        loop {
+            match std::pin::Pin::new(&mut rx).poll(&mut cx) {
+                Poll::Ready(answer) => return answer.unwrap_or(Err(StoreError::WriterStopped)),
+                Poll::Pending => thread::park(),
+            }
+        }
+    }
+}
+
+/// Handle to the writer thread. Dropping it flushes the queue and joins the thread.
+pub(crate) struct Writer {
+    sender: Option<mpsc::Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the writer needs to classify errors.
+#[derive(Debug, Clone)]
+pub(crate) struct WriterSite {
+    pub path: PathBuf,
+    pub busy_timeout: Duration,
+}
+
+impl WriterSite {
+    fn sqlite(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, context, self.busy_timeout, err)
+    }
+}
+
+impl Writer {
+    /// Starts the thread on an open, migrated connection.
+    pub(crate) fn spawn(conn: Connection, site: WriterSite) -> std::io::Result<Writer> {
+        let (sender, receiver) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("sfn-local-store-writer".into())
+            .spawn(move || run(conn, receiver, site))?;
+        Ok(Writer {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a command; the returned commit resolves when it is applied.
+    pub(crate) fn submit(&self, make: impl FnOnce(Reply) -> Command) -> Commit {
+        let (tx, rx) = oneshot::channel();
+        match &self.sender {
+            // If the thread is gone the command (and its reply sender) is dropped, so the
+            // receiver resolves to WriterStopped.
+            Some(sender) => {
+                let _ = sender.send(make(tx));
+            }
+            None => drop(tx),
+        }
+        Commit(rx)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop after it has applied everything queued.
+        self.sender.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite) {
+    let mut batch = Vec::new();
+    while let Ok(first) = receiver.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) => break,
+            }
+        }
+        commit_batch(&mut conn, &site, &mut batch);
+    }
+}
+
+/// Applies and answers every command in `batch`, leaving it empty.
+fn commit_batch(conn: &mut Connection, site: &WriterSite, batch: &mut Vec<Command>) {
+    match apply(conn, site, batch) {
+        Ok(outcomes) => answer(batch.drain(..), outcomes),
+        // Nothing a retry would change (the lock stayed busy for the whole timeout, the file is
+        // unwritable or damaged): every caller gets the same answer, without waiting again.
+        Err(err) if batch.len() == 1 || !worth_retrying_alone(&err) => {
+            let outcomes = vec![Err(err); batch.len()];
+            answer(batch.drain(..), outcomes);
+        }
+        Err(_) => {
+            // Find out which command the failure belongs to: one transaction each.
+            for command in batch.drain(..) {
+                let single = [command];
+                let outcome = match apply(conn, site, &single) {
+                    Ok(mut outcomes) => outcomes.pop().unwrap_or(Ok(())),
+                    Err(err) => Err(err),
+                };
+                answer(single, vec![outcome]);
+            }
+        }
+    }
+}
+
+/// Whether a failed batch may still succeed command by command (e.g. a disk that fills up only for
+/// the biggest command, or an SQLite error caused by one command's data).
+fn worth_retrying_alone(err: &StoreError) -> bool {
+    !matches!(
+        err,
+        StoreError::Busy { .. }
+            | StoreError::ReadOnly { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::NotADatabase { .. }
+            | StoreError::CannotOpen { .. }
+    )
+}
+
+fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>) {
+    for (command, outcome) in commands.into_iter().zip(outcomes) {
+        let reply = match command {
+            Command::Create(_, reply) | Command::Append(_, reply) | Command::Barrier(reply) => {
+                reply
+            }
+        };
+        // The caller may have dropped its Commit; that is allowed.
+        let _ = reply.send(outcome);
+    }
+}
+
+/// An execution touched in this batch.
+struct Head<'a> {
+    id: i64,
+    status: String,
+    last_event_id: i64,
+    /// Needs `last_event_id`/`position` written back at the end of the batch.
+    dirty: bool,
+    position: Option<&'a str>,
+}
+
+/// Applies `commands` in one transaction. `Ok` holds each command's own outcome (refused commands
+/// wrote nothing); `Err` means the transaction failed and nothing was kept.
+fn apply(
+    conn: &mut Connection,
+    site: &WriterSite,
+    commands: &[Command],
+) -> Result<Vec<Result<()>>> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| site.sqlite("begin write transaction", e))?;
+    let mut heads: HashMap<&str, Head<'_>> = HashMap::new();
+    // Events of accepted commands, inserted together at the end (multi-row statements).
+    let mut rows: Vec<(i64, &NewEvent)> = Vec::new();
+    let mut outcomes = Vec::with_capacity(commands.len());
+    for command in commands {
+        let outcome = match command {
+            Command::Create(new, _) => create(&tx, site, &mut heads, &mut rows, new)?,
+            Command::Append(append, _) => append_to(&tx, site, &mut heads, &mut rows, append)?,
+            Command::Barrier(_) => Ok(()),
+        };
+        outcomes.push(outcome);
+    }
+    events::insert_all(&tx, &rows).map_err(|e| site.sqlite("insert events", e))?;
+    for head in heads.values().filter(|h| h.dirty) {
+        executions::update_head(&tx, head.id, head.last_event_id, head.position)
+            .map_err(|e| site.sqlite("update execution", e))?;
+    }
+    tx.commit().map_err(|e| site.sqlite("commit", e))?;
+    Ok(outcomes)
+}
+
+/// Outer `Err`: the transaction failed. Inner `Err`: this command is refused, nothing written.
+type Step = Result<Result<()>>;
+
+fn create<'a>(
+    tx: &Connection,
+    site: &WriterSite,
+    heads: &mut HashMap<&'a str, Head<'a>>,
+    rows: &mut Vec<(i64, &'a NewEvent)>,
+    new: &'a NewExecution,
+) -> Step {
+    let arn = new.execution_arn.as_str();
+    if let Err(violation) = events::check_contiguous(0, &new.events) {
+        return Ok(Err(refusal(arn, violation)));
+    }
+    let last_event_id = new.events.last().map_or(0, |e| e.id);
+    let Some(id) = executions::insert(tx, new, last_event_id)
+        .map_err(|e| site.sqlite("insert execution", e))?
+    else {
+        return Ok(Err(StoreError::ExecutionAlreadyExists {
+            execution_arn: arn.to_owned(),
+        }));
+    };
+    rows.extend(new.events.iter().map(|e| (id, e)));
+    heads.insert(
+        arn,
+        Head {
+            id,
+            status: ExecutionStatus::Running.as_str().to_owned(),
+            last_event_id,
+            dirty: false,
+            position: None,
+        },
+    );
+    Ok(Ok(()))
+}
+
+fn append_to<'a>(
+    tx: &Connection,
+    site: &WriterSite,
+    heads: &mut HashMap<&'a str, Head<'a>>,
+    rows: &mut Vec<(i64, &'a NewEvent)>,
+    append: &'a Append,
+) -> Step {
+    let arn = append.execution_arn.as_str();
+    let head = match heads.entry(arn) {
+        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+        std::collections::hash_map::Entry::Vacant(entry) => {
+            match executions::write_head(tx, arn).map_err(|e| site.sqlite("read execution", e))? {
+                Some(stored) => entry.insert(Head {
+                    id: stored.id,
+                    status: stored.status,
+                    last_event_id: stored.last_event_id,
+                    dirty: false,
+                    position: None,
+                }),
+                None => {
+                    return Ok(Err(StoreError::ExecutionNotFound {
+                        execution: arn.to_owned(),
+                    }))
+                }
+            }
+        }
+    };
+    if head.status != ExecutionStatus::Running.as_str() {
+        return Ok(Err(StoreError::ExecutionNotRunning {
+            execution_arn: arn.to_owned(),
+            status: head.status.clone(),
+        }));
+    }
+    if let Err(violation) = events::check_contiguous(head.last_event_id, &append.events) {
+        return Ok(Err(refusal(arn, violation)));
+    }
+    if let Some(finish) = &append.finish {
+        if !finish.status.is_terminal() {
+            return Ok(Err(StoreError::InvalidWrite {
+                execution_arn: arn.to_owned(),
+                reason: "an execution cannot finish as RUNNING".into(),
+            }));
+        }
+    }
+    rows.extend(append.events.iter().map(|e| (head.id, e)));
+    if let Some(last) = append.events.last() {
+        head.last_event_id = last.id;
+        head.dirty = true;
+    }
+    if let Some(position) = &append.position {
+        head.position = Some(position);
+        head.dirty = true;
+    }
+    if let Some(finish) = &append.finish {
+        executions::finish(tx, head.id, finish).map_err(|e| site.sqlite("finish execution", e))?;
+        head.status = finish.status.as_str().to_owned();
+    }
+    Ok(Ok(()))
+}
+
+fn refusal(arn: &str, violation: Violation) -> StoreError {
+    match violation {
+        Violation::NotContiguous { expected, found } => StoreError::EventIdNotContiguous {
+            execution_arn: arn.to_owned(),
+            expected,
+            found,
+        },
+        Violation::Invalid(reason) => StoreError::InvalidWrite {
+            execution_arn: arn.to_owned(),
+            reason,
+        },
+    }
+}
