@@ -131,6 +131,9 @@ pub struct State {
     pub query_language: QueryLanguage,
     /// `Assign`: variables set when the state completes (not on Succeed or Fail).
     pub assign: Option<Assign>,
+    /// Whether any of the state's own fields mentions the context object (`$$`), so the
+    /// engine builds `$$` only for states that read it.
+    pub uses_context: bool,
     /// What kind of state, with its own fields.
     pub kind: StateKind,
 }

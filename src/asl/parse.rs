@@ -355,6 +355,7 @@ impl Parser<'_> {
             comment: None,
             query_language: ql,
             assign: None,
+            uses_context: false,
             kind: StateKind::Succeed(Succeed {
                 io: DataFlow::default(),
             }),
@@ -420,6 +421,7 @@ impl Parser<'_> {
             comment,
             query_language: ql,
             assign,
+            uses_context: mentions_context(value),
             kind,
         }
     }
@@ -1525,6 +1527,25 @@ impl<'a> Fields<'a> {
                 format!("Field '{key}' is not supported{why}"),
             );
         }
+    }
+}
+
+/// Whether a state's own fields (not its nested branches or processor) mention `$$`.
+fn mentions_context(state: &Value) -> bool {
+    fn walk(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains("$$"),
+            Value::Array(a) => a.iter().any(walk),
+            Value::Object(o) => o.values().any(walk),
+            _ => false,
+        }
+    }
+    match state {
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "Branches" | "ItemProcessor" | "Iterator"))
+            .any(|(_, v)| walk(v)),
+        _ => false,
     }
 }
 

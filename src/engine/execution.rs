@@ -380,6 +380,15 @@ impl Engine {
         extra: impl FnOnce(&mut Value),
         f: impl FnOnce(&Env<'_>) -> R,
     ) -> R {
+        if !cx.state.uses_context {
+            // The state never reads `$$`: skip building it.
+            let env = Env {
+                input,
+                context: &Value::Null,
+                variables: &NoVariables,
+            };
+            return f(&env);
+        }
         let mut context = self.context.borrow_mut();
         enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
         extra(&mut context);

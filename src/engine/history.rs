@@ -227,53 +227,99 @@ impl HistoryEvent {
     }
 }
 
-/// Builds a details object in AWS's field names. Payloads (input, output, parameters) are JSON
-/// text inside a string, as AWS stores them, with their `*Details: {"truncated": false}`.
-#[derive(Debug, Default)]
-pub struct Details(Map<String, Value>);
+/// Builds a details object in AWS's field names, writing JSON text directly (this runs for
+/// every event, so it avoids building a `Value` first). Payloads (input, output, parameters) are
+/// JSON text inside a string, as AWS stores them, with their `*Details: {"truncated": false}`.
+#[derive(Debug)]
+pub struct Details(String);
+
+impl Default for Details {
+    fn default() -> Self {
+        Details::new()
+    }
+}
 
 impl Details {
     /// An empty details object.
     pub fn new() -> Self {
-        Details(Map::new())
+        Details(String::from("{"))
+    }
+
+    fn key(&mut self, key: &str) {
+        if self.0.len() > 1 {
+            self.0.push(',');
+        }
+        escape_into(&mut self.0, key);
+        self.0.push(':');
     }
 
     /// A string field.
-    pub fn str(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.0.insert(key.into(), Value::String(value.into()));
+    pub fn str(mut self, key: &str, value: impl AsRef<str>) -> Self {
+        self.key(key);
+        escape_into(&mut self.0, value.as_ref());
         self
     }
 
     /// A field holding any JSON value.
     pub fn value(mut self, key: &str, value: Value) -> Self {
-        self.0.insert(key.into(), value);
+        self.key(key);
+        self.0.push_str(&value.to_string());
         self
     }
 
     /// A payload field: `key` holds the JSON text, `{key}Details` says it is not truncated.
     pub fn payload(mut self, key: &str, json_text: String) -> Self {
-        self.0.insert(key.into(), Value::String(json_text));
-        let mut t = Map::new();
-        t.insert("truncated".into(), Value::Bool(false));
-        self.0.insert(format!("{key}Details"), Value::Object(t));
+        self.key(key);
+        escape_into(&mut self.0, &json_text);
+        self.0.push_str(",\"");
+        self.0.push_str(key);
+        self.0.push_str("Details\":{\"truncated\":false}");
         self
     }
 
     /// `error` and `cause` of a failure, each only when present.
     pub fn error(mut self, e: &StatesError) -> Self {
         if let Some(err) = &e.error {
-            self.0.insert("error".into(), Value::String(err.clone()));
+            self = self.str("error", err);
         }
         if let Some(cause) = &e.cause {
-            self.0.insert("cause".into(), Value::String(cause.clone()));
+            self = self.str("cause", cause);
         }
         self
     }
 
     /// The JSON text.
-    pub fn build(self) -> String {
-        Value::Object(self.0).to_string()
+    pub fn build(mut self) -> String {
+        self.0.push('}');
+        self.0
     }
+}
+
+/// Appends `s` as a JSON string literal.
+fn escape_into(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escaped: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match escaped {
+            Some(e) => out.push_str(e),
+            None => out.push_str(&format!("\\u{b:04x}")),
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// Where committed events go. The store implements it; tests use an in-memory sink.
@@ -415,5 +461,24 @@ impl History {
     pub fn into_sink(mut self) -> Box<dyn HistorySink> {
         self.submit();
         self.sink
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_are_valid_json_with_escapes() {
+        let text = Details::new()
+            .str("name", "A \"quoted\"\\ name\u{1}\n")
+            .payload("input", r#"{"a":"b\"c"}"#.to_owned())
+            .value("index", 3.into())
+            .build();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["name"], "A \"quoted\"\\ name\u{1}\n");
+        assert_eq!(v["input"], r#"{"a":"b\"c"}"#);
+        assert_eq!(v["inputDetails"]["truncated"], false);
+        assert_eq!(v["index"], 3);
     }
 }
