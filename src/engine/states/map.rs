@@ -521,3 +521,39 @@ impl Tolerance {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Tolerance;
+
+    fn t(count: Option<usize>, percentage: Option<f64>, total: usize) -> Tolerance {
+        Tolerance {
+            count,
+            percentage,
+            total,
+        }
+    }
+
+    #[test]
+    fn without_limits_any_failure_is_too_many() {
+        assert!(!t(None, None, 4).exceeded(0));
+        assert!(t(None, None, 4).exceeded(1));
+    }
+
+    #[test]
+    fn a_set_limit_alone_decides() {
+        assert!(!t(Some(2), None, 10).exceeded(2));
+        assert!(t(Some(2), None, 10).exceeded(3));
+        assert!(!t(None, Some(50.0), 10).exceeded(5));
+        assert!(t(None, Some(50.0), 10).exceeded(6));
+        // An explicit zero tolerates nothing.
+        assert!(t(Some(0), None, 10).exceeded(1));
+    }
+
+    #[test]
+    fn with_both_limits_exceeding_either_fails() {
+        assert!(t(Some(5), Some(10.0), 10).exceeded(2));
+        assert!(t(Some(1), Some(90.0), 10).exceeded(2));
+        assert!(!t(Some(3), Some(30.0), 10).exceeded(3));
+    }
+}
