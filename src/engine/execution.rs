@@ -179,7 +179,11 @@ impl Engine {
             Some(t) => {
                 let deadline = self.info.start_time
                     + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis;
+                // The body goes first: a deadline that has already passed (a start time in
+                // the past, a clock that jumps) still lets the execution write the events it
+                // writes without waiting, then aborts whatever waits.
                 tokio::select! {
+                    biased;
                     r = body => Some(r),
                     _ = self.clock.sleep_until(deadline) => None,
                 }

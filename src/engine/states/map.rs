@@ -2,19 +2,28 @@
 //! (AWS caps inline Maps at 40), and the outputs are collected in item order.
 
 use crate::asl::error::{names, StatesError};
-use crate::asl::model::{Dynamic, ItemSelector, Map};
-use crate::engine::execution::{bracket_notation, Engine, Failed, StateCx, Step};
-use crate::engine::history::{Details, EventId, EventType};
+use crate::asl::model::{Dynamic, ItemSelector, Map, ProcessorMode, StateMachine};
+use crate::engine::context::ExecutionInfo;
+use crate::engine::execution::{bracket_notation, Engine, Failed, StateCx, Status, Step};
+use crate::engine::history::{
+    Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
+};
 use crate::engine::retry::Retries;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
+use std::sync::Arc;
 
 /// AWS runs at most 40 iterations of an inline Map at once.
 const INLINE_MAX_CONCURRENCY: usize = 40;
 
+/// A distributed Map runs up to 10,000 child executions at once.
+const DISTRIBUTED_MAX_CONCURRENCY: usize = 10_000;
+
 impl Engine {
-    /// Map: InputPath, then attempts under Retry, then Catch.
+    /// Map: InputPath, then attempts under Retry, then Catch. AWS writes `MapStateFailed`
+    /// only when the failure leaves the state: a retried attempt is followed directly by the
+    /// next `MapStateStarted`.
     pub(crate) async fn map(
         &self,
         cx: &StateCx<'_>,
@@ -23,8 +32,10 @@ impl Engine {
     ) -> Result<Step, Failed> {
         let effective = self.input_path(cx, &m.io, input.clone())?;
         let mut retries = Retries::new(&m.errors.retry);
+        // A retry's MapStateStarted points at the event that failed the previous attempt.
+        let mut prev = cx.entered_id;
         loop {
-            match self.map_attempt(cx, m, &input, &effective).await {
+            match self.map_attempt(cx, m, &input, &effective, prev).await {
                 Ok((output, prev)) => {
                     return Ok(Step {
                         output,
@@ -33,10 +44,20 @@ impl Engine {
                         no_exit_event: false,
                     })
                 }
-                Err(failed) => match retries.on_failure(&failed) {
-                    Some(delay) => self.retry_pause(delay).await,
-                    None => return self.catch(&m.errors, &input, failed),
-                },
+                Err(Attempt { failed, started }) => {
+                    if let Some(delay) = retries.on_failure(&failed) {
+                        prev = failed.prev;
+                        self.retry_pause(delay).await;
+                        continue;
+                    }
+                    let failed = if started && !failed.terminal {
+                        let prev = self.push(failed.prev, EventType::MapStateFailed, None)?;
+                        Failed { prev, ..failed }
+                    } else {
+                        failed
+                    };
+                    return self.catch(&m.errors, &input, failed);
+                }
             }
         }
     }
@@ -47,7 +68,8 @@ impl Engine {
         m: &Map,
         raw_input: &Value,
         effective: &Value,
-    ) -> Result<(Value, EventId), Failed> {
+        prev: EventId,
+    ) -> Result<(Value, EventId), Attempt> {
         let items = match &m.items_path {
             None => effective.clone(),
             Some(p) => self
@@ -65,15 +87,17 @@ impl Engine {
                 })?,
         };
         let Value::Array(items) = items else {
-            return Err(self.state_error(
-                cx,
-                names::RUNTIME,
-                &format!(
-                    "Invalid path '{}': The Map state's items must be an array, but the value is {}",
-                    m.items_path.as_ref().map(|p| p.text()).unwrap_or("$"),
-                    items
-                ),
-            ));
+            return Err(self
+                .state_error(
+                    cx,
+                    names::RUNTIME,
+                    &format!(
+                        "Invalid path '{}': The Map state's items must be an array, but the value is {}",
+                        m.items_path.as_ref().map(|p| p.text()).unwrap_or("$"),
+                        items
+                    ),
+                )
+                .into());
         };
         let max_concurrency = self
             .resolve_count(
@@ -84,6 +108,18 @@ impl Engine {
                 0,
             )?
             .unwrap_or(0) as usize;
+        let total = items.len();
+        let started = self.push(
+            prev,
+            EventType::MapStateStarted,
+            Some(Details::new().value("length", total.into()).build()),
+        )?;
+        // AWS reads the failure tolerance once the state has started: a bad value fails the
+        // execution right after MapStateStarted.
+        let after_start = |e: Failed| Attempt {
+            failed: Failed { prev: started, ..e },
+            started: false,
+        };
         let tolerated_count = self
             .resolve_count(
                 cx,
@@ -91,21 +127,39 @@ impl Engine {
                 effective,
                 "ToleratedFailureCountPath",
                 0,
-            )?
-            .unwrap_or(0) as usize;
-        let tolerated_percentage = self.tolerated_percentage(cx, m, effective)?;
-        let tolerant = tolerated_count > 0 || tolerated_percentage > 0.0;
-        let total = items.len();
-        let started = self.push(
-            cx.entered_id,
-            EventType::MapStateStarted,
-            Some(Details::new().value("length", total.into()).build()),
-        )?;
+            )
+            .map_err(after_start)?
+            .map(|n| n as usize);
+        let tolerated_percentage = self
+            .tolerated_percentage(cx, m, effective)
+            .map_err(after_start)?;
+        let tolerance = Tolerance {
+            count: tolerated_count,
+            percentage: tolerated_percentage,
+            total,
+        };
+        if m.mode == ProcessorMode::Distributed {
+            return self
+                .map_run(
+                    cx,
+                    m,
+                    items,
+                    raw_input,
+                    effective,
+                    started,
+                    max_concurrency,
+                    &tolerance,
+                )
+                .await;
+        }
         let limit = match max_concurrency {
             0 => INLINE_MAX_CONCURRENCY,
             n => n.min(INLINE_MAX_CONCURRENCY),
         };
-        let last = Cell::new(started);
+        let last = Last {
+            inner: Cell::new(started),
+            iteration: Cell::new(started),
+        };
         let mut running = stream::iter(items.into_iter().enumerate())
             .map(|(index, item)| self.iteration(cx, m, index, item, effective, started, &last))
             .buffer_unordered(limit);
@@ -114,39 +168,179 @@ impl Engine {
         while let Some((index, result)) = running.next().await {
             match result {
                 Ok(output) => results[index] = output,
-                Err(failed) if failed.terminal => return Err(failed),
+                Err(failed) if failed.terminal => return Err(failed.into()),
                 Err(failed) => {
                     failures += 1;
-                    let exceeded = !tolerant
-                        || failures > tolerated_count && tolerated_percentage == 0.0
-                        || (tolerated_percentage > 0.0
-                            && (failures as f64 * 100.0 / total as f64) > tolerated_percentage
-                            && failures > tolerated_count);
-                    if exceeded {
+                    if tolerance.exceeded(failures) {
                         // Dropping the running iterations writes their aborted events.
                         drop(running);
-                        let prev = self.push(failed.prev, EventType::MapStateFailed, None)?;
-                        let error = if tolerant {
-                            StatesError::new(
-                                names::EXCEED_TOLERATED_FAILURE_THRESHOLD,
-                                format!(
-                                    "The Map state '{}' had {failures} failed iterations, more than it tolerates.",
-                                    cx.state.name
-                                ),
-                            )
+                        let error = if tolerance.tolerant() {
+                            tolerance.error()
                         } else {
                             failed.error
                         };
-                        return Err(Failed::new(error, prev));
+                        return Err(Attempt {
+                            failed: Failed::new(error, failed.prev),
+                            started: true,
+                        });
                     }
                     results[index] = failed.error.to_error_output();
                 }
             }
         }
         drop(running);
-        let prev = self.push(last.get(), EventType::MapStateSucceeded, None)?;
+        // AWS points both MapStateSucceeded and MapStateExited at the last iteration event.
+        let prev = last.iteration.get();
+        self.push(prev, EventType::MapStateSucceeded, None)?;
         let output = self.finish_result(cx, &m.io, raw_input.clone(), Value::Array(results))?;
         Ok((output, prev))
+    }
+
+    /// A distributed Map: the iterations run as child executions whose events stay out of
+    /// this history, which records only `MapRunStarted` and `MapRunSucceeded`/`MapRunFailed`.
+    #[allow(clippy::too_many_arguments)]
+    async fn map_run(
+        &self,
+        cx: &StateCx<'_>,
+        m: &Map,
+        items: Vec<Value>,
+        raw_input: &Value,
+        effective: &Value,
+        started: EventId,
+        max_concurrency: usize,
+        tolerance: &Tolerance,
+    ) -> Result<(Value, EventId), Attempt> {
+        let label = m
+            .label
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let child_machine_name = format!("{}/{label}", self.info.state_machine_name);
+        let map_run_arn = format!(
+            "arn:aws:states:{}:{}:mapRun:{child_machine_name}:{run_id}",
+            self.info.region, self.info.account
+        );
+        let run_started = self.push(
+            started,
+            EventType::MapRunStarted,
+            Some(Details::new().str("mapRunArn", &map_run_arn).build()),
+        )?;
+        let child = Arc::new(StateMachine {
+            comment: None,
+            query_language: self.machine.query_language,
+            timeout_seconds: None,
+            version: None,
+            root: m.processor.clone(),
+        });
+        let limit = match max_concurrency {
+            0 => DISTRIBUTED_MAX_CONCURRENCY,
+            n => n.min(DISTRIBUTED_MAX_CONCURRENCY),
+        };
+        let total = items.len();
+        let mut inputs = Vec::with_capacity(total);
+        for (index, item) in items.into_iter().enumerate() {
+            let input = self
+                .item_input(cx, m, index, item, effective)
+                .map_err(|e| Attempt {
+                    failed: Failed {
+                        prev: run_started,
+                        ..e
+                    },
+                    started: true,
+                })?;
+            inputs.push(input);
+        }
+        let mut running = stream::iter(inputs.into_iter().enumerate())
+            .map(|(index, input)| {
+                let child = child.clone();
+                let name = &child_machine_name;
+                async move { (index, self.child_execution(child, name, input).await) }
+            })
+            .buffer_unordered(limit);
+        let mut results = vec![Value::Null; total];
+        let mut failures = 0usize;
+        while let Some((index, result)) = running.next().await {
+            match result {
+                Ok(output) => results[index] = output,
+                Err(error) => {
+                    failures += 1;
+                    if tolerance.exceeded(failures) {
+                        drop(running);
+                        let error = tolerance.error();
+                        let prev = self.push(
+                            run_started,
+                            EventType::MapRunFailed,
+                            Some(Details::new().error(&error).build()),
+                        )?;
+                        return Err(Attempt {
+                            failed: Failed::new(error, prev),
+                            started: true,
+                        });
+                    }
+                    results[index] = error.to_error_output();
+                }
+            }
+        }
+        drop(running);
+        let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
+        self.push(run_done, EventType::MapStateSucceeded, None)?;
+        let output = self.finish_result(cx, &m.io, raw_input.clone(), Value::Array(results))?;
+        // AWS points MapStateExited at MapRunSucceeded, like MapStateSucceeded.
+        Ok((output, run_done))
+    }
+
+    /// One child execution of a distributed Map, with its own history (not kept) and context.
+    async fn child_execution(
+        &self,
+        machine: Arc<StateMachine>,
+        machine_name: &str,
+        input: Value,
+    ) -> Result<Value, StatesError> {
+        let name = uuid::Uuid::new_v4().to_string();
+        let info = ExecutionInfo::new(
+            &self.info.region,
+            &self.info.account,
+            machine_name,
+            &name,
+            Some(&self.info.role_arn),
+            self.clock.now(),
+        );
+        let history = History::new(1, Box::new(MemorySink::default()), MAX_HISTORY_EVENTS);
+        let engine = Engine::new(
+            machine,
+            info,
+            input,
+            history,
+            self.clock.clone(),
+            self.tasks.clone(),
+        );
+        let outcome = engine.run().await;
+        match outcome.status {
+            Status::Succeeded => Ok(outcome.output.unwrap_or(Value::Null)),
+            _ => Err(outcome.error.unwrap_or_else(StatesError::timeout)),
+        }
+    }
+
+    /// An item's input: ItemSelector (or legacy Parameters) with `$$.Map.Item`, or the item.
+    fn item_input(
+        &self,
+        cx: &StateCx<'_>,
+        m: &Map,
+        index: usize,
+        item: Value,
+        effective: &Value,
+    ) -> Result<Value, Failed> {
+        match &m.item_selector {
+            Some(ItemSelector::JsonPath(t)) => {
+                let item_cx = json!({"Index": index, "Value": item});
+                self.template(cx, t, effective, "ItemSelector", |context| {
+                    if let Value::Object(c) = context {
+                        c.insert("Map".into(), json!({ "Item": item_cx }));
+                    }
+                })
+            }
+            _ => Ok(item),
+        }
     }
 
     fn tolerated_percentage(
@@ -154,9 +348,9 @@ impl Engine {
         cx: &StateCx<'_>,
         m: &Map,
         effective: &Value,
-    ) -> Result<f64, Failed> {
+    ) -> Result<Option<f64>, Failed> {
         let value = match &m.tolerated_failure_percentage {
-            None | Some(Dynamic::Jsonata(_)) => return Ok(0.0),
+            None | Some(Dynamic::Jsonata(_)) => return Ok(None),
             Some(Dynamic::Literal(p)) => *p,
             Some(Dynamic::Path(p)) => {
                 let v = self
@@ -188,7 +382,7 @@ impl Engine {
                 "ToleratedFailurePercentage must be between 0 and 100.",
             ));
         }
-        Ok(value)
+        Ok(Some(value))
     }
 
     /// One iteration: its input (ItemSelector with `$$.Map.Item`), its events, its scope.
@@ -201,20 +395,10 @@ impl Engine {
         item: Value,
         effective: &Value,
         started: EventId,
-        last: &Cell<EventId>,
+        last: &Last,
     ) -> (usize, Result<Value, Failed>) {
         let result = async {
-            let input = match &m.item_selector {
-                Some(ItemSelector::JsonPath(t)) => {
-                    let item_cx = json!({"Index": index, "Value": item});
-                    self.template(cx, t, effective, "ItemSelector", |context| {
-                        if let Value::Object(c) = context {
-                            c.insert("Map".into(), json!({ "Item": item_cx }));
-                        }
-                    })?
-                }
-                _ => item,
-            };
+            let input = self.item_input(cx, m, index, item, effective)?;
             let details = || {
                 Some(
                     Details::new()
@@ -223,8 +407,10 @@ impl Engine {
                         .build(),
                 )
             };
+            // AWS points an iteration's start at the last event inside the iteration that
+            // ended before it (or at MapStateStarted).
             let it_started = self.push(
-                last.get().max(started),
+                last.inner.get().max(started),
                 EventType::MapIterationStarted,
                 details(),
             )?;
@@ -239,14 +425,18 @@ impl Engine {
             match result {
                 Ok((output, prev)) => {
                     let id = self.push(prev, EventType::MapIterationSucceeded, details())?;
-                    last.set(id);
+                    last.inner.set(prev);
+                    last.iteration.set(id);
                     Ok(output)
                 }
                 Err(failed) if failed.terminal => Err(failed),
                 Err(failed) => {
+                    // AWS points whatever follows (MapStateFailed, the next attempt's
+                    // MapStateStarted) at the iteration's failing event, not at this one.
                     let id = self.push(failed.prev, EventType::MapIterationFailed, details())?;
-                    last.set(id);
-                    Err(Failed { prev: id, ..failed })
+                    last.inner.set(failed.prev);
+                    last.iteration.set(id);
+                    Err(failed)
                 }
             }
         }
@@ -272,5 +462,98 @@ impl Drop for IterationGuard<'_> {
                 self.details.take(),
             );
         }
+    }
+}
+
+/// The last events of the iterations that ended so far, for `previousEventId`s.
+struct Last {
+    /// The last event inside an iteration (what its MapIteration* event points at).
+    inner: Cell<EventId>,
+    /// The last MapIteration* event.
+    iteration: Cell<EventId>,
+}
+
+/// A failed attempt, and whether it got far enough for AWS to write `MapStateFailed`.
+struct Attempt {
+    failed: Failed,
+    started: bool,
+}
+
+impl From<Failed> for Attempt {
+    fn from(failed: Failed) -> Self {
+        Attempt {
+            failed,
+            started: false,
+        }
+    }
+}
+
+/// `ToleratedFailureCount` and `ToleratedFailurePercentage` of one Map run.
+struct Tolerance {
+    count: Option<usize>,
+    percentage: Option<f64>,
+    total: usize,
+}
+
+impl Tolerance {
+    fn tolerant(&self) -> bool {
+        self.count.is_some() || self.percentage.is_some()
+    }
+
+    /// Whether `failures` failed items are more than the Map tolerates. With neither limit
+    /// set, any failure is too many; with both, exceeding either fails the run (AWS docs,
+    /// "Setting failure thresholds for Distributed Map states").
+    fn exceeded(&self, failures: usize) -> bool {
+        if !self.tolerant() {
+            return failures > 0;
+        }
+        let over_count = self.count.is_some_and(|c| failures > c);
+        let over_percentage = self
+            .percentage
+            .is_some_and(|p| self.total == 0 || failures as f64 * 100.0 / self.total as f64 > p);
+        over_count || over_percentage
+    }
+
+    fn error(&self) -> StatesError {
+        StatesError::new(
+            names::EXCEED_TOLERATED_FAILURE_THRESHOLD,
+            "The specified tolerated failure threshold was exceeded",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tolerance;
+
+    fn t(count: Option<usize>, percentage: Option<f64>, total: usize) -> Tolerance {
+        Tolerance {
+            count,
+            percentage,
+            total,
+        }
+    }
+
+    #[test]
+    fn without_limits_any_failure_is_too_many() {
+        assert!(!t(None, None, 4).exceeded(0));
+        assert!(t(None, None, 4).exceeded(1));
+    }
+
+    #[test]
+    fn a_set_limit_alone_decides() {
+        assert!(!t(Some(2), None, 10).exceeded(2));
+        assert!(t(Some(2), None, 10).exceeded(3));
+        assert!(!t(None, Some(50.0), 10).exceeded(5));
+        assert!(t(None, Some(50.0), 10).exceeded(6));
+        // An explicit zero tolerates nothing.
+        assert!(t(Some(0), None, 10).exceeded(1));
+    }
+
+    #[test]
+    fn with_both_limits_exceeding_either_fails() {
+        assert!(t(Some(5), Some(10.0), 10).exceeded(2));
+        assert!(t(Some(1), Some(90.0), 10).exceeded(2));
+        assert!(!t(Some(3), Some(30.0), 10).exceeded(3));
     }
 }

@@ -8,7 +8,9 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 
 impl Engine {
-    /// Parallel: InputPath, then attempts under Retry, then Catch.
+    /// Parallel: InputPath, then attempts under Retry, then Catch. AWS writes
+    /// `ParallelStateFailed` only when the failure leaves the state: a retried attempt is
+    /// followed directly by the next `ParallelStateStarted`.
     pub(crate) async fn parallel(
         &self,
         cx: &StateCx<'_>,
@@ -17,8 +19,10 @@ impl Engine {
     ) -> Result<Step, Failed> {
         let effective = self.input_path(cx, &p.io, input.clone())?;
         let mut retries = Retries::new(&p.errors.retry);
+        // A retry's ParallelStateStarted points at the event that failed the previous attempt.
+        let mut prev = cx.entered_id;
         loop {
-            match self.parallel_attempt(cx, p, &input, &effective).await {
+            match self.parallel_attempt(cx, p, &input, &effective, prev).await {
                 Ok((output, prev)) => {
                     return Ok(Step {
                         output,
@@ -27,10 +31,20 @@ impl Engine {
                         no_exit_event: false,
                     })
                 }
-                Err(failed) => match retries.on_failure(&failed) {
-                    Some(delay) => self.retry_pause(delay).await,
-                    None => return self.catch(&p.errors, &input, failed),
-                },
+                Err((failed, branches_failed)) => {
+                    if let Some(delay) = retries.on_failure(&failed) {
+                        prev = failed.prev;
+                        self.retry_pause(delay).await;
+                        continue;
+                    }
+                    let failed = if branches_failed && !failed.terminal {
+                        let prev = self.push(failed.prev, EventType::ParallelStateFailed, None)?;
+                        Failed { prev, ..failed }
+                    } else {
+                        failed
+                    };
+                    return self.catch(&p.errors, &input, failed);
+                }
             }
         }
     }
@@ -41,12 +55,18 @@ impl Engine {
         p: &Parallel,
         raw_input: &Value,
         effective: &Value,
-    ) -> Result<(Value, EventId), Failed> {
+        prev: EventId,
+    ) -> Result<(Value, EventId), (Failed, bool)> {
+        let before = |e: Failed| (e, false);
         let branch_input = match &p.io.parameters {
-            Some(t) => self.template(cx, t, effective, "Parameters", |_| {})?,
+            Some(t) => self
+                .template(cx, t, effective, "Parameters", |_| {})
+                .map_err(before)?,
             None => effective.clone(),
         };
-        let started = self.push(cx.entered_id, EventType::ParallelStateStarted, None)?;
+        let started = self
+            .push(prev, EventType::ParallelStateStarted, None)
+            .map_err(before)?;
         let mut running: FuturesUnordered<_> = p
             .branches
             .iter()
@@ -67,16 +87,16 @@ impl Engine {
                 Err(failed) => {
                     // Dropping the other branches writes their *StateAborted events.
                     drop(running);
-                    if failed.terminal {
-                        return Err(failed);
-                    }
-                    let prev = self.push(failed.prev, EventType::ParallelStateFailed, None)?;
-                    return Err(Failed { prev, ..failed });
+                    return Err((failed, true));
                 }
             }
         }
-        let prev = self.push(last, EventType::ParallelStateSucceeded, None)?;
-        let output = self.finish_result(cx, &p.io, raw_input.clone(), Value::Array(results))?;
+        let prev = self
+            .push(last, EventType::ParallelStateSucceeded, None)
+            .map_err(before)?;
+        let output = self
+            .finish_result(cx, &p.io, raw_input.clone(), Value::Array(results))
+            .map_err(before)?;
         Ok((output, prev))
     }
 }
