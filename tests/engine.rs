@@ -12,7 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn info() -> ExecutionInfo {
-    ExecutionInfo::new("us-east-1", "123456789012", "Machine", "exec-1", None, 1_700_000_000_000)
+    ExecutionInfo::new(
+        "us-east-1",
+        "123456789012",
+        "Machine",
+        "exec-1",
+        None,
+        1_700_000_000_000,
+    )
 }
 
 fn machine(def: Value) -> Arc<sfn_local::asl::StateMachine> {
@@ -20,12 +27,31 @@ fn machine(def: Value) -> Arc<sfn_local::asl::StateMachine> {
     Arc::new(m.unwrap_or_else(|| panic!("invalid test machine: {diags:#?}")))
 }
 
-async fn run_with(def: Value, input: Value, tasks: LocalTasks, clock: Arc<dyn Clock>) -> (Outcome, Vec<HistoryEvent>) {
-    run_in_memory(machine(def), info(), input, clock, Rc::new(tasks), EngineOptions::default()).await
+async fn run_with(
+    def: Value,
+    input: Value,
+    tasks: LocalTasks,
+    clock: Arc<dyn Clock>,
+) -> (Outcome, Vec<HistoryEvent>) {
+    run_in_memory(
+        machine(def),
+        info(),
+        input,
+        clock,
+        Rc::new(tasks),
+        EngineOptions::default(),
+    )
+    .await
 }
 
 async fn run(def: Value, input: Value) -> (Outcome, Vec<HistoryEvent>) {
-    run_with(def, input, LocalTasks::default(), Arc::new(SystemClock::new(1.0))).await
+    run_with(
+        def,
+        input,
+        LocalTasks::default(),
+        Arc::new(SystemClock::new(1.0)),
+    )
+    .await
 }
 
 fn types(events: &[HistoryEvent]) -> Vec<&'static str> {
@@ -52,7 +78,14 @@ async fn pass_chain_succeeds_with_contiguous_ids() {
     assert_eq!(outcome.output, Some(json!({"x": 1})));
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "PassStateEntered", "PassStateExited", "PassStateEntered", "PassStateExited", "ExecutionSucceeded"]
+        [
+            "ExecutionStarted",
+            "PassStateEntered",
+            "PassStateExited",
+            "PassStateEntered",
+            "PassStateExited",
+            "ExecutionSucceeded"
+        ]
     );
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
     assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
@@ -69,8 +102,14 @@ async fn fail_state_fails_the_execution_with_its_error() {
     .await;
     assert_eq!(outcome.status, Status::Failed);
     let e = outcome.error.unwrap();
-    assert_eq!((e.error.as_deref(), e.cause.as_deref()), (Some("Boom"), Some("because")));
-    assert_eq!(types(&events), ["ExecutionStarted", "FailStateEntered", "ExecutionFailed"]);
+    assert_eq!(
+        (e.error.as_deref(), e.cause.as_deref()),
+        (Some("Boom"), Some("because"))
+    );
+    assert_eq!(
+        types(&events),
+        ["ExecutionStarted", "FailStateEntered", "ExecutionFailed"]
+    );
 }
 
 #[tokio::test]
@@ -90,7 +129,15 @@ async fn wait_sleeps_on_the_injected_clock() {
             clock.advance(Duration::from_secs(1));
             let (outcome, events) = handle.await.unwrap();
             assert_eq!(outcome.output, Some(json!({"a":1})));
-            assert_eq!(types(&events), ["ExecutionStarted", "WaitStateEntered", "WaitStateExited", "ExecutionSucceeded"]);
+            assert_eq!(
+                types(&events),
+                [
+                    "ExecutionStarted",
+                    "WaitStateEntered",
+                    "WaitStateExited",
+                    "ExecutionSucceeded"
+                ]
+            );
         })
         .await;
 }
@@ -107,8 +154,18 @@ async fn parallel_collects_branch_outputs_in_order() {
     assert_eq!(outcome.output, Some(json!([1, 2])));
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "ParallelStateEntered", "ParallelStateStarted", "PassStateEntered", "PassStateExited",
-         "PassStateEntered", "PassStateExited", "ParallelStateSucceeded", "ParallelStateExited", "ExecutionSucceeded"]
+        [
+            "ExecutionStarted",
+            "ParallelStateEntered",
+            "ParallelStateStarted",
+            "PassStateEntered",
+            "PassStateExited",
+            "PassStateEntered",
+            "PassStateExited",
+            "ParallelStateSucceeded",
+            "ParallelStateExited",
+            "ExecutionSucceeded"
+        ]
     );
 }
 
@@ -123,10 +180,22 @@ async fn map_runs_each_item_in_order() {
     assert_eq!(outcome.output, Some(json!([10, 20])));
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "MapStateEntered", "MapStateStarted",
-         "MapIterationStarted", "PassStateEntered", "PassStateExited", "MapIterationSucceeded",
-         "MapIterationStarted", "PassStateEntered", "PassStateExited", "MapIterationSucceeded",
-         "MapStateSucceeded", "MapStateExited", "ExecutionSucceeded"]
+        [
+            "ExecutionStarted",
+            "MapStateEntered",
+            "MapStateStarted",
+            "MapIterationStarted",
+            "PassStateEntered",
+            "PassStateExited",
+            "MapIterationSucceeded",
+            "MapIterationStarted",
+            "PassStateEntered",
+            "PassStateExited",
+            "MapIterationSucceeded",
+            "MapStateSucceeded",
+            "MapStateExited",
+            "ExecutionSucceeded"
+        ]
     );
 }
 
@@ -143,7 +212,15 @@ async fn task_runs_a_local_command() {
     assert_eq!(outcome.output, Some(json!({"n": 1})));
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded", "TaskStateExited", "ExecutionSucceeded"]
+        [
+            "ExecutionStarted",
+            "TaskStateEntered",
+            "TaskScheduled",
+            "TaskStarted",
+            "TaskSucceeded",
+            "TaskStateExited",
+            "ExecutionSucceeded"
+        ]
     );
 }
 
@@ -161,12 +238,26 @@ async fn retries_then_catches_a_failing_task() {
     )
     .await;
     assert_eq!(outcome.status, Status::Succeeded, "{outcome:?}");
-    assert_eq!(outcome.output, Some(json!({"Error": "Oops", "Cause": "no"})));
+    assert_eq!(
+        outcome.output,
+        Some(json!({"Error": "Oops", "Cause": "no"}))
+    );
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskFailed",
-         "TaskScheduled", "TaskStarted", "TaskFailed", "TaskStateExited",
-         "PassStateEntered", "PassStateExited", "ExecutionSucceeded"]
+        [
+            "ExecutionStarted",
+            "TaskStateEntered",
+            "TaskScheduled",
+            "TaskStarted",
+            "TaskFailed",
+            "TaskScheduled",
+            "TaskStarted",
+            "TaskFailed",
+            "TaskStateExited",
+            "PassStateEntered",
+            "PassStateExited",
+            "ExecutionSucceeded"
+        ]
     );
 }
 
@@ -208,7 +299,12 @@ async fn execution_timeout_ends_timed_out() {
     assert_eq!(outcome.status, Status::TimedOut);
     assert_eq!(
         types(&events),
-        ["ExecutionStarted", "WaitStateEntered", "WaitStateAborted", "ExecutionTimedOut"]
+        [
+            "ExecutionStarted",
+            "WaitStateEntered",
+            "WaitStateAborted",
+            "ExecutionTimedOut"
+        ]
     );
     assert_eq!(events.last().unwrap().previous_event_id, 0);
 }
@@ -222,15 +318,23 @@ async fn history_cap_fails_with_states_runtime_at_the_last_event() {
         json!({}),
         Arc::new(SystemClock::new(1.0)),
         Rc::new(LocalTasks::default()),
-        EngineOptions { max_history_events: 50 },
+        EngineOptions {
+            max_history_events: 50,
+        },
     )
     .await;
     assert_eq!(outcome.status, Status::Failed);
     let e = outcome.error.unwrap();
     assert_eq!(e.name(), "States.Runtime");
-    assert_eq!(e.cause.as_deref(), Some("The execution reached the maximum number of history events (50)."));
+    assert_eq!(
+        e.cause.as_deref(),
+        Some("The execution reached the maximum number of history events (50).")
+    );
     assert_eq!(events.len(), 50);
-    assert_eq!(events.last().unwrap().event_type.as_str(), "ExecutionFailed");
+    assert_eq!(
+        events.last().unwrap().event_type.as_str(),
+        "ExecutionFailed"
+    );
 }
 
 /// A machine that never ends is not valid (no terminal state), but the engine must still bound

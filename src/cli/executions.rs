@@ -45,12 +45,12 @@ pub struct ListArgs {
 }
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     ExitCode::from(EXIT_USAGE)
 }
 
 fn print(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 /// Runs `describe-execution`.
@@ -90,7 +90,11 @@ pub fn history(args: HistoryArgs) -> ExitCode {
 
 /// Runs `list-executions`.
 pub fn list(args: ListArgs) -> ExitCode {
-    let status = match args.status_filter.as_deref().map(str::parse::<ExecutionStatus>) {
+    let status = match args
+        .status_filter
+        .as_deref()
+        .map(str::parse::<ExecutionStatus>)
+    {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return fail(e),

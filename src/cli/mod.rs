@@ -6,6 +6,31 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `println!` that ignores a closed stdout: a reader that went away (`| head`) is not an error
+/// of ours, and must not be a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that ignores a closed stderr.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod db;
 pub mod executions;
 pub mod report;
@@ -22,6 +47,8 @@ pub struct Cli {
 }
 
 /// Every `sfn-local` command.
+// Parsed once per process; the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check definitions the way AWS's ValidateStateMachineDefinition does.

@@ -12,7 +12,14 @@ pub fn render_human(files: &[FileReport<'_>], _color: bool) -> String {
     let mut out = String::new();
     for f in files {
         for d in f.diagnostics.iter() {
-            out.push_str(&format!("{}: {:?} {} {}: {}\n", f.path, d.severity, d.code, d.location_text().unwrap_or_default(), d.message));
+            out.push_str(&format!(
+                "{}: {:?} {} {}: {}\n",
+                f.path,
+                d.severity,
+                d.code,
+                d.location_text().unwrap_or_default(),
+                d.message
+            ));
         }
     }
     out

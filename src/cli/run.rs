@@ -75,14 +75,18 @@ pub const EXIT_TIMED_OUT: u8 = 3;
 pub const EXIT_ABORTED: u8 = 4;
 
 fn usage(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     ExitCode::from(EXIT_USAGE)
 }
 
 /// The region: the flag, else AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1.
 fn region(flag: Option<String>) -> String {
     flag.or_else(|| std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty()))
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok().filter(|r| !r.is_empty()))
+        .or_else(|| {
+            std::env::var("AWS_DEFAULT_REGION")
+                .ok()
+                .filter(|r| !r.is_empty())
+        })
         .unwrap_or_else(|| "us-east-1".into())
 }
 
@@ -132,10 +136,10 @@ pub fn run(args: RunArgs) -> ExitCode {
             }],
             false,
         );
-        eprint!("{report}");
+        err!("{report}");
     }
     let Some(machine) = machine else {
-        eprintln!("error: {path} is not a valid state machine; nothing was run");
+        errln!("error: {path} is not a valid state machine; nothing was run");
         return ExitCode::from(EXIT_USAGE);
     };
     let input_text = match read_input(&args) {
@@ -152,12 +156,18 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return usage(format!("the input is not JSON: {e}")),
     };
-    let name = args.name.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let machine_name = args
         .state_machine_name
         .clone()
         .unwrap_or_else(|| machine_name(&args.definition));
-    for (what, value) in [("execution name", &name), ("state machine name", &machine_name)] {
+    for (what, value) in [
+        ("execution name", &name),
+        ("state machine name", &machine_name),
+    ] {
         if let Err(e) = check_name(what, value) {
             return usage(e);
         }
@@ -174,7 +184,9 @@ pub fn run(args: RunArgs) -> ExitCode {
                     .iter()
                     .any(|s| s.name == state && s.type_name() == "Task");
                 if !is_task {
-                    return usage(format!("--task {binding}: the machine has no Task state named '{state}'"));
+                    return usage(format!(
+                        "--task {binding}: the machine has no Task state named '{state}'"
+                    ));
                 }
                 tasks.commands.insert(state, command);
             }
@@ -184,7 +196,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let store = match db::open(args.db.clone()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -211,24 +223,24 @@ pub fn run(args: RunArgs) -> ExitCode {
     let outcome = match run_execution(store.clone(), request) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     match args.format {
         RunFormat::Json => match store.execution(&execution_arn) {
-            Ok(Some(record)) => println!("{}", api::describe_execution(&record)),
-            Ok(None) => eprintln!("error: the execution {execution_arn} vanished from the database"),
-            Err(e) => eprintln!("error: {e}"),
+            Ok(Some(record)) => outln!("{}", api::describe_execution(&record)),
+            Ok(None) => errln!("error: the execution {execution_arn} vanished from the database"),
+            Err(e) => errln!("error: {e}"),
         },
         RunFormat::Text => {
             if let Some(output) = &outcome.output {
-                println!("{output}");
+                outln!("{output}");
             }
         }
     }
     if let Some(e) = &outcome.error {
-        eprintln!(
+        errln!(
             "execution {}: {}\n  error: {}\n  cause: {}",
             outcome.status.as_str(),
             execution_arn,

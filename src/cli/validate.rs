@@ -83,12 +83,12 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     let files = match collect_files(&args.paths) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
     if files.is_empty() {
-        eprintln!("error: no *.json definitions found");
+        errln!("error: no *.json definitions found");
         return ExitCode::from(EXIT_USAGE);
     }
     let mut loaded = Vec::with_capacity(files.len());
@@ -100,12 +100,12 @@ pub fn run(args: ValidateArgs) -> ExitCode {
                     loaded.push((f.display().to_string(), text, diags));
                 }
                 Err(_) => {
-                    eprintln!("error: {}: not UTF-8 text", f.display());
+                    errln!("error: {}: not UTF-8 text", f.display());
                     return ExitCode::from(EXIT_USAGE);
                 }
             },
             Err(e) => {
-                eprintln!("error: cannot read {}: {e}", f.display());
+                errln!("error: cannot read {}: {e}", f.display());
                 return ExitCode::from(EXIT_USAGE);
             }
         }

@@ -242,7 +242,9 @@ impl Engine {
 
     /// Resolves when every event handed to the sink so far is committed, or with the first
     /// write error.
-    pub fn committed(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> {
+    pub fn committed(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> {
         self.history.borrow_mut().flush()
     }
 

@@ -9,8 +9,8 @@ pub mod execution;
 pub mod history;
 pub mod retry;
 pub mod runner;
-pub mod store_sink;
 mod states;
+pub mod store_sink;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};
 

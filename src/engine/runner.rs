@@ -63,7 +63,9 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
         .chars()
         .find(|c| c.is_whitespace() || c.is_control() || FORBIDDEN_NAME_CHARS.contains(*c))
     {
-        return Err(format!("{what} '{name}' contains the character {c:?}, which AWS does not allow in names"));
+        return Err(format!(
+            "{what} '{name}' contains the character {c:?}, which AWS does not allow in names"
+        ));
     }
     Ok(())
 }

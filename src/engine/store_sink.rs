@@ -4,10 +4,10 @@
 
 use crate::engine::execution::{Outcome, Status};
 use crate::engine::history::{HistoryEvent, HistorySink};
+use crate::store::Commit;
 use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store};
 use std::future::Future;
 use std::pin::Pin;
-use crate::store::Commit;
 use std::sync::Arc;
 
 /// Writes an execution's events to the store.

@@ -118,7 +118,12 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
         for (_, e) in &rows[start..end] {
             encode(&mut text, e);
         }
-        stmt.execute(params![execution_id, rows[start].1.id, rows[end - 1].1.id, text])?;
+        stmt.execute(params![
+            execution_id,
+            rows[start].1.id,
+            rows[end - 1].1.id,
+            text
+        ])?;
         start = end;
     }
     Ok(())
@@ -135,7 +140,7 @@ fn encode(out: &mut String, e: &NewEvent) {
     if let Some(d) = &e.details {
         // Compact JSON has no raw tabs or newlines; anything else would break the line format.
         if d.contains(['\n', '\t']) {
-            out.push_str(&d.replace('\n', " ").replace('\t', " "));
+            out.push_str(&d.replace(['\n', '\t'], " "));
         } else {
             out.push_str(d);
         }
@@ -182,7 +187,10 @@ pub(crate) fn history(
                 rusqlite::Error::FromSqlConversionFailure(
                     1,
                     rusqlite::types::Type::Text,
-                    format!("malformed history line in the chunk starting at event {first}: {line:?}").into(),
+                    format!(
+                        "malformed history line in the chunk starting at event {first}: {line:?}"
+                    )
+                    .into(),
                 )
             })?;
             out.push(event);
