@@ -60,3 +60,78 @@ pub fn definition_text(case: &serde_json::Value) -> Option<String> {
         "\"arn:aws:states:us-east-1:111111111111:activity:activity_arn\"",
     ))
 }
+
+/// What a finished process left behind.
+pub struct Output {
+    /// Exit status code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Output {
+    /// Standard output parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+}
+
+/// A temporary folder with its own database, for running the binary.
+pub struct Sandbox {
+    /// The folder (removed when dropped).
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// A new sandbox.
+    pub fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// The sandbox's database.
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("sfn-local.db")
+    }
+
+    /// Writes a file into the sandbox and returns its path.
+    pub fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, contents).expect("write file");
+        p
+    }
+
+    /// Runs `sfn-local ARGS` with this sandbox's database (SFN_LOCAL_DB) from the repository root.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_with_stdin(args, "")
+    }
+
+    /// Like [`Sandbox::run`], feeding `stdin`.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin())
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("SFN_LOCAL_DB", self.db())
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn sfn-local");
+        if let Some(mut s) = child.stdin.take() {
+            let _ = s.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("wait for sfn-local");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
