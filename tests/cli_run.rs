@@ -8,7 +8,12 @@ use serde_json::json;
 #[test]
 fn runs_the_bundled_order_pipeline() {
     let sb = Sandbox::new();
-    let out = sb.run(&["run", "definitions/order-pipeline.asl.json", "--input-file", "fixtures/order.json"]);
+    let out = sb.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!({"invoice": "INV-42", "lineCount": 2}));
 }
@@ -17,21 +22,41 @@ fn runs_the_bundled_order_pipeline() {
 fn json_format_prints_describe_execution_and_history_is_stored() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "run", "definitions/order-pipeline.asl.json", "--input-file", "fixtures/order.json",
-        "--name", "first", "--region", "eu-west-1", "--account-id", "111122223333", "--format", "json",
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+        "--name",
+        "first",
+        "--region",
+        "eu-west-1",
+        "--account-id",
+        "111122223333",
+        "--format",
+        "json",
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let d = out.json();
-    assert_eq!(d["executionArn"], "arn:aws:states:eu-west-1:111122223333:execution:order-pipeline:first");
-    assert_eq!(d["stateMachineArn"], "arn:aws:states:eu-west-1:111122223333:stateMachine:order-pipeline");
+    assert_eq!(
+        d["executionArn"],
+        "arn:aws:states:eu-west-1:111122223333:execution:order-pipeline:first"
+    );
+    assert_eq!(
+        d["stateMachineArn"],
+        "arn:aws:states:eu-west-1:111122223333:stateMachine:order-pipeline"
+    );
     assert_eq!(d["status"], "SUCCEEDED");
     assert_eq!(d["output"], r#"{"invoice":"INV-42","lineCount":2}"#);
     assert!(d["startDate"].is_string() && d["stopDate"].is_string());
 
-    let described = sb.run(&["describe-execution", "--execution-arn", "first"]).json();
+    let described = sb
+        .run(&["describe-execution", "--execution-arn", "first"])
+        .json();
     assert_eq!(described, d);
 
-    let history = sb.run(&["get-execution-history", "--execution-arn", "first"]).json();
+    let history = sb
+        .run(&["get-execution-history", "--execution-arn", "first"])
+        .json();
     let events = history["events"].as_array().unwrap();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types.first(), Some(&"ExecutionStarted"));
@@ -42,22 +67,42 @@ fn json_format_prints_describe_execution_and_history_is_stored() {
     }
     assert_eq!(events[1]["stateEnteredEventDetails"]["name"], "Validate");
 
-    let reversed = sb.run(&["get-execution-history", "--execution-arn", "first", "--reverse-order"]).json();
+    let reversed = sb
+        .run(&[
+            "get-execution-history",
+            "--execution-arn",
+            "first",
+            "--reverse-order",
+        ])
+        .json();
     assert_eq!(reversed["events"][0]["type"], "ExecutionSucceeded");
 
-    let listed = sb.run(&["list-executions", "--status-filter", "SUCCEEDED"]).json();
+    let listed = sb
+        .run(&["list-executions", "--status-filter", "SUCCEEDED"])
+        .json();
     assert_eq!(listed["executions"][0]["name"], "first");
-    let none = sb.run(&["list-executions", "--status-filter", "FAILED"]).json();
+    let none = sb
+        .run(&["list-executions", "--status-filter", "FAILED"])
+        .json();
     assert_eq!(none["executions"], json!([]));
 }
 
 #[test]
 fn a_failed_execution_exits_1_with_error_and_cause_on_stderr() {
     let sb = Sandbox::new();
-    let out = sb.run(&["run", "definitions/order-pipeline.asl.json", "--input", r#"{"orderId":"7","items":[]}"#]);
+    let out = sb.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input",
+        r#"{"orderId":"7","items":[]}"#,
+    ]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stdout, "");
-    assert!(out.stderr.contains("EmptyOrder") && out.stderr.contains("The order has no items"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("EmptyOrder") && out.stderr.contains("The order has no items"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -67,20 +112,37 @@ fn a_timed_out_execution_exits_3() {
         "slow.json",
         r#"{"StartAt":"W","TimeoutSeconds":2,"States":{"W":{"Type":"Wait","Seconds":60,"End":true}}}"#,
     );
-    let out = sb.run(&["run", def.to_str().unwrap(), "--time-scale", "0.01", "--format", "json"]);
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--time-scale",
+        "0.01",
+        "--format",
+        "json",
+    ]);
     assert_eq!(out.code, 3, "{}", out.stderr);
     let d = out.json();
     assert_eq!(d["status"], "TIMED_OUT");
-    assert!(d.get("error").is_none(), "AWS shows no error for a timed-out execution");
+    assert!(
+        d.get("error").is_none(),
+        "AWS shows no error for a timed-out execution"
+    );
 }
 
 #[test]
 fn an_invalid_definition_is_not_run() {
     let sb = Sandbox::new();
-    let def = sb.write("bad.json", r#"{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"Nowhere"}}}"#);
+    let def = sb.write(
+        "bad.json",
+        r#"{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"Nowhere"}}}"#,
+    );
     let out = sb.run(&["run", def.to_str().unwrap()]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("MISSING_TRANSITION_TARGET"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("MISSING_TRANSITION_TARGET"),
+        "{}",
+        out.stderr
+    );
     let listed = sb.run(&["list-executions"]).json();
     assert_eq!(listed["executions"], json!([]), "nothing is stored");
 }
@@ -88,12 +150,26 @@ fn an_invalid_definition_is_not_run() {
 #[test]
 fn bad_input_is_refused_before_anything_is_stored() {
     let sb = Sandbox::new();
-    let out = sb.run(&["run", "definitions/order-pipeline.asl.json", "--input", "{not json"]);
+    let out = sb.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input",
+        "{not json",
+    ]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("the input is not JSON"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the input is not JSON"),
+        "{}",
+        out.stderr
+    );
     let big = format!("{{\"x\":\"{}\"}}", "a".repeat(262_144));
     let path = sb.write("big.json", &big);
-    let out = sb.run(&["run", "definitions/order-pipeline.asl.json", "--input-file", path.to_str().unwrap()]);
+    let out = sb.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        path.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("256 KiB"), "{}", out.stderr);
     assert_eq!(sb.run(&["list-executions"]).json()["executions"], json!([]));
@@ -102,8 +178,14 @@ fn bad_input_is_refused_before_anything_is_stored() {
 #[test]
 fn input_can_come_from_stdin() {
     let sb = Sandbox::new();
-    let def = sb.write("echo.json", r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#);
-    let out = sb.run_with_stdin(&["run", def.to_str().unwrap(), "--input-file", "-"], r#"[1,"two"]"#);
+    let def = sb.write(
+        "echo.json",
+        r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#,
+    );
+    let out = sb.run_with_stdin(
+        &["run", def.to_str().unwrap(), "--input-file", "-"],
+        r#"[1,"two"]"#,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!([1, "two"]));
 }
@@ -111,12 +193,19 @@ fn input_can_come_from_stdin() {
 #[test]
 fn duplicate_execution_names_are_refused() {
     let sb = Sandbox::new();
-    let def = sb.write("echo.json", r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#);
+    let def = sb.write(
+        "echo.json",
+        r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#,
+    );
     let d = def.to_str().unwrap();
     assert_eq!(sb.run(&["run", d, "--name", "once"]).code, 0);
     let again = sb.run(&["run", d, "--name", "once"]);
     assert_eq!(again.code, 2);
-    assert!(again.stderr.contains("ExecutionAlreadyExists"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("ExecutionAlreadyExists"),
+        "{}",
+        again.stderr
+    );
     let bad = sb.run(&["run", d, "--name", "has space"]);
     assert_eq!(bad.code, 2);
 }
@@ -131,17 +220,32 @@ fn task_states_run_bound_commands() {
     );
     let script = sb.write("double.sh", "#!/bin/sh\nread input\necho \"$input\"\n");
     let binding = format!("Double=sh {}", script.display());
-    let out = sb.run(&["run", def.to_str().unwrap(), "--input", r#"{"n":21}"#, "--task", &binding]);
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--input",
+        r#"{"n":21}"#,
+        "--task",
+        &binding,
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!({"n": 21, "result": {"doubled": 21}}));
 
     let unbound = sb.run(&["run", def.to_str().unwrap(), "--input", r#"{"n":1}"#]);
     assert_eq!(unbound.code, 1);
-    assert!(unbound.stderr.contains("--task 'Double=COMMAND'"), "{}", unbound.stderr);
+    assert!(
+        unbound.stderr.contains("--task 'Double=COMMAND'"),
+        "{}",
+        unbound.stderr
+    );
 
     let wrong = sb.run(&["run", def.to_str().unwrap(), "--task", "Nope=true"]);
     assert_eq!(wrong.code, 2);
-    assert!(wrong.stderr.contains("no Task state named 'Nope'"), "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("no Task state named 'Nope'"),
+        "{}",
+        wrong.stderr
+    );
 }
 
 #[test]
@@ -171,7 +275,11 @@ fn unknown_executions_are_reported() {
     let sb = Sandbox::new();
     let out = sb.run(&["describe-execution", "--execution-arn", "nope"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("ExecutionDoesNotExist"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ExecutionDoesNotExist"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -180,5 +288,9 @@ fn an_unreadable_database_is_a_clear_error() {
     let bogus = sb.write("not-a-db.db", "this is not sqlite, just text that is long enough to have a header...................................................");
     let out = sb.run(&["list-executions", "--db", bogus.to_str().unwrap()]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("not an sfn-local database"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an sfn-local database"),
+        "{}",
+        out.stderr
+    );
 }

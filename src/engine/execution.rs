@@ -14,7 +14,7 @@ use crate::asl::path::Path;
 use crate::asl::template::Template;
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
-use crate::engine::history::{Details, EventId, EventType, History};
+use crate::engine::history::{Details, EventId, EventType, History, Payload};
 use crate::tasks::TaskRunner;
 use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
@@ -277,17 +277,22 @@ impl Engine {
             let mut id = scope.start_at;
             let mut input = input;
             let mut prev = prev;
+            // A state's output is the next state's input: serialize it once for both events.
+            let mut carried: Option<Payload> = None;
             loop {
                 let state = scope.state(id);
                 let entered_at = self.clock.now();
-                let input_text = self.payload_text(&input, state, prev)?;
+                let input_payload = match carried.take() {
+                    Some(p) => p,
+                    None => self.payload(&input, state, prev)?,
+                };
                 let entered = self.push(
                     prev,
                     EventType::entered(state.type_name()),
                     Some(
                         Details::new()
                             .str("name", &state.name)
-                            .payload("input", input_text)
+                            .payload_of("input", &input_payload)
                             .build(),
                     ),
                 )?;
@@ -302,22 +307,25 @@ impl Engine {
                 guard.disarm();
                 let step = step?;
                 prev = step.prev;
+                let mut output_payload_for_next = None;
                 if !step.no_exit_event {
-                    let output_text = self.payload_text(&step.output, state, prev)?;
+                    let output_payload = self.payload(&step.output, state, prev)?;
                     prev = self.push(
                         prev,
                         EventType::exited(state.type_name()),
                         Some(
                             Details::new()
                                 .str("name", &state.name)
-                                .payload("output", output_text)
+                                .payload_of("output", &output_payload)
                                 .build(),
                         ),
                     )?;
+                    output_payload_for_next = Some(output_payload);
                 }
                 match step.next {
                     Transition::Next(next) => {
                         id = next;
+                        carried = output_payload_for_next;
                         input = step.output;
                     }
                     Transition::End => return Ok((step.output, prev)),
@@ -327,9 +335,9 @@ impl Engine {
     }
 
     /// Serializes a state's input or output, enforcing the payload quota.
-    fn payload_text(&self, v: &Value, state: &State, prev: EventId) -> Result<String, Failed> {
-        let text = v.to_string();
-        if text.len() > MAX_PAYLOAD_BYTES {
+    fn payload(&self, v: &Value, state: &State, prev: EventId) -> Result<Payload, Failed> {
+        let payload = Payload::of(v);
+        if payload.len > MAX_PAYLOAD_BYTES {
             return Err(Failed {
                 error: StatesError::new(
                     names::DATA_LIMIT_EXCEEDED,
@@ -342,7 +350,7 @@ impl Engine {
                 terminal: true,
             });
         }
-        Ok(text)
+        Ok(payload)
     }
 
     async fn run_state(&self, cx: &StateCx<'_>, input: Value) -> Result<Step, Failed> {

@@ -242,7 +242,9 @@ impl Default for Details {
 impl Details {
     /// An empty details object.
     pub fn new() -> Self {
-        Details(String::from("{"))
+        let mut s = String::with_capacity(160);
+        s.push('{');
+        Details(s)
     }
 
     fn key(&mut self, key: &str) {
@@ -277,6 +279,17 @@ impl Details {
         self
     }
 
+    /// A payload field from a [`Payload`] serialized earlier (the same value is often a state's
+    /// output and the next state's input: it is serialized once for both events).
+    pub fn payload_of(mut self, key: &str, payload: &Payload) -> Self {
+        self.key(key);
+        self.0.push_str(&payload.escaped);
+        self.0.push_str(",\"");
+        self.0.push_str(key);
+        self.0.push_str("Details\":{\"truncated\":false}");
+        self
+    }
+
     /// `error` and `cause` of a failure, each only when present.
     pub fn error(mut self, e: &StatesError) -> Self {
         if let Some(err) = &e.error {
@@ -292,6 +305,61 @@ impl Details {
     pub fn build(mut self) -> String {
         self.0.push('}');
         self.0
+    }
+}
+
+/// A JSON value serialized once, already escaped as a JSON string literal for a details object.
+#[derive(Debug, Clone)]
+pub struct Payload {
+    escaped: String,
+    /// The size of the JSON text (before escaping), for AWS's payload quota.
+    pub len: usize,
+}
+
+impl Payload {
+    /// Serializes and escapes a value in one pass.
+    pub fn of(value: &Value) -> Payload {
+        let mut w = EscapingWriter {
+            out: Vec::with_capacity(64),
+            raw_len: 0,
+        };
+        w.out.push(b'"');
+        // Writing into memory cannot fail, and a Value always serializes.
+        let _ = serde_json::to_writer(&mut w, value);
+        w.out.push(b'"');
+        Payload {
+            // serde_json writes UTF-8 and the writer only inserts ASCII backslashes.
+            escaped: String::from_utf8(w.out).unwrap_or_default(),
+            len: w.raw_len,
+        }
+    }
+}
+
+/// Escapes JSON text as it is written, so it can sit inside a JSON string. serde_json already
+/// escapes control characters inside strings; only quotes and backslashes remain.
+struct EscapingWriter {
+    out: Vec<u8>,
+    raw_len: usize,
+}
+
+impl std::io::Write for EscapingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.raw_len += buf.len();
+        let mut start = 0;
+        for (i, &b) in buf.iter().enumerate() {
+            if b == b'"' || b == b'\\' {
+                self.out.extend_from_slice(&buf[start..i]);
+                self.out.push(b'\\');
+                self.out.push(b);
+                start = i + 1;
+            }
+        }
+        self.out.extend_from_slice(&buf[start..]);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -480,5 +548,15 @@ mod tests {
         assert_eq!(v["input"], r#"{"a":"b\"c"}"#);
         assert_eq!(v["inputDetails"]["truncated"], false);
         assert_eq!(v["index"], 3);
+    }
+
+    #[test]
+    fn payloads_escape_like_strings() {
+        let value = serde_json::json!({"a": "q\"b\\c\nd", "é": [1, null]});
+        let p = Payload::of(&value);
+        let text = Details::new().payload_of("output", &p).build();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["output"], value.to_string());
+        assert_eq!(p.len, value.to_string().len());
     }
 }

@@ -10,12 +10,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+/// How many batches may wait for the writer before the engine waits for the oldest.
+const MAX_BATCHES_IN_FLIGHT: usize = 4;
+
 /// Writes an execution's events to the store.
 pub struct StoreSink {
     store: Arc<Store>,
     execution_arn: String,
     /// Batches submitted and not yet checked; the next flush awaits them all.
     pending: Vec<Commit>,
+    /// The first failure seen while waiting for an old batch.
+    failed: Option<String>,
 }
 
 impl StoreSink {
@@ -25,6 +30,7 @@ impl StoreSink {
             store,
             execution_arn: execution_arn.to_owned(),
             pending: Vec::new(),
+            failed: None,
         }
     }
 
@@ -46,8 +52,15 @@ impl StoreSink {
             finish,
         });
         // The engine does not wait for each batch; the writer applies them in order and the
-        // next flush reports the first failure.
+        // next flush reports the first failure. When the writer falls behind, wait for the
+        // oldest batch: memory stays bounded however fast the engine produces events.
         self.pending.push(commit);
+        if self.pending.len() > MAX_BATCHES_IN_FLIGHT {
+            let oldest = self.pending.remove(0);
+            if let Err(e) = oldest.wait_blocking() {
+                self.failed.get_or_insert(e.to_string());
+            }
+        }
     }
 }
 
@@ -87,7 +100,11 @@ impl HistorySink for StoreSink {
 
     fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
         let pending = std::mem::take(&mut self.pending);
+        let failed = self.failed.take();
         Box::pin(async move {
+            if let Some(e) = failed {
+                return Err(e);
+            }
             for commit in pending {
                 commit.wait().await.map_err(|e| e.to_string())?;
             }

@@ -129,40 +129,55 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
     Ok(())
 }
 
-/// One event as a chunk line.
+/// One event as a chunk line: `id TAB prev TAB timestamp TAB type TAB length TAB details NL`.
+/// The details' byte length comes first, so any text can follow without escaping or scanning.
 fn encode(out: &mut String, e: &NewEvent) {
     use std::fmt::Write;
+    let details = e.details.as_deref().unwrap_or("");
     let _ = write!(
         out,
-        "{}\t{}\t{}\t{}\t",
-        e.id, e.previous_event_id, e.timestamp_ms, e.event_type
-    );
-    if let Some(d) = &e.details {
-        // Compact JSON has no raw tabs or newlines; anything else would break the line format.
-        if d.contains(['\n', '\t']) {
-            out.push_str(&d.replace(['\n', '\t'], " "));
+        "{}\t{}\t{}\t{}\t{}\t",
+        e.id,
+        e.previous_event_id,
+        e.timestamp_ms,
+        e.event_type,
+        if e.details.is_some() {
+            details.len() as i64
         } else {
-            out.push_str(d);
+            -1
         }
-    }
+    );
+    out.push_str(details);
     out.push('\n');
 }
 
-/// Parses one chunk line back.
-fn decode(line: &str) -> Option<EventRecord> {
-    let mut fields = line.splitn(5, '\t');
-    let id = fields.next()?.parse().ok()?;
-    let previous_event_id = fields.next()?.parse().ok()?;
-    let timestamp_ms = fields.next()?.parse().ok()?;
-    let event_type = fields.next()?.to_owned();
-    let details = fields.next().filter(|d| !d.is_empty()).map(str::to_owned);
-    Some(EventRecord {
-        id,
-        previous_event_id,
-        timestamp_ms,
-        event_type,
-        details,
-    })
+/// Parses the chunk text back into events.
+fn decode_all(mut text: &str, out: &mut Vec<EventRecord>) -> Option<()> {
+    while !text.is_empty() {
+        let mut header = text.splitn(6, '\t');
+        let id = header.next()?.parse().ok()?;
+        let previous_event_id = header.next()?.parse().ok()?;
+        let timestamp_ms = header.next()?.parse().ok()?;
+        let event_type = header.next()?.to_owned();
+        let len: i64 = header.next()?.parse().ok()?;
+        let rest = header.next()?;
+        let n = len.max(0) as usize;
+        let details = (len >= 0)
+            .then(|| rest.get(..n).map(str::to_owned))
+            .flatten();
+        if len >= 0 && details.is_none() {
+            return None;
+        }
+        text = rest.get(n..)?.strip_prefix('\n')?;
+        out.push(EventRecord {
+            id,
+            previous_event_id,
+            timestamp_ms,
+            event_type,
+            details,
+        });
+    }
+    Some(())
 }
 
 // ---- reader side -------------------------------------------------------------------------------
@@ -182,19 +197,13 @@ pub(crate) fn history(
     while let Some(row) = rows.next()? {
         let first: i64 = row.get(0)?;
         let text: String = row.get(1)?;
-        for line in text.lines() {
-            let event = decode(line).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    1,
-                    rusqlite::types::Type::Text,
-                    format!(
-                        "malformed history line in the chunk starting at event {first}: {line:?}"
-                    )
-                    .into(),
-                )
-            })?;
-            out.push(event);
-        }
+        decode_all(&text, &mut out).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                1,
+                rusqlite::types::Type::Text,
+                format!("malformed history chunk starting at event {first}").into(),
+            )
+        })?;
     }
     if reverse {
         out.reverse();
@@ -205,6 +214,38 @@ pub(crate) fn history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_round_trip_any_details_text() {
+        let events: Vec<NewEvent> = vec![
+            NewEvent {
+                details: Some("{\"a\":\"tab\there\nnewline\"}".into()),
+                ..event(1, 0)
+            },
+            NewEvent {
+                details: None,
+                ..event(2, 1)
+            },
+            NewEvent {
+                details: Some(String::new()),
+                ..event(3, 2)
+            },
+        ];
+        let mut text = String::new();
+        for e in &events {
+            encode(&mut text, e);
+        }
+        let mut back = Vec::new();
+        decode_all(&text, &mut back).expect("decodes");
+        assert_eq!(back.len(), 3);
+        for (a, b) in events.iter().zip(&back) {
+            assert_eq!(
+                (a.id, a.previous_event_id, &a.details),
+                (b.id, b.previous_event_id, &b.details)
+            );
+        }
+        assert!(decode_all("1\t0\t5\tX\t10\tshort\n", &mut back).is_none());
+    }
 
     fn event(id: i64, prev: i64) -> NewEvent {
         NewEvent {

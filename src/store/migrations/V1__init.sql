@@ -42,9 +42,10 @@ CREATE INDEX executions_by_name ON executions (name);
 -- per-row insert work, about 5 µs each); a chunk costs about a memcpy per event. Ids stay
 -- contiguous across chunks (the writer checks), and `history` reads the chunks back in order.
 --
--- `events` is one line per event, fields separated by tabs:
---   id <TAB> previousEventId <TAB> timestamp (ms) <TAB> type <TAB> details JSON (empty for none)
--- Compact JSON never holds a raw tab or newline, so the format needs no escaping.
+-- `events` is one record per event:
+--   id <TAB> previousEventId <TAB> timestamp (ms) <TAB> type <TAB> n <TAB> details <NEWLINE>
+-- where n is the byte length of the details JSON that follows (-1 for none), so the details are
+-- stored as written, without escaping.
 CREATE TABLE event_chunks (
     execution_id   INTEGER NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
     first_event_id INTEGER NOT NULL CHECK (first_event_id >= 1),

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Whole-process benchmarks of sfn-local (release build), median of N runs each, with peak memory.
+#
+#   benches/run.sh            # N=7
+#   N=15 benches/run.sh
+#
+# Workloads (benches/workloads/):
+#   pass-chain-1000    1,000 chained Pass states
+#   map-10000          an inline Map over 10,000 items, three Pass states each using States.Format
+#   choice-loop-10000  a Choice loop counting to 10,000 with States.MathAdd
+#   validate-75        `sfn-local validate` on a 75-state definition
+# Every run writes the full history to a fresh SQLite database. The Map and the Choice loop write
+# 80,000 and 40,000 events, past AWS's 25,000-event cap, so they run with --max-history-events 0
+# (AWS itself could not run them to the end).
+#
+# If LOCAL_SFN points at aws-local-stepfunctions' `local-sfn` (npm i aws-local-stepfunctions@3.0.0,
+# on node 22), the same workloads run through it too, for the comparison in the README.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${N:-7}"
+cargo build --release --quiet
+BIN=target/release/sfn-local
+W=benches/workloads
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# measure NAME CMD...: prints "NAME median_seconds peak_MB"
+measure() {
+  local name=$1; shift
+  local times=() mems=()
+  for _ in $(seq "$N"); do
+    rm -f "$TMP"/db*
+    local start=$EPOCHREALTIME
+    /usr/bin/time -f "%M" -o "$TMP/time" "$@" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
+    local end=$EPOCHREALTIME
+    times+=("$(echo "$end - $start" | bc -l)"); mems+=("$(cat "$TMP/time")")
+  done
+  local t m
+  t=$(printf '%s\n' "${times[@]}" | median)
+  m=$(printf '%s\n' "${mems[@]}" | sort -n | tail -1)
+  printf '%-22s %9.4f s %8.1f MB\n' "$name" "$t" "$(echo "$m / 1024" | bc -l)"
+}
+
+echo "sfn-local, median of $N runs (wall clock, whole process), peak RSS:"
+measure pass-chain-1000   $BIN run $W/pass-chain-1000.asl.json --db "$TMP/db"
+measure map-10000         $BIN run $W/map-10000.asl.json --input-file $W/map-10000.input.json --db "$TMP/db" --max-history-events 0
+measure choice-loop-10000 $BIN run $W/choice-loop-10000.asl.json --db "$TMP/db" --max-history-events 0
+measure validate-75       $BIN validate $W/validate-75-states.asl.json
+
+if [ -n "${LOCAL_SFN:-}" ]; then
+  echo "aws-local-stepfunctions ($LOCAL_SFN), median of $N runs:"
+  measure pass-chain-1000   "$LOCAL_SFN" -f $W/pass-chain-1000.asl.json '{}'
+  measure map-10000         "$LOCAL_SFN" -f $W/map-10000.asl.json "$(cat $W/map-10000.input.json)"
+  measure choice-loop-10000 "$LOCAL_SFN" -f $W/choice-loop-10000.asl.json '{}'
+fi
