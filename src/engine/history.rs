@@ -262,6 +262,13 @@ impl Details {
         self
     }
 
+    /// An integer field.
+    pub fn int(mut self, key: &str, value: i64) -> Self {
+        self.key(key);
+        self.0.push_str(itoa::Buffer::new().format(value));
+        self
+    }
+
     /// A field holding any JSON value.
     pub fn value(mut self, key: &str, value: Value) -> Self {
         self.key(key);

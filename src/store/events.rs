@@ -132,22 +132,20 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
 /// One event as a chunk line: `id TAB prev TAB timestamp TAB type TAB length TAB details NL`.
 /// The details' byte length comes first, so any text can follow without escaping or scanning.
 fn encode(out: &mut String, e: &NewEvent) {
-    use std::fmt::Write;
-    let details = e.details.as_deref().unwrap_or("");
-    let _ = write!(
-        out,
-        "{}\t{}\t{}\t{}\t{}\t",
-        e.id,
-        e.previous_event_id,
-        e.timestamp_ms,
-        e.event_type,
-        if e.details.is_some() {
-            details.len() as i64
-        } else {
-            -1
-        }
-    );
-    out.push_str(details);
+    // itoa instead of `write!`: this runs for every event, and fmt's machinery dominated it.
+    let mut n = itoa::Buffer::new();
+    let details = e.details.as_deref();
+    out.push_str(n.format(e.id));
+    out.push('\t');
+    out.push_str(n.format(e.previous_event_id));
+    out.push('\t');
+    out.push_str(n.format(e.timestamp_ms));
+    out.push('\t');
+    out.push_str(&e.event_type);
+    out.push('\t');
+    out.push_str(n.format(details.map_or(-1, |d| d.len() as i64)));
+    out.push('\t');
+    out.push_str(details.unwrap_or(""));
     out.push('\n');
 }
 

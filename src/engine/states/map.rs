@@ -112,7 +112,7 @@ impl Engine {
         let started = self.push(
             prev,
             EventType::MapStateStarted,
-            Some(Details::new().value("length", total.into()).build()),
+            Some(Details::new().int("length", total as i64).build()),
         )?;
         // AWS reads the failure tolerance once the state has started: a bad value fails the
         // execution right after MapStateStarted.
@@ -403,7 +403,7 @@ impl Engine {
                 Some(
                     Details::new()
                         .str("name", &cx.state.name)
-                        .value("index", index.into())
+                        .int("index", index as i64)
                         .build(),
                 )
             };

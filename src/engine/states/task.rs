@@ -196,10 +196,10 @@ impl Engine {
                 .payload("input", parameters_text),
         };
         if let Some(tmo) = timeout {
-            scheduled = scheduled.value("timeoutInSeconds", tmo.into());
+            scheduled = scheduled.int("timeoutInSeconds", tmo as i64);
         }
         if let (Some(hb), false) = (heartbeat, matches!(kind, ResourceKind::LambdaFunction)) {
-            scheduled = scheduled.value("heartbeatInSeconds", hb.into());
+            scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
         }
         let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
         let started_details = match kind {
