@@ -11,15 +11,28 @@ fn bundled_definitions_validate_clean() {
     let sb = Sandbox::new();
     let out = sb.run(&["validate", "definitions"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let out = sb.run(&["validate", "--format", "json", "definitions/order-pipeline.asl.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "json",
+        "definitions/order-pipeline.asl.json",
+    ]);
     assert_eq!(out.code, 0);
-    assert_eq!(out.json(), json!({"result": "OK", "diagnostics": [], "truncated": false}));
+    assert_eq!(
+        out.json(),
+        json!({"result": "OK", "diagnostics": [], "truncated": false})
+    );
 }
 
 #[test]
 fn heartbeat_not_below_timeout_fails_with_aws_shape() {
     let sb = Sandbox::new();
-    let out = sb.run(&["validate", "--format", "json", "fixtures/invalid/heartbeat-not-below-timeout.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "json",
+        "fixtures/invalid/heartbeat-not-below-timeout.json",
+    ]);
     assert_eq!(out.code, 1);
     let v = out.json();
     assert_eq!(v["result"], "FAIL");
@@ -36,8 +49,11 @@ fn heartbeat_not_below_timeout_fails_with_aws_shape() {
 fn several_files_give_an_array_with_file_names() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "validate", "--format", "json",
-        "definitions/order-pipeline.asl.json", "fixtures/invalid/unreachable-state.json",
+        "validate",
+        "--format",
+        "json",
+        "definitions/order-pipeline.asl.json",
+        "fixtures/invalid/unreachable-state.json",
     ]);
     assert_eq!(out.code, 1);
     let v = out.json();
@@ -51,7 +67,12 @@ fn several_files_give_an_array_with_file_names() {
 #[test]
 fn github_format_prints_annotations_at_line_and_column() {
     let sb = Sandbox::new();
-    let out = sb.run(&["validate", "--format", "github", "fixtures/invalid/next-missing-target.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "github",
+        "fixtures/invalid/next-missing-target.json",
+    ]);
     assert_eq!(out.code, 1);
     let line = out.stdout.lines().next().unwrap_or_default();
     assert!(
@@ -65,18 +86,29 @@ fn github_format_prints_annotations_at_line_and_column() {
 #[test]
 fn human_format_names_file_line_code_and_message() {
     let sb = Sandbox::new();
-    let out = sb.run(&["validate", "fixtures/invalid/heartbeat-not-below-timeout.json"]);
+    let out = sb.run(&[
+        "validate",
+        "fixtures/invalid/heartbeat-not-below-timeout.json",
+    ]);
     assert_eq!(out.code, 1);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("SCHEMA_VALIDATION_FAILED"), "{text}");
     assert!(text.contains("heartbeat-not-below-timeout.json"), "{text}");
-    assert!(text.contains("HeartbeatSeconds (3600) must be smaller than TimeoutSeconds (60)"), "{text}");
+    assert!(
+        text.contains("HeartbeatSeconds (3600) must be smaller than TimeoutSeconds (60)"),
+        "{text}"
+    );
 }
 
 #[test]
 fn warnings_alone_exit_zero() {
     let sb = Sandbox::new();
-    let out = sb.run(&["validate", "--format", "json", "fixtures/invalid/wait-for-task-token-without-token.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "json",
+        "fixtures/invalid/wait-for-task-token-without-token.json",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let v = out.json();
     assert_eq!(v["result"], "OK");
@@ -86,11 +118,21 @@ fn warnings_alone_exit_zero() {
 #[test]
 fn syntax_errors_point_at_their_line_and_column() {
     let sb = Sandbox::new();
-    let out = sb.run(&["validate", "--format", "json", "fixtures/invalid/not-json.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "json",
+        "fixtures/invalid/not-json.json",
+    ]);
     assert_eq!(out.code, 1);
     let v = out.json();
     assert_eq!(v["diagnostics"][0]["code"], "INVALID_JSON_DESCRIPTION");
-    let out = sb.run(&["validate", "--format", "github", "fixtures/invalid/not-json.json"]);
+    let out = sb.run(&[
+        "validate",
+        "--format",
+        "github",
+        "fixtures/invalid/not-json.json",
+    ]);
     assert!(out.stdout.contains("line=4"), "{}", out.stdout);
 }
 
@@ -112,7 +154,14 @@ fn usage_errors_exit_2() {
     let sb = Sandbox::new();
     assert_eq!(sb.run(&["validate", "no/such/file.json"]).code, 2);
     assert_eq!(sb.run(&["validate"]).code, 2);
-    assert_eq!(sb.run(&["validate", "--format", "xml", "definitions"]).code, 2);
+    assert_eq!(
+        sb.run(&["validate", "--format", "xml", "definitions"]).code,
+        2
+    );
     let empty = sb.dir.path().to_str().unwrap().to_owned();
-    assert_eq!(sb.run(&["validate", &empty]).code, 2, "a folder with no definitions");
+    assert_eq!(
+        sb.run(&["validate", &empty]).code,
+        2,
+        "a folder with no definitions"
+    );
 }
