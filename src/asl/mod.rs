@@ -9,4 +9,5 @@ pub mod error;
 pub mod eval;
 pub mod intrinsics;
 pub mod path;
+pub mod source;
 pub mod template;
