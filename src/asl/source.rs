@@ -36,7 +36,7 @@ pub enum SyntaxErrorKind {
     NotAnObject,
     /// Not JSON. AWS: `INVALID_JSON_DESCRIPTION` with a Jackson parser message.
     InvalidJson {
-        /// The message AWS would give: Jackson's wording, then `\n at ` and [`Self::InvalidJson::aws_location`].
+        /// The message AWS would give: Jackson's wording, then `\n at ` and the location.
         aws_message: String,
         /// AWS's `location`: `[Source: (String)"…"; line: L, column: C]`, where Jackson's column is
         /// just past the offending token.
