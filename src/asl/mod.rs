@@ -15,6 +15,7 @@ pub mod model;
 pub mod parse;
 pub mod path;
 pub mod resource;
+pub mod source;
 pub mod template;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer, Severity};
@@ -30,34 +31,38 @@ pub fn validate_text(text: &str, machine_type: MachineType) -> Diagnostics {
 /// no ERROR (warnings are allowed), so whatever runs has passed every rule.
 pub fn compile_text(text: &str, machine_type: MachineType) -> (Option<StateMachine>, Diagnostics) {
     let mut diags = Diagnostics::default();
-    if text.trim().is_empty() {
-        diags.push(Diagnostic {
-            location: diagnostic::Location::None,
-            ..Diagnostic::error(
-                Code::SchemaValidationFailed,
-                &JsonPointer::root(),
-                "Definition must be a valid JSON object",
-            )
-        });
-        return (None, diags);
-    }
-    let value: serde_json::Value = match serde_json::from_str(text) {
+    let value = match source::parse_json(text) {
         Ok(v) => v,
         Err(e) => {
-            diags.push(Diagnostic {
-                location: diagnostic::Location::Text {
-                    line: e.line(),
-                    column: e.column(),
-                },
-                ..Diagnostic::error(
-                    Code::InvalidJsonDescription,
-                    &JsonPointer::root(),
-                    e.to_string(),
-                )
-            });
+            diags.push(source::syntax_diagnostic(text, &e));
             return (None, diags);
         }
     };
+    duplicate_keys(text, &mut diags);
     let machine = parse::parse_machine(&value, machine_type, &mut diags);
+    let machine = if diags.has_errors() { None } else { machine };
     (machine, diags)
+}
+
+/// Keys written twice in one object. serde_json (like AWS's parser) keeps the last one; a state
+/// written twice in one `States` object loses the first state entirely, so that is an ERROR,
+/// AWS's `DUPLICATE_STATE_NAME`; anywhere else it is a WARNING.
+fn duplicate_keys(text: &str, diags: &mut Diagnostics) {
+    for (pointer, _) in source::duplicate_keys(text) {
+        let parent = pointer.parent();
+        let key = pointer.tokens().last().unwrap_or_default();
+        if parent.tokens().last().as_deref() == Some("States") {
+            diags.error(
+                Code::DuplicateStateName,
+                &pointer,
+                format!("Duplicate State name: {key} (written twice in the same States object; only the last definition would be kept)"),
+            );
+        } else {
+            diags.warning(
+                Code::DuplicateJsonKey,
+                &pointer,
+                format!("Duplicate key '{key}': only the last value is used"),
+            );
+        }
+    }
 }

@@ -1,34 +1,788 @@
-//! Temporary stand-in for the diagnostic renderer (replaced by the source branch).
-#![allow(missing_docs)]
-use crate::asl::Diagnostics;
+//! Rendering the diagnostics of one or many definitions.
+//!
+//! Three audiences, three formats:
+//!
+//! - [`render_human`]: one miette report per diagnostic, with the offending key underlined in a
+//!   source snippet and related places labelled, then a per-file summary line.
+//! - [`render_json`]: AWS's `ValidateStateMachineDefinition` response shape, so scripts written
+//!   against AWS work unchanged.
+//! - [`render_github`]: GitHub Actions workflow commands, which become annotations on the diff.
+//!
+//! Diagnostics name places with JSON pointers; this module turns them into byte spans, lines and
+//! columns with [`SpanIndex`], built once per file and only here, when there is something to show.
 
+use crate::asl::diagnostic::{Diagnostic, Diagnostics, Location, Severity};
+use crate::asl::source::{parse_json, split_aws_location, SpanIndex, SyntaxError};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
+use serde_json::{json, Map, Value};
+use std::fmt::{self, Write as _};
+use std::ops::Range;
+
+/// One definition file and what validation found in it.
+#[derive(Debug, Clone, Copy)]
 pub struct FileReport<'a> {
+    /// The path as the user gave it; shown as is.
     pub path: &'a str,
+    /// The file's text, exactly as read.
     pub text: &'a str,
+    /// What validation found, in order.
     pub diagnostics: &'a Diagnostics,
 }
 
-pub fn render_human(files: &[FileReport<'_>], _color: bool) -> String {
+/// The output formats of `sfn-local validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// miette reports with source snippets, for people.
+    #[default]
+    Human,
+    /// AWS's `ValidateStateMachineDefinition` response shape.
+    Json,
+    /// GitHub Actions annotations.
+    Github,
+}
+
+/// Renders `files` in `format`; `color` only matters for [`Format::Human`].
+pub fn render(format: Format, files: &[FileReport<'_>], color: bool) -> String {
+    match format {
+        Format::Human => render_human(files, color),
+        Format::Json => render_json(files),
+        Format::Github => render_github(files),
+    }
+}
+
+/// Whether human output should be colored: only on a terminal, and never when `NO_COLOR` is set
+/// (<https://no-color.org>) or the terminal is `dumb`.
+pub fn color_wanted(stream_is_terminal: bool) -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    stream_is_terminal && !no_color && !dumb
+}
+
+// ---------------------------------------------------------------------------------------------
+// Places: from a diagnostic's location to a span, a line and a column.
+
+/// Where one diagnostic lands in its file.
+struct Place {
+    span: Range<usize>,
+    line: usize,
+    column: usize,
+    /// A better label than the message, when one is known (a syntax error's own words).
+    label: Option<String>,
+}
+
+/// Resolves locations in one file; the index and the syntax error are computed once.
+struct Resolver<'a> {
+    index: SpanIndex<'a>,
+    /// The text's own syntax error, to underline the offending token of a text location.
+    syntax: Option<SyntaxError>,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(file: &FileReport<'a>) -> Self {
+        let needs_syntax = file
+            .diagnostics
+            .iter()
+            .any(|d| !matches!(d.location, Location::Pointer(_)));
+        Resolver {
+            index: SpanIndex::new(file.text),
+            syntax: if needs_syntax {
+                parse_json(file.text).err()
+            } else {
+                None
+            },
+        }
+    }
+
+    fn place(&self, location: &Location) -> Place {
+        match location {
+            Location::Pointer(pointer) => self.place_span(self.index.span(pointer), None),
+            Location::Text { line, column } => match &self.syntax {
+                Some(error) if (error.line, error.column) == (*line, *column) => {
+                    self.place_span(error.span.clone(), Some(error.message.clone()))
+                }
+                _ => {
+                    let offset = self.index.offset(*line, *column);
+                    let end = offset + char_len_at(self.index.text(), offset);
+                    Place {
+                        span: offset..end,
+                        line: *line,
+                        column: *column,
+                        label: None,
+                    }
+                }
+            },
+            // AWS gives no location for an empty or non-object definition; a person still
+            // wants to see the file, so show its start with the syntax error's own words.
+            Location::None => match &self.syntax {
+                Some(error) => Place {
+                    span: error.span.clone(),
+                    line: 1,
+                    column: 1,
+                    label: Some(error.message.clone()),
+                },
+                None => Place {
+                    span: 0..0,
+                    line: 1,
+                    column: 1,
+                    label: None,
+                },
+            },
+        }
+    }
+
+    fn place_span(&self, span: Range<usize>, label: Option<String>) -> Place {
+        let (line, column) = self.index.line_col(span.start);
+        Place {
+            span,
+            line,
+            column,
+            label,
+        }
+    }
+}
+
+fn char_len_at(text: &str, offset: usize) -> usize {
+    text.get(offset..)
+        .and_then(|rest| rest.chars().next())
+        .map_or(0, char::len_utf8)
+}
+
+/// The message without a Jackson `[Source: …]` suffix, which quotes up to 500 characters of the
+/// file: the snippet and the line/column already say where.
+fn short_message(diagnostic: &Diagnostic) -> &str {
+    split_aws_location(&diagnostic.message).0
+}
+
+fn severity_word(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// Error and warning counts of one file.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    errors: usize,
+    warnings: usize,
+}
+
+impl Counts {
+    fn of(diagnostics: &Diagnostics) -> Self {
+        let errors = diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        Counts {
+            errors,
+            warnings: diagnostics.len() - errors,
+        }
+    }
+
+    fn add(self, other: Counts) -> Counts {
+        Counts {
+            errors: self.errors + other.errors,
+            warnings: self.warnings + other.warnings,
+        }
+    }
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.errors == 0 && self.warnings == 0 {
+            return f.write_str("ok");
+        }
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} error{}, {} warning{}",
+            self.errors,
+            plural(self.errors),
+            self.warnings,
+            plural(self.warnings)
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Human: miette.
+
+/// Renders every diagnostic as a miette report, each file followed by a summary line
+/// (`definitions/a.json: 2 errors, 1 warning`), and a total line when there are several files.
+pub fn render_human(files: &[FileReport<'_>], color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_links(false)
+        .with_width(100);
     let mut out = String::new();
-    for f in files {
-        for d in f.diagnostics.iter() {
-            out.push_str(&format!(
-                "{}: {:?} {} {}: {}\n",
-                f.path,
-                d.severity,
-                d.code,
-                d.location_text().unwrap_or_default(),
-                d.message
+    let mut total = Counts::default();
+    for (i, file) in files.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if !file.diagnostics.is_empty() {
+            let resolver = Resolver::new(file);
+            for diagnostic in file.diagnostics.iter() {
+                let report = HumanReport::new(file, &resolver, diagnostic);
+                let mut rendered = String::new();
+                match handler.render_report(&mut rendered, &report) {
+                    Ok(()) => out.push_str(&rendered),
+                    // miette refused (it should not): still say what and where, plainly.
+                    Err(fmt::Error) => {
+                        let place = resolver.place(&diagnostic.location);
+                        let _ = writeln!(
+                            out,
+                            "{}[{}]: {}\n  --> {}:{}:{}",
+                            severity_word(diagnostic.severity),
+                            diagnostic.code,
+                            short_message(diagnostic),
+                            file.path,
+                            place.line,
+                            place.column
+                        );
+                    }
+                }
+                out.push('\n');
+            }
+        }
+        let counts = Counts::of(file.diagnostics);
+        total = total.add(counts);
+        let _ = writeln!(out, "{}: {counts}", file.path);
+    }
+    if files.len() > 1 {
+        let _ = writeln!(out, "{} files: {total}", files.len());
+    }
+    out
+}
+
+/// One diagnostic as miette sees it, borrowing the file's text.
+struct HumanReport<'a> {
+    message: String,
+    /// `error[CODE]` / `warning[CODE]`, rustc-style, shown as miette's code line.
+    code: String,
+    severity: miette::Severity,
+    labels: Vec<LabeledSpan>,
+    source: NamedText<'a>,
+}
+
+impl<'a> HumanReport<'a> {
+    fn new(file: &FileReport<'a>, resolver: &Resolver<'a>, diagnostic: &Diagnostic) -> Self {
+        let text_len = file.text.len();
+        let message = short_message(diagnostic).to_owned();
+        let place = resolver.place(&diagnostic.location);
+        let primary_label = place.label.unwrap_or_else(|| message.clone());
+        let mut labels = vec![LabeledSpan::new_primary_with_span(
+            Some(primary_label),
+            source_span(place.span, text_len),
+        )];
+        for (pointer, label) in &diagnostic.related {
+            labels.push(LabeledSpan::new_with_span(
+                Some(label.clone()),
+                source_span(resolver.index.span(pointer), text_len),
             ));
+        }
+        HumanReport {
+            message,
+            code: format!(
+                "{}[{}]",
+                severity_word(diagnostic.severity),
+                diagnostic.code
+            ),
+            severity: match diagnostic.severity {
+                Severity::Error => miette::Severity::Error,
+                Severity::Warning => miette::Severity::Warning,
+            },
+            labels,
+            source: NamedText {
+                name: file.path,
+                text: file.text,
+            },
+        }
+    }
+}
+
+/// A span miette can always read: clamped to the text.
+fn source_span(span: Range<usize>, text_len: usize) -> SourceSpan {
+    let start = span.start.min(text_len);
+    let end = span.end.clamp(start, text_len);
+    SourceSpan::from(start..end)
+}
+
+impl fmt::Debug for HumanReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HumanReport")
+            .field("code", &self.code)
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for HumanReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HumanReport<'_> {}
+
+impl miette::Diagnostic for HumanReport<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        Some(Box::new(&self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(self.severity)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(&self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(self.labels.iter().cloned()))
+    }
+}
+
+/// A file's text with its name, borrowed (miette's `NamedSource` wants to own it, and a
+/// definition can be a megabyte with many diagnostics).
+struct NamedText<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+impl SourceCode for NamedText<'_> {
+    fn read_span<'b>(
+        &'b self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
+        let inner = self
+            .text
+            .read_span(span, context_lines_before, context_lines_after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.to_owned(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON: AWS's response shape.
+
+/// AWS's `ValidateStateMachineDefinition` response for each file: `{"result", "diagnostics",
+/// "truncated"}` with diagnostics keyed `severity, code, message, location` (AWS's documented
+/// order; `location` omitted when there is none). One file gives that object; several give an
+/// array of them, each with a leading `"file"`. `result` is `FAIL` exactly when there is an
+/// ERROR. Messages are AWS's, verbatim, Jackson location included.
+pub fn render_json(files: &[FileReport<'_>]) -> String {
+    let value = match files {
+        [one] => Value::Object(file_json(one, false)),
+        many => Value::Array(
+            many.iter()
+                .map(|file| Value::Object(file_json(file, true)))
+                .collect(),
+        ),
+    };
+    let mut out = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "null".to_owned());
+    out.push('\n');
+    out
+}
+
+fn file_json(file: &FileReport<'_>, with_path: bool) -> Map<String, Value> {
+    let mut object = Map::new();
+    if with_path {
+        object.insert("file".to_owned(), json!(file.path));
+    }
+    let result = if file.diagnostics.has_errors() {
+        "FAIL"
+    } else {
+        "OK"
+    };
+    object.insert("result".to_owned(), json!(result));
+    object.insert(
+        "diagnostics".to_owned(),
+        Value::Array(file.diagnostics.iter().map(diagnostic_json).collect()),
+    );
+    object.insert("truncated".to_owned(), json!(false));
+    object
+}
+
+fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
+    let mut object = Map::new();
+    object.insert("severity".to_owned(), json!(diagnostic.severity));
+    object.insert("code".to_owned(), json!(diagnostic.code.as_str()));
+    object.insert("message".to_owned(), json!(diagnostic.message));
+    if let Some(location) = aws_location(diagnostic) {
+        object.insert("location".to_owned(), json!(location));
+    }
+    Value::Object(object)
+}
+
+/// AWS's `location`: the pointer (`/` for the root), or for a text that is not JSON, Jackson's
+/// `[Source: …; line: L, column: C]`, which AWS repeats at the end of the message.
+fn aws_location(diagnostic: &Diagnostic) -> Option<String> {
+    match &diagnostic.location {
+        Location::Text { .. } => match split_aws_location(&diagnostic.message).1 {
+            Some(jackson) => Some(jackson.to_owned()),
+            None => diagnostic.location_text(),
+        },
+        _ => diagnostic.location_text(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GitHub Actions workflow commands.
+
+/// One `::error file=F,line=L,col=C,title=CODE::message` line per diagnostic (`::warning` for
+/// warnings), escaped per GitHub's rules. Related places follow the message on their own lines.
+pub fn render_github(files: &[FileReport<'_>]) -> String {
+    let mut out = String::new();
+    for file in files {
+        if file.diagnostics.is_empty() {
+            continue;
+        }
+        let resolver = Resolver::new(file);
+        for diagnostic in file.diagnostics.iter() {
+            let place = resolver.place(&diagnostic.location);
+            let mut message = short_message(diagnostic).to_owned();
+            for (pointer, label) in &diagnostic.related {
+                let (line, column) = resolver.index.line_col(resolver.index.span(pointer).start);
+                let _ = write!(message, "\n{label} (line {line}, column {column})");
+            }
+            let _ = writeln!(
+                out,
+                "::{} file={},line={},col={},title={}::{}",
+                severity_word(diagnostic.severity),
+                escape_property(file.path),
+                place.line,
+                place.column,
+                escape_property(diagnostic.code.as_str()),
+                escape_data(&message)
+            );
         }
     }
     out
 }
 
-pub fn render_json(files: &[FileReport<'_>]) -> String {
-    render_human(files, false)
+/// GitHub's escaping of a command's message.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
-pub fn render_github(files: &[FileReport<'_>]) -> String {
-    render_human(files, false)
+/// GitHub's escaping of a command property value.
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asl::diagnostic::{Code, JsonPointer};
+    use crate::asl::source::syntax_diagnostic;
+
+    const TASK: &str = r#"{
+  "StartAt": "A",
+  "States": {
+    "A": {
+      "Type": "Task",
+      "Resource": "arn:aws:states:::lambda:invoke",
+      "Parameters": {"FunctionName": "$.fn"},
+      "TimeoutSeconds": 30,
+      "HeartbeatSeconds": 60
+    }
+  }
+}
+"#;
+
+    const BROKEN: &str = "{\n  \"StartAt\": \"A\",\n  \"States\": {\n    \"A\": {\"Type\": \"Pass\", \"End\": true},\n  }\n}\n";
+
+    fn a() -> JsonPointer {
+        JsonPointer::root().key("States").key("A")
+    }
+
+    fn task_diagnostics() -> Diagnostics {
+        let mut diags = Diagnostics::default();
+        diags.push(
+            Diagnostic::error(
+                Code::SchemaValidationFailed,
+                &a().key("HeartbeatSeconds"),
+                "HeartbeatSeconds (60) must be below TimeoutSeconds (30)",
+            )
+            .with_related(a().key("TimeoutSeconds"), "TimeoutSeconds is here"),
+        );
+        diags.schema(&a(), "These fields are required: [Next or End]");
+        diags.warning(
+            Code::NoDollar,
+            &a().key("Parameters").key("FunctionName"),
+            "The value \"$.fn\" looks like a path; did you mean the key \"FunctionName.$\"?",
+        );
+        diags
+    }
+
+    fn syntax_diagnostics(text: &str) -> Diagnostics {
+        let error = parse_json(text).expect_err("broken on purpose");
+        Diagnostics(vec![syntax_diagnostic(text, &error)])
+    }
+
+    #[test]
+    fn human_single_file() {
+        let diags = task_diagnostics();
+        let out = render_human(
+            &[FileReport {
+                path: "definitions/a.json",
+                text: TASK,
+                diagnostics: &diags,
+            }],
+            false,
+        );
+        assert!(out.ends_with("definitions/a.json: 2 errors, 1 warning\n"));
+        insta::assert_snapshot!("human_single_file", out);
+    }
+
+    #[test]
+    fn human_two_files_with_a_syntax_error() {
+        let task = task_diagnostics();
+        let broken = syntax_diagnostics(BROKEN);
+        let not_json = syntax_diagnostics("not a definition");
+        let ok = Diagnostics::default();
+        let out = render_human(
+            &[
+                FileReport {
+                    path: "broken.json",
+                    text: BROKEN,
+                    diagnostics: &broken,
+                },
+                FileReport {
+                    path: "words.json",
+                    text: "not a definition",
+                    diagnostics: &not_json,
+                },
+                FileReport {
+                    path: "good.json",
+                    text: "{}",
+                    diagnostics: &ok,
+                },
+                FileReport {
+                    path: "a.json",
+                    text: TASK,
+                    diagnostics: &task,
+                },
+            ],
+            false,
+        );
+        insta::assert_snapshot!("human_many_files", out);
+    }
+
+    #[test]
+    fn json_single_file_is_aws_shape() {
+        let diags = task_diagnostics();
+        let out = render_json(&[FileReport {
+            path: "a.json",
+            text: TASK,
+            diagnostics: &diags,
+        }]);
+        let value: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(value["result"], "FAIL");
+        assert_eq!(value["truncated"], false);
+        let first = value["diagnostics"][0].as_object().unwrap();
+        assert_eq!(
+            first.keys().collect::<Vec<_>>(),
+            ["severity", "code", "message", "location"]
+        );
+        insta::assert_snapshot!("json_single_file", out);
+    }
+
+    #[test]
+    fn json_matches_aws_recorded_responses() {
+        // test_sfn_api_validation NOT_A_DEF and EMPTY_STRING, compared as AWS recorded them.
+        for (text, expected) in [
+            (
+                "not a definition",
+                json!({"result": "FAIL", "diagnostics": [{
+                    "severity": "ERROR",
+                    "code": "INVALID_JSON_DESCRIPTION",
+                    "message": "Unrecognized token 'not': was expecting (JSON String, Number, Array, Object or token 'null', 'true' or 'false')\n at [Source: (String)\"not a definition\"; line: 1, column: 4]",
+                    "location": "[Source: (String)\"not a definition\"; line: 1, column: 4]",
+                }], "truncated": false}),
+            ),
+            (
+                " ",
+                json!({"result": "FAIL", "diagnostics": [{
+                    "severity": "ERROR",
+                    "code": "SCHEMA_VALIDATION_FAILED",
+                    "message": "Definition must be a valid JSON object",
+                }], "truncated": false}),
+            ),
+        ] {
+            let diags = syntax_diagnostics(text);
+            let out = render_json(&[FileReport {
+                path: "x.json",
+                text,
+                diagnostics: &diags,
+            }]);
+            assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
+        }
+        // A root pointer is AWS's "/"; no diagnostics is OK; warnings alone are OK.
+        let mut diags = Diagnostics::default();
+        let ok = render_json(&[FileReport {
+            path: "x.json",
+            text: "{}",
+            diagnostics: &diags,
+        }]);
+        assert_eq!(
+            serde_json::from_str::<Value>(&ok).unwrap(),
+            json!({"result": "OK", "diagnostics": [], "truncated": false})
+        );
+        diags.warning(Code::NoPath, &JsonPointer::root(), "w");
+        let warned: Value = serde_json::from_str(&render_json(&[FileReport {
+            path: "x.json",
+            text: "{}",
+            diagnostics: &diags,
+        }]))
+        .unwrap();
+        assert_eq!(warned["result"], "OK");
+        assert_eq!(warned["diagnostics"][0]["location"], "/");
+    }
+
+    #[test]
+    fn json_many_files_is_an_array_with_file_first() {
+        let task = task_diagnostics();
+        let broken = syntax_diagnostics(BROKEN);
+        let out = render_json(&[
+            FileReport {
+                path: "a.json",
+                text: TASK,
+                diagnostics: &task,
+            },
+            FileReport {
+                path: "broken.json",
+                text: BROKEN,
+                diagnostics: &broken,
+            },
+        ]);
+        let value: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            value[1].as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["file", "result", "diagnostics", "truncated"]
+        );
+        insta::assert_snapshot!("json_many_files", out);
+    }
+
+    #[test]
+    fn github_annotations() {
+        let task = task_diagnostics();
+        let broken = syntax_diagnostics(BROKEN);
+        let out = render_github(&[
+            FileReport {
+                path: "definitions/a.json",
+                text: TASK,
+                diagnostics: &task,
+            },
+            FileReport {
+                path: "C:\\defs\\b,c.json",
+                text: BROKEN,
+                diagnostics: &broken,
+            },
+        ]);
+        insta::assert_snapshot!("github", out);
+    }
+
+    #[test]
+    fn github_escaping() {
+        assert_eq!(escape_data("100%\r\na:b,c"), "100%25%0D%0Aa:b,c");
+        assert_eq!(escape_property("100%\r\na:b,c"), "100%25%0D%0Aa%3Ab%2Cc");
+    }
+
+    #[test]
+    fn locations_fall_back_sensibly() {
+        let mut diags = Diagnostics::default();
+        diags.schema(
+            &JsonPointer::root(),
+            "These fields are required: [States, StartAt]",
+        );
+        diags.schema(
+            &JsonPointer::root().key("Nope").index(3),
+            "somewhere that does not exist",
+        );
+        diags.push(Diagnostic {
+            location: Location::None,
+            ..Diagnostic::error(Code::MissingDescription, &JsonPointer::root(), "nowhere")
+        });
+        diags.push(Diagnostic {
+            location: Location::Text { line: 2, column: 2 },
+            ..Diagnostic::error(Code::InvalidJsonDescription, &JsonPointer::root(), "there")
+        });
+        let text = "  {\n  \"a\": 1}";
+        let out = render_github(&[FileReport {
+            path: "x.json",
+            text,
+            diagnostics: &diags,
+        }]);
+        let positions: Vec<&str> = out
+            .lines()
+            .map(|l| {
+                l.split(",title")
+                    .next()
+                    .unwrap()
+                    .split("x.json,")
+                    .nth(1)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            positions,
+            [
+                "line=1,col=3",
+                "line=1,col=3",
+                "line=1,col=1",
+                "line=2,col=2"
+            ]
+        );
+        // And miette copes with every one of them, and with text that is not there at all.
+        let human = render_human(
+            &[FileReport {
+                path: "x.json",
+                text,
+                diagnostics: &diags,
+            }],
+            true,
+        );
+        assert!(human.contains("x.json: 4 errors, 0 warnings"));
+        for text in ["", "\u{feff}", "[]", "{\"a\": [1, 2]}", "é😀"] {
+            let _ = render_human(
+                &[FileReport {
+                    path: "y.json",
+                    text,
+                    diagnostics: &diags,
+                }],
+                false,
+            );
+            let _ = render_github(&[FileReport {
+                path: "y.json",
+                text,
+                diagnostics: &diags,
+            }]);
+        }
+    }
+
+    #[test]
+    fn empty_input_renders_as_an_empty_array() {
+        assert_eq!(render_json(&[]), "[]\n");
+        assert_eq!(render_github(&[]), "");
+        assert_eq!(render_human(&[], false), "");
+    }
 }
