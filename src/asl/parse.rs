@@ -1198,6 +1198,8 @@ impl Parser<'_> {
                     &f.at,
                     "A Map state may have 'ItemProcessor' or 'Iterator', not both",
                 );
+                // Reported once here; not again as an unsupported field.
+                f.take("Iterator");
                 ("ItemProcessor", f.take("ItemProcessor"))
             }
             (Some(_), None) => ("ItemProcessor", f.take("ItemProcessor")),
@@ -1242,6 +1244,9 @@ impl Parser<'_> {
                 &f.at,
                 "A Map state may have 'ItemSelector' or 'Parameters', not both",
             );
+            // Reported once here; not again as unsupported fields.
+            f.take("ItemSelector");
+            f.take("Parameters");
             None
         } else if f.peek("ItemSelector").is_some() {
             match ql {

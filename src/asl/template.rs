@@ -184,18 +184,24 @@ fn compile_node(value: &Value, at: &JsonPointer, diags: &mut Diagnostics) -> Nod
 /// The value of a `.$` key: a path or an intrinsic call. `at` is the holding object.
 fn compile_dynamic(key: &str, v: &Value, at: &JsonPointer, diags: &mut Diagnostics) -> Node {
     let field = key.to_owned();
-    let compiled = match v {
-        Value::String(s) if s.starts_with('$') => Path::parse(s).ok().map(|path| Node::Path {
-            field: field.clone(),
-            path,
-        }),
-        Value::String(s) if Call::looks_like(s) => Call::parse(s).ok().map(Node::Call),
-        _ => None,
+    // AWS's message first (tests compare it), then why, for a person.
+    let compiled: Result<Node, String> = match v {
+        Value::String(s) if s.starts_with('$') => Path::parse(s)
+            .map(|path| Node::Path {
+                field: field.clone(),
+                path,
+            })
+            .map_err(|e| e.to_string()),
+        Value::String(s) if Call::looks_like(s) => {
+            Call::parse(s).map(Node::Call).map_err(|e| e.to_string())
+        }
+        Value::String(s) => Err(format!("'{s}' starts with neither '$' nor 'States.'")),
+        other => Err(format!("the value must be a string, not {other}")),
     };
-    compiled.unwrap_or_else(|| {
+    compiled.unwrap_or_else(|why| {
         diags.schema(
             at,
-            format!("The value for the field '{key}' must be a valid JSONPath or a valid intrinsic function call"),
+            format!("The value for the field '{key}' must be a valid JSONPath or a valid intrinsic function call ({why})"),
         );
         Node::Literal(Value::Null)
     })
@@ -281,9 +287,12 @@ mod tests {
         assert_eq!(d.len(), 1);
         let first = &d.0[0];
         assert_eq!(first.code, Code::SchemaValidationFailed);
-        assert_eq!(
-            first.message,
-            "The value for the field 'parsed.$' must be a valid JSONPath or a valid intrinsic function call"
+        assert!(
+            first.message.starts_with(
+                "The value for the field 'parsed.$' must be a valid JSONPath or a valid intrinsic function call ("
+            ),
+            "{}",
+            first.message
         );
         assert_eq!(
             first.location_text().as_deref(),
