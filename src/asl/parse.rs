@@ -4,7 +4,7 @@
 //! reports every problem at once. A machine is only handed out when there is no ERROR, so the
 //! placeholders left where a field was bad are never run.
 //!
-//! Each object is read through [`Fields`], which remembers which keys were taken: whatever is
+//! Each object is read through `Fields`, which remembers which keys were taken: whatever is
 //! left at the end is a field AWS does not support there, reported as AWS does.
 
 use crate::asl::choice::Rule;

@@ -2,7 +2,7 @@
 //! compiled once.
 //!
 //! A key ending in `.$` takes a path (`$…`, `$$…`, `$var…`) or an intrinsic call; the output key
-//! drops the `.$`. Compiling turns the JSON into a tree of [`Node`]s where every subtree without
+//! drops the `.$`. Compiling turns the JSON into a tree of `Node`s where every subtree without
 //! a dynamic part is one literal, so evaluation clones literals and walks compiled paths: it
 //! never parses a string.
 //!

@@ -1,6 +1,6 @@
 //! The store: SQLite as the single source of truth, and the only module that speaks SQL.
 //!
-//! - Writes go to one writer thread ([`writer`]) that owns the write connection and commits
+//! - Writes go to one writer thread (`writer`) that owns the write connection and commits
 //!   whatever is queued in one transaction. [`Store::create_execution`] and [`Store::append`] return
 //!   a [`Commit`] at once; the engine can submit many transitions and wait only on the last one
 //!   before an external effect (printing output, starting a worker).
@@ -8,7 +8,7 @@
 //!   read-only connections; WAL lets them run while the writer commits.
 //! - Other processes (`send-task-success` and friends) open the same file and write with short
 //!   IMMEDIATE transactions; [`Store::data_version`] tells a runner that someone committed.
-//! - The schema is versioned ([`migrations`]); a database from a newer sfn-local is refused.
+//! - The schema is versioned (`migrations`); a database from a newer sfn-local is refused.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
