@@ -247,12 +247,14 @@ impl Details {
         Details(s)
     }
 
+    /// Keys are AWS's field names: plain ASCII that needs no escaping.
     fn key(&mut self, key: &str) {
         if self.0.len() > 1 {
             self.0.push(',');
         }
-        escape_into(&mut self.0, key);
-        self.0.push(':');
+        self.0.push('"');
+        self.0.push_str(key);
+        self.0.push_str("\":");
     }
 
     /// A string field.
@@ -324,72 +326,44 @@ pub struct Payload {
 }
 
 impl Payload {
-    /// Serializes and escapes a value in one pass.
+    /// Serializes a value and escapes the text as a JSON string literal.
     pub fn of(value: &Value) -> Payload {
-        let mut w = EscapingWriter {
-            out: Vec::with_capacity(64),
-            raw_len: 0,
-        };
-        w.out.push(b'"');
-        // Writing into memory cannot fail, and a Value always serializes.
-        let _ = serde_json::to_writer(&mut w, value);
-        w.out.push(b'"');
+        // Serializing into a Vec and escaping afterwards in one scan beats escaping inside an
+        // io::Write: serde_json writes in many tiny pieces.
+        let raw = serde_json::to_vec(value).unwrap_or_default();
+        let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
+        // serde_json writes valid UTF-8.
+        escape_into(&mut escaped, std::str::from_utf8(&raw).unwrap_or_default());
         Payload {
-            // serde_json writes UTF-8 and the writer only inserts ASCII backslashes.
-            escaped: String::from_utf8(w.out).unwrap_or_default(),
-            len: w.raw_len,
+            escaped,
+            len: raw.len(),
         }
-    }
-}
-
-/// Escapes JSON text as it is written, so it can sit inside a JSON string. serde_json already
-/// escapes control characters inside strings; only quotes and backslashes remain.
-struct EscapingWriter {
-    out: Vec<u8>,
-    raw_len: usize,
-}
-
-impl std::io::Write for EscapingWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.raw_len += buf.len();
-        let mut start = 0;
-        for (i, &b) in buf.iter().enumerate() {
-            if b == b'"' || b == b'\\' {
-                self.out.extend_from_slice(&buf[start..i]);
-                self.out.push(b'\\');
-                self.out.push(b);
-                start = i + 1;
-            }
-        }
-        self.out.extend_from_slice(&buf[start..]);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
 /// Appends `s` as a JSON string literal.
 fn escape_into(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let escaped: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
+        // Most bytes need nothing: one comparison chain keeps the common path short.
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
         out.push_str(&s[start..i]);
-        match escaped {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{b:04x}")),
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 0xf) as usize] as char);
+            }
         }
         start = i + 1;
     }
