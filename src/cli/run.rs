@@ -44,6 +44,9 @@ pub struct RunArgs {
     /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// How hard each commit tries to survive a crash (see the README).
+    #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
+    pub durability: db::DurabilityArg,
     /// What to print: the output (text) or DescribeExecution's shape (json).
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
@@ -193,7 +196,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             Err(e) => return usage(e),
         }
     }
-    let store = match db::open(args.db.clone()) {
+    let store = match db::open_with(args.db.clone(), args.durability) {
         Ok(s) => s,
         Err(e) => {
             errln!("{e}");
