@@ -353,6 +353,11 @@ impl Expression {
         self.query.free_variables()
     }
 
+    /// The names it calls as functions (`$f(...)`).
+    pub fn called_names(&self) -> &[String] {
+        self.query.called_names()
+    }
+
     fn evaluate(&self, scope: &JsonataScope<'_>) -> Result<Outcome, EngineError> {
         let mut bound = Vec::with_capacity(self.query.free_variables().len());
         for name in self.query.free_variables() {

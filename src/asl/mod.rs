@@ -16,6 +16,7 @@ pub mod parse;
 pub mod path;
 pub mod resource;
 pub mod template;
+pub mod variables;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer, Severity};
 pub use error::StatesError;

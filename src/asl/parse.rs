@@ -83,16 +83,18 @@ pub fn parse_machine(
     f.finish(p.diags, ql, "the state machine");
     p.report_missing_targets();
     let scope = scope?;
-    if p.diags.has_errors() {
-        return None;
-    }
-    Some(StateMachine {
+    let machine = StateMachine {
         comment,
         query_language: ql,
         timeout_seconds,
         version,
         root: scope,
-    })
+    };
+    crate::asl::variables::check(&machine, p.diags);
+    if p.diags.has_errors() {
+        return None;
+    }
+    Some(machine)
 }
 
 /// A transition target that named no state of its scope, reported once every name is known.
