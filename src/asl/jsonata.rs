@@ -326,8 +326,6 @@ pub struct Expression {
     /// The text between the delimiters, trimmed, as AWS quotes it in causes.
     text: String,
     query: Arc<dyn CompiledQuery>,
-    /// Whether it reads `$states` (so an evaluation builds it only then).
-    reads_states: bool,
 }
 
 impl fmt::Debug for Expression {
@@ -367,7 +365,6 @@ impl Expression {
                 bound.push((name.as_str(), v.clone()));
             }
         }
-        let _ = self.reads_states;
         self.query.evaluate(bound)
     }
 }
@@ -632,11 +629,9 @@ fn compile_expression(
                     format!("The JSONata expression '{body}' calls $eval, which AWS does not support: use $parse"),
                 );
             }
-            let reads_states = query.free_variables().iter().any(|v| v == STATES_VARIABLE);
             Some(Expression {
                 text: body.to_owned(),
                 query,
-                reads_states,
             })
         }
         Err(e) => {
