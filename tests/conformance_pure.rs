@@ -1,7 +1,8 @@
-//! The engine against AWS's own recordings: every JSONPath case in
-//! `../shared/conformance/cases/pure` (a case whose features name neither `jsonata` nor
-//! `variables`) runs through the engine with the case's context hints, and the run is compared
-//! with what AWS recorded:
+//! The engine against AWS's own recordings: every case in `../shared/conformance/cases/pure`
+//! runs through the engine with the case's context hints, and the run is compared with what AWS
+//! recorded. Two suites, each with its own known-failures list and report: the JSONPath cases
+//! (features name neither `jsonata` nor `variables`) and the JSONata-and-variables cases.
+//! Compared:
 //!
 //! - the status (SUCCEEDED / FAILED / ABORTED; `INCOMPLETE` recordings are compared as a prefix);
 //! - the output when it succeeded, or the error and cause when it failed;
@@ -27,7 +28,8 @@
 //! stderr (`cargo test --test conformance_pure -- --nocapture`) and to
 //! `target/conformance/pure_jsonpath.txt`.
 //!
-//! Cases that fail are listed, with the reason, in `tests/known_failures/pure_jsonpath.txt`
+//! Cases that fail are listed, with the reason, in `tests/known_failures/pure_jsonpath.txt` (and
+//! `pure_jsonata_variables.txt`)
 //! (`id<TAB>reason`). The test fails when an unlisted case fails (with a diff) and when a listed
 //! case passes (so the list only shrinks). `SFN_CONFORMANCE_PRINT_FAILURES=1` prints the current
 //! failures in the file's format; `SFN_CONFORMANCE_DETAILS=1` also compares the details of every
@@ -52,7 +54,27 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-const KNOWN_FAILURES: &str = "tests/known_failures/pure_jsonpath.txt";
+/// One selection of the pure cases, with its own known-failures list and report.
+struct Suite {
+    /// What the report calls it.
+    title: &'static str,
+    /// `tests/known_failures/<name>.txt` and `target/conformance/<name>.txt`.
+    name: &'static str,
+    /// Which cases belong to it.
+    select: fn(&Value) -> bool,
+}
+
+const JSONPATH: Suite = Suite {
+    title: "JSONPath",
+    name: "pure_jsonpath",
+    select: is_jsonpath_case,
+};
+
+const JSONATA_VARIABLES: Suite = Suite {
+    title: "JSONata and variables",
+    name: "pure_jsonata_variables",
+    select: is_jsonata_or_variables_case,
+};
 
 /// Virtual time never runs past this much after the start: a case that still waits by then is
 /// treated as still running (AWS's longest Wait is a year).
@@ -663,8 +685,8 @@ fn side_by_side(want: &[String], got: &[String]) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-fn known_failures(root: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(root.join(KNOWN_FAILURES)).unwrap_or_default();
+fn known_failures(root: &Path, file: &str) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| match l.split_once('\t') {
@@ -679,13 +701,29 @@ fn is_jsonpath_case(case: &Value) -> bool {
     !features.iter().any(|f| f == "jsonata" || f == "variables")
 }
 
+fn is_jsonata_or_variables_case(case: &Value) -> bool {
+    !is_jsonpath_case(case)
+}
+
 #[test]
 fn pure_jsonpath_cases_match_aws() {
+    check_suite(&JSONPATH);
+}
+
+/// The cases tagged `jsonata` or `variables`, with `tests/known_failures/pure_jsonata_variables.txt`.
+#[test]
+fn pure_jsonata_and_variables_cases_match_aws() {
+    check_suite(&JSONATA_VARIABLES);
+}
+
+fn check_suite(suite: &Suite) {
     let Some(cases) = common::conformance_cases() else {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let known = known_failures(root);
+    let known_file = format!("tests/known_failures/{}.txt", suite.name);
+    let known_failures_file = known_file.as_str();
+    let known = known_failures(root, known_failures_file);
     let started = std::time::Instant::now();
 
     let mut per_tag: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -697,7 +735,7 @@ fn pure_jsonpath_cases_match_aws() {
 
     for file in common::json_files(&cases.join("pure")) {
         let case = common::read_json(&file);
-        if !is_jsonpath_case(&case) {
+        if !(suite.select)(&case) {
             continue;
         }
         let id = case["id"].as_str().unwrap_or_default().to_owned();
@@ -739,7 +777,10 @@ fn pure_jsonpath_cases_match_aws() {
             report.push('\n');
         }};
     }
-    report!("\nconformance (pure, JSONPath): per feature tag, passed/total");
+    report!(
+        "\nconformance (pure, {}): per feature tag, passed/total",
+        suite.title
+    );
     let mut tags: Vec<_> = per_tag.iter().collect();
     tags.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(b.0)));
     for (tag, (p, t)) in tags {
@@ -767,7 +808,7 @@ fn pure_jsonpath_cases_match_aws() {
     eprint!("{report}");
     let out = root.join("target/conformance");
     if std::fs::create_dir_all(&out).is_ok() {
-        let _ = std::fs::write(out.join("pure_jsonpath.txt"), &report);
+        let _ = std::fs::write(out.join(format!("{}.txt", suite.name)), &report);
     }
     if std::env::var_os("SFN_CONFORMANCE_PRINT_FAILURES").is_some() {
         eprintln!("\n--- failures in known-failures format ---");
@@ -790,10 +831,13 @@ fn pure_jsonpath_cases_match_aws() {
     for id in known.keys() {
         if !seen.contains(id) {
             problems.push(format!(
-                "{id} is listed in {KNOWN_FAILURES} but is not a JSONPath case in the corpus: remove it from the list"
+                "{id} is listed in {known_failures_file} but is not a {} case in the corpus: remove it from the list",
+                suite.title
             ));
         } else if !failing_ids.contains(&id) {
-            problems.push(format!("{id} passes now: remove it from {KNOWN_FAILURES}"));
+            problems.push(format!(
+                "{id} passes now: remove it from {known_failures_file}"
+            ));
         }
     }
     if !problems.is_empty() {

@@ -50,6 +50,9 @@ pub enum Code {
     MissingTaskToken,
     /// A duplicate key in a JSON object. sfn-local's own code: AWS's parser keeps the last one.
     DuplicateJsonKey,
+    /// A JSONata expression reads a variable no state in reach assigns (WARNING: AWS accepts
+    /// the definition and the expression yields nothing at run time). sfn-local's own code.
+    UnassignedVariable,
 }
 
 impl Code {
@@ -70,6 +73,7 @@ impl Code {
             Code::PassResultIsStatic => "PASS_RESULT_IS_STATIC",
             Code::MissingTaskToken => "MISSING_TASK_TOKEN",
             Code::DuplicateJsonKey => "DUPLICATE_JSON_KEY",
+            Code::UnassignedVariable => "UNASSIGNED_VARIABLE",
         }
     }
 }

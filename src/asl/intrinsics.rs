@@ -537,7 +537,8 @@ fn java_to_string(out: &mut String, v: &Value) {
     }
 }
 
-fn hash(alg: &str, data: &[u8]) -> Option<String> {
+/// The hex digest of `data` with one of AWS's algorithm names (shared with JSONata's `$hash`).
+pub(crate) fn hash(alg: &str, data: &[u8]) -> Option<String> {
     use sha2::Digest;
     fn hex(bytes: &[u8]) -> String {
         bytes
@@ -557,7 +558,8 @@ fn hash(alg: &str, data: &[u8]) -> Option<String> {
     })
 }
 
-fn random_u64() -> u64 {
+/// A random seed from the OS (shared with JSONata's `$random`).
+pub(crate) fn random_u64() -> u64 {
     let mut buf = [0u8; 8];
     if getrandom::fill(&mut buf).is_err() {
         // No OS randomness: fall back on the clock, which is fine for a non-crypto function.
@@ -572,19 +574,26 @@ fn random_u64() -> u64 {
 /// `java.util.Random`, so a seeded `States.MathRandom` is deterministic (and matches a JVM
 /// implementation that draws `start + nextInt(end - start + 1)`; AWS's exact formula is not
 /// recorded in the corpus).
-struct JavaRandom(u64);
+pub(crate) struct JavaRandom(u64);
 
 impl JavaRandom {
     const MULTIPLIER: u64 = 0x5_DEEC_E66D;
     const MASK: u64 = (1 << 48) - 1;
 
-    fn new(seed: i64) -> Self {
+    pub(crate) fn new(seed: i64) -> Self {
         JavaRandom((seed as u64 ^ Self::MULTIPLIER) & Self::MASK)
     }
 
     fn next(&mut self, bits: u32) -> i32 {
         self.0 = (self.0.wrapping_mul(Self::MULTIPLIER).wrapping_add(0xB)) & Self::MASK;
         (self.0 >> (48 - bits)) as i32
+    }
+
+    /// `nextDouble()`: uniform in `[0, 1)`.
+    pub(crate) fn next_double(&mut self) -> f64 {
+        let hi = i64::from(self.next(26)) << 27;
+        let lo = i64::from(self.next(27));
+        (hi + lo) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// `nextInt(bound)` for `bound` in `1..=2^31`; a larger span falls back on `nextLong`.

@@ -1,19 +1,477 @@
-//! JSONata values: any JSON in a JSONata state's fields, where strings of the form `{% expr %}`
-//! are expressions. The expression engine arrives with the JSONata work; until then a value is
-//! kept as written and recognised, so validation can place JSONata fields correctly.
+//! JSONata in ASL: the values of a JSONata state's fields, where strings of the form
+//! `{% expr %}` are expressions.
+//!
+//! Three stages, as everywhere in `asl`:
+//!
+//! 1. **parse**: [`JsonataTemplate::compile`] walks a field's JSON once, at definition parse
+//!    time, and compiles every `{% %}` string with the JSONata engine. Syntax errors become
+//!    diagnostics at the field's pointer, with the error's line and column inside the
+//!    expression.
+//! 2. **compile**: the result is a tree of literals and compiled [`Expression`]s kept in the
+//!    model. Each expression knows, from a static analysis, which variables it reads, so an
+//!    evaluation binds only those (and builds `$states` only when it is read).
+//! 3. **evaluate**: [`JsonataTemplate::evaluate`] runs the tree against a [`JsonataScope`]
+//!    (`$states` and the variables in scope). It never parses again. Failures are
+//!    [`EvaluationFailure`]s carrying AWS's `location` (`Output/result`) and cause text.
+//!
+//! The engine is [jlens-core](https://docs.rs/jlens-core), pinned to an exact version, behind
+//! the small [`CompiledQuery`] trait: swapping engines means one new implementation of it.
+//! AWS's own functions (`$partition`, `$range`, `$hash`, `$random`, `$uuid`, `$parse`) are
+//! host functions of ours, registered once; `$eval` is refused, as on AWS.
 
-use serde_json::Value;
+use crate::asl::diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer};
+use crate::asl::eval::Variables;
+use serde_json::{Map, Value};
+use std::cell::OnceCell;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
-/// A field value in a JSONata state: JSON with `{% ... %}` expressions anywhere inside.
+/// The name of the reserved variable holding `input`, `result`, `errorOutput` and `context`.
+pub const STATES_VARIABLE: &str = "states";
+
+/// Why an expression did not compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// The engine's error code (`S0201`, ...).
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
+    /// Byte offset in the expression text where the error was found.
+    pub offset: usize,
+}
+
+/// Why an evaluation failed inside the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// The JSONata error code (`T1006`, ...).
+    pub code: String,
+    /// The JSONata message.
+    pub message: String,
+}
+
+/// What an evaluation produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A JSON value.
+    Value(Value),
+    /// Nothing (`undefined`).
+    Undefined,
+    /// A function, which JSON cannot hold.
+    Function,
+}
+
+/// What sfn-local needs of a JSONata implementation: a compiled expression that reports which
+/// variables it reads and evaluates without an input document.
+pub trait CompiledQuery: fmt::Debug + Send + Sync {
+    /// The variables (without `$`) the expression may read from outside: neither built-in
+    /// functions nor names it binds itself.
+    fn free_variables(&self) -> &[String];
+    /// The names called as functions (`$f(...)`): built-ins, AWS's, or unknown ones.
+    fn called_names(&self) -> &[String];
+    /// A JSONata 2.1 operator (`?:`, `??`) the expression uses: AWS runs JSONata 2.0.
+    fn newer_operator(&self) -> Option<&'static str>;
+    /// Evaluates with these variables bound (and no input document).
+    fn evaluate(&self, variables: Vec<(&str, Value)>) -> Result<Outcome, EngineError>;
+}
+
+/// Compiles an expression with the engine sfn-local uses.
+pub fn compile_query(source: &str) -> Result<Arc<dyn CompiledQuery>, SyntaxError> {
+    jlens::compile(source)
+}
+
+/// The jlens-core implementation of [`CompiledQuery`].
+mod jlens {
+    use super::*;
+    use jlens_core::ast::FallbackOp;
+    use jlens_core::{Bindings, Expression, Node, NodeKind};
+
+    #[derive(Debug)]
+    struct Compiled {
+        expression: Expression,
+        free_variables: Vec<String>,
+        called: Vec<String>,
+        yields_function: bool,
+        newer_operator: Option<&'static str>,
+    }
+
+    pub(super) fn compile(source: &str) -> Result<Arc<dyn CompiledQuery>, SyntaxError> {
+        let expression = Expression::compile(source).map_err(|e| SyntaxError {
+            code: e.code().to_owned(),
+            message: e.message(),
+            offset: e.span().map_or(0, |s| s.start).min(source.len()),
+        })?;
+        let reads = expression.reads_with(aws_functions());
+        let free_variables: Vec<String> = reads
+            .bindings()
+            .keys()
+            .filter(|name| aws_functions().get_function(name).is_none())
+            .cloned()
+            .collect();
+        // Names in call position (`$f(...)`), which may be unknown functions rather than
+        // variables: AWS accepts those and fails at run time (T1006).
+        let mut called = Vec::new();
+        let mut newer_operator = None;
+        expression.ast().root.walk(&mut |n| match &n.kind {
+            NodeKind::Function { procedure, .. } | NodeKind::Partial { procedure, .. } => {
+                if let NodeKind::Variable { name } = &procedure.kind {
+                    called.push(name.clone());
+                }
+            }
+            NodeKind::Fallback { op, .. } => {
+                newer_operator = Some(match op {
+                    FallbackOp::Default => "?:",
+                    FallbackOp::Coalesce => "??",
+                });
+            }
+            _ => {}
+        });
+        let yields_function = yields_function(&expression.ast().root);
+        Ok(Arc::new(Compiled {
+            expression,
+            free_variables,
+            called,
+            yields_function,
+            newer_operator,
+        }))
+    }
+
+    /// Whether the value of a node is always a function (a lambda, or a binding of one):
+    /// jlens turns a function result into nothing, AWS reports it as an unsupported type.
+    fn yields_function(n: &Node) -> bool {
+        match &n.kind {
+            NodeKind::Lambda(_) => true,
+            NodeKind::Bind { rhs, .. } => yields_function(rhs),
+            NodeKind::Block { exprs, .. } => exprs.last().is_some_and(yields_function),
+            _ => false,
+        }
+    }
+
+    impl CompiledQuery for Compiled {
+        fn free_variables(&self) -> &[String] {
+            &self.free_variables
+        }
+
+        fn called_names(&self) -> &[String] {
+            &self.called
+        }
+
+        fn newer_operator(&self) -> Option<&'static str> {
+            self.newer_operator
+        }
+
+        fn evaluate(&self, variables: Vec<(&str, Value)>) -> Result<Outcome, EngineError> {
+            let mut bindings = aws_functions().clone();
+            for (name, value) in variables {
+                bindings = bindings.var(name, value);
+            }
+            match self.expression.evaluate(None, &bindings) {
+                Ok(Some(v)) => Ok(Outcome::Value(v)),
+                Ok(None) if self.yields_function => Ok(Outcome::Function),
+                Ok(None) => Ok(Outcome::Undefined),
+                // jlens refuses to turn a function into JSON with this code.
+                Err(e) if e.code() == "U1007" || e.code() == "T0401" => Ok(Outcome::Function),
+                Err(e) => Err(EngineError {
+                    code: e.code().to_owned(),
+                    message: e.message(),
+                }),
+            }
+        }
+    }
+
+    /// The bindings every evaluation starts from: AWS's functions, registered once.
+    fn aws_functions() -> &'static Bindings {
+        static FUNCTIONS: OnceLock<Bindings> = OnceLock::new();
+        FUNCTIONS.get_or_init(|| {
+            let mut b = Bindings::new();
+            for (name, f) in super::aws::functions() {
+                b = b.function(name, f);
+            }
+            b
+        })
+    }
+}
+
+/// AWS's additions to JSONata, as host functions.
+mod aws {
+    use crate::asl::intrinsics::{hash, random_u64, JavaRandom};
+    use jlens_core::{Error, HostFunction};
+    use serde_json::{json, Value};
+
+    /// AWS caps `$range` like `States.ArrayRange`.
+    const MAX_RANGE_ITEMS: usize = 1000;
+
+    fn fail(message: String) -> Error {
+        // D3137 is `$error`'s code: "{{message}}" as given.
+        Error::new("D3137").with("message", message)
+    }
+
+    fn number(v: &Option<Value>) -> Option<f64> {
+        v.as_ref().and_then(Value::as_f64)
+    }
+
+    fn integer(v: &Option<Value>) -> Option<i64> {
+        number(v)
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    }
+
+    pub(super) fn functions() -> Vec<(&'static str, HostFunction)> {
+        let mut out = Vec::new();
+        let mut add = |name: &'static str, f: HostFunction| out.push((name, f.without_input()));
+        add(
+            "partition",
+            HostFunction::new(2, |args, _| {
+                let Some(Value::Array(items)) = args.first().cloned().flatten() else {
+                    return Err(fail(
+                        "$partition: the first argument must be an array".into(),
+                    ));
+                };
+                let size = match integer(args.get(1).unwrap_or(&None)) {
+                    Some(n) if n > 0 => n as usize,
+                    _ => {
+                        return Err(fail(
+                            "$partition: the chunk size must be a positive integer".into(),
+                        ))
+                    }
+                };
+                Ok(Some(Value::Array(
+                    items
+                        .chunks(size)
+                        .map(|c| Value::Array(c.to_vec()))
+                        .collect(),
+                )))
+            }),
+        );
+        add(
+            "range",
+            HostFunction::new(3, |args, _| {
+                let get = |i: usize| integer(args.get(i).unwrap_or(&None));
+                let (Some(start), Some(end), Some(step)) = (get(0), get(1), get(2)) else {
+                    return Err(fail("$range: start, end and step must be integers".into()));
+                };
+                if step == 0 {
+                    return Err(fail("$range: step must not be 0".into()));
+                }
+                let mut items = Vec::new();
+                let mut n = start;
+                while (step > 0 && n <= end) || (step < 0 && n >= end) {
+                    if items.len() == MAX_RANGE_ITEMS {
+                        return Err(fail(format!(
+                            "$range: the result would have more than {MAX_RANGE_ITEMS} items"
+                        )));
+                    }
+                    items.push(json!(n));
+                    n += step;
+                }
+                Ok(Some(Value::Array(items)))
+            }),
+        );
+        add(
+            "hash",
+            HostFunction::new(2, |args, _| {
+                let data = match args.first().cloned().flatten() {
+                    Some(Value::String(s)) => s,
+                    Some(other) => other.to_string(),
+                    None => return Err(fail("$hash: the data is undefined".into())),
+                };
+                let alg = args.get(1).cloned().flatten();
+                let alg = alg.as_ref().and_then(Value::as_str).unwrap_or("");
+                match hash(alg, data.as_bytes()) {
+                    Some(h) => Ok(Some(Value::String(h))),
+                    None => Err(fail(format!(
+                        "$hash: the algorithm must be one of MD5, SHA-1, SHA-256, SHA-384, SHA-512, not '{alg}'"
+                    ))),
+                }
+            }),
+        );
+        add(
+            "random",
+            HostFunction::new(1, |args, _| {
+                let seed = match args.first().cloned().flatten() {
+                    None => random_u64() as i64,
+                    Some(v) => match v.as_f64() {
+                        Some(f) if f.fract() == 0.0 => f as i64,
+                        _ => return Err(fail("$random: the seed must be an integer".into())),
+                    },
+                };
+                Ok(Some(json!(JavaRandom::new(seed).next_double())))
+            }),
+        );
+        add(
+            "uuid",
+            HostFunction::new(0, |_, _| {
+                Ok(Some(Value::String(uuid::Uuid::new_v4().to_string())))
+            }),
+        );
+        add(
+            "parse",
+            HostFunction::new(1, |args, _| match args.first().cloned().flatten() {
+                Some(Value::String(s)) => serde_json::from_str::<Value>(&s)
+                    .map(Some)
+                    .map_err(|e| fail(format!("$parse: not JSON text: {e}"))),
+                _ => Err(fail("$parse: the argument must be a string".into())),
+            }),
+        );
+        add(
+            "eval",
+            HostFunction::new(1, |_, _| Err(Error::new("T1006"))),
+        );
+        out
+    }
+}
+
+/// A compiled `{% %}` expression.
+#[derive(Clone)]
+pub struct Expression {
+    /// The text between the delimiters, trimmed, as AWS quotes it in causes.
+    text: String,
+    query: Arc<dyn CompiledQuery>,
+}
+
+impl fmt::Debug for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{% {} %}}", self.text)
+    }
+}
+
+impl PartialEq for Expression {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Expression {
+    /// The expression text (between `{%` and `%}`, trimmed).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The variables it reads, `states` included.
+    pub fn variables(&self) -> &[String] {
+        self.query.free_variables()
+    }
+
+    /// The names it calls as functions (`$f(...)`).
+    pub fn called_names(&self) -> &[String] {
+        self.query.called_names()
+    }
+
+    fn evaluate(&self, scope: &JsonataScope<'_>) -> Result<Outcome, EngineError> {
+        let mut bound = Vec::with_capacity(self.query.free_variables().len());
+        for name in self.query.free_variables() {
+            if name == STATES_VARIABLE {
+                bound.push((name.as_str(), scope.states_value().clone()));
+            } else if let Some(v) = scope.variables.get(name) {
+                bound.push((name.as_str(), v.clone()));
+            }
+        }
+        self.query.evaluate(bound)
+    }
+}
+
+/// A node of a compiled template.
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    Literal(Value),
+    Expression(Expression),
+    Object(Vec<(String, Node)>),
+    Array(Vec<Node>),
+}
+
+/// A field value in a JSONata state: JSON with `{% ... %}` expressions anywhere inside,
+/// compiled once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonataTemplate {
     raw: Value,
+    root: Node,
+}
+
+/// What an expression may read: `$states` and the variables in scope.
+pub struct JsonataScope<'a> {
+    /// `$states.input`.
+    pub input: &'a Value,
+    /// `$states.context`.
+    pub context: &'a Value,
+    /// `$states.result` (Task, Map and Parallel `Output` and `Assign`).
+    pub result: Option<&'a Value>,
+    /// `$states.errorOutput` (a Catcher's `Output` and `Assign`).
+    pub error_output: Option<&'a Value>,
+    /// The variables in scope.
+    pub variables: &'a dyn Variables,
+    states: OnceCell<Value>,
+}
+
+impl<'a> JsonataScope<'a> {
+    /// A scope with `$states.input` and `$states.context` and these variables.
+    pub fn new(input: &'a Value, context: &'a Value, variables: &'a dyn Variables) -> Self {
+        JsonataScope {
+            input,
+            context,
+            result: None,
+            error_output: None,
+            variables,
+            states: OnceCell::new(),
+        }
+    }
+
+    /// The same scope with `$states.result`.
+    pub fn with_result(mut self, result: &'a Value) -> Self {
+        self.result = Some(result);
+        self
+    }
+
+    /// The same scope with `$states.errorOutput`.
+    pub fn with_error_output(mut self, error_output: &'a Value) -> Self {
+        self.error_output = Some(error_output);
+        self
+    }
+
+    /// `$states`, built on first use.
+    fn states_value(&self) -> &Value {
+        self.states.get_or_init(|| {
+            let mut m = Map::new();
+            m.insert("input".into(), self.input.clone());
+            if let Some(r) = self.result {
+                m.insert("result".into(), r.clone());
+            }
+            if let Some(e) = self.error_output {
+                m.insert("errorOutput".into(), e.clone());
+            }
+            m.insert("context".into(), self.context.clone());
+            Value::Object(m)
+        })
+    }
+}
+
+/// A failed evaluation: where (AWS's `location`, e.g. `Output/result`) and why (the cause
+/// text after AWS's state prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvaluationFailure {
+    /// The field, with the keys and indexes down to the expression, joined by `/`.
+    pub location: String,
+    /// The cause.
+    pub message: String,
+}
+
+/// The JSON type names AWS uses in "Expected 'array', but was 'boolean'".
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
 }
 
 impl JsonataTemplate {
-    /// Keeps a value as written.
-    pub fn new(raw: Value) -> Self {
-        JsonataTemplate { raw }
+    /// Compiles a field's value, reporting every bad expression at `at`.
+    pub fn compile(value: &Value, at: &JsonPointer, diags: &mut Diagnostics) -> Self {
+        JsonataTemplate {
+            raw: value.clone(),
+            root: compile_node(value, at, diags),
+        }
     }
 
     /// The value as written.
@@ -21,22 +479,245 @@ impl JsonataTemplate {
         &self.raw
     }
 
+    /// The expression, when the whole value is one.
+    pub fn as_expression(&self) -> Option<&Expression> {
+        match &self.root {
+            Node::Expression(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Every expression in it.
+    pub fn expressions(&self) -> Vec<&Expression> {
+        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Expression>) {
+            match n {
+                Node::Literal(_) => {}
+                Node::Expression(e) => out.push(e),
+                Node::Object(members) => members.iter().for_each(|(_, n)| walk(n, out)),
+                Node::Array(items) => items.iter().for_each(|n| walk(n, out)),
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
     /// Whether a string is a whole JSONata expression, `{% ... %}`.
     pub fn is_expression(s: &str) -> bool {
-        let t = s.trim();
-        t.len() >= 4 && t.starts_with("{%") && t.ends_with("%}")
+        expression_body(s).is_some()
     }
 
     /// Whether the value holds any expression.
     pub fn has_expressions(&self) -> bool {
-        fn walk(v: &Value) -> bool {
-            match v {
-                Value::String(s) => JsonataTemplate::is_expression(s),
-                Value::Array(a) => a.iter().any(walk),
-                Value::Object(o) => o.values().any(walk),
-                _ => false,
+        !self.expressions().is_empty()
+    }
+
+    /// Evaluates: literals as written, expressions in `scope`. `field` is the field's name,
+    /// the start of every failure's location.
+    pub fn evaluate(
+        &self,
+        field: &str,
+        scope: &JsonataScope<'_>,
+    ) -> Result<Value, EvaluationFailure> {
+        let mut location = field.to_owned();
+        evaluate_node(&self.root, scope, &mut location)
+    }
+
+    /// Evaluates a field whose value must be of one JSON type (`Items` must be an array...),
+    /// with AWS's cause when it is not.
+    pub fn evaluate_as(
+        &self,
+        field: &str,
+        scope: &JsonataScope<'_>,
+        expected: &str,
+    ) -> Result<Value, EvaluationFailure> {
+        let v = self.evaluate(field, scope)?;
+        if type_name(&v) == expected
+            || (expected == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0))
+        {
+            return Ok(v);
+        }
+        let what = match &self.root {
+            Node::Expression(e) => format!("The JSONata expression '{}'", e.text),
+            _ => "The value".to_owned(),
+        };
+        Err(EvaluationFailure {
+            location: field.to_owned(),
+            message: format!(
+                "{what} specified for the field '{field}' returned an unexpected result type. Expected '{expected}', but was '{}' for value: {v}",
+                type_name(&v)
+            ),
+        })
+    }
+}
+
+/// The text between `{%` and `%}`, trimmed, when `s` is an expression.
+///
+/// The delimiters must be the very first and last characters: AWS takes `" {% x %} "` as a
+/// literal string.
+fn expression_body(s: &str) -> Option<&str> {
+    if s.len() < 4 {
+        return None;
+    }
+    let inner = s.strip_prefix("{%")?.strip_suffix("%}")?;
+    Some(inner.trim())
+}
+
+fn compile_node(value: &Value, at: &JsonPointer, diags: &mut Diagnostics) -> Node {
+    match value {
+        Value::String(s) => match expression_body(s) {
+            Some(body) => match compile_expression(body, s, at, diags) {
+                Some(e) => Node::Expression(e),
+                None => Node::Literal(Value::Null),
+            },
+            None => Node::Literal(value.clone()),
+        },
+        Value::Object(map) => {
+            let members: Vec<(String, Node)> = map
+                .iter()
+                .map(|(k, v)| (k.clone(), compile_node(v, &at.key(k), diags)))
+                .collect();
+            if members.iter().all(|(_, n)| matches!(n, Node::Literal(_))) {
+                Node::Literal(value.clone())
+            } else {
+                Node::Object(members)
             }
         }
-        walk(&self.raw)
+        Value::Array(items) => {
+            let nodes: Vec<Node> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| compile_node(v, &at.index(i), diags))
+                .collect();
+            if nodes.iter().all(|n| matches!(n, Node::Literal(_))) {
+                Node::Literal(value.clone())
+            } else {
+                Node::Array(nodes)
+            }
+        }
+        other => Node::Literal(other.clone()),
+    }
+}
+
+/// Compiles one expression; `written` is the whole string (`{% ... %}`), to place errors.
+fn compile_expression(
+    body: &str,
+    written: &str,
+    at: &JsonPointer,
+    diags: &mut Diagnostics,
+) -> Option<Expression> {
+    if body.is_empty() {
+        diags.schema(
+            at,
+            "The JSONata expression is empty: write an expression between '{%' and '%}'",
+        );
+        return None;
+    }
+    match compile_query(body) {
+        Ok(query) => {
+            if let Some(op) = query.newer_operator() {
+                diags.schema(
+                    at,
+                    format!(
+                        "The JSONata expression '{body}' uses the operator '{op}', which AWS does not support (AWS runs JSONata 2.0.6)"
+                    ),
+                );
+            }
+            if query.called_names().iter().any(|n| n == "eval") {
+                diags.schema(
+                    at,
+                    format!("The JSONata expression '{body}' calls $eval, which AWS does not support: use $parse"),
+                );
+            }
+            Some(Expression {
+                text: body.to_owned(),
+                query,
+            })
+        }
+        Err(e) => {
+            // Place the error in the string as written: the body starts after `{%` and the
+            // whitespace that follows it.
+            let body_start = written.find(body).unwrap_or(0);
+            let offset = body_start + e.offset;
+            let (line, column) = line_column(written, offset);
+            diags.push(Diagnostic::error(
+                Code::SchemaValidationFailed,
+                at,
+                format!(
+                    "The JSONata expression '{body}' is not valid: {}: {} (line {line}, column {column} of the string)",
+                    e.code, e.message
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset in `s`.
+pub fn line_column(s: &str, offset: usize) -> (usize, usize) {
+    let mut line = 1;
+    let mut column = 1;
+    for (i, c) in s.char_indices() {
+        if i >= offset {
+            break;
+        }
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
+}
+
+fn evaluate_node(
+    node: &Node,
+    scope: &JsonataScope<'_>,
+    location: &mut String,
+) -> Result<Value, EvaluationFailure> {
+    match node {
+        Node::Literal(v) => Ok(v.clone()),
+        Node::Expression(e) => {
+            let fail = |what: String| EvaluationFailure {
+                location: location.clone(),
+                message: format!(
+                    "The JSONata expression '{}' specified for the field '{location}' {what}",
+                    e.text
+                ),
+            };
+            match e.evaluate(scope) {
+                Ok(Outcome::Value(v)) => Ok(v),
+                Ok(Outcome::Undefined) => Err(fail("returned nothing (undefined).".into())),
+                Ok(Outcome::Function) => Err(fail("returned an unsupported result type.".into())),
+                Err(err) => Err(fail(format!(
+                    "threw an error during evaluation. {}: {}",
+                    err.code, err.message
+                ))),
+            }
+        }
+        Node::Object(members) => {
+            let mut map = Map::with_capacity(members.len());
+            for (k, n) in members {
+                let len = location.len();
+                location.push('/');
+                location.push_str(k);
+                let v = evaluate_node(n, scope, location)?;
+                location.truncate(len);
+                map.insert(k.clone(), v);
+            }
+            Ok(Value::Object(map))
+        }
+        Node::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, n) in items.iter().enumerate() {
+                let len = location.len();
+                location.push('/');
+                location.push_str(&i.to_string());
+                out.push(evaluate_node(n, scope, location)?);
+                location.truncate(len);
+            }
+            Ok(Value::Array(out))
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod path;
 pub mod resource;
 pub mod source;
 pub mod template;
+pub mod variables;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer, Severity};
 pub use error::StatesError;

@@ -83,16 +83,18 @@ pub fn parse_machine(
     f.finish(p.diags, ql, "the state machine");
     p.report_missing_targets();
     let scope = scope?;
-    if p.diags.has_errors() {
-        return None;
-    }
-    Some(StateMachine {
+    let machine = StateMachine {
         comment,
         query_language: ql,
         timeout_seconds,
         version,
         root: scope,
-    })
+    };
+    crate::asl::variables::check(&machine, p.diags);
+    if p.diags.has_errors() {
+        return None;
+    }
+    Some(machine)
 }
 
 /// A transition target that named no state of its scope, reported once every name is known.
@@ -451,7 +453,7 @@ impl Parser<'_> {
         }
         match ql {
             QueryLanguage::JsonPath => Assign::JsonPath(Template::compile(v, at, self.diags)),
-            QueryLanguage::Jsonata => Assign::Jsonata(JsonataTemplate::new(v.clone())),
+            QueryLanguage::Jsonata => Assign::Jsonata(JsonataTemplate::compile(v, at, self.diags)),
         }
     }
 
@@ -512,7 +514,9 @@ impl Parser<'_> {
     }
 
     fn jsonata(&mut self, f: &mut Fields<'_>, key: &'static str) -> Option<JsonataTemplate> {
-        f.take(key).map(|v| JsonataTemplate::new(v.clone()))
+        let at = f.at.key(key);
+        f.take(key)
+            .map(|v| JsonataTemplate::compile(v, &at, self.diags))
     }
 
     fn io(&mut self, f: &mut Fields<'_>, ql: QueryLanguage, which: IoFields) -> DataFlow {
@@ -862,9 +866,11 @@ impl Parser<'_> {
                 if JsonataTemplate::is_expression(s) =>
             {
                 f.take(key);
-                Some(Dynamic::Jsonata(JsonataTemplate::new(Value::String(
-                    s.clone(),
-                ))))
+                Some(Dynamic::Jsonata(JsonataTemplate::compile(
+                    &Value::String(s.clone()),
+                    &literal_at,
+                    self.diags,
+                )))
             }
             _ => f.bounded_uint(self.diags, key, min).map(Dynamic::Literal),
         };
@@ -976,19 +982,19 @@ impl Parser<'_> {
                                 );
                             }
                         }
-                        JsonataTemplate::new(c.clone())
+                        JsonataTemplate::compile(c, &at.key("Condition"), self.diags)
                     }
                     Some(_) => {
                         self.diags.schema(
                             &at.key("Condition"),
                             "Condition must be a boolean or a JSONata expression '{% ... %}'",
                         );
-                        JsonataTemplate::new(Value::Bool(false))
+                        JsonataTemplate::compile(&Value::Bool(false), at, self.diags)
                     }
                     None => {
                         self.diags
                             .schema(at, "These fields are required: [Condition]");
-                        JsonataTemplate::new(Value::Bool(false))
+                        JsonataTemplate::compile(&Value::Bool(false), at, self.diags)
                     }
                 };
                 f.finish(self.diags, ql, "JSONata Choice rules");
@@ -1025,9 +1031,11 @@ impl Parser<'_> {
             (QueryLanguage::Jsonata, Some(Value::String(s)))
                 if JsonataTemplate::is_expression(s) =>
             {
-                Some(Dynamic::Jsonata(JsonataTemplate::new(Value::String(
-                    s.clone(),
-                ))))
+                Some(Dynamic::Jsonata(JsonataTemplate::compile(
+                    &Value::String(s.clone()),
+                    &timestamp_at,
+                    self.diags,
+                )))
             }
             (_, Some(Value::String(s))) => match parse_timestamp(s) {
                 Some(t) => Some(Dynamic::Literal(t)),
@@ -1084,9 +1092,13 @@ impl Parser<'_> {
         let literal = match f.take(key) {
             None => None,
             Some(Value::String(s)) => match ql {
-                QueryLanguage::Jsonata if JsonataTemplate::is_expression(s) => Some(
-                    FailText::Jsonata(JsonataTemplate::new(Value::String(s.clone()))),
-                ),
+                QueryLanguage::Jsonata if JsonataTemplate::is_expression(s) => {
+                    Some(FailText::Jsonata(JsonataTemplate::compile(
+                        &Value::String(s.clone()),
+                        &f.at.key(key),
+                        self.diags,
+                    )))
+                }
                 _ => {
                     if ql == QueryLanguage::JsonPath && looks_like_path(s) {
                         self.diags.warning(
@@ -1344,9 +1356,11 @@ impl Parser<'_> {
             Some(Value::String(s))
                 if ql == QueryLanguage::Jsonata && JsonataTemplate::is_expression(s) =>
             {
-                Some(Dynamic::Jsonata(JsonataTemplate::new(Value::String(
-                    s.clone(),
-                ))))
+                Some(Dynamic::Jsonata(JsonataTemplate::compile(
+                    &Value::String(s.clone()),
+                    &f.at.key(key),
+                    self.diags,
+                )))
             }
             Some(v) => match v.as_f64() {
                 Some(p) if (0.0..=100.0).contains(&p) => Some(Dynamic::Literal(p)),
@@ -1536,10 +1550,21 @@ impl<'a> Fields<'a> {
 }
 
 /// Whether a state's own fields (not its nested branches or processor) mention `$$`.
+/// Whether a JSONata string may read `$states.context`: any `$states` not followed by
+/// `.input`, `.result` or `.errorOutput` counts, so `$states` passed whole is covered too.
+fn reads_states_context(s: &str) -> bool {
+    s.match_indices("$states").any(|(i, m)| {
+        let rest = &s[i + m.len()..];
+        ![".input", ".result", ".errorOutput"]
+            .iter()
+            .any(|field| rest.starts_with(field))
+    })
+}
+
 fn mentions_context(state: &Value) -> bool {
     fn walk(v: &Value) -> bool {
         match v {
-            Value::String(s) => s.contains("$$"),
+            Value::String(s) => s.contains("$$") || reads_states_context(s),
             Value::Array(a) => a.iter().any(walk),
             Value::Object(o) => o.values().any(walk),
             _ => false,

@@ -8,13 +8,15 @@
 //! Each state type lives in its own file under `states/`, as an `impl Engine` block.
 
 use crate::asl::error::{names, StatesError};
-use crate::asl::eval::{Env, NoVariables};
+use crate::asl::eval::Env;
+use crate::asl::jsonata::{JsonataScope, JsonataTemplate};
 use crate::asl::model::*;
 use crate::asl::path::Path;
 use crate::asl::template::Template;
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
+use crate::engine::variables::Frame;
 use crate::tasks::TaskRunner;
 use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
@@ -104,8 +106,34 @@ pub(crate) struct Step {
 pub(crate) struct StateCx<'a> {
     pub state: &'a State,
     pub entered_id: EventId,
+    /// What the `*StateEntered` event points at (AWS points `EvaluationFailed` there too).
+    pub entered_prev: EventId,
     pub entered_at: Millis,
     pub retry_count: Option<u64>,
+    /// The variables of the scope the state runs in.
+    pub frame: &'a Rc<Frame>,
+    /// What the state assigns, committed by the state loop when the state is done.
+    pub assigned: &'a RefCell<Option<serde_json::Map<String, Value>>>,
+}
+
+/// What a JSONata expression of a state may read besides variables: `$states.input`, and
+/// `$states.result` or `$states.errorOutput` where AWS provides them.
+#[derive(Clone, Copy)]
+pub(crate) struct StatesData<'a> {
+    pub input: &'a Value,
+    pub result: Option<&'a Value>,
+    pub error_output: Option<&'a Value>,
+}
+
+impl<'a> StatesData<'a> {
+    /// Only `$states.input`.
+    pub fn input(input: &'a Value) -> Self {
+        StatesData {
+            input,
+            result: None,
+            error_output: None,
+        }
+    }
 }
 
 /// Options that shape an execution without being part of the definition.
@@ -174,7 +202,7 @@ impl Engine {
             ),
         );
         let _ = started;
-        let body = self.run_scope(&self.machine.root, self.input.clone(), 0);
+        let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());
         let result = match self.machine.timeout_seconds {
             Some(t) => {
                 let deadline = self.info.start_time
@@ -272,6 +300,7 @@ impl Engine {
         scope: &'a Scope,
         input: Value,
         prev: EventId,
+        frame: Rc<Frame>,
     ) -> LocalBoxFuture<'a, Result<(Value, EventId), Failed>> {
         Box::pin(async move {
             let mut id = scope.start_at;
@@ -296,29 +325,49 @@ impl Engine {
                             .build(),
                     ),
                 )?;
+                let assigned = RefCell::new(None);
                 let cx = StateCx {
                     state,
                     entered_id: entered,
+                    entered_prev: prev,
                     entered_at,
                     retry_count: None,
+                    frame: &frame,
+                    assigned: &assigned,
                 };
                 let guard = AbortGuard::new(self, state, entered);
                 let step = self.run_state(&cx, input).await;
                 guard.disarm();
                 let step = step?;
                 prev = step.prev;
+                // The state's assignments take effect now, for the states after it.
+                let assigned = match assigned.take() {
+                    Some(vars) => Some(
+                        frame
+                            .commit(vars)
+                            .map_err(|e| self.prefixed(&cx, e))
+                            .map_err(|f| Failed { prev, ..f })?,
+                    ),
+                    None => None,
+                };
                 let mut output_payload_for_next = None;
                 if !step.no_exit_event {
                     let output_payload = self.payload(&step.output, state, prev)?;
+                    let mut details = Details::new()
+                        .str("name", &state.name)
+                        .payload_of("output", &output_payload);
+                    if let Some(vars) = assigned {
+                        details = details
+                            .value("assignedVariables", Value::Object(vars))
+                            .value(
+                                "assignedVariablesDetails",
+                                serde_json::json!({"truncated": false}),
+                            );
+                    }
                     prev = self.push(
                         prev,
                         EventType::exited(state.type_name()),
-                        Some(
-                            Details::new()
-                                .str("name", &state.name)
-                                .payload_of("output", &output_payload)
-                                .build(),
-                        ),
+                        Some(details.build()),
                     )?;
                     output_payload_for_next = Some(output_payload);
                 }
@@ -354,26 +403,6 @@ impl Engine {
     }
 
     async fn run_state(&self, cx: &StateCx<'_>, input: Value) -> Result<Step, Failed> {
-        if cx.state.query_language == QueryLanguage::Jsonata {
-            return Err(Failed {
-                error: StatesError::runtime(format!(
-                    "State '{}' uses JSONata, which this version of sfn-local cannot run yet",
-                    cx.state.name
-                )),
-                prev: cx.entered_id,
-                terminal: true,
-            });
-        }
-        if cx.state.assign.is_some() {
-            return Err(Failed {
-                error: StatesError::runtime(format!(
-                    "State '{}' assigns variables (Assign), which this version of sfn-local cannot run yet",
-                    cx.state.name
-                )),
-                prev: cx.entered_id,
-                terminal: true,
-            });
-        }
         match &cx.state.kind {
             StateKind::Pass(p) => self.pass(cx, p, input),
             StateKind::Succeed(s) => self.succeed(cx, s, input),
@@ -394,12 +423,13 @@ impl Engine {
         extra: impl FnOnce(&mut Value),
         f: impl FnOnce(&Env<'_>) -> R,
     ) -> R {
+        let variables = cx.frame.read();
         if !cx.state.uses_context {
             // The state never reads `$$`: skip building it.
             let env = Env {
                 input,
                 context: &Value::Null,
-                variables: &NoVariables,
+                variables: &variables,
             };
             return f(&env);
         }
@@ -409,9 +439,171 @@ impl Engine {
         let env = Env {
             input,
             context: &context,
-            variables: &NoVariables,
+            variables: &variables,
         };
         f(&env)
+    }
+
+    /// Evaluates JSONata with `$states` and the variables in scope set up for this state.
+    pub(crate) fn with_jsonata<R>(
+        &self,
+        cx: &StateCx<'_>,
+        data: StatesData<'_>,
+        extra: impl FnOnce(&mut Value),
+        f: impl FnOnce(&JsonataScope<'_>) -> R,
+    ) -> R {
+        let variables = cx.frame.read();
+        let scope = |context: &Value| {
+            let mut scope = JsonataScope::new(data.input, context, &variables);
+            scope.result = data.result;
+            scope.error_output = data.error_output;
+            f(&scope)
+        };
+        if !cx.state.uses_context {
+            return scope(&Value::Null);
+        }
+        let mut context = self.context.borrow_mut();
+        enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        extra(&mut context);
+        scope(&context)
+    }
+
+    /// Evaluates a JSONata field; a failure writes `EvaluationFailed` and becomes a
+    /// `States.QueryEvaluationError` with AWS's cause.
+    pub(crate) fn jsonata(
+        &self,
+        cx: &StateCx<'_>,
+        template: &JsonataTemplate,
+        field: &str,
+        data: StatesData<'_>,
+    ) -> Result<Value, Failed> {
+        self.with_jsonata(cx, data, |_| {}, |scope| template.evaluate(field, scope))
+            .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
+    }
+
+    /// Writes AWS's `EvaluationFailed` event and returns the `States.QueryEvaluationError`
+    /// that follows it.
+    pub(crate) fn evaluation_failed(
+        &self,
+        cx: &StateCx<'_>,
+        location: Option<&str>,
+        message: &str,
+    ) -> Failed {
+        let cause = format!(
+            "An error occurred while executing the state '{}' (entered at the event id #{}). {message}",
+            cx.state.name, cx.entered_id
+        );
+        let error = StatesError::new(names::QUERY_EVALUATION_ERROR, cause);
+        let mut details = Details::new().error(&error);
+        if let Some(location) = location {
+            details = details.str("location", location);
+        }
+        let details = details.str("state", &cx.state.name).build();
+        match self.push(cx.entered_prev, EventType::EvaluationFailed, Some(details)) {
+            Ok(prev) => Failed::new(error, prev),
+            Err(f) => f,
+        }
+    }
+
+    /// Evaluates an `Assign` and records it for the state loop to commit. `value` is what `$`
+    /// means in a JSONPath Assign; `data` is `$states` for a JSONata one.
+    pub(crate) fn assign(
+        &self,
+        cx: &StateCx<'_>,
+        assign: Option<&Assign>,
+        value: &Value,
+        data: StatesData<'_>,
+    ) -> Result<(), Failed> {
+        let assigned = match assign {
+            None => None,
+            Some(Assign::JsonPath(t)) => Some(self.template(cx, t, value, "Assign", |_| {})?),
+            Some(Assign::Jsonata(t)) => Some(self.jsonata(cx, t, "Assign", data)?),
+        };
+        *cx.assigned.borrow_mut() = match assigned {
+            Some(Value::Object(vars)) => Some(vars),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// A JSONata state's output: `Output` evaluated, or `default` without one.
+    pub(crate) fn jsonata_output(
+        &self,
+        cx: &StateCx<'_>,
+        output: Option<&JsonataTemplate>,
+        data: StatesData<'_>,
+        default: Value,
+    ) -> Result<Value, Failed> {
+        match output {
+            Some(t) => self.jsonata(cx, t, "Output", data),
+            None => Ok(default),
+        }
+    }
+
+    /// A count given by a JSONata field (`Seconds`, `TimeoutSeconds`, `MaxConcurrency`...):
+    /// it must evaluate to an integer of at least `min`.
+    pub(crate) fn jsonata_count(
+        &self,
+        cx: &StateCx<'_>,
+        template: &JsonataTemplate,
+        field: &str,
+        input: &Value,
+        min: u64,
+    ) -> Result<u64, Failed> {
+        let v = self.jsonata_number(cx, template, field, input)?;
+        if v.fract() == 0.0 && v >= min as f64 && v <= u64::MAX as f64 {
+            return Ok(v as u64);
+        }
+        let expected = if min > 0 {
+            "a positive integer"
+        } else {
+            "a non-negative integer"
+        };
+        Err(self.evaluation_failed(
+            cx,
+            Some(field),
+            &format!(
+                "The JSONata expression '{}' specified for the field '{field}' must evaluate to {expected}, but was: {}",
+                template.as_expression().map_or("", |e| e.text()),
+                serde_json::Number::from_f64(v).map_or_else(|| v.to_string(), |n| n.to_string())
+            ),
+        ))
+    }
+
+    /// A number given by a JSONata field.
+    pub(crate) fn jsonata_number(
+        &self,
+        cx: &StateCx<'_>,
+        template: &JsonataTemplate,
+        field: &str,
+        input: &Value,
+    ) -> Result<f64, Failed> {
+        let data = StatesData::input(input);
+        self.with_jsonata(
+            cx,
+            data,
+            |_| {},
+            |scope| template.evaluate_as(field, scope, "number"),
+        )
+        .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
+        .map(|v| v.as_f64().unwrap_or(0.0))
+    }
+
+    /// What a Task or Parallel state hands on: JSONPath `Parameters` over the effective
+    /// input, or JSONata `Arguments`.
+    pub(crate) fn arguments(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        effective: &Value,
+    ) -> Result<Value, Failed> {
+        if let Some(args) = &io.arguments {
+            return self.jsonata(cx, args, "Arguments", StatesData::input(effective));
+        }
+        match &io.parameters {
+            Some(t) => self.template(cx, t, effective, "Parameters", |_| {}),
+            None => Ok(effective.clone()),
+        }
     }
 
     /// The standard prefix AWS puts on runtime errors of a state.
@@ -526,10 +718,27 @@ impl Engine {
         input: Value,
         result: Value,
     ) -> Result<Value, Failed> {
+        if cx.state.query_language == QueryLanguage::Jsonata {
+            // Output and Assign both see `$states.result` and the variables from the state's entry.
+            let data = StatesData {
+                input: &input,
+                result: Some(&result),
+                error_output: None,
+            };
+            let output = self.jsonata_output(cx, io.output.as_ref(), data, result.clone())?;
+            self.assign(cx, cx.state.assign.as_ref(), &result, data)?;
+            return Ok(output);
+        }
         let result = match &io.result_selector {
             Some(t) => self.template(cx, t, &result, "ResultSelector", |_| {})?,
             None => result,
         };
+        self.assign(
+            cx,
+            cx.state.assign.as_ref(),
+            &result,
+            StatesData::input(&input),
+        )?;
         let output = self.result_path(cx, io, input, result)?;
         self.output_path(cx, io, output)
     }
@@ -545,6 +754,7 @@ impl Engine {
     /// Output placed at its ResultPath in the raw input) and the next state.
     pub(crate) fn catch(
         &self,
+        cx: &StateCx<'_>,
         errors: &ErrorHandling,
         input: &Value,
         failed: Failed,
@@ -558,6 +768,34 @@ impl Engine {
             .find(|c| c.error_equals.iter().any(|p| failed.error.matches(p)));
         let Some(c) = catcher else { return Err(failed) };
         let error_output = failed.error.to_error_output();
+        // The catcher's Assign replaces the state's: whatever the state had assigned goes.
+        *cx.assigned.borrow_mut() = None;
+        let data = StatesData {
+            input,
+            result: None,
+            error_output: Some(&error_output),
+        };
+        let at_failure = |f: Failed| Failed {
+            prev: if f.prev == cx.entered_id {
+                failed.prev
+            } else {
+                f.prev
+            },
+            ..f
+        };
+        self.assign(cx, c.assign.as_ref(), &error_output, data)
+            .map_err(at_failure)?;
+        if cx.state.query_language == QueryLanguage::Jsonata {
+            let output = self
+                .jsonata_output(cx, c.output.as_ref(), data, error_output.clone())
+                .map_err(at_failure)?;
+            return Ok(Step {
+                output,
+                next: Transition::Next(c.next),
+                prev: failed.prev,
+                no_exit_event: false,
+            });
+        }
         let output = match &c.result_path {
             OptionalPath::Default => error_output,
             OptionalPath::Null => input.clone(),

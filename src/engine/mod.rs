@@ -11,6 +11,7 @@ pub mod retry;
 pub mod runner;
 mod states;
 pub mod store_sink;
+pub(crate) mod variables;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};
 

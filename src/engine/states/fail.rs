@@ -2,14 +2,18 @@
 
 use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Fail, FailText};
-use crate::engine::execution::{Engine, Failed, StateCx, Step};
+use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Step};
 use serde_json::Value;
 
 impl Engine {
     /// Fail: resolves Error/ErrorPath and Cause/CausePath against the state's input.
     pub(crate) fn fail(&self, cx: &StateCx<'_>, f: &Fail, input: Value) -> Result<Step, Failed> {
-        let error = self.fail_text(cx, f.error.as_ref(), &input, "ErrorPath")?;
-        let cause = self.fail_text(cx, f.cause.as_ref(), &input, "CausePath")?;
+        let (error_field, cause_field) = match cx.state.query_language {
+            crate::asl::model::QueryLanguage::Jsonata => ("Error", "Cause"),
+            crate::asl::model::QueryLanguage::JsonPath => ("ErrorPath", "CausePath"),
+        };
+        let error = self.fail_text(cx, f.error.as_ref(), &input, error_field)?;
+        let cause = self.fail_text(cx, f.cause.as_ref(), &input, cause_field)?;
         Err(Failed::new(
             StatesError {
                 error,
@@ -30,7 +34,20 @@ impl Engine {
         let value = match text {
             None => return Ok(None),
             Some(FailText::Literal(s)) => return Ok(Some(s.clone())),
-            Some(FailText::Jsonata(_)) => return Ok(None),
+            Some(FailText::Jsonata(t)) => {
+                return match self.jsonata(cx, t, field, StatesData::input(input))? {
+                    Value::String(s) => Ok(Some(s)),
+                    other => Err(self.evaluation_failed(
+                        cx,
+                        Some(field),
+                        &format!(
+                            "The JSONata expression '{}' specified for the field '{field}' returned an unexpected result type. Expected 'string', but was '{}' for value: {other}",
+                            t.as_expression().map_or("", |e| e.text()),
+                            crate::asl::jsonata::type_name(&other)
+                        ),
+                    )),
+                }
+            }
             Some(FailText::Path(p)) => self
                 .with_env(cx, input, |_| {}, |env| p.select(env))
                 .ok_or_else(|| {

@@ -2,13 +2,16 @@
 //! (AWS caps inline Maps at 40), and the outputs are collected in item order.
 
 use crate::asl::error::{names, StatesError};
-use crate::asl::model::{Dynamic, ItemSelector, Map, ProcessorMode, StateMachine};
+use crate::asl::model::{Dynamic, ItemSelector, Map, ProcessorMode, QueryLanguage, StateMachine};
 use crate::engine::context::ExecutionInfo;
-use crate::engine::execution::{bracket_notation, Engine, Failed, StateCx, Status, Step};
+use crate::engine::execution::{
+    bracket_notation, Engine, Failed, StateCx, StatesData, Status, Step,
+};
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
 use crate::engine::retry::Retries;
+use crate::engine::variables::Frame;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
@@ -56,7 +59,7 @@ impl Engine {
                     } else {
                         failed
                     };
-                    return self.catch(&m.errors, &input, failed);
+                    return self.catch(cx, &m.errors, &input, failed);
                 }
             }
         }
@@ -70,6 +73,35 @@ impl Engine {
         effective: &Value,
         prev: EventId,
     ) -> Result<(Value, EventId), Attempt> {
+        // JSONata: `Items` (or the input) must be an array; AWS writes EvaluationFailed then
+        // MapStateFailed when it is not.
+        let jsonata_failure = |failed: Failed| Attempt {
+            failed,
+            started: true,
+        };
+        if let Some(t) = &m.items {
+            let data = StatesData::input(raw_input);
+            let items = self
+                .with_jsonata(
+                    cx,
+                    data,
+                    |_| {},
+                    |scope| t.evaluate_as("Items", scope, "array"),
+                )
+                .map_err(|e| {
+                    jsonata_failure(self.evaluation_failed(cx, Some(&e.location), &e.message))
+                })?;
+            return self
+                .map_items(cx, m, items, raw_input, effective, prev)
+                .await;
+        }
+        if cx.state.query_language == QueryLanguage::Jsonata && !effective.is_array() {
+            return Err(jsonata_failure(self.evaluation_failed(
+                cx,
+                None,
+                &format!("Map state input must be an array but was: {effective}"),
+            )));
+        }
         let items = match &m.items_path {
             None => effective.clone(),
             Some(p) => self
@@ -97,6 +129,26 @@ impl Engine {
                         items
                     ),
                 )
+                .into());
+        };
+        self.map_items(cx, m, Value::Array(items), raw_input, effective, prev)
+            .await
+    }
+
+    /// The Map once its items are known: MapStateStarted, the failure tolerance, the
+    /// iterations (inline or distributed), the result.
+    async fn map_items(
+        &self,
+        cx: &StateCx<'_>,
+        m: &Map,
+        items: Value,
+        raw_input: &Value,
+        effective: &Value,
+        prev: EventId,
+    ) -> Result<(Value, EventId), Attempt> {
+        let Value::Array(items) = items else {
+            return Err(self
+                .state_error(cx, names::RUNTIME, "The Map state's items must be an array")
                 .into());
         };
         let max_concurrency = self
@@ -339,7 +391,22 @@ impl Engine {
                     }
                 })
             }
-            _ => Ok(item),
+            Some(ItemSelector::Jsonata(t)) => {
+                let item_cx = json!({"Index": index, "Value": item});
+                let data = StatesData::input(effective);
+                self.with_jsonata(
+                    cx,
+                    data,
+                    |context| {
+                        if let Value::Object(c) = context {
+                            c.insert("Map".into(), json!({ "Item": item_cx }));
+                        }
+                    },
+                    |scope| t.evaluate("ItemSelector", scope),
+                )
+                .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
+            }
+            None => Ok(item),
         }
     }
 
@@ -350,13 +417,20 @@ impl Engine {
         effective: &Value,
     ) -> Result<Option<f64>, Failed> {
         let value = match &m.tolerated_failure_percentage {
-            None | Some(Dynamic::Jsonata(_)) => return Ok(None),
+            None => return Ok(None),
+            Some(Dynamic::Jsonata(t)) => {
+                self.jsonata_number(cx, t, "ToleratedFailurePercentage", effective)?
+            }
             Some(Dynamic::Literal(p)) => *p,
             Some(Dynamic::Path(p)) => {
                 let v = self
                     .with_env(cx, effective, |_| {}, |env| p.select(env))
                     .unwrap_or(Value::Null);
-                match v.as_f64() {
+                // AWS also takes a number written as a string (a variable assigned "1").
+                let f = v
+                    .as_f64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+                match f {
                     Some(f) => f,
                     None => {
                         let shown = match &v {
@@ -420,7 +494,8 @@ impl Engine {
                 details: details(),
                 armed: Cell::new(true),
             };
-            let result = self.run_scope(&m.processor, input, it_started).await;
+            let frame = Frame::child(cx.frame);
+            let result = self.run_scope(&m.processor, input, it_started, frame).await;
             guard.armed.set(false);
             match result {
                 Ok((output, prev)) => {

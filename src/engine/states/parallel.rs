@@ -4,6 +4,7 @@ use crate::asl::model::Parallel;
 use crate::engine::execution::{Engine, Failed, StateCx, Step};
 use crate::engine::history::{EventId, EventType};
 use crate::engine::retry::Retries;
+use crate::engine::variables::Frame;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 
@@ -43,7 +44,7 @@ impl Engine {
                     } else {
                         failed
                     };
-                    return self.catch(&p.errors, &input, failed);
+                    return self.catch(cx, &p.errors, &input, failed);
                 }
             }
         }
@@ -58,12 +59,7 @@ impl Engine {
         prev: EventId,
     ) -> Result<(Value, EventId), (Failed, bool)> {
         let before = |e: Failed| (e, false);
-        let branch_input = match &p.io.parameters {
-            Some(t) => self
-                .template(cx, t, effective, "Parameters", |_| {})
-                .map_err(before)?,
-            None => effective.clone(),
-        };
+        let branch_input = self.arguments(cx, &p.io, effective).map_err(before)?;
         let started = self
             .push(prev, EventType::ParallelStateStarted, None)
             .map_err(before)?;
@@ -73,7 +69,8 @@ impl Engine {
             .enumerate()
             .map(|(i, branch)| {
                 let input = branch_input.clone();
-                async move { (i, self.run_scope(branch, input, started).await) }
+                let frame = Frame::child(cx.frame);
+                async move { (i, self.run_scope(branch, input, started, frame).await) }
             })
             .collect();
         let mut results = vec![Value::Null; p.branches.len()];

@@ -89,7 +89,7 @@ impl Engine {
                 }
                 Err(failed) => match retries.on_failure(&failed) {
                     Some(delay) => self.retry_pause(delay).await,
-                    None => return self.catch(&t.errors, &input, failed),
+                    None => return self.catch(cx, &t.errors, &input, failed),
                 },
             }
         }
@@ -106,7 +106,11 @@ impl Engine {
         min: u64,
     ) -> Result<Option<u64>, Failed> {
         match value {
-            None | Some(Dynamic::Jsonata(_)) => Ok(None),
+            None => Ok(None),
+            Some(Dynamic::Jsonata(t)) => {
+                let field = path_field.strip_suffix("Path").unwrap_or(path_field);
+                self.jsonata_count(cx, t, field, input, min).map(Some)
+            }
             Some(Dynamic::Literal(n)) => Ok(Some(*n)),
             Some(Dynamic::Path(p)) => {
                 let v = self
@@ -122,7 +126,11 @@ impl Engine {
                             ),
                         )
                     })?;
-                match v.as_u64() {
+                // AWS also takes an integer written as a string (a variable assigned "1").
+                let n = v
+                    .as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()));
+                match n {
                     Some(n) if n >= min => Ok(Some(n)),
                     _ => {
                         let shown = match &v {
@@ -157,10 +165,7 @@ impl Engine {
         raw_input: &Value,
         effective: &Value,
     ) -> Result<(Value, EventId), Failed> {
-        let parameters = match &t.io.parameters {
-            Some(tpl) => self.template(cx, tpl, effective, "Parameters", |_| {})?,
-            None => effective.clone(),
-        };
+        let parameters = self.arguments(cx, &t.io, effective)?;
         let timeout = self.resolve_count(
             cx,
             t.timeout_seconds.as_ref(),

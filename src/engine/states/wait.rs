@@ -1,10 +1,10 @@
 //! Wait: for a number of seconds or until a time, on the engine's clock.
 
 use crate::asl::error::names;
-use crate::asl::model::{Dynamic, Wait, WaitFor};
+use crate::asl::model::{Dynamic, QueryLanguage, Wait, WaitFor};
 use crate::asl::parse::parse_timestamp;
 use crate::engine::clock::Millis;
-use crate::engine::execution::{Engine, Failed, StateCx, Step};
+use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Step};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ impl Engine {
         w: &Wait,
         input: Value,
     ) -> Result<Step, Failed> {
-        let effective = self.input_path(cx, &w.io, input)?;
+        let effective = self.input_path(cx, &w.io, input.clone())?;
         let now = self.clock.now();
         let declared = match &w.wait {
             WaitFor::Seconds(Dynamic::Literal(s)) => Duration::from_secs(*s),
@@ -88,8 +88,25 @@ impl Engine {
                     }
                 }
             }
-            WaitFor::Seconds(Dynamic::Jsonata(_)) | WaitFor::Timestamp(Dynamic::Jsonata(_)) => {
-                Duration::ZERO
+            WaitFor::Seconds(Dynamic::Jsonata(t)) => {
+                Duration::from_secs(self.jsonata_count(cx, t, "Seconds", &input, 0)?)
+            }
+            WaitFor::Timestamp(Dynamic::Jsonata(t)) => {
+                let v = self.jsonata(cx, t, "Timestamp", StatesData::input(&input))?;
+                match v.as_str().and_then(parse_timestamp) {
+                    Some(at) => until(now, at.timestamp_millis()),
+                    None => {
+                        let shown = match &v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        return Err(self.evaluation_failed(
+                            cx,
+                            Some("Timestamp"),
+                            &format!("The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {shown}"),
+                        ));
+                    }
+                }
             }
         };
         if declared.as_secs() > MAX_WAIT_SECONDS {
@@ -100,7 +117,23 @@ impl Engine {
             self.history.borrow_mut().submit();
             self.clock.sleep_until(deadline).await;
         }
-        let output = self.output_path(cx, &w.io, effective)?;
+        let output = match cx.state.query_language {
+            QueryLanguage::Jsonata => {
+                let data = StatesData::input(&input);
+                let output = self.jsonata_output(cx, w.io.output.as_ref(), data, input.clone())?;
+                self.assign(cx, cx.state.assign.as_ref(), &input, data)?;
+                output
+            }
+            QueryLanguage::JsonPath => {
+                self.assign(
+                    cx,
+                    cx.state.assign.as_ref(),
+                    &effective,
+                    StatesData::input(&input),
+                )?;
+                self.output_path(cx, &w.io, effective)?
+            }
+        };
         Ok(Step {
             output,
             next: w.transition,
