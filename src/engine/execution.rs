@@ -15,6 +15,7 @@ use crate::asl::template::Template;
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History};
+use crate::tasks::callback::TokenBroker;
 use crate::tasks::TaskRunner;
 use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
@@ -131,6 +132,9 @@ pub struct Engine {
     pub(crate) history: RefCell<History>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) tasks: Rc<dyn TaskRunner>,
+    /// Task tokens through the store, for callbacks and activities; `None` in memory-only runs
+    /// (those Task states then go to `tasks` like any other).
+    pub(crate) tokens: Option<Rc<TokenBroker>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
@@ -154,7 +158,23 @@ impl Engine {
             history: RefCell::new(history),
             clock,
             tasks,
+            tokens: None,
             context: RefCell::new(context),
+        }
+    }
+
+    /// Lets callbacks (`.waitForTaskToken`) and activities wait for workers through the store,
+    /// and lets `stop-execution` stop this execution.
+    pub fn with_tokens(mut self, broker: Rc<TokenBroker>) -> Self {
+        self.tokens = Some(broker);
+        self
+    }
+
+    /// Resolves when someone asked this execution to stop; never without a token broker.
+    async fn stop_requested(&self) -> crate::store::StopRequest {
+        match &self.tokens {
+            Some(broker) => broker.stop_requested().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -175,24 +195,28 @@ impl Engine {
         );
         let _ = started;
         let body = self.run_scope(&self.machine.root, self.input.clone(), 0);
-        let result = match self.machine.timeout_seconds {
-            Some(t) => {
-                let deadline = self.info.start_time
-                    + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis;
-                // The body goes first: a deadline that has already passed (a start time in
-                // the past, a clock that jumps) still lets the execution write the events it
-                // writes without waiting, then aborts whatever waits.
-                tokio::select! {
-                    biased;
-                    r = body => Some(r),
-                    _ = self.clock.sleep_until(deadline) => None,
-                }
+        let deadline = self.machine.timeout_seconds.map(|t| {
+            self.info.start_time + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis
+        });
+        let timer = async {
+            match deadline {
+                Some(d) => self.clock.sleep_until(d).await,
+                None => std::future::pending().await,
             }
-            None => Some(body.await),
+        };
+        // The body goes first: a deadline that has already passed (a start time in the past, a
+        // clock that jumps) still lets the execution write the events it writes without
+        // waiting, then aborts whatever waits. Losing arms are dropped here, so the states
+        // still running write their `*StateAborted` events before the terminal one.
+        let result = tokio::select! {
+            biased;
+            r = body => Ended::Body(r),
+            _ = timer => Ended::TimedOut,
+            stop = self.stop_requested() => Ended::Stopped(stop),
         };
         let now = self.clock.now();
         let outcome = match result {
-            Some(Ok((output, prev))) => {
+            Ended::Body(Ok((output, prev))) => {
                 self.history.borrow_mut().push_unchecked(
                     prev,
                     now,
@@ -206,7 +230,7 @@ impl Engine {
                     stop_time: now,
                 }
             }
-            Some(Err(failed)) => {
+            Ended::Body(Err(failed)) => {
                 self.history.borrow_mut().push_unchecked(
                     failed.prev,
                     now,
@@ -220,7 +244,7 @@ impl Engine {
                     stop_time: now,
                 }
             }
-            None => {
+            Ended::TimedOut => {
                 // AWS points ExecutionTimedOut at nothing and gives it no cause.
                 self.history.borrow_mut().push_unchecked(
                     0,
@@ -235,7 +259,38 @@ impl Engine {
                     stop_time: now,
                 }
             }
+            Ended::Stopped(stop) => {
+                // AWS records whatever the caller passed, nothing more.
+                let mut details = Details::new();
+                if let Some(e) = &stop.error {
+                    details = details.str("error", e);
+                }
+                if let Some(c) = &stop.cause {
+                    details = details.str("cause", c);
+                }
+                let prev = self.history.borrow().next_id() - 1;
+                self.history.borrow_mut().push_unchecked(
+                    prev,
+                    now,
+                    EventType::ExecutionAborted,
+                    Some(details.build()),
+                );
+                Outcome {
+                    status: Status::Aborted,
+                    output: None,
+                    error: Some(StatesError {
+                        error: stop.error,
+                        cause: stop.cause,
+                        heartbeat: false,
+                    }),
+                    stop_time: now,
+                }
+            }
         };
+        if let Some(broker) = &self.tokens {
+            // Whatever still waits for an answer is over: late answers get TaskTimedOut.
+            broker.close_all(now);
+        }
         self.history.borrow_mut().finish(&outcome);
         outcome
     }
@@ -567,6 +622,13 @@ impl Engine {
             no_exit_event: false,
         })
     }
+}
+
+/// How the body of an execution ended.
+enum Ended {
+    Body(Result<(Value, EventId), Failed>),
+    TimedOut,
+    Stopped(crate::store::StopRequest),
 }
 
 /// Writes `{Type}StateAborted` if a running state is dropped before it finishes (a sibling
