@@ -341,7 +341,7 @@ impl Store {
         answer: &TaskAnswer,
         now: i64,
     ) -> std::result::Result<(), AnswerError> {
-        let outcome = self.write_now("answer task token", |tx| {
+        self.write_now("answer task token", |tx| {
             if tokens::answer(tx, token, answer, now)? {
                 Ok(Ok(()))
             } else if tokens::exists(tx, token)? {
@@ -349,8 +349,7 @@ impl Store {
             } else {
                 Ok(Err(AnswerError::TaskDoesNotExist))
             }
-        })?;
-        outcome
+        })?
     }
 
     /// Decides an expiry: closes the token as timed out if it is open and a deadline has passed

@@ -16,8 +16,6 @@ use base64::Engine as _;
 use serde_json::Value;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,9 +89,7 @@ pub enum TokenEvent {
 /// Reports for the person running `run`: tokens issued, worker exits, worker stderr.
 pub type NoticeFn = Rc<dyn Fn(&str)>;
 
-/// A worker process started for a `.waitForTaskToken` attempt: feeding its stdin, forwarding
-/// its stderr, and finally its exit, all in one future the waiter polls.
-pub type WorkerWatch = Pin<Box<dyn Future<Output = String>>>;
+pub use crate::tasks::command::WorkerWatch;
 
 /// Issues task tokens for one execution and waits for their answers.
 pub struct TokenBroker {

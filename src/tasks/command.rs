@@ -12,6 +12,9 @@ use serde_json::Value;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 
+/// A started worker: a future that feeds it, forwards its stderr and reports its exit.
+pub type WorkerWatch = std::pin::Pin<Box<dyn std::future::Future<Output = String>>>;
+
 /// A command line, already split into program and arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandLine {
@@ -119,13 +122,7 @@ impl CommandLine {
         request: &TaskRequest,
         token: &str,
         notice: std::rc::Rc<dyn Fn(&str)>,
-    ) -> Result<
-        (
-            Option<u32>,
-            std::pin::Pin<Box<dyn std::future::Future<Output = String>>>,
-        ),
-        StatesError,
-    > {
+    ) -> Result<(Option<u32>, WorkerWatch), StatesError> {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(&self.argv[0])
             .args(&self.argv[1..])
