@@ -556,3 +556,233 @@ pub(crate) fn abort_unattended(
     close(tx, execution_arn, None, now)?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{
+        AnswerError, Expiry, NewExecution, NewTaskToken, Store, StoreOptions, TaskAnswer,
+        TokenKind, TokenStatus,
+    };
+    use std::sync::Arc;
+
+    const ARN: &str = "arn:aws:states:us-east-1:123456789012:execution:M:e";
+
+    fn store(dir: &tempfile::TempDir) -> Store {
+        Store::open(dir.path().join("t.db"), StoreOptions::default()).expect("open")
+    }
+
+    fn with_execution(dir: &tempfile::TempDir) -> Store {
+        let s = store(dir);
+        s.create_execution(NewExecution {
+            execution_arn: ARN.into(),
+            name: "e".into(),
+            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:M".into(),
+            state_machine_name: "M".into(),
+            definition: "{}".into(),
+            input: "{}".into(),
+            start_date_ms: 0,
+            role_arn: None,
+            timeout_at_ms: None,
+            position: None,
+            owner: None,
+            lease_expires_at_ms: None,
+            events: Vec::new(),
+        })
+        .wait_blocking()
+        .expect("create");
+        s
+    }
+
+    fn callback(token: &str, created_at: i64) -> NewTaskToken {
+        NewTaskToken {
+            token: token.into(),
+            execution_arn: ARN.into(),
+            state_name: "Work".into(),
+            attempt: 0,
+            kind: TokenKind::Callback,
+            activity_arn: None,
+            input: "{}".into(),
+            created_at,
+            timeout_seconds: Some(10),
+            heartbeat_seconds: Some(1),
+            heartbeat_ms: Some(100),
+            timeout_at: Some(created_at + 1_000),
+        }
+    }
+
+    #[test]
+    fn a_heartbeat_moves_the_deadline_and_an_expiry_closes_the_token() {
+        let dir = tempfile::tempdir().expect("dir");
+        let s = with_execution(&dir);
+        s.issue_token(&callback("t1", 1_000)).expect("issue");
+        assert_eq!(
+            s.expire_token("t1", 1_099).expect("expire"),
+            None,
+            "not due yet"
+        );
+        s.answer_token("t1", &TaskAnswer::Heartbeat, 1_099)
+            .expect("heartbeat");
+        assert_eq!(
+            s.token("t1").expect("read").expect("row").heartbeat_at,
+            Some(1_199)
+        );
+        assert_eq!(s.expire_token("t1", 1_150).expect("expire"), None);
+        assert_eq!(
+            s.expire_token("t1", 1_199).expect("expire"),
+            Some(Expiry::Heartbeat)
+        );
+        assert!(matches!(
+            s.answer_token("t1", &TaskAnswer::Heartbeat, 1_199),
+            Err(AnswerError::TaskTimedOut)
+        ));
+        // TimeoutSeconds wins over heartbeats however often they come.
+        s.issue_token(&callback("t2", 1_000)).expect("issue");
+        for now in (1_050..2_000).step_by(50) {
+            s.answer_token("t2", &TaskAnswer::Heartbeat, now)
+                .expect("heartbeat");
+        }
+        assert_eq!(
+            s.expire_token("t2", 2_000).expect("expire"),
+            Some(Expiry::Timeout)
+        );
+        let row = s.token("t2").expect("read").expect("row");
+        assert_eq!(row.status, TokenStatus::TimedOut);
+        assert_eq!(row.expired_by, Some(Expiry::Timeout));
+    }
+
+    #[test]
+    fn a_heartbeat_racing_an_expiry_has_exactly_one_winner() {
+        let dir = tempfile::tempdir().expect("dir");
+        let s = with_execution(&dir);
+        let n = 40;
+        for i in 0..n {
+            s.issue_token(&callback(&format!("race-{i}"), 1_000))
+                .expect("issue");
+        }
+        // Two stores: two connections, like a worker process and the runner.
+        let worker = Arc::new(store(&dir));
+        let runner = Arc::new(store(&dir));
+        // Both are eligible: the heartbeat lands before its deadline, the expiry at it.
+        let w = {
+            let worker = worker.clone();
+            std::thread::spawn(move || {
+                (0..n)
+                    .map(|i| {
+                        worker
+                            .answer_token(&format!("race-{i}"), &TaskAnswer::Heartbeat, 1_099)
+                            .is_ok()
+                    })
+                    .collect::<Vec<bool>>()
+            })
+        };
+        let r = {
+            let runner = runner.clone();
+            std::thread::spawn(move || {
+                (0..n)
+                    .map(|i| {
+                        runner
+                            .expire_token(&format!("race-{i}"), 1_100)
+                            .expect("expire")
+                            .is_some()
+                    })
+                    .collect::<Vec<bool>>()
+            })
+        };
+        let (beats, expiries) = (w.join().expect("worker"), r.join().expect("runner"));
+        for i in 0..n {
+            assert!(
+                beats[i] ^ expiries[i],
+                "token {i}: heartbeat {} expiry {}",
+                beats[i],
+                expiries[i]
+            );
+            let row = s.token(&format!("race-{i}")).expect("read").expect("row");
+            assert_eq!(row.status == TokenStatus::TimedOut, expiries[i]);
+        }
+    }
+
+    #[test]
+    fn late_and_second_answers_are_task_timed_out() {
+        let dir = tempfile::tempdir().expect("dir");
+        let s = with_execution(&dir);
+        let ok = TaskAnswer::Success("{}".into());
+        let fail = TaskAnswer::Failure {
+            error: Some("E".into()),
+            cause: None,
+        };
+        assert!(matches!(
+            s.answer_token("nope", &ok, 0),
+            Err(AnswerError::TaskDoesNotExist)
+        ));
+        s.issue_token(&callback("a", 1_000)).expect("issue");
+        s.answer_token("a", &ok, 1_010).expect("first answer");
+        for second in [&ok, &fail, &TaskAnswer::Heartbeat] {
+            assert!(matches!(
+                s.answer_token("a", second, 1_020),
+                Err(AnswerError::TaskTimedOut)
+            ));
+        }
+        assert_eq!(
+            s.token("a").expect("read").expect("row").output.as_deref(),
+            Some("{}")
+        );
+        // Past a deadline the answer is late even before the runner acted on the expiry.
+        s.issue_token(&callback("b", 1_000)).expect("issue");
+        assert!(matches!(
+            s.answer_token("b", &ok, 1_100),
+            Err(AnswerError::TaskTimedOut)
+        ));
+        // Closed with its attempt, or by a stop request.
+        s.issue_token(&callback("c", 1_000)).expect("issue");
+        s.close_tokens(ARN, Some("c"), 1_001).expect("close");
+        assert!(matches!(
+            s.answer_token("c", &ok, 1_002),
+            Err(AnswerError::TaskTimedOut)
+        ));
+        s.issue_token(&callback("d", 1_000)).expect("issue");
+        s.request_stop(ARN, None, None, 1_001).expect("stop");
+        assert!(matches!(
+            s.answer_token("d", &ok, 1_002),
+            Err(AnswerError::TaskTimedOut)
+        ));
+        assert_eq!(
+            s.token("d").expect("read").expect("row").status,
+            TokenStatus::Closed
+        );
+    }
+
+    #[test]
+    fn activity_tasks_go_to_one_worker_oldest_first() {
+        let dir = tempfile::tempdir().expect("dir");
+        let s = with_execution(&dir);
+        let act = "arn:aws:states:us-east-1:123456789012:activity:a";
+        for (token, at) in [("second", 2_000), ("first", 1_000)] {
+            s.issue_token(&NewTaskToken {
+                kind: TokenKind::Activity,
+                activity_arn: Some(act.into()),
+                timeout_at: Some(at + 10_000),
+                ..callback(token, at)
+            })
+            .expect("issue");
+        }
+        // Not taken yet: no heartbeat clock.
+        assert_eq!(
+            s.token("first").expect("read").expect("row").heartbeat_at,
+            None
+        );
+        let got = s.claim_activity_task(act, Some("w"), 3_000).expect("claim");
+        assert_eq!(got.map(|t| t.token).as_deref(), Some("first"));
+        let row = s.token("first").expect("read").expect("row");
+        assert_eq!(
+            (row.status, row.heartbeat_at),
+            (TokenStatus::Started, Some(3_100))
+        );
+        assert_eq!(row.worker_name.as_deref(), Some("w"));
+        let got = s.claim_activity_task(act, None, 3_000).expect("claim");
+        assert_eq!(got.map(|t| t.token).as_deref(), Some("second"));
+        assert_eq!(
+            s.claim_activity_task(act, None, 3_000).expect("claim"),
+            None
+        );
+    }
+}
