@@ -580,3 +580,68 @@ fn execution_timeout_bounds_a_waiting_task() {
     let late = sb.cli(&["send-task-heartbeat", "--task-token", &sb.token(0)]);
     assert_eq!(late.status.code(), Some(12));
 }
+
+fn repo(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(path)
+        .display()
+        .to_string()
+}
+
+/// The README's examples: the video transcode with its worker script, and the stock import with
+/// its activity worker loop.
+#[test]
+fn readme_examples_run_with_their_shell_workers() {
+    let sb = Sandbox::new();
+    let out = sb
+        .sfn()
+        .args([
+            "run",
+            &repo("definitions/video-transcode.asl.json"),
+            "--name",
+            "video",
+        ])
+        .args(["--input-file", &repo("fixtures/video.json")])
+        .arg("--task")
+        .arg(format!(
+            "ConvertVideo={}",
+            repo("fixtures/workers/transcode-worker.sh")
+        ))
+        .env("TRANSCODE_SECONDS", "0.01")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout_json(&out),
+        json!({"videoId": "v-123", "outputs": ["s3://media/v-123/720p.mp4", "s3://media/v-123/1080p.mp4"], "status": "PUBLISHED"})
+    );
+
+    let mut worker = Command::new(repo("fixtures/workers/stock-worker.sh"))
+        .env("SFN_LOCAL_DB", sb.path("state.db"))
+        .env("SFN_LOCAL", common::bin())
+        .env("STOCK_WORKER_MAX_TASKS", "1")
+        .env("POLL_SECONDS", "10")
+        .env("WORKER_NAME", "stock-1")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("worker");
+    let out = sb
+        .sfn()
+        .args([
+            "run",
+            &repo("definitions/stock-import.asl.json"),
+            "--name",
+            "stock",
+        ])
+        .args(["--input-file", &repo("fixtures/stock.json")])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(worker.wait().expect("worker").success());
+    assert_eq!(stdout_json(&out)["rows"], 3);
+    let events = sb.history("stock");
+    assert_eq!(
+        details(&events, "ActivityStarted")[0],
+        &json!({"workerName": "stock-1"})
+    );
+}

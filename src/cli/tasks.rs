@@ -48,7 +48,7 @@ pub const MAX_CAUSE_CHARS: usize = 32_768;
 #[derive(Debug, Args)]
 pub struct SuccessArgs {
     /// The token the worker received.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
     /// The task's result, as JSON text.
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct SuccessArgs {
 #[derive(Debug, Args)]
 pub struct FailureArgs {
     /// The token the worker received.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
     /// The error name (at most 256 characters).
     #[arg(long)]
@@ -79,7 +79,7 @@ pub struct FailureArgs {
 #[derive(Debug, Args)]
 pub struct HeartbeatArgs {
     /// The token the worker received.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
     /// The database.
     #[arg(long, value_name = "PATH")]

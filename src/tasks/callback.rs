@@ -30,7 +30,9 @@ pub const STOP_POLL: Duration = Duration::from_millis(20);
 /// The longest token AWS accepts.
 pub const MAX_TOKEN_LEN: usize = 2048;
 
-/// An opaque, unguessable task token: 256 random bits from the OS, URL-safe base64 (43 chars).
+/// An opaque, unguessable task token: `T` and 256 random bits from the OS in URL-safe base64
+/// (44 characters). The letter in front keeps a token from starting with `-`, which command
+/// lines would take for an option.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskToken(String);
 
@@ -41,9 +43,10 @@ impl TaskToken {
         getrandom::fill(&mut bytes).map_err(|e| {
             StatesError::runtime(format!("cannot read random bytes for a task token: {e}"))
         })?;
-        Ok(TaskToken(
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
-        ))
+        Ok(TaskToken(format!(
+            "T{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        )))
     }
 
     /// The token's text.
@@ -349,7 +352,8 @@ mod tests {
         let a = TaskToken::generate().expect("random");
         let b = TaskToken::generate().expect("random");
         assert_ne!(a, b);
-        assert_eq!(a.as_str().len(), 43);
+        assert_eq!(a.as_str().len(), 44);
+        assert!(a.as_str().starts_with('T'));
         assert!(TaskToken::is_well_formed(a.as_str()));
         assert!(!TaskToken::is_well_formed(""));
         assert!(!TaskToken::is_well_formed("has space"));
