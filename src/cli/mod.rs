@@ -35,6 +35,8 @@ pub mod db;
 pub mod executions;
 pub mod report;
 pub mod run;
+pub mod stop;
+pub mod tasks;
 pub mod validate;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
@@ -61,6 +63,18 @@ pub enum Command {
     GetExecutionHistory(executions::HistoryArgs),
     /// List executions as AWS's ListExecutions does.
     ListExecutions(executions::ListArgs),
+    /// Stop a running execution (ABORTED), as AWS's StopExecution does.
+    StopExecution(stop::StopArgs),
+    /// Answer a task token with the task's result.
+    SendTaskSuccess(tasks::SuccessArgs),
+    /// Answer a task token with an error.
+    SendTaskFailure(tasks::FailureArgs),
+    /// Tell a waiting task its worker is alive (restarts the HeartbeatSeconds clock).
+    SendTaskHeartbeat(tasks::HeartbeatArgs),
+    /// Take the next task of an activity (long poll), as a worker.
+    GetActivityTask(tasks::GetActivityArgs),
+    /// List the tasks waiting for an answer, with their tokens and deadlines.
+    ListTasks(tasks::ListTasksArgs),
 }
 
 impl Command {
@@ -72,6 +86,12 @@ impl Command {
             Command::DescribeExecution(args) => executions::describe(args),
             Command::GetExecutionHistory(args) => executions::history(args),
             Command::ListExecutions(args) => executions::list(args),
+            Command::StopExecution(args) => stop::run(args),
+            Command::SendTaskSuccess(args) => tasks::success(args),
+            Command::SendTaskFailure(args) => tasks::failure(args),
+            Command::SendTaskHeartbeat(args) => tasks::heartbeat(args),
+            Command::GetActivityTask(args) => tasks::get_activity_task(args),
+            Command::ListTasks(args) => tasks::list(args),
         }
     }
 }

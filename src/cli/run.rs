@@ -222,6 +222,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         options: EngineOptions {
             max_history_events: args.max_history_events,
         },
+        notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
     };
     let outcome = match run_execution(store.clone(), request) {
         Ok(o) => o,

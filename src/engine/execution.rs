@@ -17,6 +17,7 @@ use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
 use crate::engine::variables::Frame;
+use crate::tasks::callback::TokenBroker;
 use crate::tasks::TaskRunner;
 use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
@@ -159,6 +160,9 @@ pub struct Engine {
     pub(crate) history: RefCell<History>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) tasks: Rc<dyn TaskRunner>,
+    /// Task tokens through the store, for callbacks and activities; `None` in memory-only runs
+    /// (those Task states then go to `tasks` like any other).
+    pub(crate) tokens: Option<Rc<TokenBroker>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
@@ -182,7 +186,23 @@ impl Engine {
             history: RefCell::new(history),
             clock,
             tasks,
+            tokens: None,
             context: RefCell::new(context),
+        }
+    }
+
+    /// Lets callbacks (`.waitForTaskToken`) and activities wait for workers through the store,
+    /// and lets `stop-execution` stop this execution.
+    pub fn with_tokens(mut self, broker: Rc<TokenBroker>) -> Self {
+        self.tokens = Some(broker);
+        self
+    }
+
+    /// Resolves when someone asked this execution to stop; never without a token broker.
+    async fn stop_requested(&self) -> crate::store::StopRequest {
+        match &self.tokens {
+            Some(broker) => broker.stop_requested().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -203,24 +223,28 @@ impl Engine {
         );
         let _ = started;
         let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());
-        let result = match self.machine.timeout_seconds {
-            Some(t) => {
-                let deadline = self.info.start_time
-                    + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis;
-                // The body goes first: a deadline that has already passed (a start time in
-                // the past, a clock that jumps) still lets the execution write the events it
-                // writes without waiting, then aborts whatever waits.
-                tokio::select! {
-                    biased;
-                    r = body => Some(r),
-                    _ = self.clock.sleep_until(deadline) => None,
-                }
+        let deadline = self.machine.timeout_seconds.map(|t| {
+            self.info.start_time + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis
+        });
+        let timer = async {
+            match deadline {
+                Some(d) => self.clock.sleep_until(d).await,
+                None => std::future::pending().await,
             }
-            None => Some(body.await),
+        };
+        // The body goes first: a deadline that has already passed (a start time in the past, a
+        // clock that jumps) still lets the execution write the events it writes without
+        // waiting, then aborts whatever waits. Losing arms are dropped here, so the states
+        // still running write their `*StateAborted` events before the terminal one.
+        let result = tokio::select! {
+            biased;
+            r = body => Ended::Body(r),
+            _ = timer => Ended::TimedOut,
+            stop = self.stop_requested() => Ended::Stopped(stop),
         };
         let now = self.clock.now();
         let outcome = match result {
-            Some(Ok((output, prev))) => {
+            Ended::Body(Ok((output, prev))) => {
                 self.history.borrow_mut().push_unchecked(
                     prev,
                     now,
@@ -234,7 +258,7 @@ impl Engine {
                     stop_time: now,
                 }
             }
-            Some(Err(failed)) => {
+            Ended::Body(Err(failed)) => {
                 self.history.borrow_mut().push_unchecked(
                     failed.prev,
                     now,
@@ -248,7 +272,7 @@ impl Engine {
                     stop_time: now,
                 }
             }
-            None => {
+            Ended::TimedOut => {
                 // AWS points ExecutionTimedOut at nothing and gives it no cause.
                 self.history.borrow_mut().push_unchecked(
                     0,
@@ -263,7 +287,38 @@ impl Engine {
                     stop_time: now,
                 }
             }
+            Ended::Stopped(stop) => {
+                // AWS records whatever the caller passed, nothing more.
+                let mut details = Details::new();
+                if let Some(e) = &stop.error {
+                    details = details.str("error", e);
+                }
+                if let Some(c) = &stop.cause {
+                    details = details.str("cause", c);
+                }
+                let prev = self.history.borrow().next_id() - 1;
+                self.history.borrow_mut().push_unchecked(
+                    prev,
+                    now,
+                    EventType::ExecutionAborted,
+                    Some(details.build()),
+                );
+                Outcome {
+                    status: Status::Aborted,
+                    output: None,
+                    error: Some(StatesError {
+                        error: stop.error,
+                        cause: stop.cause,
+                        heartbeat: false,
+                    }),
+                    stop_time: now,
+                }
+            }
         };
+        if let Some(broker) = &self.tokens {
+            // Whatever still waits for an answer is over: late answers get TaskTimedOut.
+            broker.close_all(now);
+        }
         self.history.borrow_mut().finish(&outcome);
         outcome
     }
@@ -597,11 +652,26 @@ impl Engine {
         io: &DataFlow,
         effective: &Value,
     ) -> Result<Value, Failed> {
+        self.arguments_with(cx, io, effective, |_| {})
+    }
+
+    /// [`Engine::arguments`], with more set in the context object first (`$$.Task.Token`).
+    pub(crate) fn arguments_with(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        effective: &Value,
+        extra: impl Fn(&mut Value),
+    ) -> Result<Value, Failed> {
         if let Some(args) = &io.arguments {
-            return self.jsonata(cx, args, "Arguments", StatesData::input(effective));
+            return self
+                .with_jsonata(cx, StatesData::input(effective), &extra, |scope| {
+                    args.evaluate("Arguments", scope)
+                })
+                .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message));
         }
         match &io.parameters {
-            Some(t) => self.template(cx, t, effective, "Parameters", |_| {}),
+            Some(t) => self.template(cx, t, effective, "Parameters", extra),
             None => Ok(effective.clone()),
         }
     }
@@ -813,6 +883,13 @@ impl Engine {
             no_exit_event: false,
         })
     }
+}
+
+/// How the body of an execution ended.
+enum Ended {
+    Body(Result<(Value, EventId), Failed>),
+    TimedOut,
+    Stopped(crate::store::StopRequest),
 }
 
 /// Writes `{Type}StateAborted` if a running state is dropped before it finishes (a sibling

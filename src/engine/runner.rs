@@ -9,6 +9,7 @@ use crate::engine::history::History;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
 use crate::store::{NewExecution, Store, StoreError};
+use crate::tasks::callback::{NoticeFn, TokenBroker};
 use crate::tasks::LocalTasks;
 use serde_json::Value;
 use std::rc::Rc;
@@ -30,6 +31,8 @@ pub struct RunRequest {
     pub tasks: LocalTasks,
     /// Engine options (history cap).
     pub options: EngineOptions,
+    /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
+    pub notice: NoticeFn,
 }
 
 /// Why an execution could not run to its end.
@@ -102,6 +105,12 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(request.time_scale));
     let sink = StoreSink::new(store.clone(), &request.info.execution_arn);
     let history = History::new(1, Box::new(sink), request.options.max_history_events);
+    let broker = TokenBroker::new(
+        store.clone(),
+        &request.info.execution_arn,
+        request.tasks.commands.clone(),
+        request.notice,
+    );
     let engine = Engine::new(
         request.machine,
         request.info,
@@ -109,7 +118,8 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         history,
         clock,
         Rc::new(request.tasks),
-    );
+    )
+    .with_tokens(Rc::new(broker));
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(&runtime, engine.run());
     let committed = engine.committed();

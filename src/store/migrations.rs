@@ -14,10 +14,16 @@ struct Migration {
 }
 
 /// Every migration, in order. Versions are 1, 2, 3... without gaps.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: include_str!("migrations/V1__init.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: include_str!("migrations/V1__init.sql"),
+    },
+    Migration {
+        version: 2,
+        sql: include_str!("migrations/V2__task_tokens.sql"),
+    },
+];
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

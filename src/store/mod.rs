@@ -52,6 +52,7 @@ mod error;
 mod events;
 mod executions;
 mod migrations;
+mod tokens;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +65,10 @@ pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use migrations::SCHEMA_VERSION;
+pub use tokens::{
+    ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
+    TokenKind, TokenRecord, TokenStatus,
+};
 pub use writer::{Append, Commit};
 
 use executions::FindError;
@@ -113,6 +118,8 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     /// Kept open so `PRAGMA data_version` compares against this connection's last look.
     version_watch: Mutex<Option<Connection>>,
+    /// For short IMMEDIATE transactions whose caller needs the answer now (tokens, stops).
+    side_writer: Mutex<Option<Connection>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -188,6 +195,7 @@ impl Store {
             writer: Some(writer),
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
+            side_writer: Mutex::new(None),
         })
     }
 
@@ -200,6 +208,7 @@ impl Store {
             writer: None,
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
+            side_writer: Mutex::new(None),
         };
         let conn = store.open_reader()?;
         match migrations::check(&conn).map_err(|e| store.sqlite("read schema version", e))? {
@@ -302,6 +311,159 @@ impl Store {
             .map_err(|e| self.sqlite("read data_version", e));
         *watch = Some(conn);
         version
+    }
+
+    // ---- task tokens and stop requests (see [`tokens`]) ----------------------------------------
+
+    /// Stores a new token, committed before this returns: only then may a worker see it.
+    /// Fails with [`StoreError::ExecutionNotFound`] if its execution does not exist.
+    pub fn issue_token(&self, token: &NewTaskToken) -> Result<()> {
+        let inserted = self.write_now("issue task token", |tx| tokens::insert(tx, token))?;
+        if inserted {
+            Ok(())
+        } else {
+            Err(StoreError::ExecutionNotFound {
+                execution: token.execution_arn.clone(),
+            })
+        }
+    }
+
+    /// One token, whatever its status.
+    pub fn token(&self, token: &str) -> Result<Option<TokenRecord>> {
+        self.read(|conn| tokens::get(conn, token).map_err(|e| self.sqlite("read task token", e)))
+    }
+
+    /// A worker's answer (success, failure or heartbeat), applied only if the token is open at
+    /// `now`; a closed token is [`AnswerError::TaskTimedOut`].
+    pub fn answer_token(
+        &self,
+        token: &str,
+        answer: &TaskAnswer,
+        now: i64,
+    ) -> std::result::Result<(), AnswerError> {
+        self.write_now("answer task token", |tx| {
+            if tokens::answer(tx, token, answer, now)? {
+                Ok(Ok(()))
+            } else if tokens::exists(tx, token)? {
+                Ok(Err(AnswerError::TaskTimedOut))
+            } else {
+                Ok(Err(AnswerError::TaskDoesNotExist))
+            }
+        })?
+    }
+
+    /// Decides an expiry: closes the token as timed out if it is open and a deadline has passed
+    /// at `now`. `None` means a heartbeat or an answer won the race (or nothing is due yet).
+    pub fn expire_token(&self, token: &str, now: i64) -> Result<Option<Expiry>> {
+        self.write_now("expire task token", |tx| tokens::expire(tx, token, now))
+    }
+
+    /// `get-activity-task`: hands the oldest waiting task of an activity to a worker, if any.
+    pub fn claim_activity_task(
+        &self,
+        activity_arn: &str,
+        worker_name: Option<&str>,
+        now: i64,
+    ) -> Result<Option<ActivityTask>> {
+        self.write_now("take activity task", |tx| {
+            tokens::claim(tx, activity_arn, worker_name, now)
+        })
+    }
+
+    /// Closes an execution's open tokens (or only `only`); returns how many were open.
+    pub fn close_tokens(&self, execution_arn: &str, only: Option<&str>, now: i64) -> Result<usize> {
+        self.write_now("close task tokens", |tx| {
+            tokens::close(tx, execution_arn, only, now)
+        })
+    }
+
+    /// Tokens waiting for an answer, oldest first, of one execution (by ARN) or all.
+    pub fn open_tokens(&self, execution_arn: Option<&str>) -> Result<Vec<TokenRecord>> {
+        self.read(|conn| {
+            tokens::list_open(conn, execution_arn).map_err(|e| self.sqlite("list task tokens", e))
+        })
+    }
+
+    /// `stop-execution`: records the request and closes the execution's open tokens. The
+    /// execution (by ARN or name) must exist.
+    pub fn request_stop(
+        &self,
+        arn_or_name: &str,
+        error: Option<&str>,
+        cause: Option<&str>,
+        now: i64,
+    ) -> Result<StopOutcome> {
+        let Some(record) = self.execution(arn_or_name)? else {
+            return Err(StoreError::ExecutionNotFound {
+                execution: arn_or_name.to_owned(),
+            });
+        };
+        let arn = record.execution_arn;
+        self.write_now("request stop", |tx| {
+            tokens::request_stop(tx, &arn, error, cause, now)
+        })?
+        .ok_or(StoreError::ExecutionNotFound { execution: arn })
+    }
+
+    /// The stop asked for an execution, if any.
+    pub fn stop_request(&self, execution_arn: &str) -> Result<Option<StopRequest>> {
+        self.read(|conn| {
+            tokens::stop_request(conn, execution_arn)
+                .map_err(|e| self.sqlite("read stop request", e))
+        })
+    }
+
+    /// Ends a running execution nobody is driving any more: appends `ExecutionAborted` (with
+    /// `details` as its JSON) and marks it `ABORTED`. `false` if it had already ended.
+    pub fn abort_unattended(
+        &self,
+        execution_arn: &str,
+        details: Option<String>,
+        error: Option<String>,
+        cause: Option<String>,
+        now: i64,
+    ) -> Result<bool> {
+        self.write_now("abort execution", |tx| {
+            tokens::abort_unattended(tx, execution_arn, details, error, cause, now)
+        })
+    }
+
+    /// Runs `f` in a short IMMEDIATE transaction on the side connection and commits.
+    fn write_now<T>(
+        &self,
+        context: &'static str,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        if self.writer.is_none() {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        let mut slot = lock(&self.side_writer);
+        let mut conn = match slot.take() {
+            Some(conn) => conn,
+            None => self.open_side_writer()?,
+        };
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })()
+        .map_err(|e| self.sqlite(context, e));
+        *slot = Some(conn);
+        result
+    }
+
+    fn open_side_writer(&self) -> Result<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite("open", e))?;
+        conn.busy_timeout(self.options.busy_timeout)
+            .map_err(|e| self.sqlite("set busy timeout", e))?;
+        conn.execute_batch("PRAGMA foreign_keys = ON;")
+            .map_err(|e| self.sqlite("configure connection", e))?;
+        Ok(conn)
     }
 
     // ---- connections --------------------------------------------------------------------------

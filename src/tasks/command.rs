@@ -12,6 +12,9 @@ use serde_json::Value;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 
+/// A started worker: a future that feeds it, forwards its stderr and reports its exit.
+pub type WorkerWatch = std::pin::Pin<Box<dyn std::future::Future<Output = String>>>;
+
 /// A command line, already split into program and arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandLine {
@@ -103,6 +106,75 @@ impl CommandLine {
                 stdout.chars().take(200).collect::<String>()
             ))
         })
+    }
+}
+
+impl CommandLine {
+    /// Starts the command as the worker of a `.waitForTaskToken` attempt: the effective input on
+    /// stdin, the token in `SFN_TASK_TOKEN`. The attempt waits for the worker's *answer*
+    /// (`send-task-*`), not its exit, as AWS cannot see a worker die either; the returned future
+    /// feeds stdin, forwards stderr lines to `notice` prefixed with the state, and resolves with a
+    /// report of an unsuccessful exit (empty for status 0). Also returns the
+    /// worker's process id. Dropping it neither kills nor waits for the worker: the work does not
+    /// stop when the clock does.
+    pub fn spawn_worker(
+        &self,
+        request: &TaskRequest,
+        token: &str,
+        notice: std::rc::Rc<dyn Fn(&str)>,
+    ) -> Result<(Option<u32>, WorkerWatch), StatesError> {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(&self.argv[0])
+            .args(&self.argv[1..])
+            .stdin(Stdio::piped())
+            // Not inherited: a worker (or a grandchild) that outlives `run` must not hold the
+            // caller's pipes open.
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .env("SFN_STATE_NAME", &request.state_name)
+            .env("SFN_EXECUTION_ARN", &request.execution_arn)
+            .env("SFN_RETRY_COUNT", request.retry_count.to_string())
+            .env("SFN_TASK_TOKEN", token)
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(|e| {
+                StatesError::new(
+                    names::TASK_FAILED,
+                    format!("cannot start '{}': {e}", self.argv[0]),
+                )
+            })?;
+        let input = request.input.to_string();
+        let program = self.argv[0].clone();
+        let state = request.state_name.clone();
+        let pid = child.id();
+        Ok((
+            pid,
+            Box::pin(async move {
+                if let Some(mut stdin) = child.stdin.take() {
+                    // A worker that does not read its input is fine: ignore a broken pipe.
+                    let _ = stdin.write_all(input.as_bytes()).await;
+                }
+                if let Some(stderr) = child.stderr.take() {
+                    let mut lines = tokio::io::BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        notice(&format!("[{state}] {line}"));
+                    }
+                }
+                let status = match child.wait().await {
+                    Ok(s) => match s.code() {
+                        // Answered (most likely) and done: nothing worth a line.
+                        Some(0) => return String::new(),
+                        Some(c) => format!("exited with status {c}"),
+                        None => "was killed by a signal".to_owned(),
+                    },
+                    Err(e) => format!("could not be waited for: {e}"),
+                };
+                format!(
+                "worker '{program}' (pid {}) for state '{state}' {status}; the state waits for an answer with its task token (send-task-success/-failure) or for its TimeoutSeconds/HeartbeatSeconds",
+                pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
+            )
+            }),
+        ))
     }
 }
 

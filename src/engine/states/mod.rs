@@ -1,5 +1,6 @@
 //! One file per state type, each an `impl Engine` block with the state's semantics.
 
+mod callback;
 mod choice;
 mod fail;
 mod map;

@@ -15,16 +15,16 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// The event types and fixed details of one resource kind.
-struct TaskEvents {
-    scheduled: EventType,
-    started: EventType,
-    succeeded: EventType,
-    failed: EventType,
-    timed_out: EventType,
+pub(crate) struct TaskEvents {
+    pub scheduled: EventType,
+    pub started: EventType,
+    pub succeeded: EventType,
+    pub failed: EventType,
+    pub timed_out: EventType,
 }
 
 impl TaskEvents {
-    fn of(kind: &ResourceKind) -> TaskEvents {
+    pub(crate) fn of(kind: &ResourceKind) -> TaskEvents {
         match kind {
             ResourceKind::Integration { .. } => TaskEvents {
                 scheduled: EventType::TaskScheduled,
@@ -52,7 +52,7 @@ impl TaskEvents {
 }
 
 /// `resourceType` and `resource` of service-integration events; other kinds have none.
-fn integration_details(kind: &ResourceKind) -> Details {
+pub(crate) fn integration_details(kind: &ResourceKind) -> Details {
     match kind {
         ResourceKind::Integration {
             service, action, ..
@@ -156,16 +156,14 @@ impl Engine {
         }
     }
 
-    /// One attempt: Parameters, the scheduling events, the runner under the timeout, the
-    /// result's events, then ResultSelector/ResultPath/OutputPath.
-    async fn task_attempt(
+    /// `TimeoutSeconds` and `HeartbeatSeconds` of one attempt, literal or read from the
+    /// effective input; the heartbeat must stay below the timeout at run time too.
+    pub(crate) fn task_clocks(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
-        raw_input: &Value,
         effective: &Value,
-    ) -> Result<(Value, EventId), Failed> {
-        let parameters = self.arguments(cx, &t.io, effective)?;
+    ) -> Result<(Option<u64>, Option<u64>), Failed> {
         let timeout = self.resolve_count(
             cx,
             t.timeout_seconds.as_ref(),
@@ -189,6 +187,32 @@ impl Engine {
                 ));
             }
         }
+        Ok((timeout, heartbeat))
+    }
+
+    /// One attempt: Parameters, the scheduling events, the runner under the timeout, the
+    /// result's events, then ResultSelector/ResultPath/OutputPath.
+    async fn task_attempt(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        effective: &Value,
+    ) -> Result<(Value, EventId), Failed> {
+        if t.resource.waits_for_token() {
+            if let Some(broker) = self.tokens.clone() {
+                // An activity bound with --task keeps running its command as the worker.
+                let bound_activity = matches!(t.resource.kind, ResourceKind::Activity { .. })
+                    && broker.worker_for(&cx.state.name).is_some();
+                if !bound_activity {
+                    return self
+                        .token_attempt(cx, t, raw_input, effective, &broker)
+                        .await;
+                }
+            }
+        }
+        let parameters = self.arguments(cx, &t.io, effective)?;
+        let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
         let parameters_text = parameters.to_string();

@@ -1,0 +1,215 @@
+//! Task attempts that wait for a worker holding a task token: `.waitForTaskToken` integrations
+//! (callbacks) and activities.
+//!
+//! Each attempt issues a fresh token, puts it in `$$.Task.Token`, writes the scheduling events
+//! AWS writes, commits them and the token row, and only then lets a worker see the token (a
+//! `--task` command started with `SFN_TASK_TOKEN`, or a `get-activity-task` poller). The attempt
+//! then waits for the token's answer or for its deadlines; see [`crate::tasks::callback`].
+
+use crate::asl::error::{names, StatesError};
+use crate::asl::model::Task;
+use crate::asl::resource::ResourceKind;
+use crate::engine::clock::Millis;
+use crate::engine::execution::{Engine, Failed, StateCx};
+use crate::engine::history::{Details, EventId, EventType};
+use crate::engine::states::task::{integration_details, TaskEvents};
+use crate::store::{NewTaskToken, TokenKind};
+use crate::tasks::callback::{expiry_error, TaskToken, TokenBroker, TokenEvent};
+use crate::tasks::TaskRequest;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+impl Engine {
+    /// One attempt of a Task that waits for a worker's answer.
+    pub(crate) async fn token_attempt(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        effective: &Value,
+        broker: &TokenBroker,
+    ) -> Result<(Value, EventId), Failed> {
+        let token = TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?;
+        let set_token = |context: &mut Value| {
+            if let Value::Object(m) = context {
+                m.insert("Task".into(), json!({ "Token": token.as_str() }));
+            }
+        };
+        let parameters = self.arguments_with(cx, &t.io, effective, set_token)?;
+        let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
+        let kind = &t.resource.kind;
+        let events = TaskEvents::of(kind);
+        let is_activity = matches!(kind, ResourceKind::Activity { .. });
+        let parameters_text = parameters.to_string();
+        let mut scheduled = if is_activity {
+            Details::new()
+                .str("resource", &t.resource.arn)
+                .payload("input", parameters_text.clone())
+        } else {
+            integration_details(kind)
+                .str("region", &self.info.region)
+                .str("parameters", parameters_text.clone())
+        };
+        if let Some(tmo) = timeout {
+            scheduled = scheduled.int("timeoutInSeconds", tmo as i64);
+        }
+        if let Some(hb) = heartbeat {
+            scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
+        }
+        let mut prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
+        if !is_activity {
+            prev = self.push(
+                prev,
+                events.started,
+                Some(integration_details(kind).build()),
+            )?;
+        }
+        // Nobody may see the token before the events that introduce it are committed.
+        let committed = self.history.borrow_mut().flush();
+        let _ = committed.await;
+        let started_at = self.clock.now();
+        let scaled_ms =
+            |secs: u64| self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
+        let attempt = cx.retry_count.unwrap_or(0);
+        let open = broker
+            .issue(NewTaskToken {
+                token: token.as_str().to_owned(),
+                execution_arn: self.info.execution_arn.clone(),
+                state_name: cx.state.name.clone(),
+                attempt,
+                kind: if is_activity {
+                    TokenKind::Activity
+                } else {
+                    TokenKind::Callback
+                },
+                activity_arn: is_activity.then(|| t.resource.arn.clone()),
+                input: parameters_text,
+                created_at: started_at,
+                timeout_seconds: timeout,
+                heartbeat_seconds: heartbeat,
+                heartbeat_ms: heartbeat.map(scaled_ms),
+                timeout_at: timeout.map(|s| started_at + scaled_ms(s)),
+            })
+            .map_err(|e| Failed::new(e, prev))?;
+        let mut worker = None;
+        if is_activity {
+            broker.notice(&format!(
+                "state '{}' (attempt {}) queued an activity task on {}; a worker takes it with: sfn-local get-activity-task --activity-arn {}",
+                cx.state.name,
+                attempt + 1,
+                t.resource.arn,
+                t.resource.arn
+            ));
+        } else {
+            broker.notice(&format!(
+                "state '{}' (attempt {}) issued task token {}",
+                cx.state.name,
+                attempt + 1,
+                token
+            ));
+            let mut submitted = json!({});
+            if let Some(command) = broker.worker_for(&cx.state.name) {
+                let request = TaskRequest {
+                    state_name: cx.state.name.clone(),
+                    resource: t.resource.clone(),
+                    input: parameters,
+                    execution_arn: self.info.execution_arn.clone(),
+                    retry_count: attempt,
+                };
+                let notice = broker.notice_fn();
+                match command.spawn_worker(&request, token.as_str(), notice) {
+                    Ok((pid, watch)) => {
+                        submitted = json!({ "Worker": command.argv[0], "Pid": pid });
+                        worker = Some(watch);
+                    }
+                    Err(e) => {
+                        // The worker never got the token: the submission failed, as an
+                        // integration call that cannot be made fails on AWS.
+                        let prev = self.push(
+                            prev,
+                            events.failed,
+                            Some(integration_details(kind).error(&e).build()),
+                        )?;
+                        return Err(Failed::new(e, prev));
+                    }
+                }
+            } else {
+                broker.notice(&format!(
+                    "no --task worker is bound to state '{}'; answer with: sfn-local send-task-success --task-token {} --task-output JSON",
+                    cx.state.name, token
+                ));
+            }
+            prev = self.push(
+                prev,
+                EventType::TaskSubmitted,
+                Some(
+                    integration_details(kind)
+                        .payload("output", submitted.to_string())
+                        .build(),
+                ),
+            )?;
+        }
+        let mut started_seen = !is_activity;
+        loop {
+            let event = open
+                .next_event(self.clock.as_ref(), started_seen, &mut worker)
+                .await
+                .map_err(|e| Failed::new(e, prev))?;
+            match event {
+                TokenEvent::Started { worker_name } => {
+                    started_seen = true;
+                    let mut details = Details::new();
+                    if let Some(w) = worker_name {
+                        details = details.str("workerName", w);
+                    }
+                    prev = self.push(prev, events.started, Some(details.build()))?;
+                }
+                TokenEvent::Succeeded(result) => {
+                    let prev = self.push(
+                        prev,
+                        events.succeeded,
+                        Some(
+                            integration_details(kind)
+                                .payload("output", result.to_string())
+                                .build(),
+                        ),
+                    )?;
+                    let output = self.finish_result(cx, &t.io, raw_input.clone(), result)?;
+                    return Ok((output, prev));
+                }
+                TokenEvent::Failed(e) => {
+                    let prev = self.push(
+                        prev,
+                        events.failed,
+                        Some(integration_details(kind).error(&e).build()),
+                    )?;
+                    return Err(Failed::new(e, prev));
+                }
+                TokenEvent::TimedOut(expiry) => {
+                    // History says States.Timeout, with no cause, for both clocks (as AWS);
+                    // the error keeps which one ran out for States.HeartbeatTimeout.
+                    let e = expiry_error(expiry);
+                    let prev = self.push(
+                        prev,
+                        events.timed_out,
+                        Some(
+                            integration_details(kind)
+                                .str("error", names::TIMEOUT)
+                                .build(),
+                        ),
+                    )?;
+                    return Err(Failed::new(e, prev));
+                }
+                TokenEvent::Closed => {
+                    // Closed under us: the execution is being stopped, and the stop watcher
+                    // ends it (dropping this attempt writes TaskStateAborted).
+                    std::future::pending::<()>().await;
+                    return Err(Failed::new(
+                        StatesError::runtime("the task token was closed"),
+                        prev,
+                    ));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Task tokens: issue one per attempt, hand it to a worker, and wait for the worker's answer
+//! through the store.
+//!
+//! The answer comes from another process (`sfn-local send-task-success` and friends), which
+//! commits to the same SQLite file. The waiting runner notices by polling `PRAGMA data_version`
+//! every [`ANSWER_POLL`] (it costs no disk I/O) and then reads only its own token. Deadlines are
+//! absolute times in the token row; the waiter sleeps until the earliest one and then decides the
+//! expiry with a conditional UPDATE, so a heartbeat that lands at the same moment either wins
+//! (and the deadline moves) or loses (and gets `TaskTimedOut`), never both.
+
+use crate::asl::error::{names, StatesError};
+use crate::engine::clock::{Clock, Millis};
+use crate::store::{Expiry, NewTaskToken, Store, StoreError, TokenKind, TokenRecord, TokenStatus};
+use crate::tasks::command::CommandLine;
+use base64::Engine as _;
+use serde_json::Value;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a waiting runner looks for commits by other processes. An answer is noticed
+/// within this (plus one read), well under the 50 ms the CLI promises.
+pub const ANSWER_POLL: Duration = Duration::from_millis(5);
+
+/// How often a running execution looks for a stop request.
+pub const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// The longest token AWS accepts.
+pub const MAX_TOKEN_LEN: usize = 2048;
+
+/// An opaque, unguessable task token: `T` and 256 random bits from the OS in URL-safe base64
+/// (44 characters). The letter in front keeps a token from starting with `-`, which command
+/// lines would take for an option.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskToken(String);
+
+impl TaskToken {
+    /// A fresh token from the OS's random source.
+    pub fn generate() -> Result<TaskToken, StatesError> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            StatesError::runtime(format!("cannot read random bytes for a task token: {e}"))
+        })?;
+        Ok(TaskToken(format!(
+            "T{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        )))
+    }
+
+    /// The token's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `text` could be a token at all (AWS's `InvalidToken` otherwise): 1 to 2,048
+    /// characters of URL-safe base64.
+    pub fn is_well_formed(text: &str) -> bool {
+        !text.is_empty()
+            && text.len() <= MAX_TOKEN_LEN
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'=')
+    }
+}
+
+impl std::fmt::Display for TaskToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What changed about a token the engine waits on.
+#[derive(Debug, Clone)]
+pub enum TokenEvent {
+    /// A worker took the activity task (`ActivityStarted`).
+    Started {
+        /// `--worker-name`, if it gave one.
+        worker_name: Option<String>,
+    },
+    /// `send-task-success` with its output.
+    Succeeded(Value),
+    /// `send-task-failure` (error and cause as sent; both may be absent).
+    Failed(StatesError),
+    /// A clock ran out.
+    TimedOut(Expiry),
+    /// The token was closed under the attempt (the execution is being stopped).
+    Closed,
+}
+
+/// Reports for the person running `run`: tokens issued, worker exits, worker stderr.
+pub type NoticeFn = Rc<dyn Fn(&str)>;
+
+pub use crate::tasks::command::WorkerWatch;
+
+/// Issues task tokens for one execution and waits for their answers.
+pub struct TokenBroker {
+    store: Arc<Store>,
+    execution_arn: String,
+    /// `--task STATE=COMMAND` bindings: workers to start for `.waitForTaskToken` states.
+    workers: HashMap<String, CommandLine>,
+    notice: NoticeFn,
+}
+
+impl TokenBroker {
+    /// A broker for `execution_arn`, which must already be stored.
+    pub fn new(
+        store: Arc<Store>,
+        execution_arn: &str,
+        workers: HashMap<String, CommandLine>,
+        notice: NoticeFn,
+    ) -> Self {
+        TokenBroker {
+            store,
+            execution_arn: execution_arn.to_owned(),
+            workers,
+            notice,
+        }
+    }
+
+    /// The execution's ARN.
+    pub fn execution_arn(&self) -> &str {
+        &self.execution_arn
+    }
+
+    /// Tells the person running `run`.
+    pub fn notice(&self, message: &str) {
+        (self.notice)(message)
+    }
+
+    /// The notice channel itself, for workers' stderr.
+    pub fn notice_fn(&self) -> NoticeFn {
+        self.notice.clone()
+    }
+
+    /// The command bound to a state, if any.
+    pub fn worker_for(&self, state: &str) -> Option<&CommandLine> {
+        self.workers.get(state)
+    }
+
+    /// Stores a token; committed when this returns, so a worker may see it.
+    pub fn issue(&self, token: NewTaskToken) -> Result<OpenToken<'_>, StatesError> {
+        self.store.issue_token(&token).map_err(store_error)?;
+        let text = TaskToken(token.token);
+        Ok(OpenToken {
+            broker: self,
+            token: text,
+            settled: Cell::new(false),
+        })
+    }
+
+    /// Resolves when `stop-execution` asked this execution to stop; never otherwise.
+    pub async fn stop_requested(&self) -> crate::store::StopRequest {
+        let mut seen = None;
+        loop {
+            tokio::time::sleep(STOP_POLL).await;
+            // Read the row only when someone committed since the last look.
+            let Ok(version) = self.store.data_version() else {
+                continue;
+            };
+            if seen == Some(version) {
+                continue;
+            }
+            seen = Some(version);
+            if let Ok(Some(request)) = self.store.stop_request(&self.execution_arn) {
+                return request;
+            }
+        }
+    }
+
+    /// Closes every open token of the execution (it ended); late answers get `TaskTimedOut`.
+    pub fn close_all(&self, now: Millis) {
+        let _ = self.store.close_tokens(&self.execution_arn, None, now);
+    }
+}
+
+/// A token whose attempt is waiting. Dropping it before it settled (the attempt was aborted:
+/// a sibling branch failed, the execution timed out or stopped) closes it in the store.
+pub struct OpenToken<'a> {
+    broker: &'a TokenBroker,
+    token: TaskToken,
+    settled: Cell<bool>,
+}
+
+impl OpenToken<'_> {
+    /// The token.
+    pub fn token(&self) -> &TaskToken {
+        &self.token
+    }
+
+    /// Waits for the next thing that happens to the token: a worker taking it (activities,
+    /// when `started_seen` is false), an answer, or an expiry. `worker`, if any, is polled
+    /// meanwhile; when it ends, its report goes to the notice channel and it is dropped.
+    pub async fn next_event(
+        &self,
+        clock: &dyn Clock,
+        started_seen: bool,
+        worker: &mut Option<WorkerWatch>,
+    ) -> Result<TokenEvent, StatesError> {
+        let store = &self.broker.store;
+        loop {
+            // Read the version before the row: a commit landing in between shows up as a change.
+            let version = store.data_version().map_err(store_error)?;
+            let row = store
+                .token(self.token.as_str())
+                .map_err(store_error)?
+                .ok_or_else(|| StatesError::runtime("the task token vanished from the database"))?;
+            if let Some(event) = settled_event(&row, started_seen)? {
+                if !matches!(event, TokenEvent::Started { .. }) {
+                    self.settled.set(true);
+                }
+                return Ok(event);
+            }
+            let deadline = row.next_deadline();
+            if let Some(d) = deadline {
+                let now = clock.now();
+                if d <= now {
+                    match store
+                        .expire_token(self.token.as_str(), now)
+                        .map_err(store_error)?
+                    {
+                        Some(expiry) => {
+                            self.settled.set(true);
+                            return Ok(TokenEvent::TimedOut(expiry));
+                        }
+                        // A heartbeat or an answer won: read the row again.
+                        None => continue,
+                    }
+                }
+            }
+            // One timer on the token's next deadline; in between, a cheap look for commits.
+            let timer = async {
+                match deadline {
+                    Some(d) => clock.sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(timer);
+            loop {
+                enum Wake {
+                    Deadline,
+                    Worker(String),
+                    Poll,
+                }
+                let wake = {
+                    let worker_done = async {
+                        match worker.as_mut() {
+                            Some(w) => w.await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        biased;
+                        _ = &mut timer => Wake::Deadline,
+                        report = worker_done => Wake::Worker(report),
+                        _ = tokio::time::sleep(ANSWER_POLL) => Wake::Poll,
+                    }
+                };
+                match wake {
+                    Wake::Deadline => break,
+                    Wake::Worker(report) => {
+                        *worker = None;
+                        if !report.is_empty() {
+                            self.broker.notice(&report);
+                        }
+                    }
+                    Wake::Poll => {
+                        let v = store.data_version().map_err(store_error)?;
+                        if v != version {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for OpenToken<'_> {
+    fn drop(&mut self) {
+        if !self.settled.get() {
+            let now = crate::engine::clock::system_now();
+            let _ = self.broker.store.close_tokens(
+                &self.broker.execution_arn,
+                Some(self.token.as_str()),
+                now,
+            );
+        }
+    }
+}
+
+/// What a token row says, if it says something the waiter must act on.
+fn settled_event(row: &TokenRecord, started_seen: bool) -> Result<Option<TokenEvent>, StatesError> {
+    Ok(Some(match row.status {
+        TokenStatus::Succeeded => {
+            let text = row.output.as_deref().unwrap_or("null");
+            let value = serde_json::from_str(text).map_err(|e| {
+                StatesError::runtime(format!("the stored task output is not JSON: {e}"))
+            })?;
+            if !started_seen && row.kind == TokenKind::Activity {
+                return Ok(Some(TokenEvent::Started {
+                    worker_name: row.worker_name.clone(),
+                }));
+            }
+            TokenEvent::Succeeded(value)
+        }
+        TokenStatus::Failed => {
+            if !started_seen && row.kind == TokenKind::Activity {
+                return Ok(Some(TokenEvent::Started {
+                    worker_name: row.worker_name.clone(),
+                }));
+            }
+            TokenEvent::Failed(StatesError {
+                error: row.error.clone(),
+                cause: row.cause.clone(),
+                heartbeat: false,
+            })
+        }
+        TokenStatus::TimedOut => TokenEvent::TimedOut(row.expired_by.unwrap_or(Expiry::Timeout)),
+        TokenStatus::Closed => TokenEvent::Closed,
+        TokenStatus::Started if !started_seen && row.kind == TokenKind::Activity => {
+            TokenEvent::Started {
+                worker_name: row.worker_name.clone(),
+            }
+        }
+        TokenStatus::Started | TokenStatus::Scheduled => return Ok(None),
+    }))
+}
+
+/// The States error a timed-out token raises: `States.Timeout`, marked when the heartbeat ran
+/// out so that `States.HeartbeatTimeout` matches it in Retry and Catch.
+pub fn expiry_error(expiry: Expiry) -> StatesError {
+    match expiry {
+        Expiry::Timeout => StatesError::timeout(),
+        Expiry::Heartbeat => StatesError::heartbeat_timeout(),
+    }
+}
+
+/// A store failure while waiting is the execution's runtime error: the database is the truth,
+/// and without it the attempt cannot know its answer.
+fn store_error(e: StoreError) -> StatesError {
+    StatesError::new(names::RUNTIME, format!("task token store: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_long_random_and_url_safe() {
+        let a = TaskToken::generate().expect("random");
+        let b = TaskToken::generate().expect("random");
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 44);
+        assert!(a.as_str().starts_with('T'));
+        assert!(TaskToken::is_well_formed(a.as_str()));
+        assert!(!TaskToken::is_well_formed(""));
+        assert!(!TaskToken::is_well_formed("has space"));
+        assert!(!TaskToken::is_well_formed(&"a".repeat(2049)));
+    }
+}
