@@ -26,20 +26,24 @@ trap 'rm -rf "$TMP"' EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# measure NAME CMD...: prints "NAME median_seconds peak_MB"
+# measure NAME CMD...: prints "NAME median_seconds peak_MB". Times come from runs of the bare
+# command (a wrapper like /usr/bin/time costs a few ms of its own); peak memory from one more run
+# under /usr/bin/time.
 measure() {
   local name=$1; shift
-  local times=() mems=()
+  local times=()
   for _ in $(seq "$N"); do
     rm -f "$TMP"/db*
     local start=$EPOCHREALTIME
-    /usr/bin/time -f "%M" -o "$TMP/time" "$@" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
+    "$@" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
     local end=$EPOCHREALTIME
-    times+=("$(echo "$end - $start" | bc -l)"); mems+=("$(cat "$TMP/time")")
+    times+=("$(echo "$end - $start" | bc -l)")
   done
+  rm -f "$TMP"/db*
+  /usr/bin/time -f "%M" -o "$TMP/time" "$@" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
   local t m
   t=$(printf '%s\n' "${times[@]}" | median)
-  m=$(printf '%s\n' "${mems[@]}" | sort -n | tail -1)
+  m=$(cat "$TMP/time")
   printf '%-22s %9.4f s %8.1f MB\n' "$name" "$t" "$(echo "$m / 1024" | bc -l)"
 }
 

@@ -173,9 +173,15 @@ impl Store {
              PRAGMA synchronous = {synchronous};
              PRAGMA foreign_keys = ON;
              PRAGMA temp_store = MEMORY;
-             PRAGMA cache_size = -16384;"
+             PRAGMA cache_size = -16384;
+             PRAGMA wal_autocheckpoint = 16384;"
         ))
         .map_err(|e| sqlite("configure connection", e))?;
+        // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
+        // them. The WAL is checkpointed once it reaches 64 MiB, and the checkpoint a closing
+        // connection would do is left to later ones: a WAL left behind is replayed on open, so
+        // nothing is lost.
+        no_checkpoint_on_close(&conn).map_err(|e| sqlite("configure connection", e))?;
         // Batches can hold thousands of events; keep their statements compiled.
         conn.set_prepared_statement_cache_capacity(32);
         if let Err(found) = migrations::migrate(&mut conn).map_err(|e| sqlite("migrate", e))? {
@@ -463,6 +469,7 @@ impl Store {
             .map_err(|e| self.sqlite("set busy timeout", e))?;
         conn.execute_batch("PRAGMA foreign_keys = ON;")
             .map_err(|e| self.sqlite("configure connection", e))?;
+        no_checkpoint_on_close(&conn).map_err(|e| self.sqlite("configure connection", e))?;
         Ok(conn)
     }
 
@@ -499,12 +506,22 @@ impl Store {
             Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite("open", e))?;
         conn.busy_timeout(self.options.busy_timeout)
             .map_err(|e| self.sqlite("set busy timeout", e))?;
+        no_checkpoint_on_close(&conn).map_err(|e| self.sqlite("configure connection", e))?;
         Ok(conn)
     }
 
     fn sqlite(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(&self.path, context, self.options.busy_timeout, err)
     }
+}
+
+/// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the
+/// process may exit; leave that to the next writer's automatic checkpoints instead.
+fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
 }
 
 /// Locks a mutex even if a panicking thread poisoned it: the guarded values are connections,
