@@ -850,6 +850,54 @@ impl Parser<'_> {
         }
     }
 
+    /// A `*Path` field of a JSONPath state: a reference path (nothing in JSONata states, where
+    /// the field is left for `Fields::finish` to report).
+    fn reference_path_field(
+        &mut self,
+        f: &mut Fields<'_>,
+        ql: QueryLanguage,
+        path_key: &'static str,
+    ) -> Option<Path> {
+        if ql != QueryLanguage::JsonPath {
+            return None;
+        }
+        match f.take(path_key)? {
+            Value::String(s) => {
+                let at = f.at.key(path_key);
+                self.path(s, &at, path_key, true)
+            }
+            _ => {
+                self.diags
+                    .schema(&f.at.key(path_key), "Expected value of type String");
+                None
+            }
+        }
+    }
+
+    /// A field given both as a literal and as its `*Path` twin is an error, reported at the
+    /// path with the literal labelled; otherwise whichever was given.
+    fn one_of<T>(
+        &mut self,
+        f: &Fields<'_>,
+        (key, literal): (&str, Option<T>),
+        (path_key, path): (&str, Option<T>),
+    ) -> Option<T> {
+        match (literal, path) {
+            (Some(_), Some(_)) => {
+                self.diags.push(
+                    crate::asl::diagnostic::Diagnostic::error(
+                        Code::SchemaValidationFailed,
+                        &f.at.key(path_key),
+                        format!("A state may have '{key}' or '{path_key}', not both"),
+                    )
+                    .with_related(f.at.key(key), format!("{key} is here")),
+                );
+                None
+            }
+            (l, p) => l.or(p),
+        }
+    }
+
     /// A positive count given as a literal or a `*Path` (JSONPath), or a literal or expression
     /// (JSONata). Reports both forms together.
     fn seconds(
@@ -874,35 +922,10 @@ impl Parser<'_> {
             }
             _ => f.bounded_uint(self.diags, key, min).map(Dynamic::Literal),
         };
-        let path = match ql {
-            QueryLanguage::JsonPath => match f.take(path_key) {
-                Some(Value::String(s)) => {
-                    let at = f.at.key(path_key);
-                    self.path(s, &at, path_key, true).map(Dynamic::Path)
-                }
-                Some(_) => {
-                    self.diags
-                        .schema(&f.at.key(path_key), "Expected value of type String");
-                    None
-                }
-                None => None,
-            },
-            QueryLanguage::Jsonata => None,
-        };
-        match (literal, path) {
-            (Some(_), Some(_)) => {
-                self.diags.push(
-                    crate::asl::diagnostic::Diagnostic::error(
-                        Code::SchemaValidationFailed,
-                        &f.at.key(path_key),
-                        format!("A state may have '{key}' or '{path_key}', not both"),
-                    )
-                    .with_related(literal_at, format!("{key} is here")),
-                );
-                None
-            }
-            (l, p) => l.or(p),
-        }
+        let path = self
+            .reference_path_field(f, ql, path_key)
+            .map(Dynamic::Path);
+        self.one_of(f, (key, literal), (path_key, path))
     }
 
     fn choice(&mut self, f: &mut Fields<'_>, ql: QueryLanguage, names: &ScopeNames) -> Choice {
@@ -1051,17 +1074,9 @@ impl Parser<'_> {
                 None
             }
         };
-        let timestamp = timestamp.or_else(|| match (ql, f.take("TimestampPath")) {
-            (QueryLanguage::JsonPath, Some(Value::String(s))) => {
-                let at = f.at.key("TimestampPath");
-                self.path(s, &at, "TimestampPath", true).map(Dynamic::Path)
-            }
-            (QueryLanguage::JsonPath, Some(_)) => {
-                self.diags
-                    .schema(&f.at.key("TimestampPath"), "Expected value of type String");
-                None
-            }
-            _ => None,
+        let timestamp = timestamp.or_else(|| {
+            self.reference_path_field(f, ql, "TimestampPath")
+                .map(Dynamic::Path)
         });
         let wait = match (seconds, timestamp) {
             (Some(s), _) => WaitFor::Seconds(s),
@@ -1229,21 +1244,7 @@ impl Parser<'_> {
             .unwrap_or_default();
         let processor =
             processor.and_then(|p| self.nested_scope(p, &processor_at, "a Map item processor"));
-        let items_path = match ql {
-            QueryLanguage::JsonPath => match f.take("ItemsPath") {
-                Some(Value::String(s)) => {
-                    let at = f.at.key("ItemsPath");
-                    self.path(s, &at, "ItemsPath", true)
-                }
-                Some(_) => {
-                    self.diags
-                        .schema(&f.at.key("ItemsPath"), "Expected value of type String");
-                    None
-                }
-                None => None,
-            },
-            QueryLanguage::Jsonata => None,
-        };
+        let items_path = self.reference_path_field(f, ql, "ItemsPath");
         let items = match ql {
             QueryLanguage::Jsonata => self.jsonata(f, "Items"),
             QueryLanguage::JsonPath => None,
@@ -1373,28 +1374,10 @@ impl Parser<'_> {
                 }
             },
         };
-        let path = match (ql, f.take(path_key)) {
-            (QueryLanguage::JsonPath, Some(Value::String(s))) => {
-                let at = f.at.key(path_key);
-                self.path(s, &at, path_key, true).map(Dynamic::Path)
-            }
-            (QueryLanguage::JsonPath, Some(_)) => {
-                self.diags
-                    .schema(&f.at.key(path_key), "Expected value of type String");
-                None
-            }
-            _ => None,
-        };
-        match (literal, path) {
-            (Some(_), Some(_)) => {
-                self.diags.schema(
-                    &f.at.key(path_key),
-                    format!("A state may have '{key}' or '{path_key}', not both"),
-                );
-                None
-            }
-            (l, p) => l.or(p),
-        }
+        let path = self
+            .reference_path_field(f, ql, path_key)
+            .map(Dynamic::Path);
+        self.one_of(f, (key, literal), (path_key, path))
     }
 }
 

@@ -690,8 +690,14 @@ impl Engine {
         )
     }
 
-    /// Selects a path that must match, for InputPath and OutputPath.
-    fn required_path(&self, cx: &StateCx<'_>, path: &Path, value: &Value) -> Result<Value, Failed> {
+    /// Selects a path that must match (InputPath, OutputPath, ItemsPath, `*SecondsPath`...):
+    /// nothing there is AWS's `States.Runtime` "Invalid path ... No results for path".
+    pub(crate) fn required_path(
+        &self,
+        cx: &StateCx<'_>,
+        path: &Path,
+        value: &Value,
+    ) -> Result<Value, Failed> {
         self.with_env(cx, value, |_| {}, |env| path.select(env))
             .ok_or_else(|| {
                 self.state_error(
@@ -713,10 +719,20 @@ impl Engine {
         io: &DataFlow,
         input: Value,
     ) -> Result<Value, Failed> {
-        match &io.input_path {
-            OptionalPath::Default => Ok(input),
+        self.select_field(cx, &io.input_path, input)
+    }
+
+    /// InputPath or OutputPath: absent keeps the value, `null` gives `{}`, a path must match.
+    fn select_field(
+        &self,
+        cx: &StateCx<'_>,
+        field: &OptionalPath,
+        value: Value,
+    ) -> Result<Value, Failed> {
+        match field {
+            OptionalPath::Default => Ok(value),
             OptionalPath::Null => Ok(Value::Object(Default::default())),
-            OptionalPath::Path(p) => self.required_path(cx, p, &input),
+            OptionalPath::Path(p) => self.required_path(cx, p, &value),
         }
     }
 
@@ -773,11 +789,7 @@ impl Engine {
         io: &DataFlow,
         output: Value,
     ) -> Result<Value, Failed> {
-        match &io.output_path {
-            OptionalPath::Default => Ok(output),
-            OptionalPath::Null => Ok(Value::Object(Default::default())),
-            OptionalPath::Path(p) => self.required_path(cx, p, &output),
-        }
+        self.select_field(cx, &io.output_path, output)
     }
 
     /// ResultSelector, ResultPath and OutputPath: a result becomes the state's output.

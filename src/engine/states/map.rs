@@ -4,9 +4,7 @@
 use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Dynamic, ItemSelector, Map, ProcessorMode, QueryLanguage, StateMachine};
 use crate::engine::context::ExecutionInfo;
-use crate::engine::execution::{
-    bracket_notation, Engine, Failed, StateCx, StatesData, Status, Step,
-};
+use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step};
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
@@ -104,19 +102,7 @@ impl Engine {
         }
         let items = match &m.items_path {
             None => effective.clone(),
-            Some(p) => self
-                .with_env(cx, effective, |_| {}, |env| p.select(env))
-                .ok_or_else(|| {
-                    self.state_error(
-                        cx,
-                        names::RUNTIME,
-                        &format!(
-                            "Invalid path '{}' : No results for path: {}",
-                            p.text(),
-                            bracket_notation(p.text())
-                        ),
-                    )
-                })?,
+            Some(p) => self.required_path(cx, p, effective)?,
         };
         let Value::Array(items) = items else {
             return Err(self

@@ -5,9 +5,7 @@ use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Dynamic, Task};
 use crate::asl::resource::ResourceKind;
 use crate::engine::clock::Millis;
-use crate::engine::execution::{
-    bracket_notation, Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES,
-};
+use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::retry::Retries;
 use crate::tasks::TaskRequest;
@@ -113,19 +111,7 @@ impl Engine {
             }
             Some(Dynamic::Literal(n)) => Ok(Some(*n)),
             Some(Dynamic::Path(p)) => {
-                let v = self
-                    .with_env(cx, input, |_| {}, |env| p.select(env))
-                    .ok_or_else(|| {
-                        self.state_error(
-                            cx,
-                            names::RUNTIME,
-                            &format!(
-                                "Invalid path '{}' : No results for path: {}",
-                                p.text(),
-                                bracket_notation(p.text())
-                            ),
-                        )
-                    })?;
+                let v = self.required_path(cx, p, input)?;
                 // AWS also takes an integer written as a string (a variable assigned "1").
                 let n = v
                     .as_u64()
