@@ -151,3 +151,4 @@ impl Sandbox {
         }
     }
 }
+pub mod conformance;

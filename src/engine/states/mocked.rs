@@ -50,7 +50,9 @@ impl Engine {
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
         let waits = t.resource.waits_for_token();
-        let parameters = if waits {
+        // AWS gives `.sync` tasks a token in the context object too.
+        let has_token = waits || t.resource.pattern() == Some(IntegrationPattern::Sync);
+        let parameters = if has_token {
             let token = TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?;
             let set_token = |context: &mut Value| {
                 if let Value::Object(m) = context {
