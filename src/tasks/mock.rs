@@ -321,6 +321,17 @@ pub struct Mocks {
 }
 
 impl Mocks {
+    /// These mocks with `other`'s states added (`other` wins for a state both mock). The
+    /// counters start afresh.
+    pub fn merged(self, other: Mocks) -> Mocks {
+        let mut states = self.states;
+        states.extend(other.states);
+        Mocks {
+            states,
+            counts: Arc::default(),
+        }
+    }
+
     /// Whether nothing is mocked.
     pub fn is_empty(&self) -> bool {
         self.states.is_empty()
