@@ -315,7 +315,10 @@ fn validate_reports_bad_expressions_scopes_and_unassigned_variables() {
 #[test]
 fn the_jsonata_example_runs_through_the_binary() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Its own database: the user's default one may belong to another sfn-local version.
+    let sandbox = common::Sandbox::new();
     let out = Command::new(common::bin())
+        .env("SFN_LOCAL_DB", sandbox.db())
         .arg("run")
         .arg(root.join("definitions/invoice-jsonata.asl.json"))
         .arg("--input-file")

@@ -37,6 +37,7 @@ pub mod report;
 pub mod run;
 pub mod stop;
 pub mod tasks;
+pub mod test;
 pub mod validate;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
@@ -75,6 +76,8 @@ pub enum Command {
     GetActivityTask(tasks::GetActivityArgs),
     /// List the tasks waiting for an answer, with their tokens and deadlines.
     ListTasks(tasks::ListTasksArgs),
+    /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
+    Test(test::TestArgs),
 }
 
 impl Command {
@@ -92,6 +95,7 @@ impl Command {
             Command::SendTaskHeartbeat(args) => tasks::heartbeat(args),
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
             Command::ListTasks(args) => tasks::list(args),
+            Command::Test(args) => test::run(args),
         }
     }
 }

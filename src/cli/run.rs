@@ -29,9 +29,16 @@ pub struct RunArgs {
     /// The execution's name (default: a UUID).
     #[arg(long)]
     pub name: Option<String>,
-    /// The state machine's name (default: the file name without `.asl.json`/`.json`).
+    /// The state machine's name (default: the file name without `.asl.json`/`.json`). A state
+    /// machine ARN gives its name; `NAME#TestCase` also chooses the mock test case.
     #[arg(long)]
     pub state_machine_name: Option<String>,
+    /// A MockConfigFile (AWS Step Functions Local's format) holding mocked Task results.
+    #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
+    pub mock_config: Option<PathBuf>,
+    /// The test case of the mock config to run (or `DEFINITION#CASE`, `--state-machine-name NAME#CASE`).
+    #[arg(long, value_name = "NAME")]
+    pub test_case: Option<String>,
     /// The role ARN in the context object and history.
     #[arg(long)]
     pub role_arn: Option<String>,
@@ -122,8 +129,48 @@ fn read_input(args: &RunArgs) -> Result<String, String> {
     }
 }
 
+/// Loads the mocks of a test case for `machine_name`.
+fn load_mocks(
+    file: Option<&std::path::Path>,
+    machine_name: &str,
+    case: &str,
+    machine: &asl::StateMachine,
+) -> Result<crate::tasks::mock::Mocks, String> {
+    let file = file.ok_or_else(|| {
+        format!("test case '{case}' needs a mock config: --mock-config FILE or SFN_MOCK_CONFIG")
+    })?;
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read the mock config {}: {e}", file.display()))?;
+    let config = crate::tasks::mock::MockConfig::parse(&text)
+        .map_err(|e| format!("the mock config {}: {e}", file.display()))?;
+    let mocks = config.test_case(machine_name, case)?;
+    mocks.check_against(machine).map_err(|e| {
+        format!(
+            "test case '{machine_name}#{case}' in {}: {e}",
+            file.display()
+        )
+    })?;
+    Ok(mocks)
+}
+
 /// Runs `run`.
-pub fn run(args: RunArgs) -> ExitCode {
+pub fn run(mut args: RunArgs) -> ExitCode {
+    // `DEFINITION#CASE` chooses a mock test case, when the file itself has no `#` in its name.
+    let mut test_case = args.test_case.clone();
+    if !args.definition.exists() {
+        let text = args.definition.to_string_lossy().into_owned();
+        if let (path, Some(case)) = crate::tasks::mock::split_test_case(&text) {
+            if !text.starts_with("arn:") {
+                test_case = test_case.or(Some(case.to_owned()));
+                args.definition = PathBuf::from(path);
+            }
+        }
+    }
+    if let Some(name) = args.state_machine_name.clone() {
+        let (name, case) = crate::tasks::mock::split_test_case(&name);
+        test_case = test_case.or(case.map(str::to_owned));
+        args.state_machine_name = Some(name.to_owned());
+    }
     let text = match std::fs::read_to_string(&args.definition) {
         Ok(t) => t,
         Err(e) => return usage(format!("cannot read {}: {e}", args.definition.display())),
@@ -193,6 +240,12 @@ pub fn run(args: RunArgs) -> ExitCode {
                 }
                 tasks.commands.insert(state, command);
             }
+            Err(e) => return usage(e),
+        }
+    }
+    if let Some(case) = &test_case {
+        match load_mocks(args.mock_config.as_deref(), &machine_name, case, &machine) {
+            Ok(mocks) => tasks.mocks = mocks,
             Err(e) => return usage(e),
         }
     }

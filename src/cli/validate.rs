@@ -44,8 +44,16 @@ pub enum TypeArg {
     Express,
 }
 
+/// Test specs (`*.sfntest.json`) and mock configs (`*.mocks.json`) kept beside definitions:
+/// not definitions, so a folder walk skips them.
+fn is_companion(p: &Path) -> bool {
+    let name = p.to_string_lossy();
+    name.ends_with(crate::cli::test::SPEC_SUFFIX) || name.ends_with(crate::cli::test::MOCKS_SUFFIX)
+}
+
 /// Finds the definition files named by the arguments: files as given, folders walked
-/// recursively for `*.json` (which covers `*.asl.json`), sorted for a stable report.
+/// recursively for `*.json` (which covers `*.asl.json`; test specs and mock configs are
+/// skipped), sorted for a stable report.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
         let entries =
@@ -55,7 +63,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         for p in found {
             if p.is_dir() {
                 walk(&p, out)?;
-            } else if p.extension().is_some_and(|x| x == "json") {
+            } else if p.extension().is_some_and(|x| x == "json") && !is_companion(&p) {
                 out.push(p);
             }
         }

@@ -6,6 +6,7 @@
 
 pub mod callback;
 pub mod command;
+pub mod mock;
 
 use crate::asl::error::StatesError;
 use crate::asl::resource::Resource;
@@ -36,14 +37,24 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<Value, StatesError>>>>;
 pub trait TaskRunner {
     /// Runs one attempt; resolves to the task's result or its error.
     fn run(&self, request: TaskRequest) -> TaskFuture;
+
+    /// The mocked answer to this invocation of `state`, when the state is mocked (each call
+    /// counts one invocation); `None` runs the task for real. Running out of mocked answers is
+    /// an error.
+    fn mocked(&self, state: &str) -> Option<Result<mock::MockAnswer, StatesError>> {
+        let _ = state;
+        None
+    }
 }
 
-/// Dispatches Task states to the local commands bound with `--task STATE=COMMAND`; a state with
-/// no binding fails with an error that says how to bind it.
+/// Dispatches Task states to the local commands bound with `--task STATE=COMMAND`, else to
+/// their mocks; a state with neither fails with an error that says how to bind it.
 #[derive(Debug, Clone, Default)]
 pub struct LocalTasks {
     /// State name → command line.
     pub commands: HashMap<String, command::CommandLine>,
+    /// Mocked states (a binding wins over a mock for its state).
+    pub mocks: mock::Mocks,
 }
 
 /// The error of a Task that nothing on this machine can run.
@@ -65,5 +76,12 @@ impl TaskRunner for LocalTasks {
                 Box::pin(async move { Err(e) })
             }
         }
+    }
+
+    fn mocked(&self, state: &str) -> Option<Result<mock::MockAnswer, StatesError>> {
+        if self.commands.contains_key(state) {
+            return None;
+        }
+        self.mocks.next(state)
     }
 }

@@ -116,9 +116,21 @@ impl Sandbox {
 
     /// Like [`Sandbox::run`], feeding `stdin`.
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        self.run_full(args, stdin, &[])
+    }
+
+    /// Like [`Sandbox::run`], with more environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.run_full(args, "", env)
+    }
+
+    fn run_full(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         use std::io::Write;
         let mut child = std::process::Command::new(bin())
             .args(args)
+            // Later settings of a key win: a test's own SFN_MOCK_CONFIG survives this.
+            .env_remove("SFN_MOCK_CONFIG")
+            .envs(env.iter().copied())
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("SFN_LOCAL_DB", self.db())
             .env_remove("AWS_REGION")
@@ -139,3 +151,4 @@ impl Sandbox {
         }
     }
 }
+pub mod conformance;

@@ -4,6 +4,7 @@ mod callback;
 mod choice;
 mod fail;
 mod map;
+mod mocked;
 mod parallel;
 mod pass;
 mod task;

@@ -185,6 +185,11 @@ impl Engine {
         raw_input: &Value,
         effective: &Value,
     ) -> Result<(Value, EventId), Failed> {
+        if let Some(answer) = self.tasks.mocked(&cx.state.name) {
+            return self
+                .mocked_attempt(cx, t, raw_input, effective, answer)
+                .await;
+        }
         if t.resource.waits_for_token() {
             if let Some(broker) = self.tokens.clone() {
                 // An activity bound with --task keeps running its command as the worker.

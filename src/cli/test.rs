@@ -1,0 +1,593 @@
+//! `sfn-local test SPEC...`: run suites of test cases against mocked Tasks and report like a
+//! test runner.
+//!
+//! A spec is a JSON file (`*.sfntest.json`; folders are searched for that suffix):
+//!
+//! ```json
+//! { "definition": "orders.asl.json",            // relative to the spec
+//!   "stateMachineName": "orders",               // optional: the file name without .asl.json
+//!   "mockConfig": "orders.mocks.json",          // optional: a MockConfigFile
+//!   "timeScale": 0,                             // optional (default 0: waits take no time)
+//!   "cases": [
+//!     { "name": "paid order ships",
+//!       "input": {"id": 1},
+//!       "testCase": "HappyPath",                // optional: a test case of mockConfig
+//!       "mocks": {"Charge": {"0": {"Return": {"ok": true}}}},   // optional, inline; wins per state
+//!       "expect": { "status": "SUCCEEDED",
+//!                   "output": {...},            // exact, or
+//!                   "outputContains": {...},    // a JSON subset
+//!                   "error": "...", "cause": "...", "causeContains": "...",
+//!                   "states": ["Validate", "Charge", "Ship"] } } ] }
+//! ```
+//!
+//! Each case runs in memory (no database) on its own thread, as many at once as there are
+//! CPUs. A failing case prints one line and an indented JSON diff; the run ends with
+//! `N passed, M failed` and exits 1 when anything failed. `--junit FILE` writes JUnit XML.
+
+use crate::asl::{self, MachineType, StateMachine};
+use crate::cli::EXIT_USAGE;
+use crate::engine::clock::{system_now, Clock, SystemClock};
+use crate::engine::context::ExecutionInfo;
+use crate::engine::history::HistoryEvent;
+use crate::engine::{run_in_memory, EngineOptions, Outcome};
+use crate::tasks::mock::{MockConfig, Mocks};
+use crate::tasks::LocalTasks;
+use clap::Args;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The suffix of test specs.
+pub const SPEC_SUFFIX: &str = ".sfntest.json";
+/// The suffix of mock config files kept beside definitions.
+pub const MOCKS_SUFFIX: &str = ".mocks.json";
+
+/// Arguments of `test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Test specs (`*.sfntest.json`), or folders to search for them.
+    #[arg(required = true)]
+    pub specs: Vec<PathBuf>,
+    /// Also write the results as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// How many cases run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Override every spec's time scale (default: the spec's, else 0).
+    #[arg(long, value_name = "F")]
+    pub time_scale: Option<f64>,
+    /// A case still running after this many seconds fails (a mock that never answers a Task
+    /// without TimeoutSeconds waits forever).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub case_timeout: u64,
+}
+
+/// One case, ready to run.
+struct Job {
+    suite: String,
+    name: String,
+    prepared: Result<Prepared, String>,
+}
+
+struct Prepared {
+    machine: Arc<StateMachine>,
+    machine_name: String,
+    input: Value,
+    mocks: Mocks,
+    expect: Value,
+    time_scale: f64,
+}
+
+/// How one case went.
+struct CaseResult {
+    suite: String,
+    name: String,
+    seconds: f64,
+    /// Empty when it passed.
+    failures: Vec<String>,
+}
+
+fn find_specs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let mut found: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        found.sort();
+        for p in found {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.to_string_lossy().ends_with(SPEC_SUFFIX) {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a spec into its jobs; a broken spec is one failing job that says why.
+fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
+    let suite = path.display().to_string();
+    let broken = |why: String| {
+        vec![Job {
+            suite: suite.clone(),
+            name: "(spec)".into(),
+            prepared: Err(why),
+        }]
+    };
+    let spec: Value = match std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {suite}: {e}"))
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{suite} is not JSON: {e}")))
+    {
+        Ok(v) => v,
+        Err(e) => return broken(e),
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let Some(def_rel) = spec["definition"].as_str() else {
+        return broken(format!("{suite}: \"definition\" (a path) is required"));
+    };
+    let def_path = base.join(def_rel);
+    let text = match std::fs::read_to_string(&def_path) {
+        Ok(t) => t,
+        Err(e) => return broken(format!("cannot read {}: {e}", def_path.display())),
+    };
+    let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
+    let Some(machine) = machine else {
+        let first = diags
+            .iter()
+            .next()
+            .map(|d| d.message.clone())
+            .unwrap_or_default();
+        return broken(format!(
+            "{} is not a valid state machine: {first}",
+            def_path.display()
+        ));
+    };
+    let machine = Arc::new(machine);
+    let machine_name = spec["stateMachineName"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            let file = def_path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            file.strip_suffix(".asl.json")
+                .or_else(|| file.strip_suffix(".json"))
+                .unwrap_or(&file)
+                .to_owned()
+        });
+    let config = match spec["mockConfig"].as_str() {
+        None => MockConfig::default(),
+        Some(rel) => {
+            let p = base.join(rel);
+            match std::fs::read_to_string(&p)
+                .map_err(|e| format!("cannot read {}: {e}", p.display()))
+                .and_then(|t| MockConfig::parse(&t).map_err(|e| format!("{}: {e}", p.display())))
+            {
+                Ok(c) => c,
+                Err(e) => return broken(e),
+            }
+        }
+    };
+    let scale = time_scale
+        .or_else(|| spec["timeScale"].as_f64())
+        .unwrap_or(0.0);
+    let Some(cases) = spec["cases"].as_array() else {
+        return broken(format!("{suite}: \"cases\" (an array) is required"));
+    };
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let name = case["name"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("case {}", i + 1));
+            let prepared = (|| {
+                let mut mocks = match case["testCase"].as_str() {
+                    Some(tc) => config.test_case(&machine_name, tc)?,
+                    None => Mocks::default(),
+                };
+                if !case["mocks"].is_null() {
+                    mocks = mocks.merged(config.inline(&case["mocks"])?);
+                }
+                mocks.check_against(&machine)?;
+                let expect = case["expect"].clone();
+                if !expect.is_object() {
+                    return Err(
+                        "\"expect\" (an object with at least \"status\") is required".into(),
+                    );
+                }
+                Ok(Prepared {
+                    machine: machine.clone(),
+                    machine_name: machine_name.clone(),
+                    input: case
+                        .get("input")
+                        .cloned()
+                        .unwrap_or_else(|| serde_json::json!({})),
+                    mocks,
+                    expect,
+                    time_scale: scale,
+                })
+            })();
+            Job {
+                suite: suite.clone(),
+                name,
+                prepared,
+            }
+        })
+        .collect()
+}
+
+/// Runs one case to its end (or the case timeout) in this thread.
+fn execute(
+    p: &Prepared,
+    index: usize,
+    limit: Duration,
+) -> Result<(Outcome, Vec<HistoryEvent>), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(p.time_scale));
+    let info = ExecutionInfo::new(
+        "us-east-1",
+        "123456789012",
+        &p.machine_name,
+        &format!("test-{}", index + 1),
+        None,
+        system_now(),
+    );
+    let tasks = LocalTasks {
+        mocks: p.mocks.clone(),
+        ..LocalTasks::default()
+    };
+    let local = tokio::task::LocalSet::new();
+    let run = run_in_memory(
+        p.machine.clone(),
+        info,
+        p.input.clone(),
+        clock,
+        Rc::new(tasks),
+        EngineOptions::default(),
+    );
+    local
+        .block_on(&runtime, async { tokio::time::timeout(limit, run).await })
+        .map_err(|_| {
+            format!(
+                "still running after {} s (a mock that never answers a Task without TimeoutSeconds? see --case-timeout)",
+                limit.as_secs()
+            )
+        })
+}
+
+/// Compares a finished case with its expectations.
+fn check(expect: &Value, outcome: &Outcome, events: &[HistoryEvent]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let status = outcome.status.as_str();
+    let want_status = expect["status"].as_str().unwrap_or("SUCCEEDED");
+    if status != want_status {
+        let mut line = format!("status: expected {want_status}, got {status}");
+        if let Some(e) = &outcome.error {
+            line.push_str(&format!(
+                " (error {}, cause {})",
+                e.error.as_deref().unwrap_or("(none)"),
+                e.cause.as_deref().unwrap_or("(none)")
+            ));
+        }
+        failures.push(line);
+    }
+    let output = outcome.output.clone().unwrap_or(Value::Null);
+    if let Some(want) = expect.get("output") {
+        let mut diff = Vec::new();
+        json_diff(want, &output, "$", false, &mut diff);
+        if !diff.is_empty() {
+            failures.push(format!("output differs:\n      {}", diff.join("\n      ")));
+        }
+    }
+    if let Some(want) = expect.get("outputContains") {
+        let mut diff = Vec::new();
+        json_diff(want, &output, "$", true, &mut diff);
+        if !diff.is_empty() {
+            failures.push(format!(
+                "output does not contain the expected subset:\n      {}",
+                diff.join("\n      ")
+            ));
+        }
+    }
+    let (error, cause) = outcome
+        .error
+        .as_ref()
+        .map(|e| (e.error.clone(), e.cause.clone()))
+        .unwrap_or_default();
+    for (key, got) in [("error", &error), ("cause", &cause)] {
+        if let Some(want) = expect.get(key) {
+            let got_v = got.clone().map(Value::String).unwrap_or(Value::Null);
+            if *want != got_v {
+                failures.push(format!("{key}: expected {want}, got {got_v}"));
+            }
+        }
+    }
+    if let Some(part) = expect["causeContains"].as_str() {
+        if !cause.as_deref().unwrap_or("").contains(part) {
+            failures.push(format!(
+                "cause: expected it to contain {:?}, got {:?}",
+                part,
+                cause.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    if let Some(want) = expect.get("states") {
+        let entered: Vec<Value> = events
+            .iter()
+            .filter(|e| e.event_type.as_str().ends_with("StateEntered"))
+            .filter_map(|e| {
+                let d: Value = serde_json::from_str(e.details.as_deref()?).ok()?;
+                d.get("name").cloned()
+            })
+            .collect();
+        let got = Value::Array(entered);
+        if *want != got {
+            failures.push(format!(
+                "states entered: expected {want}\n      got      {got}"
+            ));
+        }
+    }
+    failures
+}
+
+/// A readable diff: one line per path that differs. With `subset`, keys and array items the
+/// expectation leaves out are not compared (an expected array is a prefix-free subset: every
+/// expected item must equal the item at the same index).
+pub fn json_diff(want: &Value, got: &Value, path: &str, subset: bool, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, wv) in w {
+                let p = format!("{path}.{k}");
+                match g.get(k) {
+                    Some(gv) => json_diff(wv, gv, &p, subset, out),
+                    None => out.push(format!("{p}: missing (expected {wv})")),
+                }
+            }
+            if !subset {
+                for (k, gv) in g {
+                    if !w.contains_key(k) {
+                        out.push(format!("{path}.{k}: unexpected {gv}"));
+                    }
+                }
+            }
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            if w.len() != g.len() && !(subset && w.len() < g.len()) {
+                out.push(format!(
+                    "{path}: expected {} items, got {}",
+                    w.len(),
+                    g.len()
+                ));
+            }
+            for (i, (wv, gv)) in w.iter().zip(g).enumerate() {
+                json_diff(wv, gv, &format!("{path}[{i}]"), subset, out);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => {}
+        (w, g) if w == g => {}
+        (w, g) => out.push(format!("{path}: expected {w}, got {g}")),
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn junit(results: &[CaseResult]) -> String {
+    let mut suites: Vec<&str> = results.iter().map(|r| r.suite.as_str()).collect();
+    suites.dedup();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
+    xml.push_str(&format!(
+        "<testsuites name=\"sfn-local test\" tests=\"{}\" failures=\"{failed}\">\n",
+        results.len()
+    ));
+    for suite in suites {
+        let cases: Vec<&CaseResult> = results.iter().filter(|r| r.suite == suite).collect();
+        let failed = cases.iter().filter(|r| !r.failures.is_empty()).count();
+        let time: f64 = cases.iter().map(|r| r.seconds).sum();
+        xml.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" time=\"{time:.3}\">\n",
+            xml_escape(suite),
+            cases.len()
+        ));
+        for c in cases {
+            xml.push_str(&format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+                xml_escape(suite),
+                xml_escape(&c.name),
+                c.seconds
+            ));
+            if c.failures.is_empty() {
+                xml.push_str("/>\n");
+            } else {
+                let first = c.failures[0].lines().next().unwrap_or_default();
+                xml.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml_escape(first),
+                    xml_escape(&c.failures.join("\n"))
+                ));
+            }
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+/// Runs `test`.
+pub fn run(args: TestArgs) -> ExitCode {
+    if let Some(s) = args.time_scale {
+        if !(s.is_finite() && s >= 0.0) {
+            errln!("error: --time-scale must be a non-negative number");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    let specs = match find_specs(&args.specs) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => {
+            errln!("error: no *{SPEC_SUFFIX} test specs found");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let jobs: Vec<Job> = specs
+        .iter()
+        .flat_map(|s| load_spec(s, args.time_scale))
+        .collect();
+    let workers = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    let limit = Duration::from_secs(args.case_timeout.max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<CaseResult>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(job) = jobs.get(i) else { break };
+                let started = Instant::now();
+                let failures = match &job.prepared {
+                    Err(e) => vec![e.clone()],
+                    Ok(p) => match execute(p, i, limit) {
+                        Ok((outcome, events)) => check(&p.expect, &outcome, &events),
+                        Err(e) => vec![e],
+                    },
+                };
+                let result = CaseResult {
+                    suite: job.suite.clone(),
+                    name: job.name.clone(),
+                    seconds: started.elapsed().as_secs_f64(),
+                    failures,
+                };
+                let mut all = match results.lock() {
+                    Ok(r) => r,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if let Some(slot) = all.get_mut(i) {
+                    *slot = Some(result);
+                }
+            });
+        }
+    });
+    let results: Vec<CaseResult> = match results.into_inner() {
+        Ok(r) => r,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
+    let passed = results.len() - failed;
+    for r in results.iter().filter(|r| !r.failures.is_empty()) {
+        outln!(
+            "FAIL {} › {}: {}",
+            r.suite,
+            r.name,
+            r.failures.join("\n    ")
+        );
+    }
+    if let Some(path) = &args.junit {
+        if let Err(e) = std::fs::write(path, junit(&results)) {
+            errln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    outln!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diffs_name_the_paths_that_differ() {
+        let mut d = Vec::new();
+        json_diff(
+            &json!({"a": 1, "b": [1, 2], "c": "x"}),
+            &json!({"a": 2, "b": [1], "d": true, "c": "x"}),
+            "$",
+            false,
+            &mut d,
+        );
+        assert!(d.contains(&"$.a: expected 1, got 2".to_owned()), "{d:?}");
+        assert!(
+            d.iter().any(|l| l.starts_with("$.b: expected 2 items")),
+            "{d:?}"
+        );
+        assert!(d.contains(&"$.d: unexpected true".to_owned()), "{d:?}");
+        let mut d = Vec::new();
+        json_diff(
+            &json!({"a": {"b": 1}}),
+            &json!({"a": {"b": 1, "c": 2}, "z": 0}),
+            "$",
+            true,
+            &mut d,
+        );
+        assert!(d.is_empty(), "{d:?}");
+        let mut d = Vec::new();
+        json_diff(
+            &json!({"a": {"q": 1}}),
+            &json!({"a": {}}),
+            "$",
+            true,
+            &mut d,
+        );
+        assert_eq!(d, ["$.a.q: missing (expected 1)"]);
+    }
+
+    #[test]
+    fn junit_escapes_everything() {
+        let xml = junit(&[CaseResult {
+            suite: "s<1>".into(),
+            name: "a & b".into(),
+            seconds: 0.5,
+            failures: vec!["status: \"x\"".into()],
+        }]);
+        assert!(xml.contains("s&lt;1&gt;") && xml.contains("a &amp; b"));
+        assert!(xml.contains("failures=\"1\""));
+    }
+}
