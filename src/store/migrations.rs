@@ -23,6 +23,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         sql: include_str!("migrations/V2__task_tokens.sql"),
     },
+    Migration {
+        version: 3,
+        sql: include_str!("migrations/V3__durable.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.
