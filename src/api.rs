@@ -68,6 +68,9 @@ pub fn list_executions(executions: &[ExecutionRecord]) -> Value {
             if let Some(owner) = &e.owner {
                 m.insert("owner".into(), owner.clone().into());
             }
+            if let Some(until) = e.lease_expires_at_ms.filter(|_| e.owner.is_some()) {
+                m.insert("leaseExpiresAt".into(), iso8601(until).into());
+            }
             Value::Object(m)
         })
         .collect();

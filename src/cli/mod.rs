@@ -34,6 +34,7 @@ macro_rules! err {
 pub mod db;
 pub mod executions;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod stop;
 pub mod tasks;
@@ -58,6 +59,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run an execution to its end and print its output.
     Run(run::RunArgs),
+    /// Continue RUNNING executions whose runner is gone (killed, crashed, Ctrl-C).
+    Resume(resume::ResumeArgs),
     /// Print an execution as AWS's DescribeExecution does.
     DescribeExecution(executions::DescribeArgs),
     /// Print an execution's history as AWS's GetExecutionHistory does.
@@ -86,6 +89,7 @@ impl Command {
         match self {
             Command::Validate(args) => validate::run(args),
             Command::Run(args) => run::run(args),
+            Command::Resume(args) => resume::run(args),
             Command::DescribeExecution(args) => executions::describe(args),
             Command::GetExecutionHistory(args) => executions::history(args),
             Command::ListExecutions(args) => executions::list(args),

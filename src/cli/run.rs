@@ -6,7 +6,7 @@ use crate::cli::report::{self, FileReport};
 use crate::cli::{db, EXIT_USAGE};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::MAX_PAYLOAD_BYTES;
-use crate::engine::runner::{check_name, run_execution, RunRequest};
+use crate::engine::runner::{check_name, run_execution, RunError, RunRequest};
 use crate::engine::{EngineOptions, Status};
 use crate::tasks::{command::parse_binding, LocalTasks};
 use clap::{Args, ValueEnum};
@@ -272,6 +272,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         info,
         time_scale: args.time_scale,
         tasks,
+        task_bindings: args.tasks.clone(),
         options: EngineOptions {
             max_history_events: args.max_history_events,
         },
@@ -279,13 +280,37 @@ pub fn run(mut args: RunArgs) -> ExitCode {
     };
     let outcome = match run_execution(store.clone(), request) {
         Ok(o) => o,
+        Err(RunError::Interrupted(arns)) => return interrupted(&arns),
         Err(e) => {
             errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    match args.format {
-        RunFormat::Json => match store.execution(&execution_arn) {
+    report_outcome(&store, &execution_arn, &outcome, args.format)
+}
+
+/// Exit status after Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Says what Ctrl-C left behind and how to go on.
+pub(crate) fn interrupted(arns: &[String]) -> ExitCode {
+    for arn in arns {
+        errln!(
+            "sfn-local: interrupted; execution {arn} stays RUNNING with everything committed so far.\n  resume it:  sfn-local resume --execution-arn {arn}\n  or stop it: sfn-local stop-execution --execution-arn {arn}"
+        );
+    }
+    ExitCode::from(EXIT_INTERRUPTED)
+}
+
+/// Prints an execution's end as `run` does and returns `run`'s exit status for it.
+pub(crate) fn report_outcome(
+    store: &crate::store::Store,
+    execution_arn: &str,
+    outcome: &crate::engine::Outcome,
+    format: RunFormat,
+) -> ExitCode {
+    match format {
+        RunFormat::Json => match store.execution(execution_arn) {
             Ok(Some(record)) => outln!("{}", api::describe_execution(&record)),
             Ok(None) => errln!("error: the execution {execution_arn} vanished from the database"),
             Err(e) => errln!("error: {e}"),

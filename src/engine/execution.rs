@@ -16,6 +16,7 @@ use crate::asl::template::Template;
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
+use crate::engine::replay::{Lane, Replay};
 use crate::engine::variables::Frame;
 use crate::tasks::callback::TokenBroker;
 use crate::tasks::TaskRunner;
@@ -166,6 +167,13 @@ pub struct Engine {
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
+    /// The recorded history, when resuming.
+    pub(crate) replay: Option<Replay>,
+    /// The lane being polled: the top level, or the branch or iteration whose future runs.
+    lane: RefCell<Rc<Lane>>,
+    /// The timestamp of the last event pushed or replayed: deadlines that follow an event
+    /// (retry intervals, task timeouts) count from it, so a resumed execution keeps them.
+    pub(crate) last_ts: Cell<Millis>,
 }
 
 impl Engine {
@@ -179,6 +187,7 @@ impl Engine {
         tasks: Rc<dyn TaskRunner>,
     ) -> Self {
         let context = info.context(&input, "", info.start_time);
+        let info_start = info.start_time;
         Engine {
             machine,
             info,
@@ -188,7 +197,46 @@ impl Engine {
             tasks,
             tokens: None,
             context: RefCell::new(context),
+            replay: None,
+            lane: RefCell::new(Lane::root()),
+            last_ts: Cell::new(info_start),
         }
+    }
+
+    /// Resumes instead of starting: `recorded` is the stored history (ExecutionStarted on); the
+    /// engine replays it and writes only what comes after it. The history given to
+    /// [`Engine::new`] must then start after the last recorded event.
+    pub fn with_replay(mut self, recorded: Vec<crate::store::EventRecord>) -> Self {
+        self.replay = Some(Replay::new(recorded));
+        self
+    }
+
+    /// How many recorded events a resume has replayed so far.
+    pub fn replayed(&self) -> usize {
+        self.replay.as_ref().map_or(0, |r| r.claimed())
+    }
+
+    /// The replay key the next event of the current lane gets.
+    pub(crate) fn peek_key(&self) -> String {
+        self.lane.borrow().peek()
+    }
+
+    /// The recorded event with `key`, when resuming.
+    pub(crate) fn recorded(&self, key: &str) -> Option<&crate::engine::replay::Recorded> {
+        self.replay.as_ref().and_then(|r| r.get(key))
+    }
+
+    /// Runs `fut` as lane `lane`: every event it pushes is keyed in that lane.
+    pub(crate) fn in_lane<'a, T: 'a>(
+        &'a self,
+        lane: Rc<Lane>,
+        fut: LocalBoxFuture<'a, T>,
+    ) -> LocalBoxFuture<'a, T> {
+        Box::pin(InLane {
+            engine: self,
+            lane,
+            fut: Some(fut),
+        })
     }
 
     /// Lets callbacks (`.waitForTaskToken`) and activities wait for workers through the store,
@@ -210,18 +258,19 @@ impl Engine {
     /// one. Returns how it ended; the last events are handed to the sink with the outcome, and
     /// [`Engine::committed`] tells when they are committed.
     pub async fn run(&self) -> Outcome {
-        let started = self.history.borrow_mut().push_unchecked(
-            0,
-            self.info.start_time,
-            EventType::ExecutionStarted,
-            Some(
-                Details::new()
-                    .payload("input", self.input.to_string())
-                    .str("roleArn", &self.info.role_arn)
-                    .build(),
-            ),
-        );
-        let _ = started;
+        if self.replay.is_none() {
+            self.history.borrow_mut().push_unchecked(
+                0,
+                self.info.start_time,
+                EventType::ExecutionStarted,
+                Some(
+                    Details::new()
+                        .payload("input", self.input.to_string())
+                        .str("roleArn", &self.info.role_arn)
+                        .build(),
+                ),
+            );
+        }
         let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());
         let deadline = self.machine.timeout_seconds.map(|t| {
             self.info.start_time + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis
@@ -338,10 +387,28 @@ impl Engine {
         event_type: EventType,
         details: Option<String>,
     ) -> Result<EventId, Failed> {
+        let key = self.lane.borrow().take();
+        if let Some(replay) = &self.replay {
+            match replay.claim(&key, event_type) {
+                Ok(Some(recorded)) => {
+                    self.last_ts.set(recorded.timestamp);
+                    return Ok(recorded.id);
+                }
+                Ok(None) => {}
+                Err(message) => {
+                    return Err(Failed {
+                        error: StatesError::runtime(message),
+                        prev,
+                        terminal: true,
+                    })
+                }
+            }
+        }
         let now = self.clock.now();
+        self.last_ts.set(now);
         self.history
             .borrow_mut()
-            .push(prev, now, event_type, details)
+            .push_keyed(prev, now, event_type, details, Some(key))
             .map_err(|e| Failed {
                 error: e,
                 prev,
@@ -365,7 +432,22 @@ impl Engine {
             let mut carried: Option<Payload> = None;
             loop {
                 let state = scope.state(id);
-                let entered_at = self.clock.now();
+                if let Some(skipped) = self.replay_state(scope, state, &input, &frame)? {
+                    let (output, exited, next) = skipped;
+                    prev = exited;
+                    carried = None;
+                    match next {
+                        Transition::Next(next) => {
+                            id = next;
+                            input = output;
+                            continue;
+                        }
+                        Transition::End => return Ok((output, prev)),
+                    }
+                }
+                let entered_at = self
+                    .recorded(&self.peek_key())
+                    .map_or_else(|| self.clock.now(), |r| r.timestamp);
                 let input_payload = match carried.take() {
                     Some(p) => p,
                     None => self.payload(&input, state, prev)?,
@@ -827,7 +909,8 @@ impl Engine {
 
     /// Waits out a retry interval (scaled), handing buffered events to the store first.
     pub(crate) async fn retry_pause(&self, delay: Duration) {
-        let deadline = self.clock.now() + self.clock.scale(delay).as_millis() as Millis;
+        // From the failure's event: a resumed execution does not wait the interval again.
+        let deadline = self.last_ts.get() + self.clock.scale(delay).as_millis() as Millis;
         self.history.borrow_mut().submit();
         self.clock.sleep_until(deadline).await;
     }
@@ -894,6 +977,116 @@ impl Engine {
             prev: failed.prev,
             no_exit_event: false,
         })
+    }
+}
+
+impl Engine {
+    /// When resuming: if `state`'s end is recorded in the current lane, takes its recorded
+    /// output and assigned variables instead of running it, and says where to go next.
+    #[allow(clippy::type_complexity)]
+    fn replay_state(
+        &self,
+        scope: &Scope,
+        state: &State,
+        input: &Value,
+        frame: &Rc<Frame>,
+    ) -> Result<Option<(Value, EventId, Transition)>, Failed> {
+        let Some(replay) = &self.replay else {
+            return Ok(None);
+        };
+        let lane = self.lane.borrow().clone();
+        let Some(recorded) = replay.recorded_state(
+            &lane,
+            EventType::entered(state.type_name()),
+            EventType::exited(state.type_name()),
+        ) else {
+            return Ok(None);
+        };
+        let exited = recorded.exited.id;
+        let corrupt = |what: &str| Failed {
+            error: StatesError::runtime(format!(
+                "cannot resume: the recorded event {exited} has no valid {what}"
+            )),
+            prev: exited,
+            terminal: true,
+        };
+        self.last_ts.set(recorded.exited.timestamp);
+        let details = recorded.exited.details.unwrap_or(Value::Null);
+        let output: Value = details["output"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .ok_or_else(|| corrupt("output"))?;
+        if let Some(vars) = details["assignedVariables"].as_object() {
+            let mut values = serde_json::Map::with_capacity(vars.len());
+            for (name, text) in vars {
+                let v = text
+                    .as_str()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .ok_or_else(|| corrupt("assignedVariables"))?;
+                values.insert(name.clone(), v);
+            }
+            frame.commit(values).map_err(|e| Failed::new(e, exited))?;
+        }
+        let next = match recorded.next_state.as_deref().and_then(|n| scope.find(n)) {
+            Some(next) => Transition::Next(next),
+            None => match &state.kind {
+                StateKind::Choice(c) => {
+                    // Its successor was not committed: decide again, on the same input.
+                    let assigned = RefCell::new(None);
+                    let cx = StateCx {
+                        state,
+                        entered_id: recorded.entered.id,
+                        entered_prev: recorded.entered.id,
+                        entered_at: recorded.entered.timestamp,
+                        retry_count: None,
+                        frame,
+                        assigned: &assigned,
+                    };
+                    self.choice(&cx, c, input.clone())?.next
+                }
+                StateKind::Pass(p) => p.transition,
+                StateKind::Task(t) => t.transition,
+                StateKind::Wait(w) => w.transition,
+                StateKind::Parallel(p) => p.transition,
+                StateKind::Map(m) => m.transition,
+                StateKind::Succeed(_) | StateKind::Fail(_) => Transition::End,
+            },
+        };
+        Ok(Some((output, exited, next)))
+    }
+}
+
+/// Polls a future with the engine's current lane set to `lane`.
+struct InLane<'a, T> {
+    engine: &'a Engine,
+    lane: Rc<Lane>,
+    fut: Option<LocalBoxFuture<'a, T>>,
+}
+
+impl<T> std::future::Future for InLane<'_, T> {
+    type Output = T;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<T> {
+        let this = &mut *self;
+        let outer = this.engine.lane.replace(this.lane.clone());
+        let result = match this.fut.as_mut() {
+            Some(fut) => fut.as_mut().poll(cx),
+            None => std::task::Poll::Pending,
+        };
+        this.engine.lane.replace(outer);
+        result
+    }
+}
+
+impl<T> Drop for InLane<'_, T> {
+    fn drop(&mut self) {
+        // Guards dropped with the future write their aborted events in this lane.
+        let outer = self.engine.lane.replace(self.lane.clone());
+        drop(self.fut.take());
+        self.engine.lane.replace(outer);
     }
 }
 

@@ -206,6 +206,8 @@ pub struct HistoryEvent {
     pub event_type: EventType,
     /// The details object as JSON text (`None` for types without details).
     pub details: Option<String>,
+    /// Where the engine wrote it (see `engine::replay`); `None` for execution-level events.
+    pub replay_key: Option<String>,
 }
 
 impl HistoryEvent {
@@ -451,11 +453,29 @@ impl History {
         event_type: EventType,
         details: Option<String>,
     ) -> Result<EventId, StatesError> {
+        self.push_keyed(previous_event_id, timestamp, event_type, details, None)
+    }
+
+    /// [`History::push`] with the event's replay key.
+    pub fn push_keyed(
+        &mut self,
+        previous_event_id: EventId,
+        timestamp: Millis,
+        event_type: EventType,
+        details: Option<String>,
+        replay_key: Option<String>,
+    ) -> Result<EventId, StatesError> {
         if self.full || (self.max_events > 0 && self.next_id >= self.max_events) {
             self.full = true;
             return Err(history_limit_error(self.max_events));
         }
-        Ok(self.push_unchecked(previous_event_id, timestamp, event_type, details))
+        Ok(self.append(
+            previous_event_id,
+            timestamp,
+            event_type,
+            details,
+            replay_key,
+        ))
     }
 
     /// Appends an event even past the cap (the execution's terminal event).
@@ -466,6 +486,17 @@ impl History {
         event_type: EventType,
         details: Option<String>,
     ) -> EventId {
+        self.append(previous_event_id, timestamp, event_type, details, None)
+    }
+
+    fn append(
+        &mut self,
+        previous_event_id: EventId,
+        timestamp: Millis,
+        event_type: EventType,
+        details: Option<String>,
+        replay_key: Option<String>,
+    ) -> EventId {
         let id = self.next_id;
         self.next_id += 1;
         self.buffer.push(HistoryEvent {
@@ -474,6 +505,7 @@ impl History {
             timestamp,
             event_type,
             details,
+            replay_key,
         });
         if self.buffer.len() >= BATCH {
             self.submit();

@@ -2,7 +2,7 @@
 //! clock, on a single-threaded runtime. The CLI's `run` is a thin layer over [`run_execution`].
 
 use crate::asl::StateMachine;
-use crate::engine::clock::{Clock, SystemClock};
+use crate::engine::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
@@ -29,6 +29,8 @@ pub struct RunRequest {
     pub time_scale: f64,
     /// `--task` bindings.
     pub tasks: LocalTasks,
+    /// The same bindings as written (`STATE=COMMAND`), stored so `resume` binds them again.
+    pub task_bindings: Vec<String>,
     /// Engine options (history cap).
     pub options: EngineOptions,
     /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
@@ -47,6 +49,23 @@ pub enum RunError {
     /// The history could not be committed.
     #[error("the execution's history could not be written: {0}")]
     History(String),
+    /// Ctrl-C: the executions stay RUNNING, with everything committed so far.
+    #[error("interrupted")]
+    Interrupted(Vec<String>),
+    /// Another runner holds the execution's lease.
+    #[error("execution {execution_arn} is driven by {owner} (lease until {until}); resume takes only executions whose runner is gone")]
+    Leased {
+        /// The execution.
+        execution_arn: String,
+        /// Who holds it.
+        owner: String,
+        /// Its lease expiry (ISO 8601).
+        until: String,
+    },
+    /// The execution cannot be resumed (not running, unknown, or its definition no longer
+    /// compiles).
+    #[error("{0}")]
+    CannotResume(String),
     /// The runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] std::io::Error),
@@ -73,6 +92,71 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// How long a lease lasts unless `SFN_LOCAL_LEASE_MS` says otherwise (tests shorten it).
+pub const LEASE_MS: i64 = 10_000;
+
+/// The lease period in force.
+pub fn lease_ms() -> i64 {
+    std::env::var("SFN_LOCAL_LEASE_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|ms| *ms >= 30)
+        .unwrap_or(LEASE_MS)
+}
+
+/// An owner id for this process: unique per runner.
+pub fn new_owner() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("pid-{}-{}", std::process::id(), &id[..8])
+}
+
+/// How an execution is run, stored with it so `resume` drives it the same way.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunConfig {
+    time_scale: f64,
+    tasks: Vec<String>,
+    max_history_events: i64,
+    cwd: Option<String>,
+}
+
+/// Renews the leases of one runner from its own thread, a few times per lease period, until
+/// dropped (an engine busy with a long pure computation does not let its lease lapse).
+struct LeaseKeeper {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LeaseKeeper {
+    fn start(store: Arc<Store>, owner: String, lease_ms: i64) -> LeaseKeeper {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let every = std::time::Duration::from_millis((lease_ms / 3).max(10) as u64);
+        let thread = std::thread::Builder::new()
+            .name("sfn-local-lease".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
+                {
+                    let _ = store.renew_leases(&owner, system_now() + lease_ms);
+                }
+            })
+            .ok();
+        LeaseKeeper {
+            stop: Some(stop),
+            thread,
+        }
+    }
+}
+
+impl Drop for LeaseKeeper {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Creates the execution in the store and runs it to its end in this thread.
 pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, RunError> {
     if store.execution(&request.info.execution_arn)?.is_some() {
@@ -82,6 +166,16 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         .machine
         .timeout_seconds
         .map(|t| request.info.start_time + (t as i64) * 1000);
+    let owner = new_owner();
+    let lease = lease_ms();
+    let config = RunConfig {
+        time_scale: request.time_scale,
+        tasks: request.task_bindings.clone(),
+        max_history_events: request.options.max_history_events,
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
+    };
     store
         .create_execution(NewExecution {
             execution_arn: request.info.execution_arn.clone(),
@@ -94,39 +188,275 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
             role_arn: Some(request.info.role_arn.clone()),
             timeout_at_ms: timeout_at,
             position: None,
-            owner: None,
-            lease_expires_at_ms: None,
+            owner: Some(owner.clone()),
+            lease_expires_at_ms: Some(system_now() + lease),
+            run_config: serde_json::to_string(&config).ok(),
             events: Vec::new(),
         })
         .wait_blocking()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(request.time_scale));
-    let sink = StoreSink::new(store.clone(), &request.info.execution_arn);
-    let history = History::new(1, Box::new(sink), request.options.max_history_events);
-    let broker = TokenBroker::new(
-        store.clone(),
-        &request.info.execution_arn,
-        request.tasks.commands.clone(),
-        request.notice,
-    );
-    let engine = Engine::new(
+    let engine = build_engine(
+        &store,
         request.machine,
         request.info,
         request.input,
-        history,
-        clock,
-        Rc::new(request.tasks),
-    )
-    .with_tokens(Rc::new(broker));
+        request.time_scale,
+        request.tasks,
+        request.options,
+        request.notice,
+        1,
+        None,
+    );
+    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
+    outcomes
+        .pop()
+        .ok_or_else(|| RunError::History("no outcome".into()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_engine(
+    store: &Arc<Store>,
+    machine: Arc<StateMachine>,
+    info: ExecutionInfo,
+    input: Value,
+    time_scale: f64,
+    tasks: LocalTasks,
+    options: EngineOptions,
+    notice: NoticeFn,
+    next_id: i64,
+    recorded: Option<Vec<crate::store::EventRecord>>,
+) -> Engine {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
+    let sink = StoreSink::new(store.clone(), &info.execution_arn);
+    let history = History::new(next_id, Box::new(sink), options.max_history_events);
+    let broker = TokenBroker::new(
+        store.clone(),
+        &info.execution_arn,
+        tasks.commands.clone(),
+        notice,
+    );
+    let engine = Engine::new(machine, info, input, history, clock, Rc::new(tasks))
+        .with_tokens(Rc::new(broker));
+    match recorded {
+        Some(events) => engine.with_replay(events),
+        None => engine,
+    }
+}
+
+/// Runs engines side by side to their ends, renewing their leases, on a single-threaded
+/// runtime. Ctrl-C stops driving them: everything submitted is committed, the leases are given
+/// up, the executions stay RUNNING, and [`RunError::Interrupted`] lists them.
+fn drive(
+    store: &Arc<Store>,
+    engines: Vec<Engine>,
+    owner: &str,
+    lease: i64,
+) -> Result<Vec<Outcome>, RunError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let keeper = LeaseKeeper::start(store.clone(), owner.to_owned(), lease);
     let local = tokio::task::LocalSet::new();
-    let outcome = local.block_on(&runtime, engine.run());
-    let committed = engine.committed();
-    local
-        .block_on(&runtime, committed)
-        .map_err(RunError::History)?;
-    Ok(outcome)
+    let all = Box::pin(futures_util::future::join_all(engines.iter().map(
+        |engine| async move {
+            let outcome = engine.run().await;
+            let committed = engine.committed().await;
+            (outcome, committed)
+        },
+    )));
+    let result = local.block_on(&runtime, async {
+        let interrupt = Box::pin(tokio::signal::ctrl_c());
+        match futures_util::future::select(all, interrupt).await {
+            futures_util::future::Either::Left((done, _)) => Some(done),
+            futures_util::future::Either::Right((_, running)) => {
+                // Not dropped: dropping would write aborted events and close task tokens,
+                // which a resume needs open. The process is about to end anyway.
+                std::mem::forget(running);
+                None
+            }
+        }
+    });
+    drop(keeper);
+    match result {
+        Some(done) => {
+            let mut outcomes = Vec::with_capacity(done.len());
+            for (outcome, committed) in done {
+                committed.map_err(RunError::History)?;
+                outcomes.push(outcome);
+            }
+            Ok(outcomes)
+        }
+        None => {
+            let arns: Vec<String> = engines
+                .iter()
+                .map(|e| e.info.execution_arn.clone())
+                .collect();
+            let _ = store.flush().wait_blocking();
+            for arn in &arns {
+                let _ = store.release_lease(arn, owner);
+            }
+            Err(RunError::Interrupted(arns))
+        }
+    }
+}
+
+/// What `resume` should take.
+#[derive(Debug, Clone)]
+pub enum ResumeTarget {
+    /// One execution, by ARN or name.
+    One(String),
+    /// Every running execution whose lease has lapsed.
+    All,
+}
+
+/// One resumed execution and how it ended.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The execution.
+    pub execution_arn: String,
+    /// How many events were recorded when it resumed.
+    pub replayed: usize,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Takes over running executions whose runner is gone (lapsed lease) and runs them to their
+/// ends in this thread, continuing from their last committed events.
+pub fn resume_executions(
+    store: Arc<Store>,
+    target: ResumeTarget,
+    notice: NoticeFn,
+) -> Result<Vec<Resumed>, RunError> {
+    let owner = new_owner();
+    let lease = lease_ms();
+    let now = system_now();
+    let records = match &target {
+        ResumeTarget::One(arn) => match store.execution(arn)? {
+            Some(r) if r.status == crate::store::ExecutionStatus::Running => vec![r],
+            Some(r) => {
+                return Err(RunError::CannotResume(format!(
+                    "execution {} is {}, not RUNNING: nothing to resume",
+                    r.execution_arn, r.status
+                )))
+            }
+            None => {
+                return Err(RunError::CannotResume(format!(
+                    "ExecutionDoesNotExist: {arn}"
+                )))
+            }
+        },
+        ResumeTarget::All => store.running_executions()?,
+    };
+    let mut engines = Vec::new();
+    let mut cwd = None;
+    for record in records {
+        if !store.acquire_lease(&record.execution_arn, &owner, now, now + lease)? {
+            let fresh = store.execution(&record.execution_arn)?;
+            if let ResumeTarget::One(_) = target {
+                let fresh = fresh.unwrap_or(record);
+                return Err(RunError::Leased {
+                    execution_arn: fresh.execution_arn,
+                    owner: fresh.owner.unwrap_or_default(),
+                    until: crate::engine::clock::iso8601(
+                        fresh.lease_expires_at_ms.unwrap_or_default(),
+                    ),
+                });
+            }
+            continue;
+        }
+        let arn = record.execution_arn.clone();
+        let prepared = prepare_resume(&store, record, notice.clone());
+        match prepared {
+            Ok((engine, dir, recorded)) => {
+                cwd = cwd.or(dir);
+                engines.push((engine, recorded));
+            }
+            Err(e) => {
+                let _ = store.release_lease(&arn, &owner);
+                return Err(e);
+            }
+        }
+    }
+    // Task commands were bound relative to the directory `run` started in.
+    if let Some(dir) = cwd {
+        let _ = std::env::set_current_dir(dir);
+    }
+    let heads: Vec<(String, usize)> = engines
+        .iter()
+        .map(|(e, n)| (e.info.execution_arn.clone(), *n))
+        .collect();
+    let engines = engines.into_iter().map(|(e, _)| e).collect();
+    let outcomes = drive(&store, engines, &owner, lease)?;
+    Ok(heads
+        .into_iter()
+        .zip(outcomes)
+        .map(|((execution_arn, replayed), outcome)| Resumed {
+            execution_arn,
+            replayed,
+            outcome,
+        })
+        .collect())
+}
+
+fn prepare_resume(
+    store: &Arc<Store>,
+    record: crate::store::ExecutionRecord,
+    notice: NoticeFn,
+) -> Result<(Engine, Option<String>, usize), RunError> {
+    let arn = record.execution_arn.clone();
+    let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
+    let (machine, _) =
+        crate::asl::compile_text(&record.definition, crate::asl::MachineType::Standard);
+    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
+    let input: Value = serde_json::from_str(&record.input)
+        .map_err(|e| cannot(format!("its stored input is not JSON: {e}")))?;
+    let config: RunConfig = match store.run_config(&arn)? {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| cannot(format!("its stored run configuration is unreadable: {e}")))?,
+        None => RunConfig {
+            time_scale: 1.0,
+            tasks: Vec::new(),
+            max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
+            cwd: None,
+        },
+    };
+    let mut tasks = LocalTasks::default();
+    for binding in &config.tasks {
+        let (state, command) = crate::tasks::command::parse_binding(binding)
+            .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
+        tasks.commands.insert(state, command);
+    }
+    // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
+    let parts: Vec<&str> = arn.splitn(8, ':').collect();
+    let (region, account) = match parts.as_slice() {
+        [_, _, _, region, account, ..] => (region.to_string(), account.to_string()),
+        _ => return Err(cannot("its ARN is malformed".into())),
+    };
+    let info = ExecutionInfo::new(
+        &region,
+        &account,
+        &record.state_machine_name,
+        &record.name,
+        record.role_arn.as_deref(),
+        record.start_date_ms,
+    );
+    let events = store.history(&arn, false)?;
+    let next_id = events.last().map_or(1, |e| e.id + 1);
+    let recorded = events.len();
+    let engine = build_engine(
+        store,
+        Arc::new(machine),
+        info,
+        input,
+        config.time_scale,
+        tasks,
+        EngineOptions {
+            max_history_events: config.max_history_events,
+        },
+        notice,
+        next_id,
+        Some(events),
+    );
+    Ok((engine, config.cwd, recorded))
 }
 
 #[cfg(test)]

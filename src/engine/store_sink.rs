@@ -5,7 +5,7 @@
 use crate::engine::execution::{Outcome, Status};
 use crate::engine::history::{HistoryEvent, HistorySink};
 use crate::store::Commit;
-use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store};
+use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store, KEY_SEPARATOR};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -41,7 +41,10 @@ impl StoreSink {
                 id: e.id,
                 previous_event_id: e.previous_event_id,
                 timestamp_ms: e.timestamp,
-                event_type: e.event_type.as_str().to_owned(),
+                event_type: match e.replay_key {
+                    Some(key) => format!("{}{KEY_SEPARATOR}{key}", e.event_type.as_str()),
+                    None => e.event_type.as_str().to_owned(),
+                },
                 details: e.details,
             })
             .collect();

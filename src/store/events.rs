@@ -14,11 +14,16 @@ pub struct NewEvent {
     pub previous_event_id: i64,
     /// `timestamp`, ms since the Unix epoch.
     pub timestamp_ms: i64,
-    /// `type`, e.g. `PassStateEntered`.
+    /// `type`, e.g. `PassStateEntered`; the engine may append [`KEY_SEPARATOR`] and the event's
+    /// replay key (see `engine::replay`), which readers get back in [`EventRecord::replay_key`].
     pub event_type: String,
     /// The JSON of the `<camelType>EventDetails` object; `None` for types without one.
     pub details: Option<String>,
 }
+
+/// Separates an event's type from its replay key in [`NewEvent::event_type`] (U+001F, which
+/// no event type or key contains).
+pub const KEY_SEPARATOR: char = '\u{1f}';
 
 /// A history event as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +38,9 @@ pub struct EventRecord {
     pub event_type: String,
     /// The details object's JSON, exactly as the engine wrote it; `None` for types without one.
     pub details: Option<String>,
+    /// Where the engine wrote the event (lane and sequence), for resume; `None` for events
+    /// written without one (ExecutionStarted, terminal events, older databases).
+    pub replay_key: Option<String>,
 }
 
 impl EventRecord {
@@ -156,7 +164,11 @@ fn decode_all(mut text: &str, out: &mut Vec<EventRecord>) -> Option<()> {
         let id = header.next()?.parse().ok()?;
         let previous_event_id = header.next()?.parse().ok()?;
         let timestamp_ms = header.next()?.parse().ok()?;
-        let event_type = header.next()?.to_owned();
+        let raw_type = header.next()?;
+        let (event_type, replay_key) = match raw_type.split_once(KEY_SEPARATOR) {
+            Some((t, k)) => (t.to_owned(), Some(k.to_owned())),
+            None => (raw_type.to_owned(), None),
+        };
         let len: i64 = header.next()?.parse().ok()?;
         let rest = header.next()?;
         let n = len.max(0) as usize;
@@ -173,6 +185,7 @@ fn decode_all(mut text: &str, out: &mut Vec<EventRecord>) -> Option<()> {
             timestamp_ms,
             event_type,
             details,
+            replay_key,
         });
     }
     Some(())

@@ -104,6 +104,8 @@ pub struct NewExecution {
     pub owner: Option<String>,
     /// Until when `owner` holds the execution, ms since the Unix epoch.
     pub lease_expires_at_ms: Option<i64>,
+    /// How it is run (JSON: time scale, task bindings...), for `resume`.
+    pub run_config: Option<String>,
     /// The first events (at least `ExecutionStarted`, id 1), written in the same transaction.
     pub events: Vec<super::NewEvent>,
 }
@@ -209,8 +211,8 @@ pub(crate) fn insert(
     let mut stmt = conn.prepare_cached(
         "INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name, \
          definition, status, input, start_date, role_arn, timeout_at, position, last_event_id, \
-         owner, lease_expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'RUNNING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         owner, lease_expires_at, run_config) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'RUNNING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
          ON CONFLICT (execution_arn) DO NOTHING RETURNING id",
     )?;
     stmt.query_row(
@@ -228,6 +230,7 @@ pub(crate) fn insert(
             last_event_id,
             e.owner,
             e.lease_expires_at_ms,
+            e.run_config,
         ],
         |row| row.get(0),
     )

@@ -23,6 +23,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         sql: include_str!("migrations/V2__task_tokens.sql"),
     },
+    Migration {
+        version: 3,
+        sql: include_str!("migrations/V3__durable.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.
@@ -85,6 +89,31 @@ mod tests {
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
         migrate(&mut conn).expect("migrate").expect("not newer");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
+    }
+
+    #[test]
+    fn a_version_2_database_is_migrated_with_its_rows_kept() {
+        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        for m in &MIGRATIONS[..2] {
+            conn.execute_batch(m.sql).expect("old migration");
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 2;
+             INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name,
+               definition, input, start_date) VALUES ('a', 'a', 'm', 'm', '{}', '{}', 0);",
+        )
+        .expect("old row");
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Older(2));
+        migrate(&mut conn).expect("migrate").expect("not newer");
+        assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
+        let (name, config): (String, Option<String>) = conn
+            .query_row("SELECT name, run_config FROM executions", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("row kept, new column readable");
+        assert_eq!((name.as_str(), config), ("a", None));
+        conn.execute_batch("SELECT replay_key FROM task_tokens")
+            .expect("new token column");
     }
 
     #[test]

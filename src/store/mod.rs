@@ -32,6 +32,7 @@
 //!     position: None,
 //!     owner: None,
 //!     lease_expires_at_ms: None,
+//!     run_config: None,
 //!     events: vec![event(1, "ExecutionStarted")],
 //! });
 //! let done = store.append(Append {
@@ -51,6 +52,7 @@
 mod error;
 mod events;
 mod executions;
+mod leases;
 mod migrations;
 mod tokens;
 mod writer;
@@ -62,7 +64,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
 
 pub use error::{Result, StoreError};
-pub use events::{details_key, EventRecord, NewEvent};
+pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use migrations::SCHEMA_VERSION;
 pub use tokens::{
@@ -332,6 +334,62 @@ impl Store {
                 execution: token.execution_arn.clone(),
             })
         }
+    }
+
+    /// The token of an execution's attempt by the replay key of its scheduling event.
+    pub fn token_by_key(
+        &self,
+        execution_arn: &str,
+        replay_key: &str,
+    ) -> Result<Option<TokenRecord>> {
+        self.read(|conn| {
+            tokens::get_by_key(conn, execution_arn, replay_key)
+                .map_err(|e| self.sqlite("read task token", e))
+        })
+    }
+
+    // ---- leases (see [`leases`]) ----------------------------------------------------------------
+
+    /// Takes an execution for `owner` until `expires_at` if it is running and its lease is free
+    /// or lapsed at `now` (or already `owner`'s). `false`: another live runner holds it, or it
+    /// is not running. One conditional UPDATE: two runners never both win.
+    pub fn acquire_lease(
+        &self,
+        execution_arn: &str,
+        owner: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<bool> {
+        self.write_now("take lease", |tx| {
+            leases::acquire(tx, execution_arn, owner, now, expires_at)
+        })
+    }
+
+    /// Extends every lease `owner` holds on running executions; returns how many.
+    pub fn renew_leases(&self, owner: &str, expires_at: i64) -> Result<usize> {
+        self.write_now("renew leases", |tx| leases::renew(tx, owner, expires_at))
+    }
+
+    /// Gives up `owner`'s lease on an execution at once (it stays RUNNING; `resume` may take it).
+    pub fn release_lease(&self, execution_arn: &str, owner: &str) -> Result<()> {
+        self.write_now("release lease", |tx| {
+            leases::release(tx, execution_arn, owner)
+        })
+    }
+
+    /// Records how an execution is run (JSON), for `resume`.
+    pub fn set_run_config(&self, execution_arn: &str, config: &str) -> Result<()> {
+        self.write_now("store run configuration", |tx| {
+            leases::set_run_config(tx, execution_arn, config)
+        })
+    }
+
+    /// How an execution was run (JSON), if recorded.
+    pub fn run_config(&self, execution_arn: &str) -> Result<Option<String>> {
+        self.read(|conn| {
+            leases::run_config(conn, execution_arn)
+                .map_err(|e| self.sqlite("read run configuration", e))
+        })
     }
 
     /// One token, whatever its status.

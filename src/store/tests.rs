@@ -47,6 +47,7 @@ fn new_execution(machine: &str, name: &str, start_date_ms: i64) -> NewExecution 
         position: Some("start".to_owned()),
         owner: Some("runner-1".to_owned()),
         lease_expires_at_ms: Some(start_date_ms + 30_000),
+        run_config: None,
         events: vec![NewEvent {
             previous_event_id: 0,
             details: Some(r#"{"input":"{\"x\":1}","inputDetails":{"truncated":false}}"#.to_owned()),

@@ -117,6 +117,8 @@ pub struct NewTaskToken {
     pub heartbeat_ms: Option<i64>,
     /// The absolute (scaled) `TimeoutSeconds` deadline.
     pub timeout_at: Option<i64>,
+    /// The replay key of the attempt's scheduling event, so a resumed execution finds it.
+    pub replay_key: Option<String>,
 }
 
 /// A stored token.
@@ -305,8 +307,8 @@ pub(crate) fn insert(tx: &Transaction<'_>, t: &NewTaskToken) -> rusqlite::Result
     let n = tx.execute(
         "INSERT INTO task_tokens (token, execution_id, state_name, attempt, kind, activity_arn, \
          status, input, created_at, started_at, timeout_seconds, heartbeat_seconds, heartbeat_ms, \
-         timeout_at, heartbeat_at) \
-         SELECT ?1, id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15 \
+         timeout_at, heartbeat_at, replay_key) \
+         SELECT ?1, id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16 \
          FROM executions WHERE execution_arn = ?2",
         params![
             t.token,
@@ -324,9 +326,24 @@ pub(crate) fn insert(tx: &Transaction<'_>, t: &NewTaskToken) -> rusqlite::Result
             t.heartbeat_ms,
             t.timeout_at,
             heartbeat_at,
+            t.replay_key,
         ],
     )?;
     Ok(n == 1)
+}
+
+/// The token an attempt of a resumed execution issued before the crash, by replay key.
+pub(crate) fn get_by_key(
+    conn: &Connection,
+    execution_arn: &str,
+    replay_key: &str,
+) -> rusqlite::Result<Option<TokenRecord>> {
+    conn.prepare_cached(&format!(
+        "SELECT {TOKEN_COLUMNS} FROM task_tokens t JOIN executions e ON e.id = t.execution_id \
+         WHERE e.execution_arn = ?1 AND t.replay_key = ?2"
+    ))?
+    .query_row([execution_arn, replay_key], record_from_row)
+    .optional()
 }
 
 pub(crate) fn get(conn: &Connection, token: &str) -> rusqlite::Result<Option<TokenRecord>> {
@@ -586,6 +603,7 @@ mod tests {
             position: None,
             owner: None,
             lease_expires_at_ms: None,
+            run_config: None,
             events: Vec::new(),
         })
         .wait_blocking()
@@ -607,6 +625,7 @@ mod tests {
             heartbeat_seconds: Some(1),
             heartbeat_ms: Some(100),
             timeout_at: Some(created_at + 1_000),
+            replay_key: None,
         }
     }
 

@@ -49,6 +49,11 @@ impl TaskToken {
         )))
     }
 
+    /// A token issued earlier (read back from the store when an execution resumes).
+    pub fn from_stored(text: String) -> TaskToken {
+        TaskToken(text)
+    }
+
     /// The token's text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -148,6 +153,24 @@ impl TokenBroker {
             token: text,
             settled: Cell::new(false),
         })
+    }
+
+    /// The token an attempt issued before the execution's runner died, by the replay key of
+    /// its scheduling event.
+    pub fn find_issued(&self, replay_key: &str) -> Result<Option<TokenRecord>, StatesError> {
+        self.store
+            .token_by_key(&self.execution_arn, replay_key)
+            .map_err(store_error)
+    }
+
+    /// Waits again on a token issued before a crash (its row, answer and deadlines are in the
+    /// store already).
+    pub fn reopen(&self, token: TaskToken) -> OpenToken<'_> {
+        OpenToken {
+            broker: self,
+            token,
+            settled: Cell::new(false),
+        }
     }
 
     /// Resolves when `stop-execution` asked this execution to stop; never otherwise.

@@ -29,7 +29,19 @@ impl Engine {
         effective: &Value,
         broker: &TokenBroker,
     ) -> Result<(Value, EventId), Failed> {
-        let token = TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?;
+        // Resuming an attempt that issued its token before the crash: the same token (workers
+        // may hold it; an answer may be waiting in its row).
+        let scheduled_key = self.peek_key();
+        let issued = match self.recorded(&scheduled_key) {
+            Some(_) => broker
+                .find_issued(&scheduled_key)
+                .map_err(|e| Failed::new(e, cx.entered_id))?,
+            None => None,
+        };
+        let token = match &issued {
+            Some(row) => TaskToken::from_stored(row.token.clone()),
+            None => TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?,
+        };
         let set_token = |context: &mut Value| {
             if let Value::Object(m) = context {
                 m.insert("Task".into(), json!({ "Token": token.as_str() }));
@@ -71,26 +83,31 @@ impl Engine {
         let scaled_ms =
             |secs: u64| self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
         let attempt = cx.retry_count.unwrap_or(0);
-        let open = broker
-            .issue(NewTaskToken {
-                token: token.as_str().to_owned(),
-                execution_arn: self.info.execution_arn.clone(),
-                state_name: cx.state.name.clone(),
-                attempt,
-                kind: if is_activity {
-                    TokenKind::Activity
-                } else {
-                    TokenKind::Callback
-                },
-                activity_arn: is_activity.then(|| t.resource.arn.clone()),
-                input: parameters_text,
-                created_at: started_at,
-                timeout_seconds: timeout,
-                heartbeat_seconds: heartbeat,
-                heartbeat_ms: heartbeat.map(scaled_ms),
-                timeout_at: timeout.map(|s| started_at + scaled_ms(s)),
-            })
-            .map_err(|e| Failed::new(e, prev))?;
+        let reused = issued.is_some();
+        let open = match issued {
+            Some(_) => broker.reopen(token.clone()),
+            None => broker
+                .issue(NewTaskToken {
+                    token: token.as_str().to_owned(),
+                    execution_arn: self.info.execution_arn.clone(),
+                    state_name: cx.state.name.clone(),
+                    attempt,
+                    kind: if is_activity {
+                        TokenKind::Activity
+                    } else {
+                        TokenKind::Callback
+                    },
+                    activity_arn: is_activity.then(|| t.resource.arn.clone()),
+                    input: parameters_text,
+                    created_at: started_at,
+                    timeout_seconds: timeout,
+                    heartbeat_seconds: heartbeat,
+                    heartbeat_ms: heartbeat.map(scaled_ms),
+                    timeout_at: timeout.map(|s| started_at + scaled_ms(s)),
+                    replay_key: Some(scheduled_key.clone()),
+                })
+                .map_err(|e| Failed::new(e, prev))?,
+        };
         let mut worker = None;
         if is_activity {
             broker.notice(&format!(
@@ -101,14 +118,26 @@ impl Engine {
                 t.resource.arn
             ));
         } else {
-            broker.notice(&format!(
-                "state '{}' (attempt {}) issued task token {}",
-                cx.state.name,
-                attempt + 1,
-                token
-            ));
+            if !reused {
+                broker.notice(&format!(
+                    "state '{}' (attempt {}) issued task token {}",
+                    cx.state.name,
+                    attempt + 1,
+                    token
+                ));
+            }
             let mut submitted = json!({});
-            if let Some(command) = broker.worker_for(&cx.state.name) {
+            // A worker already started for this token (its TaskSubmitted is recorded) keeps it;
+            // one that may not have been started before the crash is started (again).
+            let already_submitted = self.recorded(&self.peek_key()).is_some();
+            if already_submitted {
+                broker.notice(&format!(
+                    "state '{}' (attempt {}) resumed; waiting for the answer to task token {}",
+                    cx.state.name,
+                    attempt + 1,
+                    token
+                ));
+            } else if let Some(command) = broker.worker_for(&cx.state.name) {
                 let request = TaskRequest {
                     state_name: cx.state.name.clone(),
                     resource: t.resource.clone(),

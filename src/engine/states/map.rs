@@ -8,6 +8,7 @@ use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
+use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
 use crate::engine::variables::Frame;
 use futures_util::stream::{self, StreamExt};
@@ -147,6 +148,8 @@ impl Engine {
             )?
             .unwrap_or(0) as usize;
         let total = items.len();
+        // Each iteration is a lane named after this attempt's MapStateStarted (see replay).
+        let anchor = self.peek_key();
         let started = self.push(
             prev,
             EventType::MapStateStarted,
@@ -199,7 +202,11 @@ impl Engine {
             iteration: Cell::new(started),
         };
         let mut running = stream::iter(items.into_iter().enumerate())
-            .map(|(index, item)| self.iteration(cx, m, index, item, effective, started, &last))
+            .map(|(index, item)| {
+                let lane = Lane::child(&anchor, index);
+                let iteration = self.iteration(cx, m, index, item, effective, started, &last);
+                self.in_lane(lane, Box::pin(iteration))
+            })
             .buffer_unordered(limit);
         let mut results = vec![Value::Null; total];
         let mut failures = 0usize;

@@ -3,6 +3,7 @@
 use crate::asl::model::Parallel;
 use crate::engine::execution::{Engine, Failed, StateCx, Step};
 use crate::engine::history::{EventId, EventType};
+use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
 use crate::engine::variables::Frame;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -60,6 +61,8 @@ impl Engine {
     ) -> Result<(Value, EventId), (Failed, bool)> {
         let before = |e: Failed| (e, false);
         let branch_input = self.arguments(cx, &p.io, effective).map_err(before)?;
+        // Each branch is a lane named after this attempt's ParallelStateStarted (see replay).
+        let anchor = self.peek_key();
         let started = self
             .push(prev, EventType::ParallelStateStarted, None)
             .map_err(before)?;
@@ -70,7 +73,9 @@ impl Engine {
             .map(|(i, branch)| {
                 let input = branch_input.clone();
                 let frame = Frame::child(cx.frame);
-                async move { (i, self.run_scope(branch, input, started, frame).await) }
+                let lane = Lane::child(&anchor, i);
+                let run = self.in_lane(lane, self.run_scope(branch, input, started, frame));
+                async move { (i, run.await) }
             })
             .collect();
         let mut results = vec![Value::Null; p.branches.len()];

@@ -229,7 +229,18 @@ impl Engine {
             }
             ResourceKind::LambdaFunction => None,
         };
-        let prev = self.push(prev, events.started, started_details)?;
+        let started_key = self.peek_key();
+        let mut prev = self.push(prev, events.started, started_details.clone())?;
+        // Resuming: the task's end may be recorded (then it is not run again); if it is not,
+        // the command was running when the runner died, and it runs again (at least once, as
+        // on AWS): a second started event says so.
+        let recorded_result = self.recorded_task_result(&events);
+        if recorded_result.is_none() && self.recorded(&started_key).is_some() {
+            prev = self.push(prev, events.started, started_details)?;
+        }
+        if let Some(result) = recorded_result {
+            return self.task_result(cx, t, raw_input, prev, &events, result);
+        }
         // The task's effects leave the process: everything before them must be committed.
         let committed = self.history.borrow_mut().flush();
         let _ = committed.await;
@@ -243,7 +254,7 @@ impl Engine {
         let run = self.tasks.run(request);
         let result = match timeout {
             Some(secs) => {
-                let deadline = self.clock.now()
+                let deadline = self.last_ts.get()
                     + self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
                 tokio::select! {
                     r = run => Some(r),
@@ -252,6 +263,45 @@ impl Engine {
             }
             None => Some(run.await),
         };
+        self.task_result(cx, t, raw_input, prev, &events, result)
+    }
+
+    /// When resuming: the task's end as recorded right after its started event, if it is.
+    /// `Some(None)` is a recorded timeout.
+    pub(crate) fn recorded_task_result(
+        &self,
+        events: &TaskEvents,
+    ) -> Option<Option<Result<Value, StatesError>>> {
+        let recorded = self.recorded(&self.peek_key())?;
+        let details = recorded.details.clone().unwrap_or(Value::Null);
+        let text = |k: &str| details[k].as_str().map(str::to_owned);
+        if recorded.event_type == events.succeeded.as_str() {
+            let output = text("output").and_then(|t| serde_json::from_str(&t).ok())?;
+            Some(Some(Ok(output)))
+        } else if recorded.event_type == events.failed.as_str() {
+            Some(Some(Err(StatesError {
+                error: text("error"),
+                cause: text("cause"),
+                heartbeat: false,
+            })))
+        } else if recorded.event_type == events.timed_out.as_str() {
+            Some(None)
+        } else {
+            None
+        }
+    }
+
+    /// The events and output of a finished attempt (`None`: it timed out).
+    fn task_result(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        prev: EventId,
+        events: &TaskEvents,
+        result: Option<Result<Value, StatesError>>,
+    ) -> Result<(Value, EventId), Failed> {
+        let kind = &t.resource.kind;
         match result {
             Some(Ok(result)) => {
                 let text = result.to_string();

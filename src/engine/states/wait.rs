@@ -20,7 +20,9 @@ impl Engine {
         input: Value,
     ) -> Result<Step, Failed> {
         let effective = self.input_path(cx, &w.io, input.clone())?;
-        let now = self.clock.now();
+        // The wait counts from the state's entry, which a resumed execution reads from its
+        // history: the deadline is the same absolute time as before the crash.
+        let now = cx.entered_at;
         let declared = match &w.wait {
             WaitFor::Seconds(Dynamic::Literal(s)) => Duration::from_secs(*s),
             WaitFor::Seconds(Dynamic::Path(p)) => {
