@@ -158,6 +158,14 @@ impl Serialize for JsonPointer {
 pub enum Location {
     /// A place in a JSON document.
     Pointer(JsonPointer),
+    /// A place inside the string value at a pointer (a JSONata expression's syntax error):
+    /// `offset` is a byte offset into the decoded string.
+    InString {
+        /// The string value's pointer.
+        pointer: JsonPointer,
+        /// Byte offset into the decoded string.
+        offset: usize,
+    },
     /// A place in text that did not parse as JSON (1-based line and column).
     Text {
         /// 1-based line.
@@ -214,7 +222,7 @@ impl Diagnostic {
     /// The pointer, when the diagnostic has one.
     pub fn pointer(&self) -> Option<&JsonPointer> {
         match &self.location {
-            Location::Pointer(p) => Some(p),
+            Location::Pointer(p) | Location::InString { pointer: p, .. } => Some(p),
             _ => None,
         }
     }
@@ -222,7 +230,7 @@ impl Diagnostic {
     /// AWS's `location` text: the pointer, or nothing.
     pub fn location_text(&self) -> Option<String> {
         match &self.location {
-            Location::Pointer(p) => Some(p.to_string()),
+            Location::Pointer(p) | Location::InString { pointer: p, .. } => Some(p.to_string()),
             Location::Text { line, column } => Some(format!("line: {line}, column: {column}")),
             Location::None => None,
         }

@@ -640,14 +640,21 @@ fn compile_expression(
             let body_start = written.find(body).unwrap_or(0);
             let offset = body_start + e.offset;
             let (line, column) = line_column(written, offset);
-            diags.push(Diagnostic::error(
-                Code::SchemaValidationFailed,
-                at,
-                format!(
-                    "The JSONata expression '{body}' is not valid: {}: {} (line {line}, column {column} of the string)",
-                    e.code, e.message
-                ),
-            ));
+            diags.push(Diagnostic {
+                // Reports place it in the file: the field's string, `offset` bytes in.
+                location: crate::asl::diagnostic::Location::InString {
+                    pointer: at.clone(),
+                    offset,
+                },
+                ..Diagnostic::error(
+                    Code::SchemaValidationFailed,
+                    at,
+                    format!(
+                        "The JSONata expression '{body}' is not valid: {}: {} (line {line}, column {column} of the string)",
+                        e.code, e.message
+                    ),
+                )
+            });
             None
         }
     }

@@ -250,6 +250,39 @@ impl<'t> SpanIndex<'t> {
         }
     }
 
+    /// Where, in the text, byte `offset` of the decoded string value at `pointer` is written:
+    /// escapes (`\n`, `\u00e9`, ...) take more room in the text than in the string.
+    pub fn string_offset(&self, pointer: &JsonPointer, offset: usize) -> Option<usize> {
+        let value = self.value_span(pointer)?;
+        let raw = self.text.get(value.clone())?;
+        let mut chars = raw.char_indices();
+        if chars.next()?.1 != '"' {
+            return None;
+        }
+        let mut decoded = 0;
+        while let Some((i, c)) = chars.next() {
+            if decoded >= offset || c == '"' {
+                return Some(value.start + i);
+            }
+            decoded += match c {
+                '\\' => match chars.next()?.1 {
+                    'u' => {
+                        let hex: String = (0..4)
+                            .filter_map(|_| chars.next().map(|(_, h)| h))
+                            .collect();
+                        u32::from_str_radix(&hex, 16)
+                            .ok()
+                            .and_then(char::from_u32)
+                            .map_or(3, char::len_utf8)
+                    }
+                    _ => 1,
+                },
+                c => c.len_utf8(),
+            };
+        }
+        None
+    }
+
     /// Pointers of repeated keys (the later occurrences), in text order.
     pub fn duplicate_keys(&self) -> Vec<JsonPointer> {
         self.duplicates.iter().map(|(p, _)| p.clone()).collect()
@@ -276,6 +309,10 @@ impl<'t> SpanIndex<'t> {
     pub fn location_line_col(&self, location: &Location) -> (usize, usize) {
         match location {
             Location::Pointer(p) => self.line_col(self.span(p).start),
+            Location::InString { pointer, offset } => match self.string_offset(pointer, *offset) {
+                Some(at) => self.line_col(at),
+                None => self.line_col(self.span(pointer).start),
+            },
             Location::Text { line, column } => (*line, *column),
             Location::None => (1, 1),
         }

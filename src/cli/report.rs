@@ -85,7 +85,7 @@ impl<'a> Resolver<'a> {
         let needs_syntax = file
             .diagnostics
             .iter()
-            .any(|d| !matches!(d.location, Location::Pointer(_)));
+            .any(|d| matches!(d.location, Location::Text { .. } | Location::None));
         Resolver {
             index: SpanIndex::new(file.text),
             syntax: if needs_syntax {
@@ -99,6 +99,15 @@ impl<'a> Resolver<'a> {
     fn place(&self, location: &Location) -> Place {
         match location {
             Location::Pointer(pointer) => self.place_span(self.index.span(pointer), None),
+            Location::InString { pointer, offset } => {
+                match self.index.string_offset(pointer, *offset) {
+                    Some(at) => {
+                        let end = at + char_len_at(self.index.text(), at).max(1);
+                        self.place_span(at..end, None)
+                    }
+                    None => self.place_span(self.index.span(pointer), None),
+                }
+            }
             Location::Text { line, column } => match &self.syntax {
                 Some(error) if (error.line, error.column) == (*line, *column) => {
                     self.place_span(error.span.clone(), Some(error.message.clone()))
