@@ -136,10 +136,17 @@ impl StatesError {
     }
 
     /// The Error Output object a Catch places at its ResultPath: `{"Error": ..., "Cause": ...}`.
+    ///
+    /// A timeout has no cause in history, but AWS hands a Catch `"Cause": ""` for it; a worker's
+    /// `send-task-failure` without error or cause gives JSON nulls (both recorded on AWS).
     pub fn to_error_output(&self) -> serde_json::Value {
+        let cause = match (&self.cause, self.name()) {
+            (None, names::TIMEOUT) => Some(String::new()),
+            (c, _) => c.clone(),
+        };
         let mut m = serde_json::Map::new();
         m.insert("Error".into(), self.error.clone().into());
-        m.insert("Cause".into(), self.cause.clone().into());
+        m.insert("Cause".into(), cause.into());
         serde_json::Value::Object(m)
     }
 }

@@ -780,18 +780,13 @@ impl Engine {
         path: &Path,
         value: &Value,
     ) -> Result<Value, Failed> {
-        self.with_env(cx, value, |_| {}, |env| path.select(env))
-            .ok_or_else(|| {
-                self.state_error(
-                    cx,
-                    names::RUNTIME,
-                    &format!(
-                        "Invalid path '{}' : No results for path: {}",
-                        path.text(),
-                        bracket_notation(path.text())
-                    ),
-                )
-            })
+        self.with_env(
+            cx,
+            value,
+            |_| {},
+            |env| path.select(env).ok_or_else(|| path.invalid_path_cause(env)),
+        )
+        .map_err(|cause| self.state_error(cx, names::RUNTIME, &cause))
     }
 
     /// InputPath.
@@ -1127,54 +1122,5 @@ impl Drop for AbortGuard<'_> {
         if let (true, Some(event)) = (self.armed.get(), self.event) {
             let _ = self.engine.push(self.prev.get(), event, None);
         }
-    }
-}
-
-/// `$.a.b[0]` as AWS prints paths in "No results for path" causes: `$['a']['b'][0]`.
-pub(crate) fn bracket_notation(path: &str) -> String {
-    let Some(rest) = path.strip_prefix('$') else {
-        return path.to_owned();
-    };
-    let mut out = String::from("$");
-    let mut chars = rest.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '.' => {
-                let mut name = String::new();
-                while let Some(&n) = chars.peek() {
-                    if n == '.' || n == '[' {
-                        break;
-                    }
-                    name.push(n);
-                    chars.next();
-                }
-                out.push_str(&format!("['{name}']"));
-            }
-            '[' => {
-                out.push('[');
-                for n in chars.by_ref() {
-                    out.push(n);
-                    if n == ']' {
-                        break;
-                    }
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bracket_notation_matches_aws() {
-        assert_eq!(
-            bracket_notation("$.NoSuchInputPath"),
-            "$['NoSuchInputPath']"
-        );
-        assert_eq!(bracket_notation("$.a.b[0]"), "$['a']['b'][0]");
     }
 }
