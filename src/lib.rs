@@ -1,16 +1,20 @@
 //! sfn-local: a local runtime and validator for the Amazon States Language.
 //!
-//! Data flows one way through the layers:
+//! Data flows one way through the layers (`cli` → `engine` → `tasks` → `store`, all reading
+//! `asl`):
 //!
 //! - [`asl`]: the language. JSON text is parsed once into a typed [`asl::StateMachine`], with every
-//!   path, payload template, intrinsic call and Choice rule compiled; static validation reports
-//!   AWS's diagnostics at JSON pointers, which [`asl::source`] maps to lines and columns.
+//!   path, payload template, intrinsic call, Choice rule and JSONata expression compiled; static
+//!   validation reports AWS's diagnostics at JSON pointers, which [`asl::source`] maps to lines
+//!   and columns only when reporting.
 //! - [`engine`]: interprets one execution state by state, every timer on one injectable clock,
-//!   writing AWS-shaped history events.
-//! - [`tasks`]: what a Task resource means locally (a bound command, later callbacks,
-//!   activities and mocks).
-//! - `store`: SQLite, the single source of truth.
-//! - `cli`: the commands; no logic that the library does not own.
+//!   writing AWS-shaped history events; resumes an execution by replaying its stored history.
+//! - [`tasks`]: what a Task resource means locally: a bound command, a callback or activity worker
+//!   answering with a task token, or a mocked response.
+//! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
+//! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
+//!   records.
+//! - [`cli`]: the commands; no logic that the library does not own.
 //!
 //! ```
 //! let text = r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#;
