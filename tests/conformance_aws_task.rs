@@ -15,7 +15,9 @@ mod common;
 use common::conformance::{check_suite, Suite};
 use serde_json::{json, Map, Value};
 use sfn_local::tasks::mock::MockConfig;
+use sfn_local::tasks::s3::LocalS3;
 use sfn_local::tasks::{LocalTasks, TaskRunner};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 /// The recorded answers of every Task state, as inline mocks.
@@ -55,8 +57,40 @@ fn recorded_mocks(case: &Value) -> Result<Rc<dyn TaskRunner>, String> {
     let mocks = MockConfig::default().inline(&Value::Object(per_state))?;
     Ok(Rc::new(LocalTasks {
         mocks,
+        s3_dir: Some(s3_objects(case)?),
         ..LocalTasks::default()
     }))
+}
+
+/// A fresh local S3 folder holding the objects the case's test uploaded
+/// (`s3_objects_put_by_test`); result files the run writes land there too.
+fn s3_objects(case: &Value) -> Result<PathBuf, String> {
+    let id = case["id"].as_str().unwrap_or("case");
+    let safe: String = id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let dir = std::env::temp_dir()
+        .join(format!("sfn-local-s3-{}", std::process::id()))
+        .join(safe);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let s3 = LocalS3::new(&dir);
+    for o in case["s3_objects_put_by_test"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let (Some(bucket), Some(key)) = (o["bucket"].as_str(), o["key"].as_str()) else {
+            continue;
+        };
+        let body = match &o["body"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        s3.put_object(bucket, key, body.as_bytes())?;
+    }
+    Ok(dir)
 }
 
 /// The JSON text a recorded object was parsed from. The recording parsed JSON-object strings

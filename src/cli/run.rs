@@ -66,6 +66,10 @@ pub struct RunArgs {
     /// The history cap (AWS: 25000). 0 removes it, for workloads AWS could not run.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
+    /// The local S3 of distributed Maps' ItemReader/ResultWriter: `s3://BUCKET/KEY` is the
+    /// file `DIR/BUCKET/KEY`.
+    #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
+    pub s3_dir: Option<PathBuf>,
 }
 
 /// Output formats of `run`.
@@ -225,7 +229,10 @@ pub fn run(mut args: RunArgs) -> ExitCode {
     if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
         return usage("--time-scale must be a non-negative number");
     }
-    let mut tasks = LocalTasks::default();
+    let mut tasks = LocalTasks {
+        s3_dir: args.s3_dir.clone(),
+        ..LocalTasks::default()
+    };
     for binding in &args.tasks {
         match parse_binding(binding) {
             Ok((state, command)) => {

@@ -65,6 +65,10 @@ pub struct TestArgs {
     /// without TimeoutSeconds waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub case_timeout: u64,
+    /// The local S3 of distributed Maps' ItemReader/ResultWriter: `s3://BUCKET/KEY` is the
+    /// file `DIR/BUCKET/KEY`.
+    #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
+    pub s3_dir: Option<PathBuf>,
 }
 
 /// One case, ready to run.
@@ -81,6 +85,7 @@ struct Prepared {
     mocks: Mocks,
     expect: Value,
     time_scale: f64,
+    s3_dir: Option<PathBuf>,
 }
 
 /// How one case went.
@@ -222,6 +227,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                     mocks,
                     expect,
                     time_scale: scale,
+                    s3_dir: None,
                 })
             })();
             Job {
@@ -254,6 +260,7 @@ fn execute(
     );
     let tasks = LocalTasks {
         mocks: p.mocks.clone(),
+        s3_dir: p.s3_dir.clone(),
         ..LocalTasks::default()
     };
     let local = tokio::task::LocalSet::new();
@@ -466,10 +473,15 @@ pub fn run(args: TestArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let jobs: Vec<Job> = specs
+    let mut jobs: Vec<Job> = specs
         .iter()
         .flat_map(|s| load_spec(s, args.time_scale))
         .collect();
+    for job in &mut jobs {
+        if let Ok(p) = &mut job.prepared {
+            p.s3_dir = args.s3_dir.clone();
+        }
+    }
     let workers = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))

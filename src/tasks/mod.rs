@@ -7,6 +7,7 @@
 pub mod callback;
 pub mod command;
 pub mod mock;
+pub mod s3;
 
 use crate::asl::error::StatesError;
 use crate::asl::resource::Resource;
@@ -45,6 +46,11 @@ pub trait TaskRunner {
         let _ = state;
         None
     }
+
+    /// The local S3 folder of distributed Maps' `ItemReader`/`ResultWriter` (`--s3-dir`), if any.
+    fn s3_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// Dispatches Task states to the local commands bound with `--task STATE=COMMAND`, else to
@@ -55,6 +61,8 @@ pub struct LocalTasks {
     pub commands: HashMap<String, command::CommandLine>,
     /// Mocked states (a binding wins over a mock for its state).
     pub mocks: mock::Mocks,
+    /// The local S3 folder (`--s3-dir`): `s3://BUCKET/KEY` is `DIR/BUCKET/KEY`.
+    pub s3_dir: Option<std::path::PathBuf>,
 }
 
 /// The error of a Task that nothing on this machine can run.
@@ -83,5 +91,9 @@ impl TaskRunner for LocalTasks {
             return None;
         }
         self.mocks.next(state)
+    }
+
+    fn s3_dir(&self) -> Option<&std::path::Path> {
+        self.s3_dir.as_deref()
     }
 }

@@ -222,7 +222,12 @@ pub fn normalise(v: Value) -> Value {
         Value::Object(o) => Value::Object(
             o.into_iter()
                 .map(|(k, v)| {
-                    let v = if k.to_ascii_lowercase().contains("timestamp") && !v.is_object() {
+                    // A date is masked as a date first, whatever its key (`BatchTimestamp`).
+                    let is_date = v.as_str().is_some_and(is_iso_date);
+                    let v = if k.to_ascii_lowercase().contains("timestamp")
+                        && !v.is_object()
+                        && !is_date
+                    {
                         Value::String("timestamp".into())
                     } else {
                         normalise(v)

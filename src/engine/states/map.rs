@@ -10,7 +10,9 @@ use crate::engine::history::{
 };
 use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
+use crate::engine::states::item_reader::Batcher;
 use crate::engine::variables::Frame;
+use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
@@ -78,6 +80,12 @@ impl Engine {
             failed,
             started: true,
         };
+        if m.item_reader.is_some() && m.mode == ProcessorMode::Distributed {
+            // The reader's items replace the input's: ItemsPath is not applied to them.
+            return self
+                .map_items(cx, m, Value::Array(Vec::new()), raw_input, effective, prev)
+                .await;
+        }
         if let Some(t) = &m.items {
             let data = StatesData::input(raw_input);
             let items = self
@@ -180,6 +188,11 @@ impl Engine {
             total,
         };
         if m.mode == ProcessorMode::Distributed {
+            let s3 = S3Plan {
+                reader: self.reader_request(cx, m, effective).map_err(after_start)?,
+                batcher: self.batcher(cx, m, effective).map_err(after_start)?,
+                writer: self.writer_request(cx, m, effective).map_err(after_start)?,
+            };
             return self
                 .map_run(
                     cx,
@@ -189,7 +202,8 @@ impl Engine {
                     effective,
                     started,
                     max_concurrency,
-                    &tolerance,
+                    tolerance,
+                    s3,
                 )
                 .await;
         }
@@ -253,7 +267,8 @@ impl Engine {
         effective: &Value,
         started: EventId,
         max_concurrency: usize,
-        tolerance: &Tolerance,
+        mut tolerance: Tolerance,
+        s3: S3Plan,
     ) -> Result<(Value, EventId), Attempt> {
         let label = m
             .label
@@ -281,8 +296,24 @@ impl Engine {
             0 => DISTRIBUTED_MAX_CONCURRENCY,
             n => n.min(DISTRIBUTED_MAX_CONCURRENCY),
         };
-        let total = items.len();
-        let mut inputs = Vec::with_capacity(total);
+        let run_failed = |error: StatesError| -> Attempt {
+            match self.push(
+                run_started,
+                EventType::MapRunFailed,
+                Some(Details::new().error(&error).build()),
+            ) {
+                Ok(prev) => Attempt {
+                    failed: Failed::new(error, prev),
+                    started: true,
+                },
+                Err(failed) => failed.into(),
+            }
+        };
+        let items = match &s3.reader {
+            Some(request) => read_items(self.tasks.s3_dir(), request).map_err(&run_failed)?,
+            None => items,
+        };
+        let mut inputs = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
             let input = self
                 .item_input(cx, m, index, item, effective)
@@ -295,16 +326,41 @@ impl Engine {
                 })?;
             inputs.push(input);
         }
+        if let Some(b) = &s3.batcher {
+            inputs = b.batch(inputs);
+        }
+        let total = inputs.len();
+        tolerance.total = total;
+        let mut children: Vec<Option<ChildResult>> = vec![None; total];
         let mut running = stream::iter(inputs.into_iter().enumerate())
             .map(|(index, input)| {
                 let child = child.clone();
-                let name = &child_machine_name;
-                async move { (index, self.child_execution(child, name, input).await) }
+                let machine = &child_machine_name;
+                async move {
+                    let name = uuid::Uuid::new_v4().to_string();
+                    let start = self.clock.now();
+                    let result = self
+                        .child_execution(child, machine, &name, input.clone())
+                        .await;
+                    let record = ChildResult {
+                        execution_arn: format!(
+                            "arn:aws:states:{}:{}:execution:{machine}:{name}",
+                            self.info.region, self.info.account
+                        ),
+                        name,
+                        input,
+                        result: result.clone(),
+                        start,
+                        stop: self.clock.now(),
+                    };
+                    (index, result, record)
+                }
             })
             .buffer_unordered(limit);
         let mut results = vec![Value::Null; total];
         let mut failures = 0usize;
-        while let Some((index, result)) = running.next().await {
+        while let Some((index, result, record)) = running.next().await {
+            children[index] = Some(record);
             match result {
                 Ok(output) => results[index] = output,
                 Err(error) => {
@@ -327,9 +383,27 @@ impl Engine {
             }
         }
         drop(running);
+        let result = match &s3.writer {
+            Some(request) => {
+                let children: Vec<ChildResult> = children.into_iter().flatten().collect();
+                write_results(
+                    self.tasks.s3_dir(),
+                    request,
+                    &map_run_arn,
+                    &run_id,
+                    &format!(
+                        "arn:aws:states:{}:{}:stateMachine:{child_machine_name}",
+                        self.info.region, self.info.account
+                    ),
+                    &children,
+                )
+                .map_err(&run_failed)?
+            }
+            None => Value::Array(results),
+        };
         let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
         self.push(run_done, EventType::MapStateSucceeded, None)?;
-        let output = self.finish_result(cx, &m.io, raw_input.clone(), Value::Array(results))?;
+        let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
         // AWS points MapStateExited at MapRunSucceeded, like MapStateSucceeded.
         Ok((output, run_done))
     }
@@ -339,14 +413,14 @@ impl Engine {
         &self,
         machine: Arc<StateMachine>,
         machine_name: &str,
+        name: &str,
         input: Value,
     ) -> Result<Value, StatesError> {
-        let name = uuid::Uuid::new_v4().to_string();
         let info = ExecutionInfo::new(
             &self.info.region,
             &self.info.account,
             machine_name,
-            &name,
+            name,
             Some(&self.info.role_arn),
             self.clock.now(),
         );
@@ -554,6 +628,13 @@ impl From<Failed> for Attempt {
             started: false,
         }
     }
+}
+
+/// A distributed Map's `ItemReader`, `ItemBatcher` and `ResultWriter`, resolved.
+struct S3Plan {
+    reader: Option<ReaderRequest>,
+    batcher: Option<Batcher>,
+    writer: Option<WriterRequest>,
 }
 
 /// `ToleratedFailureCount` and `ToleratedFailurePercentage` of one Map run.

@@ -3,6 +3,7 @@
 mod callback;
 mod choice;
 mod fail;
+mod item_reader;
 mod map;
 mod mocked;
 mod parallel;

@@ -1,0 +1,584 @@
+//! A local stand-in for S3, for a distributed Map's `ItemReader` and `ResultWriter`: a folder
+//! where the object `s3://BUCKET/KEY` is the file `DIR/BUCKET/KEY` (`--s3-dir DIR` or
+//! `SFN_LOCAL_S3_DIR`). Reading the items (`s3:getObject` as JSON, JSONL or CSV,
+//! `s3:listObjectsV2`) and writing a Map run's results (`manifest.json` and
+//! `SUCCEEDED_0.json`/`FAILED_0.json` under `Prefix/<map run id>/`) happen here; every failure
+//! is a `States.ItemReaderFailed` / `States.ResultWriterFailed` error.
+
+use crate::asl::error::{names, StatesError};
+use md5::{Digest, Md5};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+/// The environment variable naming the local S3 folder when `--s3-dir` is not given.
+pub const S3_DIR_ENV: &str = "SFN_LOCAL_S3_DIR";
+
+/// What an ItemReader asks for, its `Parameters`/`Arguments` and `ReaderConfig` resolved.
+#[derive(Debug, Clone, Default)]
+pub struct ReaderRequest {
+    /// `arn:aws:states:::s3:getObject` or `arn:aws:states:::s3:listObjectsV2`.
+    pub resource: String,
+    /// The evaluated `Parameters`/`Arguments` (`Bucket`, `Key`, `Prefix`).
+    pub arguments: Value,
+    /// `ReaderConfig.InputType`: `JSON`, `JSONL`, `CSV` (`MANIFEST` is not supported).
+    pub input_type: Option<String>,
+    /// `ReaderConfig.CSVHeaderLocation`: `FIRST_ROW` (default) or `GIVEN`.
+    pub csv_header_location: Option<String>,
+    /// `ReaderConfig.CSVHeaders` (with `GIVEN`).
+    pub csv_headers: Option<Vec<String>>,
+    /// `ReaderConfig.MaxItems`/`MaxItemsPath`, resolved; 0 or absent reads everything.
+    pub max_items: Option<i64>,
+}
+
+fn reader_failed(cause: impl Into<String>) -> StatesError {
+    StatesError::new(names::ITEM_READER_FAILED, cause)
+}
+
+fn writer_failed(cause: impl Into<String>) -> StatesError {
+    StatesError::new(names::RESULT_WRITER_FAILED, cause)
+}
+
+/// The local S3 folder.
+#[derive(Debug, Clone)]
+pub struct LocalS3 {
+    root: PathBuf,
+}
+
+impl LocalS3 {
+    /// The S3 held in `root` (`root/BUCKET/KEY`).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        LocalS3 { root: root.into() }
+    }
+
+    /// The S3 configured for this run: `dir`, or the folder `SFN_LOCAL_S3_DIR` names; else an
+    /// error (of `error` kind) that says how to provide one.
+    pub fn configured(dir: Option<&Path>, error: &str) -> Result<LocalS3, StatesError> {
+        match dir {
+            Some(d) => Ok(LocalS3::new(d)),
+            None => Err(StatesError::new(
+                error,
+                format!(
+                    "no local S3 is configured: give the folder holding the objects with --s3-dir DIR (or {S3_DIR_ENV}); s3://BUCKET/KEY is the file DIR/BUCKET/KEY"
+                ),
+            )),
+        }
+    }
+
+    /// The file of `s3://bucket/key`; keys that would leave the bucket's folder are refused.
+    fn file(&self, bucket: &str, key: &str) -> Result<PathBuf, String> {
+        let safe = |s: &str| {
+            !s.is_empty()
+                && Path::new(s)
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_)))
+        };
+        if !safe(bucket) || bucket.contains('/') {
+            return Err(format!("invalid bucket name '{bucket}'"));
+        }
+        if !safe(key) {
+            return Err(format!("invalid object key '{key}'"));
+        }
+        Ok(self.root.join(bucket).join(key))
+    }
+
+    /// The body of `s3://bucket/key`.
+    pub fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
+        let file = self.file(bucket, key)?;
+        std::fs::read(&file).map_err(|e| {
+            format!(
+                "The specified key does not exist: s3://{bucket}/{key} (local file {}: {e})",
+                file.display()
+            )
+        })
+    }
+
+    /// Writes `body` to `s3://bucket/key`, creating the folders.
+    pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) -> Result<(), String> {
+        let file = self.file(bucket, key)?;
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(&file, body).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    }
+
+    /// The objects of `bucket` whose key starts with `prefix`, in key order, as a distributed
+    /// Map's items: `Etag`, `Key`, `LastModified` (epoch seconds), `Size`, `StorageClass`.
+    pub fn list_objects_v2(&self, bucket: &str, prefix: &str) -> Result<Vec<Value>, String> {
+        let dir = self.file(bucket, "x")?;
+        let dir = dir.parent().unwrap_or(&self.root).to_path_buf();
+        if !dir.is_dir() {
+            return Err(format!(
+                "The specified bucket does not exist: {bucket} (no folder {})",
+                dir.display()
+            ));
+        }
+        let mut found = Vec::new();
+        walk(&dir, "", &mut found)?;
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut items = Vec::new();
+        for (key, path) in found {
+            if !key.starts_with(prefix) {
+                continue;
+            }
+            let body =
+                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let modified = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            items.push(json!({
+                "Etag": etag(&body),
+                "Key": key,
+                "LastModified": modified,
+                "Size": body.len(),
+                "StorageClass": "STANDARD",
+            }));
+        }
+        Ok(items)
+    }
+}
+
+/// S3's ETag of a single-part object: the quoted MD5 of its body.
+fn etag(body: &[u8]) -> String {
+    let digest = Md5::digest(body);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// Collects the files under `dir` as (key, path), keys joined with `/`.
+fn walk(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let key = format!("{prefix}{name}");
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, &format!("{key}/"), out)?;
+        } else {
+            out.push((key, path));
+        }
+    }
+    Ok(())
+}
+
+fn string_argument<'a>(args: &'a Value, name: &str) -> Result<&'a str, StatesError> {
+    args.get(name).and_then(Value::as_str).ok_or_else(|| {
+        reader_failed(format!(
+            "The ItemReader's Parameters/Arguments need a string field '{name}', got {args}"
+        ))
+    })
+}
+
+/// Reads a distributed Map's items from the local S3 in `dir`.
+pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Value>, StatesError> {
+    let limit = match request.max_items {
+        Some(n) if n < 0 => return Err(reader_failed("field MaxItems must be positive")),
+        Some(0) | None => usize::MAX,
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let s3 = LocalS3::configured(dir, names::ITEM_READER_FAILED)?;
+    let args = &request.arguments;
+    let bucket = string_argument(args, "Bucket")?;
+    let action = request
+        .resource
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let mut items = match action.as_str() {
+        "listObjectsV2" => {
+            let prefix = args.get("Prefix").and_then(Value::as_str).unwrap_or("");
+            s3.list_objects_v2(bucket, prefix).map_err(reader_failed)?
+        }
+        "getObject" => {
+            let key = string_argument(args, "Key")?;
+            let body = s3.get_object(bucket, key).map_err(reader_failed)?;
+            let text = String::from_utf8_lossy(&body);
+            let input_type = request.input_type.as_deref().unwrap_or("JSON");
+            match input_type {
+                "JSON" => parse_json(&text)?,
+                "JSONL" => parse_jsonl(&text)?,
+                "CSV" => {
+                    let given = match request.csv_header_location.as_deref() {
+                        Some("GIVEN") => Some(request.csv_headers.clone().unwrap_or_default()),
+                        _ => None,
+                    };
+                    parse_csv(&text, given)?
+                }
+                other => {
+                    return Err(reader_failed(format!(
+                        "ReaderConfig InputType {other} is not supported by the local S3 (JSON, JSONL and CSV are)"
+                    )))
+                }
+            }
+        }
+        _ => {
+            return Err(reader_failed(format!(
+                "ItemReader resource {} is not supported (arn:aws:states:::s3:getObject and arn:aws:states:::s3:listObjectsV2 are)",
+                request.resource
+            )))
+        }
+    };
+    items.truncate(limit);
+    Ok(items)
+}
+
+/// A JSON object body must hold an array: its elements are the items.
+fn parse_json(text: &str) -> Result<Vec<Value>, StatesError> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(items)) => Ok(items),
+        Ok(_) => Err(reader_failed(
+            "Attempting to map over non-iterable node: the JSON object must hold an array",
+        )),
+        Err(e) => Err(reader_failed(format!("The object is not valid JSON: {e}"))),
+    }
+}
+
+/// One JSON value per non-empty line.
+fn parse_jsonl(text: &str) -> Result<Vec<Value>, StatesError> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| reader_failed(format!("Line {} is not valid JSON: {e}", i + 1)))
+        })
+        .collect()
+}
+
+/// CSV rows as objects keyed by the header, every value a string: missing fields are `""`,
+/// fields past the header are dropped. `given` headers, else the first row.
+pub fn parse_csv(text: &str, given: Option<Vec<String>>) -> Result<Vec<Value>, StatesError> {
+    let mut rows = csv_rows(text).into_iter();
+    let headers = match given {
+        Some(h) => h,
+        None => rows.next().unwrap_or_default(),
+    };
+    let mut seen = HashSet::new();
+    if !headers.iter().all(|h| seen.insert(h.as_str())) {
+        return Err(reader_failed("CSV headers cannot contain duplicates."));
+    }
+    Ok(rows
+        .map(|row| {
+            let mut item = Map::new();
+            for (i, h) in headers.iter().enumerate() {
+                let v = row.get(i).cloned().unwrap_or_default();
+                item.insert(h.clone(), Value::String(v));
+            }
+            Value::Object(item)
+        })
+        .collect())
+}
+
+/// Splits CSV text into rows of fields (RFC 4180: `"` quotes, `""` escapes, `\n` or `\r\n`).
+/// A trailing line break does not start a row.
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row: Vec<String> = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    let mut row_started = false;
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    chars.next();
+                    field.push('"');
+                } else {
+                    quoted = false;
+                }
+            } else {
+                field.push(c);
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                quoted = true;
+                row_started = true;
+            }
+            ',' => {
+                row.push(std::mem::take(&mut field));
+                row_started = true;
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+                row_started = false;
+            }
+            c => {
+                field.push(c);
+                row_started = true;
+            }
+        }
+    }
+    if row_started {
+        row.push(field);
+        rows.push(row);
+    }
+    rows
+}
+
+/// What a ResultWriter asks for: its evaluated `Parameters`/`Arguments` (`Bucket`, `Prefix`).
+#[derive(Debug, Clone)]
+pub struct WriterRequest {
+    /// The evaluated `Parameters`/`Arguments`.
+    pub arguments: Value,
+}
+
+/// One child execution of a Map run, for the result files.
+#[derive(Debug, Clone)]
+pub struct ChildResult {
+    /// The child execution's ARN.
+    pub execution_arn: String,
+    /// Its name.
+    pub name: String,
+    /// Its input.
+    pub input: Value,
+    /// Its output, or its error and cause.
+    pub result: Result<Value, StatesError>,
+    /// Start and stop, milliseconds since the epoch.
+    pub start: i64,
+    /// See `start`.
+    pub stop: i64,
+}
+
+/// Writes a Map run's result files (`Prefix/<run id>/manifest.json`, `SUCCEEDED_0.json`,
+/// `FAILED_0.json`) and returns the Map state's result: `MapRunArn` and `ResultWriterDetails`.
+pub fn write_results(
+    dir: Option<&Path>,
+    request: &WriterRequest,
+    map_run_arn: &str,
+    run_id: &str,
+    state_machine_arn: &str,
+    children: &[ChildResult],
+) -> Result<Value, StatesError> {
+    let s3 = LocalS3::configured(dir, names::RESULT_WRITER_FAILED)?;
+    let args = &request.arguments;
+    let bucket = args.get("Bucket").and_then(Value::as_str).ok_or_else(|| {
+        writer_failed(format!(
+            "The ResultWriter's Parameters/Arguments need a string field 'Bucket', got {args}"
+        ))
+    })?;
+    let prefix = args.get("Prefix").and_then(Value::as_str).unwrap_or("");
+    let base = if prefix.is_empty() {
+        run_id.to_owned()
+    } else {
+        format!("{}/{run_id}", prefix.trim_end_matches('/'))
+    };
+    let date = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .unwrap_or_default()
+    };
+    let mut succeeded = Vec::new();
+    let mut failed = Vec::new();
+    for c in children {
+        let mut entry = json!({
+            "ExecutionArn": c.execution_arn,
+            "Input": c.input.to_string(),
+            "InputDetails": {"Included": true},
+            "Name": c.name,
+            "RedriveCount": 0,
+            "RedriveStatus": "NOT_REDRIVABLE",
+            "StartDate": date(c.start),
+            "StateMachineArn": state_machine_arn,
+            "StopDate": date(c.stop),
+        });
+        if let Value::Object(e) = &mut entry {
+            match &c.result {
+                Ok(output) => {
+                    e.insert("Output".into(), Value::String(output.to_string()));
+                    e.insert("OutputDetails".into(), json!({"Included": true}));
+                    e.insert("Status".into(), json!("SUCCEEDED"));
+                    succeeded.push(entry);
+                }
+                Err(error) => {
+                    e.insert("Error".into(), json!(error.error));
+                    e.insert("Cause".into(), json!(error.cause));
+                    e.insert("Status".into(), json!("FAILED"));
+                    failed.push(entry);
+                }
+            }
+        }
+    }
+    let mut files = Map::new();
+    for (status, entries) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
+        let mut listed = Vec::new();
+        if !entries.is_empty() {
+            let key = format!("{base}/{status}_0.json");
+            let body = Value::Array(entries).to_string();
+            s3.put_object(bucket, &key, body.as_bytes())
+                .map_err(writer_failed)?;
+            listed.push(json!({"Key": key, "Size": body.len()}));
+        }
+        files.insert(status.into(), Value::Array(listed));
+    }
+    files.insert("PENDING".into(), json!([]));
+    let manifest_key = format!("{base}/manifest.json");
+    let manifest = json!({
+        "DestinationBucket": bucket,
+        "MapRunArn": map_run_arn,
+        "ResultFiles": files,
+    });
+    s3.put_object(bucket, &manifest_key, manifest.to_string().as_bytes())
+        .map_err(writer_failed)?;
+    Ok(json!({
+        "MapRunArn": map_run_arn,
+        "ResultWriterDetails": {"Bucket": bucket, "Key": manifest_key},
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[Value]) -> String {
+        Value::Array(v.to_vec()).to_string()
+    }
+
+    #[test]
+    fn csv_given_headers_pad_missing_fields_and_drop_extra_ones() {
+        let text = "Value1,Value2,Value3\n,,,\n   \n";
+        let items = parse_csv(text, Some(vec!["H1".into(), "H2".into(), "H3".into()])).unwrap();
+        assert_eq!(
+            strings(&items),
+            r#"[{"H1":"Value1","H2":"Value2","H3":"Value3"},{"H1":"","H2":"","H3":""},{"H1":"   ","H2":"","H3":""}]"#
+        );
+    }
+
+    #[test]
+    fn csv_first_row_is_the_header_and_quotes_are_unwrapped() {
+        let items = parse_csv("a,b\r\n\"x,\"\"y\",2\n", None).unwrap();
+        assert_eq!(strings(&items), r#"[{"a":"x,\"y","b":"2"}]"#);
+        let items = parse_csv("H1,\nV4,V5,V6\n", None).unwrap();
+        assert_eq!(strings(&items), r#"[{"H1":"V4","":"V5"}]"#);
+    }
+
+    #[test]
+    fn csv_duplicate_headers_fail() {
+        let e = parse_csv("1,2\n", Some(vec!["H".into(), "H".into()])).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+        assert_eq!(
+            e.cause.as_deref(),
+            Some("CSV headers cannot contain duplicates.")
+        );
+    }
+
+    fn s3_with(objects: &[(&str, &str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let s3 = LocalS3::new(dir.path());
+        for (b, k, body) in objects {
+            s3.put_object(b, k, body.as_bytes()).unwrap();
+        }
+        dir
+    }
+
+    fn get(bucket: &str, key: &str, input_type: &str, max: Option<i64>) -> ReaderRequest {
+        ReaderRequest {
+            resource: "arn:aws:states:::s3:getObject".into(),
+            arguments: json!({"Bucket": bucket, "Key": key}),
+            input_type: Some(input_type.into()),
+            max_items: max,
+            ..ReaderRequest::default()
+        }
+    }
+
+    #[test]
+    fn json_objects_are_read_and_capped_by_max_items() {
+        let dir = s3_with(&[
+            ("b", "f.json", "[1,2,3]"),
+            ("b", "l.jsonl", "{\"a\":1}\n\n2\n"),
+        ]);
+        let all = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(0))).unwrap();
+        assert_eq!(strings(&all), "[1,2,3]");
+        let two = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(2))).unwrap();
+        assert_eq!(strings(&two), "[1,2]");
+        let lines = read_items(Some(dir.path()), &get("b", "l.jsonl", "JSONL", None)).unwrap();
+        assert_eq!(strings(&lines), r#"[{"a":1},2]"#);
+        let e = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(-1))).unwrap_err();
+        assert_eq!(e.cause.as_deref(), Some("field MaxItems must be positive"));
+    }
+
+    #[test]
+    fn missing_objects_and_missing_configuration_are_reader_failures() {
+        let dir = s3_with(&[]);
+        let e = read_items(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+        let e = read_items(None, &get("b", "f.json", "JSON", None)).unwrap_err();
+        assert!(e.cause.unwrap_or_default().contains("--s3-dir"));
+        let e = read_items(Some(dir.path()), &get("b", "../x", "JSON", None)).unwrap_err();
+        assert!(e.cause.unwrap_or_default().contains("invalid object key"));
+    }
+
+    #[test]
+    fn list_objects_v2_lists_keys_in_order_with_metadata() {
+        let dir = s3_with(&[
+            ("b", "z/1.txt", "hello"),
+            ("b", "a.txt", ""),
+            ("c", "x", ""),
+        ]);
+        let request = ReaderRequest {
+            resource: "arn:aws:states:::s3:listObjectsV2".into(),
+            arguments: json!({"Bucket": "b"}),
+            ..ReaderRequest::default()
+        };
+        let items = read_items(Some(dir.path()), &request).unwrap();
+        let keys: Vec<_> = items.iter().map(|i| i["Key"].clone()).collect();
+        assert_eq!(keys, vec![json!("a.txt"), json!("z/1.txt")]);
+        assert_eq!(items[1]["Size"], json!(5));
+        assert_eq!(
+            items[1]["Etag"],
+            json!("\"5d41402abc4b2a76b9719d911017c592\"")
+        );
+        assert_eq!(items[1]["StorageClass"], json!("STANDARD"));
+    }
+
+    #[test]
+    fn result_writer_writes_the_manifest_and_result_files() {
+        let dir = s3_with(&[]);
+        let children = vec![ChildResult {
+            execution_arn: "arn:e".into(),
+            name: "n".into(),
+            input: json!("Hello"),
+            result: Ok(json!("Hello")),
+            start: 0,
+            stop: 1,
+        }];
+        let request = WriterRequest {
+            arguments: json!({"Bucket": "out", "Prefix": "jobs"}),
+        };
+        let out = write_results(
+            Some(dir.path()),
+            &request,
+            "arn:run",
+            "r1",
+            "arn:sm",
+            &children,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"MapRunArn": "arn:run", "ResultWriterDetails": {"Bucket": "out", "Key": "jobs/r1/manifest.json"}})
+        );
+        let s3 = LocalS3::new(dir.path());
+        let manifest: Value =
+            serde_json::from_slice(&s3.get_object("out", "jobs/r1/manifest.json").unwrap())
+                .unwrap();
+        assert_eq!(
+            manifest["ResultFiles"]["SUCCEEDED"][0]["Key"],
+            json!("jobs/r1/SUCCEEDED_0.json")
+        );
+        let results: Value =
+            serde_json::from_slice(&s3.get_object("out", "jobs/r1/SUCCEEDED_0.json").unwrap())
+                .unwrap();
+        assert_eq!(results[0]["Output"], json!("\"Hello\""));
+    }
+}
