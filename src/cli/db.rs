@@ -1,8 +1,9 @@
 //! Where the database is: `--db`, else `SFN_LOCAL_DB`, else the user's XDG state directory.
 
-use crate::store::{Durability, Store, StoreOptions};
+use crate::store::{Durability, Store, StoreError, StoreOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The database path to use.
 pub fn resolve(flag: Option<PathBuf>) -> PathBuf {
@@ -37,17 +38,57 @@ pub fn open(flag: Option<PathBuf>) -> Result<Arc<Store>, String> {
     open_with(flag, DurabilityArg::default())
 }
 
+/// Opens the database for commands that only read (describe, history, list): a database that
+/// cannot be written (read-only file or mount) or whose write lock another process holds (the
+/// read-write open checks the schema in a write transaction) is still readable.
+pub fn open_for_reading(flag: Option<PathBuf>) -> Result<Arc<Store>, String> {
+    let path = resolve(flag);
+    let options = options(DurabilityArg::default());
+    match Store::open(&path, options) {
+        Ok(store) => Ok(Arc::new(store)),
+        Err(StoreError::ReadOnly { .. } | StoreError::Busy { .. }) => {
+            Store::open_read_only(&path, options)
+                .map(Arc::new)
+                .map_err(|e| format!("error: {e}"))
+        }
+        Err(e) => Err(format!("error: {e}")),
+    }
+}
+
 /// Opens the database, or says why not.
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
     let path = resolve(flag);
-    let options = StoreOptions {
+    Store::open(&path, options(durability))
+        .map(Arc::new)
+        .map_err(|e| format!("error: {e}"))
+}
+
+/// The store options: `durability`, and the environment's overrides:
+/// - `SFN_LOCAL_BUSY_TIMEOUT_MS`: how long to wait for another process's write lock before
+///   failing with "stayed locked by another process" (default 5000);
+/// - `SFN_LOCAL_READ_ONLY=1`: open the file without write access, as on a read-only mount
+///   (for tests: root writes through file permissions);
+/// - `SFN_LOCAL_MAX_PAGE_COUNT`: cap the database's size in pages (`PRAGMA max_page_count`),
+///   so a test can fill the "disk".
+fn options(durability: DurabilityArg) -> StoreOptions {
+    let env_u64 = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let defaults = StoreOptions::default();
+    StoreOptions {
         durability: match durability {
             DurabilityArg::Normal => Durability::Normal,
             DurabilityArg::Full => Durability::Full,
         },
-        ..StoreOptions::default()
-    };
-    Store::open(&path, options)
-        .map(Arc::new)
-        .map_err(|e| format!("error: {e}"))
+        busy_timeout: env_u64("SFN_LOCAL_BUSY_TIMEOUT_MS")
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.busy_timeout),
+        max_page_count: env_u64("SFN_LOCAL_MAX_PAGE_COUNT")
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0),
+        read_only_file: std::env::var_os("SFN_LOCAL_READ_ONLY")
+            .is_some_and(|v| !v.is_empty() && v != "0"),
+    }
 }

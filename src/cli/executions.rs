@@ -55,7 +55,7 @@ fn print(v: &serde_json::Value) {
 
 /// Runs `describe-execution`.
 pub fn describe(args: DescribeArgs) -> ExitCode {
-    let store = match db::open(args.db) {
+    let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
         Err(e) => return fail(e.trim_start_matches("error: ")),
     };
@@ -71,7 +71,7 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
 
 /// Runs `get-execution-history`.
 pub fn history(args: HistoryArgs) -> ExitCode {
-    let store = match db::open(args.db) {
+    let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
         Err(e) => return fail(e.trim_start_matches("error: ")),
     };
@@ -99,7 +99,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return fail(e),
     };
-    let store = match db::open(args.db) {
+    let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
         Err(e) => return fail(e.trim_start_matches("error: ")),
     };

@@ -205,6 +205,7 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         request.notice,
         1,
         None,
+        &owner,
     );
     let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
     outcomes
@@ -224,9 +225,10 @@ fn build_engine(
     notice: NoticeFn,
     next_id: i64,
     recorded: Option<Vec<crate::store::EventRecord>>,
+    owner: &str,
 ) -> Engine {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
-    let sink = StoreSink::new(store.clone(), &info.execution_arn);
+    let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
     let history = History::new(next_id, Box::new(sink), options.max_history_events);
     let broker = TokenBroker::new(
         store.clone(),
@@ -364,7 +366,7 @@ pub fn resume_executions(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone());
+        let prepared = prepare_resume(&store, record, notice.clone(), &owner);
         match prepared {
             Ok((engine, dir, recorded)) => {
                 cwd = cwd.or(dir);
@@ -401,6 +403,7 @@ fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
+    owner: &str,
 ) -> Result<(Engine, Option<String>, usize), RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
@@ -455,6 +458,7 @@ fn prepare_resume(
         notice,
         next_id,
         Some(events),
+        owner,
     );
     Ok((engine, config.cwd, recorded))
 }

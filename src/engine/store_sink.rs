@@ -21,6 +21,8 @@ pub struct StoreSink {
     pending: Vec<Commit>,
     /// The first failure seen while waiting for an old batch.
     failed: Option<String>,
+    /// The runner writing: appends are fenced on its lease (see [`Append::owner`]).
+    owner: Option<String>,
 }
 
 impl StoreSink {
@@ -31,7 +33,15 @@ impl StoreSink {
             execution_arn: execution_arn.to_owned(),
             pending: Vec::new(),
             failed: None,
+            owner: None,
         }
+    }
+
+    /// Fences every append on `owner`'s lease: once another runner has taken the execution
+    /// over, this sink's appends are refused and nothing more is written.
+    pub fn owned_by(mut self, owner: &str) -> Self {
+        self.owner = Some(owner.to_owned());
+        self
     }
 
     fn append(&mut self, events: Vec<HistoryEvent>, finish: Option<Finish>) {
@@ -53,6 +63,7 @@ impl StoreSink {
             events,
             position: None,
             finish,
+            owner: self.owner.clone(),
         });
         // The engine does not wait for each batch; the writer applies them in order and the
         // next flush reports the first failure. When the writer falls behind, wait for the

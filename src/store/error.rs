@@ -68,16 +68,20 @@ pub enum StoreError {
         timeout_ms: u128,
     },
     /// The database was written by a newer sfn-local.
-    #[error("database schema version {found} is newer than this sfn-local supports ({supported}); upgrade sfn-local")]
+    #[error("database {path} has schema version {found}, newer than this sfn-local supports ({supported}); upgrade sfn-local")]
     SchemaTooNew {
+        /// The file.
+        path: PathBuf,
         /// `PRAGMA user_version` of the file.
         found: i64,
         /// The newest version this build knows.
         supported: i64,
     },
     /// A read-only store was opened on a database that needs migrating first.
-    #[error("database schema version {found} is older than {supported}; open it once read-write to migrate")]
+    #[error("database {path} has schema version {found}, older than {supported}; open it once read-write to migrate")]
     SchemaTooOld {
+        /// The file.
+        path: PathBuf,
         /// `PRAGMA user_version` of the file.
         found: i64,
         /// The version this build reads.
@@ -110,6 +114,18 @@ pub enum StoreError {
         execution_arn: String,
         /// Its current status.
         status: String,
+    },
+    /// A runner appended to an execution whose lease it no longer holds (it was paused or cut
+    /// off long enough for its lease to lapse, and another runner took the execution over).
+    /// Nothing was written: the execution belongs to the other runner now.
+    #[error("execution {execution_arn}: this runner ({owner}) lost its lease{}; nothing was written, the execution is driven by its new owner", held_by.as_deref().map(|h| format!(" to {h}")).unwrap_or_default())]
+    LeaseLost {
+        /// The ARN.
+        execution_arn: String,
+        /// The runner whose append was refused.
+        owner: String,
+        /// Who holds the lease now, if anyone.
+        held_by: Option<String>,
     },
     /// Event ids must continue the history without gaps or reuse.
     #[error(

@@ -243,6 +243,8 @@ pub(crate) struct WriteHead {
     pub id: i64,
     pub status: String,
     pub last_event_id: i64,
+    /// The runner holding the lease, if any.
+    pub owner: Option<String>,
 }
 
 /// Reads the write head of an execution by ARN.
@@ -251,13 +253,14 @@ pub(crate) fn write_head(
     execution_arn: &str,
 ) -> rusqlite::Result<Option<WriteHead>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, status, last_event_id FROM executions WHERE execution_arn = ?1",
+        "SELECT id, status, last_event_id, owner FROM executions WHERE execution_arn = ?1",
     )?;
     stmt.query_row([execution_arn], |row| {
         Ok(WriteHead {
             id: row.get(0)?,
             status: row.get(1)?,
             last_event_id: row.get(2)?,
+            owner: row.get(3)?,
         })
     })
     .optional()

@@ -40,6 +40,7 @@
 //!     events: vec![event(2, "SucceedStateEntered"), event(3, "SucceedStateExited"), event(4, "ExecutionSucceeded")],
 //!     position: None,
 //!     finish: Some(Finish { status: ExecutionStatus::Succeeded, output: Some("{}".into()), error: None, cause: None, stop_date_ms: 1 }),
+//!     owner: None,
 //! });
 //! started.wait_blocking()?; // not needed: commits apply in order, so waiting on the last is enough
 //! done.wait_blocking()?;
@@ -95,6 +96,13 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// How long to wait for another process's write lock before failing with [`StoreError::Busy`].
     pub busy_timeout: Duration,
+    /// Caps the database at this many pages (`PRAGMA max_page_count`) on every write
+    /// connection: a write that would grow it further fails as [`StoreError::DiskFull`], as on
+    /// a full disk. For tests; `None` leaves SQLite's limit.
+    pub max_page_count: Option<u32>,
+    /// Opens the file without write access, as on a read-only mount: [`Store::open`] then fails
+    /// with [`StoreError::ReadOnly`]. For tests (root writes through file permissions).
+    pub read_only_file: bool,
 }
 
 impl Default for StoreOptions {
@@ -102,6 +110,8 @@ impl Default for StoreOptions {
         StoreOptions {
             durability: Durability::Full,
             busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
+            read_only_file: false,
         }
     }
 }
@@ -146,9 +156,13 @@ impl Store {
             })?;
         }
         let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = if options.read_only_file {
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        };
         let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| sqlite("open", e))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| sqlite("set busy timeout", e))?;
@@ -158,6 +172,7 @@ impl Store {
             migrations::check(&conn).map_err(|e| sqlite("read schema version", e))?
         {
             return Err(StoreError::SchemaTooNew {
+                path: path.clone(),
                 found,
                 supported: SCHEMA_VERSION,
             });
@@ -184,10 +199,12 @@ impl Store {
         // connection would do is left to later ones: a WAL left behind is replayed on open, so
         // nothing is lost.
         no_checkpoint_on_close(&conn).map_err(|e| sqlite("configure connection", e))?;
+        cap_pages(&conn, options.max_page_count).map_err(|e| sqlite("configure connection", e))?;
         // Batches can hold thousands of events; keep their statements compiled.
         conn.set_prepared_statement_cache_capacity(32);
         if let Err(found) = migrations::migrate(&mut conn).map_err(|e| sqlite("migrate", e))? {
             return Err(StoreError::SchemaTooNew {
+                path: path.clone(),
                 found,
                 supported: SCHEMA_VERSION,
             });
@@ -223,12 +240,14 @@ impl Store {
             SchemaCheck::Current => {}
             SchemaCheck::Newer(found) => {
                 return Err(StoreError::SchemaTooNew {
+                    path: store.path.clone(),
                     found,
                     supported: SCHEMA_VERSION,
                 })
             }
             SchemaCheck::Older(found) => {
                 return Err(StoreError::SchemaTooOld {
+                    path: store.path.clone(),
                     found,
                     supported: SCHEMA_VERSION,
                 })
@@ -528,6 +547,8 @@ impl Store {
         conn.execute_batch("PRAGMA foreign_keys = ON;")
             .map_err(|e| self.sqlite("configure connection", e))?;
         no_checkpoint_on_close(&conn).map_err(|e| self.sqlite("configure connection", e))?;
+        cap_pages(&conn, self.options.max_page_count)
+            .map_err(|e| self.sqlite("configure connection", e))?;
         Ok(conn)
     }
 
@@ -580,6 +601,16 @@ fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     )
+}
+
+/// Applies [`StoreOptions::max_page_count`].
+fn cap_pages(conn: &Connection, max_page_count: Option<u32>) -> rusqlite::Result<()> {
+    if let Some(pages) = max_page_count {
+        let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |row| {
+            row.get(0)
+        })?;
+    }
+    Ok(())
 }
 
 /// Locks a mutex even if a panicking thread poisoned it: the guarded values are connections,

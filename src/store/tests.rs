@@ -62,6 +62,7 @@ fn append(execution_arn: &str, ids: std::ops::RangeInclusive<i64>) -> Append {
         events: ids.map(|id| event(id, "PassStateEntered")).collect(),
         position: None,
         finish: None,
+        owner: None,
     }
 }
 
@@ -71,6 +72,7 @@ fn no_events(execution_arn: &str) -> Append {
         events: Vec::new(),
         position: None,
         finish: None,
+        owner: None,
     }
 }
 
@@ -135,7 +137,7 @@ fn newer_schema_is_refused_and_left_alone() {
     }
     let err = Store::open(&path, StoreOptions::default()).expect_err("must refuse");
     assert!(
-        matches!(err, StoreError::SchemaTooNew { found: 42, supported } if supported == SCHEMA_VERSION),
+        matches!(err, StoreError::SchemaTooNew { found: 42, supported, .. } if supported == SCHEMA_VERSION),
         "{err:?}"
     );
     assert!(err.to_string().contains("newer"), "{err}");
@@ -623,6 +625,7 @@ fn throughput() {
                 ],
                 position: Some(format!(r#"{{"state":"Item","index":{id}}}"#)),
                 finish: None,
+                owner: None,
             }));
             id += 2;
         }

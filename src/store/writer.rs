@@ -5,7 +5,8 @@
 //! transaction, then answers every caller. So many small transitions cost one commit (one fsync at
 //! most), and commits apply in submission order because there is one queue and one thread.
 //!
-//! A command that breaks a rule (unknown execution, non-contiguous ids, appending after the end) is
+//! A command that breaks a rule (unknown execution, non-contiguous ids, appending after the end,
+//! an owner that no longer holds the lease) is
 //! refused *before* it writes anything, so it fails alone and the rest of the batch commits. If
 //! SQLite itself fails mid-batch (disk full, I/O), the whole transaction rolls back and the commands
 //! are retried one transaction each, so every caller gets its own precise answer.
@@ -44,6 +45,10 @@ pub struct Append {
     pub position: Option<String>,
     /// Set when these events end the execution (`ExecutionSucceeded`, `ExecutionFailed`...).
     pub finish: Option<Finish>,
+    /// The runner writing, for fencing: when set, the append is refused with
+    /// [`StoreError::LeaseLost`] unless this owner still holds the execution's lease (another
+    /// runner took it over while this one was paused or cut off). `None` skips the check.
+    pub owner: Option<String>,
 }
 
 /// What the writer thread is asked to do.
@@ -222,6 +227,9 @@ fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>
 struct Head<'a> {
     id: i64,
     status: String,
+    /// The lease holder when the batch read the row (it cannot change during the batch: the
+    /// IMMEDIATE transaction holds the write lock).
+    owner: Option<String>,
     last_event_id: i64,
     /// Needs `last_event_id`/`position` written back at the end of the batch.
     dirty: bool,
@@ -287,6 +295,7 @@ fn create<'a>(
         Head {
             id,
             status: ExecutionStatus::Running.as_str().to_owned(),
+            owner: new.owner.clone(),
             last_event_id,
             dirty: false,
             position: None,
@@ -310,6 +319,7 @@ fn append_to<'a>(
                 Some(stored) => entry.insert(Head {
                     id: stored.id,
                     status: stored.status,
+                    owner: stored.owner,
                     last_event_id: stored.last_event_id,
                     dirty: false,
                     position: None,
@@ -322,6 +332,16 @@ fn append_to<'a>(
             }
         }
     };
+    // Fencing first: a runner that lost its lease is told so, whatever the new owner did.
+    if let Some(writer) = &append.owner {
+        if head.owner.as_deref() != Some(writer.as_str()) {
+            return Ok(Err(StoreError::LeaseLost {
+                execution_arn: arn.to_owned(),
+                owner: writer.clone(),
+                held_by: head.owner.clone(),
+            }));
+        }
+    }
     if head.status != ExecutionStatus::Running.as_str() {
         return Ok(Err(StoreError::ExecutionNotRunning {
             execution_arn: arn.to_owned(),

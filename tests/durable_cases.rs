@@ -1,0 +1,606 @@
+//! Durable executions, case by case, through the binary: bad stores (not a database, locked
+//! too long, read-only, full, newer schema), fencing a runner that lost its lease, Ctrl-C, a
+//! local task running at the crash, and answers and heartbeats given while no runner is alive.
+
+mod common;
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.path("state.db")
+    }
+
+    fn sfn(&self) -> Command {
+        let mut c = Command::new(common::bin());
+        c.env("SFN_LOCAL_DB", self.db())
+            .env("SFN_LOCAL", common::bin())
+            .env("SFN_LOCAL_LEASE_MS", "300")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        self.sfn().args(args).output().expect("sfn-local")
+    }
+
+    fn def(&self, machine: &Value) -> String {
+        let def = self.path("m.asl.json");
+        std::fs::write(&def, machine.to_string()).expect("definition");
+        def.display().to_string()
+    }
+
+    fn history_types(&self, execution: &str) -> Vec<String> {
+        let out = self.cli(&["get-execution-history", "--execution-arn", execution]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("history JSON");
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(e["id"], json!(i + 1), "ids must be contiguous");
+        }
+        events
+            .iter()
+            .filter_map(|e| e["type"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    fn describe(&self, execution: &str) -> Value {
+        let out = self.cli(&["describe-execution", "--execution-arn", execution]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("describe JSON")
+    }
+
+    fn executions(&self) -> Vec<Value> {
+        let out = self.cli(&["list-executions"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("list JSON");
+        v["executions"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The open tasks, waiting until there are `n` (or 10 s pass).
+    fn wait_tasks(&self, n: usize) -> Vec<Value> {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self.cli(&["list-tasks", "--format", "json"]);
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            let tasks = v["tasks"].as_array().cloned().unwrap_or_default();
+            if tasks.len() >= n || Instant::now() > until {
+                return tasks;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Resumes, waiting out a lease that has not lapsed yet.
+    fn resume(&self, name: &str) -> Output {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self.cli(&["resume", "--execution-arn", name]);
+            if out.status.code() == Some(2)
+                && text(&out.stderr).contains("lease")
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            return out;
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn signal(child: &Child, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill {sig}");
+}
+
+fn no_panic(out: &Output) {
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert_ne!(out.status.code(), Some(101), "panic exit: {err}");
+    assert!(out.status.code().is_some(), "killed by a signal: {err}");
+}
+
+fn simple() -> Value {
+    json!({"StartAt": "A", "States": {"A": {"Type": "Pass", "Result": {"ok": true}, "End": true}}})
+}
+
+fn callback(heartbeat: u64) -> Value {
+    json!({
+        "StartAt": "Ask",
+        "States": {
+            "Ask": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"token.$": "$$.Task.Token"},
+                "HeartbeatSeconds": heartbeat, "TimeoutSeconds": 60,
+                "ResultPath": "$.answer",
+                "End": true
+            }
+        }
+    })
+}
+
+/// Asserts that every stored execution is whole: a terminal one has its terminal event; a
+/// running one has contiguous ids (checked by `history_types`).
+fn no_half_written(sb: &Sandbox) {
+    for e in sb.executions() {
+        let arn = e["executionArn"].as_str().unwrap_or_default().to_owned();
+        let types = sb.history_types(&arn);
+        match e["status"].as_str() {
+            Some("RUNNING") => {}
+            Some("SUCCEEDED") => assert_eq!(
+                types.last().map(String::as_str),
+                Some("ExecutionSucceeded"),
+                "{arn}"
+            ),
+            other => panic!("{arn}: unexpected status {other:?}"),
+        }
+    }
+}
+
+// ---- bad stores ---------------------------------------------------------------------------
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_clearly() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.db(), "this is not SQLite\n".repeat(300)).expect("file");
+    let before = std::fs::read(sb.db()).expect("read");
+    let def = sb.def(&simple());
+    let db = sb.db().display().to_string();
+    for args in [
+        vec!["run", def.as_str()],
+        vec!["list-executions"],
+        vec![
+            "send-task-success",
+            "--task-token",
+            "T",
+            "--task-output",
+            "{}",
+        ],
+        vec!["resume", "--all"],
+    ] {
+        let out = sb.cli(&args);
+        no_panic(&out);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("not an sfn-local database"), "{args:?}: {err}");
+        assert!(err.contains(&db), "{args:?} must name the file: {err}");
+    }
+    assert_eq!(
+        std::fs::read(sb.db()).expect("read"),
+        before,
+        "the file was changed"
+    );
+}
+
+#[test]
+fn a_database_locked_too_long_by_another_process_is_a_clear_error() {
+    let sb = Sandbox::new();
+    let def = sb.def(&simple());
+    let first = sb.cli(&["run", &def, "--name", "before"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    // Another process (this test) holds a write transaction for longer than the busy timeout.
+    let mut holder = rusqlite::Connection::open(sb.db()).expect("open");
+    let tx = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .expect("begin immediate");
+    let db = sb.db().display().to_string();
+    let token_args = [
+        "send-task-success",
+        "--task-token",
+        "T",
+        "--task-output",
+        "{}",
+    ];
+    for args in [
+        vec!["run", def.as_str(), "--name", "during"],
+        token_args.to_vec(),
+    ] {
+        let started = Instant::now();
+        let out = sb
+            .sfn()
+            .env("SFN_LOCAL_BUSY_TIMEOUT_MS", "300")
+            .args(&args)
+            .output()
+            .expect("sfn-local");
+        no_panic(&out);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("stayed locked by another process for longer than 300 ms"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(&db), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "the timeout was not used"
+        );
+    }
+    // Readers are not blocked by a writer (WAL).
+    let list = sb.cli(&["list-executions"]);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    drop(tx);
+    drop(holder);
+    // Nothing of "during" was kept, or it is whole.
+    no_half_written(&sb);
+    let again = sb.cli(&["run", &def, "--name", "after"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+}
+
+/// Makes a file immutable with `chattr +i` (root cannot write it either) while alive.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn try_new(path: &Path) -> Option<Immutable> {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+/// CI runs as root, which writes through `chmod`. So the file is made immutable with `chattr +i`
+/// where the file system allows it (root cannot write it either); elsewhere
+/// `SFN_LOCAL_READ_ONLY=1` opens it without write access, exactly what SQLite sees on a
+/// read-only mount. Either way: writes are refused naming the file, reads still work.
+#[test]
+fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
+    let sb = Sandbox::new();
+    let def = sb.def(&simple());
+    let first = sb.cli(&["run", &def, "--name", "before"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let guard = Immutable::try_new(&sb.db());
+    let how = if guard.is_some() {
+        "chattr +i"
+    } else {
+        "SFN_LOCAL_READ_ONLY=1"
+    };
+    eprintln!("read-only database by {how}");
+    let db = sb.db().display().to_string();
+    let ro = |args: &[&str]| {
+        let mut c = sb.sfn();
+        if guard.is_none() {
+            c.env("SFN_LOCAL_READ_ONLY", "1");
+        }
+        c.args(args).output().expect("sfn-local")
+    };
+    for args in [
+        vec!["run", def.as_str(), "--name", "during"],
+        vec![
+            "send-task-success",
+            "--task-token",
+            "T",
+            "--task-output",
+            "{}",
+        ],
+        vec!["stop-execution", "--execution-arn", "before"],
+    ] {
+        let out = ro(&args);
+        no_panic(&out);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("is read-only"), "{args:?}: {err}");
+        assert!(err.contains(&db), "{args:?}: {err}");
+    }
+    let list = ro(&["list-executions"]);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    let listed: Value = serde_json::from_slice(&list.stdout).expect("list");
+    assert_eq!(listed["executions"].as_array().map(Vec::len), Some(1));
+    drop(guard);
+    no_half_written(&sb);
+}
+
+/// `SFN_LOCAL_MAX_PAGE_COUNT` caps the file as a full disk would. The run fails saying so, the
+/// execution is left whole (RUNNING with contiguous ids, or not there at all), and once there is
+/// room again `resume` finishes it.
+#[test]
+fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
+    let sb = Sandbox::new();
+    let big = "x".repeat(200_000);
+    let machine = json!({
+        "StartAt": "Small",
+        "States": {
+            "Small": {"Type": "Pass", "Result": "small", "ResultPath": "$.small", "Next": "Big"},
+            "Big": {"Type": "Pass", "Result": big, "ResultPath": "$.big", "Next": "Done"},
+            "Done": {"Type": "Pass", "Parameters": {"length.$": "States.StringSplit($.small, ',')"}, "End": true}
+        }
+    });
+    let def = sb.def(&machine);
+    let first = sb.cli(&["run", &sb.def(&simple()), "--name", "before"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let def2 = sb.path("big.asl.json");
+    std::fs::rename(&def, &def2).ok();
+    std::fs::write(&def2, machine.to_string()).expect("definition");
+    let def2 = def2.display().to_string();
+    // The database's current size in pages, plus a little: the big state cannot fit.
+    let pages: i64 = rusqlite::Connection::open(sb.db())
+        .and_then(|c| c.query_row("PRAGMA page_count", [], |r| r.get(0)))
+        .expect("page_count");
+    let out = sb
+        .sfn()
+        .env("SFN_LOCAL_MAX_PAGE_COUNT", (pages + 12).to_string())
+        .args(["run", &def2, "--name", "full"])
+        .output()
+        .expect("run");
+    no_panic(&out);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("disk full"), "{err}");
+    assert!(err.contains(&sb.db().display().to_string()), "{err}");
+    no_half_written(&sb);
+    let full = sb.executions().into_iter().find(|e| e["name"] == "full");
+    if let Some(full) = full {
+        assert_eq!(full["status"], "RUNNING");
+        let out = sb.resume("full");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+        assert_eq!(output["length"], json!(["small"]));
+    }
+}
+
+#[test]
+fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
+    let sb = Sandbox::new();
+    let def = sb.def(&simple());
+    let first = sb.cli(&["run", &def, "--name", "before"]);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    rusqlite::Connection::open(sb.db())
+        .and_then(|c| c.execute_batch("PRAGMA user_version = 999"))
+        .expect("set version");
+    let db = sb.db().display().to_string();
+    for args in [
+        vec!["run", def.as_str(), "--name", "during"],
+        vec!["list-executions"],
+        vec![
+            "send-task-success",
+            "--task-token",
+            "T",
+            "--task-output",
+            "{}",
+        ],
+    ] {
+        let out = sb.cli(&args);
+        no_panic(&out);
+        assert!(!out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("schema version 999, newer than"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("upgrade sfn-local"), "{args:?}: {err}");
+        assert!(err.contains(&db), "{args:?}: {err}");
+    }
+    let version: i64 = rusqlite::Connection::open(sb.db())
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+        .expect("version");
+    assert_eq!(version, 999, "the database was changed");
+}
+
+// ---- fencing, Ctrl-C, crashes around tasks --------------------------------------------------
+
+fn waits() -> Value {
+    json!({
+        "StartAt": "First",
+        "States": {
+            "First": {"Type": "Pass", "Result": 1, "ResultPath": "$.first", "Next": "Nap"},
+            "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Last"},
+            "Last": {"Type": "Pass", "Result": 2, "ResultPath": "$.last", "End": true}
+        }
+    })
+}
+
+/// A runner paused (SIGSTOP) past its lease while another resumes the execution: when it wakes
+/// up, its appends are refused (the writer's owner check), it says so, and the history holds
+/// the new owner's events only once.
+#[test]
+fn a_runner_that_lost_its_lease_writes_nothing() {
+    let sb = Sandbox::new();
+    let def = sb.def(&waits());
+    let reference = sb.cli(&["run", &def, "--name", "reference"]);
+    assert!(reference.status.success(), "{}", text(&reference.stderr));
+    let paused = sb
+        .sfn()
+        .args(["run", &def, "--name", "fenced"])
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&paused, "-STOP");
+    std::thread::sleep(Duration::from_millis(500)); // the 300 ms lease lapses
+    let resumer = sb
+        .sfn()
+        .args(["resume", "--execution-arn", "fenced"])
+        .spawn()
+        .expect("resume");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&paused, "-CONT");
+    let old = paused.wait_with_output().expect("paused runner");
+    let new = resumer.wait_with_output().expect("resume");
+    assert!(new.status.success(), "{}", text(&new.stderr));
+    assert_eq!(new.stdout, reference.stdout);
+    no_panic(&old);
+    assert!(!old.status.success(), "the fenced runner must fail");
+    assert!(
+        text(&old.stderr).contains("lost its lease"),
+        "{}",
+        text(&old.stderr)
+    );
+    assert_eq!(sb.history_types("fenced"), sb.history_types("reference"));
+}
+
+#[test]
+fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
+    let sb = Sandbox::new();
+    let def = sb.def(&waits());
+    let reference = sb.cli(&["run", &def, "--name", "reference"]);
+    let child = sb
+        .sfn()
+        .args(["run", &def, "--name", "int"])
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(700));
+    signal(&child, "-INT");
+    let out = child.wait_with_output().expect("run");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("resume"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(sb.describe("int")["status"], "RUNNING");
+    let resumed = sb.resume("int");
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(resumed.stdout, reference.stdout);
+    assert_eq!(sb.describe("int")["status"], "SUCCEEDED");
+    assert_eq!(sb.history_types("int"), sb.history_types("reference"));
+}
+
+/// A local `--task` command running when the runner is killed runs again on resume, and the
+/// history shows the second start.
+#[test]
+fn a_local_task_running_at_the_crash_is_started_again() {
+    let sb = Sandbox::new();
+    let script = sb.path("slow.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > /dev/null\nsleep 1\necho '{\"done\":true}'\n",
+    )
+    .expect("script");
+    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    let machine = json!({"StartAt": "Work", "States": {"Work": {
+        "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
+    let def = sb.def(&machine);
+    let task = format!("Work={}", script.display());
+    let mut child = sb
+        .sfn()
+        .args(["run", &def, "--name", "local", "--task", &task])
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(sb.describe("local")["status"], "RUNNING");
+    let out = sb.resume("local");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+    assert_eq!(output, json!({"done": true}));
+    let types = sb.history_types("local");
+    let count = |name: &str| types.iter().filter(|t| *t == name).count();
+    assert_eq!(count("LambdaFunctionScheduled"), 1, "{types:?}");
+    assert_eq!(
+        count("LambdaFunctionStarted"),
+        2,
+        "started again: {types:?}"
+    );
+    assert_eq!(count("LambdaFunctionSucceeded"), 1, "{types:?}");
+}
+
+/// An answer sent while no runner is alive is recorded and used by the resumed execution.
+#[test]
+fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {
+    let sb = Sandbox::new();
+    let def = sb.def(&callback(30));
+    let mut child = sb
+        .sfn()
+        .args(["run", &def, "--name", "cb"])
+        .spawn()
+        .expect("run");
+    let tasks = sb.wait_tasks(1);
+    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
+    let _ = child.kill();
+    let _ = child.wait();
+    let sent = sb.cli(&[
+        "send-task-success",
+        "--task-token",
+        &token,
+        "--task-output",
+        r#"{"v":7}"#,
+    ]);
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let out = sb.resume("cb");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+    assert_eq!(output["answer"], json!({"v": 7}));
+}
+
+/// A heartbeat sent while no runner is alive moves the heartbeat deadline: an answer after the
+/// first deadline (but before the moved one) is still accepted and used.
+#[test]
+fn a_heartbeat_sent_while_no_runner_is_alive_still_counts() {
+    let sb = Sandbox::new();
+    let def = sb.def(&callback(2));
+    let mut child = sb
+        .sfn()
+        .args(["run", &def, "--name", "hb"])
+        .spawn()
+        .expect("run");
+    let tasks = sb.wait_tasks(1);
+    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
+    let first_deadline = tasks[0]["heartbeatDate"]
+        .as_str()
+        .expect("deadline")
+        .to_owned();
+    let _ = child.kill();
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(1200));
+    let beat = sb.cli(&["send-task-heartbeat", "--task-token", &token]);
+    assert!(beat.status.success(), "{}", text(&beat.stderr));
+    let moved = sb.wait_tasks(1);
+    let second_deadline = moved[0]["heartbeatDate"]
+        .as_str()
+        .expect("deadline")
+        .to_owned();
+    assert!(
+        second_deadline > first_deadline,
+        "{first_deadline} -> {second_deadline}"
+    );
+    // Past the first deadline, before the second.
+    std::thread::sleep(Duration::from_millis(1200));
+    let sent = sb.cli(&[
+        "send-task-success",
+        "--task-token",
+        &token,
+        "--task-output",
+        r#"{"v":8}"#,
+    ]);
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let out = sb.resume("hb");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+    assert_eq!(output["answer"], json!({"v": 8}));
+}
