@@ -372,6 +372,19 @@ impl Engine {
         outcome
     }
 
+    /// Commits everything written so far before an effect leaves the process (a worker
+    /// started, a token handed out). A refused commit (the store failed, or this runner lost
+    /// its lease to another) ends the execution here, before the effect: a fenced runner must
+    /// not act for an execution another runner now drives.
+    pub(crate) async fn commit_before_effects(&self, cx: &StateCx<'_>) -> Result<(), Failed> {
+        let committed = self.history.borrow_mut().flush();
+        committed.await.map_err(|e| Failed {
+            error: StatesError::runtime(format!("the history could not be committed: {e}")),
+            prev: cx.entered_id,
+            terminal: true,
+        })
+    }
+
     /// Resolves when every event handed to the sink so far is committed, or with the first
     /// write error.
     pub fn committed(

@@ -77,8 +77,7 @@ impl Engine {
             )?;
         }
         // Nobody may see the token before the events that introduce it are committed.
-        let committed = self.history.borrow_mut().flush();
-        let _ = committed.await;
+        self.commit_before_effects(cx).await?;
         let started_at = self.clock.now();
         let scaled_ms =
             |secs: u64| self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;

@@ -131,8 +131,7 @@ impl Engine {
         };
         if wait_secs != Some(0.0) {
             // Whoever watches the history sees the task scheduled while it "runs".
-            let committed = self.history.borrow_mut().flush();
-            let _ = committed.await;
+            self.commit_before_effects(cx).await?;
         }
         let started_at = self.clock.now();
         match wait_secs {

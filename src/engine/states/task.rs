@@ -242,8 +242,7 @@ impl Engine {
             return self.task_result(cx, t, raw_input, prev, &events, result);
         }
         // The task's effects leave the process: everything before them must be committed.
-        let committed = self.history.borrow_mut().flush();
-        let _ = committed.await;
+        self.commit_before_effects(cx).await?;
         let request = TaskRequest {
             state_name: cx.state.name.clone(),
             resource: t.resource.clone(),
