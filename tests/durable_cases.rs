@@ -463,6 +463,52 @@ fn a_runner_that_lost_its_lease_writes_nothing() {
     assert_eq!(sb.history_types("fenced"), sb.history_types("reference"));
 }
 
+/// Regression: a fenced runner must stop before its next effect. Paused during a Wait past its
+/// lease, it wakes after another runner resumed the execution and ran the Task: its first commit
+/// is refused, so it never starts the Task's command a second time.
+#[test]
+fn a_fenced_runner_never_starts_a_task_the_new_owner_ran() {
+    let sb = Sandbox::new();
+    let marker = sb.path("runs.txt");
+    let script = sb.path("work.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\necho ran >> '{}'\necho '{{\"ok\":true}}'\n",
+            marker.display()
+        ),
+    )
+    .expect("script");
+    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    let machine = json!({"StartAt": "Nap", "States": {
+        "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Work"},
+        "Work": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
+    let def = sb.def(&machine);
+    let task = format!("Work={}", script.display());
+    let paused = sb
+        .sfn()
+        .args(["run", &def, "--name", "fenced-task", "--task", &task])
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&paused, "-STOP");
+    std::thread::sleep(Duration::from_millis(500)); // the 300 ms lease lapses
+    let resumed = sb.resume("fenced-task");
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    signal(&paused, "-CONT");
+    let old = paused.wait_with_output().expect("paused runner");
+    no_panic(&old);
+    assert!(!old.status.success(), "the fenced runner must fail");
+    let runs = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert_eq!(
+        runs.lines().count(),
+        1,
+        "the command ran {} times",
+        runs.lines().count()
+    );
+    assert_eq!(sb.describe("fenced-task")["status"], "SUCCEEDED");
+}
+
 #[test]
 fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
     let sb = Sandbox::new();
