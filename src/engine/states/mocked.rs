@@ -18,7 +18,7 @@ use crate::asl::error::{names, StatesError};
 use crate::asl::model::Task;
 use crate::asl::resource::{IntegrationPattern, ResourceKind};
 use crate::engine::clock::Millis;
-use crate::engine::execution::{Engine, Failed, StateCx, MAX_PAYLOAD_BYTES};
+use crate::engine::execution::{Engine, Failed, StateCx};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::states::task::{integration_details, TaskEvents};
 use crate::tasks::callback::TaskToken;
@@ -148,39 +148,12 @@ impl Engine {
             None => std::future::pending::<()>().await,
         }
         match end {
+            // An answer is handled exactly as a real task's result or error.
             End::Answer(MockOutcome::Return(result), _) => {
-                let text = result.to_string();
-                if text.len() > MAX_PAYLOAD_BYTES {
-                    let what = match kind {
-                        ResourceKind::Integration { service, .. } => service.clone(),
-                        _ => t.resource.arn.clone(),
-                    };
-                    let e = StatesError::new(
-                        names::DATA_LIMIT_EXCEEDED,
-                        format!("The state/task '{what}' returned a result with a size exceeding the maximum number of bytes service limit."),
-                    );
-                    let prev = self.push(
-                        prev,
-                        events.failed,
-                        Some(integration_details(kind).error(&e).build()),
-                    )?;
-                    return Err(Failed::new(e, prev));
-                }
-                let prev = self.push(
-                    prev,
-                    events.succeeded,
-                    Some(integration_details(kind).payload("output", text).build()),
-                )?;
-                let output = self.finish_result(cx, &t.io, raw_input.clone(), result)?;
-                Ok((output, prev))
+                self.task_result(cx, t, raw_input, prev, &events, Some(Ok(result)))
             }
             End::Answer(MockOutcome::Throw(e), _) => {
-                let prev = self.push(
-                    prev,
-                    events.failed,
-                    Some(integration_details(kind).error(&e).build()),
-                )?;
-                Err(Failed::new(e, prev))
+                self.task_result(cx, t, raw_input, prev, &events, Some(Err(e)))
             }
             End::TimedOut { heartbeat, .. } => {
                 let e = if heartbeat {

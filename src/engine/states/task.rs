@@ -291,7 +291,7 @@ impl Engine {
     }
 
     /// The events and output of a finished attempt (`None`: it timed out).
-    fn task_result(
+    pub(crate) fn task_result(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
