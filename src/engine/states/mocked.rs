@@ -64,21 +64,7 @@ impl Engine {
             self.arguments(cx, &t.io, effective)?
         };
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
-        let parameters_text = parameters.to_string();
-        let mut scheduled = match kind {
-            ResourceKind::Integration { .. } => integration_details(kind)
-                .str("region", &self.info.region)
-                .str("parameters", parameters_text),
-            ResourceKind::Activity { .. } | ResourceKind::LambdaFunction => Details::new()
-                .str("resource", &t.resource.arn)
-                .payload("input", parameters_text),
-        };
-        if let Some(tmo) = timeout {
-            scheduled = scheduled.int("timeoutInSeconds", tmo as i64);
-        }
-        if let (Some(hb), false) = (heartbeat, matches!(kind, ResourceKind::LambdaFunction)) {
-            scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
-        }
+        let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let mut prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
         let started = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),

@@ -206,21 +206,7 @@ impl Engine {
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
-        let parameters_text = parameters.to_string();
-        let mut scheduled = match kind {
-            ResourceKind::Integration { .. } => integration_details(kind)
-                .str("region", &self.info.region)
-                .str("parameters", parameters_text),
-            ResourceKind::Activity { .. } | ResourceKind::LambdaFunction => Details::new()
-                .str("resource", &t.resource.arn)
-                .payload("input", parameters_text),
-        };
-        if let Some(tmo) = timeout {
-            scheduled = scheduled.int("timeoutInSeconds", tmo as i64);
-        }
-        if let (Some(hb), false) = (heartbeat, matches!(kind, ResourceKind::LambdaFunction)) {
-            scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
-        }
+        let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
         let started_details = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
@@ -291,6 +277,34 @@ impl Engine {
     }
 
     /// The events and output of a finished attempt (`None`: it timed out).
+    /// The `*Scheduled` event's details for a resource kind: integrations record the
+    /// parameters, activities and Lambda functions the input; the clocks only when declared.
+    pub(crate) fn scheduled_details(
+        &self,
+        t: &Task,
+        parameters: &Value,
+        timeout: Option<u64>,
+        heartbeat: Option<u64>,
+    ) -> Details {
+        let kind = &t.resource.kind;
+        let parameters_text = parameters.to_string();
+        let mut scheduled = match kind {
+            ResourceKind::Integration { .. } => integration_details(kind)
+                .str("region", &self.info.region)
+                .str("parameters", parameters_text),
+            ResourceKind::Activity { .. } | ResourceKind::LambdaFunction => Details::new()
+                .str("resource", &t.resource.arn)
+                .payload("input", parameters_text),
+        };
+        if let Some(tmo) = timeout {
+            scheduled = scheduled.int("timeoutInSeconds", tmo as i64);
+        }
+        if let (Some(hb), false) = (heartbeat, matches!(kind, ResourceKind::LambdaFunction)) {
+            scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
+        }
+        scheduled
+    }
+
     pub(crate) fn task_result(
         &self,
         cx: &StateCx<'_>,
