@@ -65,7 +65,7 @@ pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc
 
 /// The store options: `durability`, and the environment's overrides:
 /// - `SFN_LOCAL_BUSY_TIMEOUT_MS`: how long to wait for another process's write lock before
-///   failing with "stayed locked by another process" (default 5000);
+///   failing with "stayed locked by another process" (default 30000);
 /// - `SFN_LOCAL_READ_ONLY=1`: open the file without write access, as on a read-only mount
 ///   (for tests: root writes through file permissions);
 /// - `SFN_LOCAL_MAX_PAGE_COUNT`: cap the database's size in pages (`PRAGMA max_page_count`),

@@ -6,8 +6,10 @@ use crate::engine::execution::{Outcome, Status};
 use crate::engine::history::{HistoryEvent, HistorySink};
 use crate::store::Commit;
 use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store, KEY_SEPARATOR};
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// How many batches may wait for the writer before the engine waits for the oldest.
@@ -19,8 +21,10 @@ pub struct StoreSink {
     execution_arn: String,
     /// Batches submitted and not yet checked; the next flush awaits them all.
     pending: Vec<Commit>,
-    /// The first failure seen while waiting for an old batch.
-    failed: Option<String>,
+    /// The first failure seen, kept for good: every later batch continues a history that
+    /// already has a hole, so its own refusal ("does not continue the history") would hide
+    /// the cause. Shared with the futures `flush` returns, which find most failures.
+    failed: Rc<RefCell<Option<String>>>,
     /// The runner writing: appends are fenced on its lease (see [`Append::owner`]).
     owner: Option<String>,
 }
@@ -32,7 +36,7 @@ impl StoreSink {
             store,
             execution_arn: execution_arn.to_owned(),
             pending: Vec::new(),
-            failed: None,
+            failed: Rc::default(),
             owner: None,
         }
     }
@@ -45,6 +49,10 @@ impl StoreSink {
     }
 
     fn append(&mut self, events: Vec<HistoryEvent>, finish: Option<Finish>) {
+        if self.failed.borrow().is_some() {
+            // Nothing can continue a history with a hole; the failure is reported at flush.
+            return;
+        }
         let events = events
             .into_iter()
             .map(|e| NewEvent {
@@ -72,7 +80,7 @@ impl StoreSink {
         if self.pending.len() > MAX_BATCHES_IN_FLIGHT {
             let oldest = self.pending.remove(0);
             if let Err(e) = oldest.wait_blocking() {
-                self.failed.get_or_insert(e.to_string());
+                self.failed.borrow_mut().get_or_insert(e.to_string());
             }
         }
     }
@@ -114,15 +122,88 @@ impl HistorySink for StoreSink {
 
     fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
         let pending = std::mem::take(&mut self.pending);
-        let failed = self.failed.take();
+        let failed = self.failed.clone();
         Box::pin(async move {
-            if let Some(e) = failed {
-                return Err(e);
-            }
             for commit in pending {
-                commit.wait().await.map_err(|e| e.to_string())?;
+                if let Err(e) = commit.wait().await {
+                    failed.borrow_mut().get_or_insert(e.to_string());
+                    break;
+                }
             }
-            Ok(())
+            match &*failed.borrow() {
+                Some(e) => Err(e.clone()),
+                None => Ok(()),
+            }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::history::EventType;
+    use crate::store::{NewExecution, StoreOptions};
+    use std::time::Duration;
+
+    fn event(id: i64) -> HistoryEvent {
+        HistoryEvent {
+            id,
+            previous_event_id: id - 1,
+            timestamp: 0,
+            event_type: EventType::PassStateEntered,
+            details: None,
+            replay_key: None,
+        }
+    }
+
+    // Regression (load test on CI): a batch lost to a busy lock was reported as the next
+    // batch's "event id 5 does not continue the history" instead of the lock.
+    #[test]
+    fn the_first_failure_is_the_one_reported() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("state.db");
+        let options = StoreOptions {
+            busy_timeout: Duration::from_millis(50),
+            ..StoreOptions::default()
+        };
+        let store = Arc::new(Store::open(&path, options).expect("open"));
+        let arn = "arn:aws:states:us-east-1:123456789012:execution:M:e";
+        store
+            .create_execution(NewExecution {
+                execution_arn: arn.into(),
+                name: "e".into(),
+                state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:M".into(),
+                state_machine_name: "M".into(),
+                definition: "{}".into(),
+                input: "{}".into(),
+                start_date_ms: 0,
+                role_arn: None,
+                timeout_at_ms: None,
+                position: None,
+                owner: None,
+                lease_expires_at_ms: None,
+                run_config: None,
+                events: Vec::new(),
+            })
+            .wait_blocking()
+            .expect("create");
+        let mut sink = StoreSink::new(store.clone(), arn);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+
+        let holder = rusqlite::Connection::open(&path).expect("raw");
+        holder
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("take the lock");
+        sink.submit((1..=4).map(event).collect());
+        let err = runtime.block_on(sink.flush()).expect_err("locked");
+        assert!(err.contains("stayed locked"), "{err}");
+        holder.execute_batch("COMMIT").expect("release");
+
+        sink.submit((5..=6).map(event).collect());
+        let err = runtime.block_on(sink.flush()).expect_err("still failed");
+        assert!(err.contains("stayed locked"), "{err}");
+        assert!(store.history(arn, false).expect("history").is_empty());
     }
 }

@@ -5,7 +5,7 @@
 //! migration's own statements). All pending migrations run in one IMMEDIATE transaction: two
 //! processes opening a fresh file at once serialize, and the second sees the work already done.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 /// One schema step.
 struct Migration {
@@ -55,8 +55,11 @@ pub(crate) fn check(conn: &Connection) -> rusqlite::Result<SchemaCheck> {
 
 /// Brings the schema to [`SCHEMA_VERSION`]. Returns the version found (re-read inside the
 /// transaction) if it is newer than this build, without changing anything.
-pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Result<(), i64>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+pub(crate) fn migrate(
+    conn: &Connection,
+    busy_timeout: std::time::Duration,
+) -> rusqlite::Result<Result<(), i64>> {
+    let tx = super::lock::begin_immediate(conn, busy_timeout)?;
     let found: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if found > SCHEMA_VERSION {
         return Ok(Err(found));
@@ -83,17 +86,21 @@ mod tests {
 
     #[test]
     fn migrating_twice_is_a_no_op() {
-        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        let conn = Connection::open_in_memory().expect("in-memory database");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Older(0));
-        migrate(&mut conn).expect("migrate").expect("not newer");
+        migrate(&conn, std::time::Duration::from_secs(5))
+            .expect("migrate")
+            .expect("not newer");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
-        migrate(&mut conn).expect("migrate").expect("not newer");
+        migrate(&conn, std::time::Duration::from_secs(5))
+            .expect("migrate")
+            .expect("not newer");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
     }
 
     #[test]
     fn a_version_2_database_is_migrated_with_its_rows_kept() {
-        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        let conn = Connection::open_in_memory().expect("in-memory database");
         for m in &MIGRATIONS[..2] {
             conn.execute_batch(m.sql).expect("old migration");
         }
@@ -104,7 +111,9 @@ mod tests {
         )
         .expect("old row");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Older(2));
-        migrate(&mut conn).expect("migrate").expect("not newer");
+        migrate(&conn, std::time::Duration::from_secs(5))
+            .expect("migrate")
+            .expect("not newer");
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
         let (name, config): (String, Option<String>) = conn
             .query_row("SELECT name, run_config FROM executions", [], |r| {
@@ -118,10 +127,13 @@ mod tests {
 
     #[test]
     fn newer_schema_is_reported_not_touched() {
-        let mut conn = Connection::open_in_memory().expect("in-memory database");
+        let conn = Connection::open_in_memory().expect("in-memory database");
         conn.execute_batch("PRAGMA user_version = 99")
             .expect("set version");
-        assert_eq!(migrate(&mut conn).expect("migrate"), Err(99));
+        assert_eq!(
+            migrate(&conn, std::time::Duration::from_secs(5)).expect("migrate"),
+            Err(99)
+        );
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Newer(99));
     }
 }

@@ -54,6 +54,7 @@ mod error;
 mod events;
 mod executions;
 mod leases;
+mod lock;
 mod migrations;
 mod tokens;
 mod writer;
@@ -95,6 +96,8 @@ pub struct StoreOptions {
     /// fsync policy.
     pub durability: Durability,
     /// How long to wait for another process's write lock before failing with [`StoreError::Busy`].
+    /// The default is long (30 s): under a burst of writer processes on a loaded machine a
+    /// worker's answer should wait its turn, not be lost.
     pub busy_timeout: Duration,
     /// Caps the database at this many pages (`PRAGMA max_page_count`) on every write
     /// connection: a write that would grow it further fails as [`StoreError::DiskFull`], as on
@@ -109,7 +112,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             durability: Durability::Full,
-            busy_timeout: Duration::from_secs(5),
+            busy_timeout: Duration::from_secs(30),
             max_page_count: None,
             read_only_file: false,
         }
@@ -163,14 +166,13 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
         };
-        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| sqlite("open", e))?;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|e| sqlite("open", e))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| sqlite("set busy timeout", e))?;
         // Reading the header first: a foreign file fails here as "not a database", and a newer
         // schema is refused before we change anything (even the journal mode).
-        if let SchemaCheck::Newer(found) =
-            migrations::check(&conn).map_err(|e| sqlite("read schema version", e))?
-        {
+        let schema = migrations::check(&conn).map_err(|e| sqlite("read schema version", e))?;
+        if let SchemaCheck::Newer(found) = schema {
             return Err(StoreError::SchemaTooNew {
                 path: path.clone(),
                 found,
@@ -202,12 +204,18 @@ impl Store {
         cap_pages(&conn, options.max_page_count).map_err(|e| sqlite("configure connection", e))?;
         // Batches can hold thousands of events; keep their statements compiled.
         conn.set_prepared_statement_cache_capacity(32);
-        if let Err(found) = migrations::migrate(&mut conn).map_err(|e| sqlite("migrate", e))? {
-            return Err(StoreError::SchemaTooNew {
-                path: path.clone(),
-                found,
-                supported: SCHEMA_VERSION,
-            });
+        // Only an older schema takes the write lock: most opens are short commands
+        // (`send-task-heartbeat`, `list-tasks`) that must not queue for it twice.
+        if let SchemaCheck::Older(_) = schema {
+            if let Err(found) = migrations::migrate(&conn, options.busy_timeout)
+                .map_err(|e| sqlite("migrate", e))?
+            {
+                return Err(StoreError::SchemaTooNew {
+                    path: path.clone(),
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
         }
         let site = WriterSite {
             path: path.clone(),
@@ -523,12 +531,12 @@ impl Store {
             });
         }
         let mut slot = lock(&self.side_writer);
-        let mut conn = match slot.take() {
+        let conn = match slot.take() {
             Some(conn) => conn,
             None => self.open_side_writer()?,
         };
         let result = (|| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tx = lock::begin_immediate(&conn, self.options.busy_timeout)?;
             let value = f(&tx)?;
             tx.commit()?;
             Ok(value)

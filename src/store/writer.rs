@@ -24,12 +24,13 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::error::{Result, StoreError};
 use super::events::{self, NewEvent, Violation};
 use super::executions::{self, ExecutionStatus, Finish, NewExecution};
+use super::lock;
 
 /// Most commands applied in one transaction; bounds the latency of the first caller in a burst.
 pub(crate) const MAX_BATCH: usize = 8192;
@@ -243,8 +244,7 @@ fn apply(
     site: &WriterSite,
     commands: &[Command],
 ) -> Result<Vec<Result<()>>> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
+    let tx = lock::begin_immediate(conn, site.busy_timeout)
         .map_err(|e| site.sqlite("begin write transaction", e))?;
     let mut heads: HashMap<&str, Head<'_>> = HashMap::new();
     // Events of accepted commands, inserted together at the end (multi-row statements).
