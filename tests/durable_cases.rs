@@ -1,6 +1,7 @@
 //! Durable executions, case by case, through the binary: bad stores (not a database, locked
 //! too long, read-only, full, newer schema), fencing a runner that lost its lease, Ctrl-C, a
-//! local task running at the crash, and answers and heartbeats given while no runner is alive.
+//! local task running at the crash, a distributed Map's finished children kept, and answers and
+//! heartbeats given while no runner is alive.
 
 mod common;
 
@@ -574,6 +575,85 @@ fn a_local_task_running_at_the_crash_is_started_again() {
         "started again: {types:?}"
     );
     assert_eq!(count("LambdaFunctionSucceeded"), 1, "{types:?}");
+}
+
+/// A distributed Map killed with three children finished and one running: resume takes the
+/// three finished results from the store and runs only the fourth again.
+#[test]
+fn a_distributed_map_resumes_with_its_finished_children_kept() {
+    let sb = Sandbox::new();
+    let log = sb.path("runs.log");
+    let resumed = sb.path("resumed");
+    let script = sb.path("child.sh");
+    // Item 3 hangs until the test says the runner was killed; every start is logged.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(jq .n)\necho \"$n\" >> {log}\n\
+             if [ \"$n\" = 3 ]; then while [ ! -e {resumed} ]; do sleep 0.05; done; fi\n\
+             echo \"{{\\\"n\\\": $n}}\"\n",
+            log = log.display(),
+            resumed = resumed.display()
+        ),
+    )
+    .expect("script");
+    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    let machine = json!({"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 4, "End": true,
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Work",
+            "States": {"Work": {"Type": "Task",
+                "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}
+        }
+    }}});
+    let def = sb.def(&machine);
+    let task = format!("Work={}", script.display());
+    let input = json!({"items": [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]}).to_string();
+    let mut child = sb
+        .sfn()
+        .args([
+            "run", &def, "--name", "fan", "--task", &task, "--input", &input,
+        ])
+        .spawn()
+        .expect("run");
+
+    // Wait until three children are recorded as finished (and the fourth is hanging).
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let kept: i64 = rusqlite::Connection::open(sb.db())
+            .and_then(|c| c.query_row("SELECT count(*) FROM map_run_children", [], |r| r.get(0)))
+            .unwrap_or(0);
+        if kept == 3 {
+            break;
+        }
+        assert!(Instant::now() < until, "children never recorded ({kept})");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::write(&resumed, "").expect("marker");
+    assert_eq!(sb.describe("fan")["status"], "RUNNING");
+
+    let out = sb.resume("fan");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+    assert_eq!(output, json!([{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]));
+    let mut starts: Vec<String> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    starts.sort();
+    assert_eq!(
+        starts,
+        ["0", "1", "2", "3", "3"],
+        "only the unfinished child ran again"
+    );
+    let types = sb.history_types("fan");
+    let count = |name: &str| types.iter().filter(|t| *t == name).count();
+    assert_eq!(count("MapRunStarted"), 1, "{types:?}");
+    assert_eq!(count("MapRunSucceeded"), 1, "{types:?}");
 }
 
 /// An answer sent while no runner is alive is recorded and used by the resumed execution.

@@ -16,6 +16,7 @@ use crate::asl::template::Template;
 use crate::engine::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
+use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::{Lane, Replay};
 use crate::engine::variables::Frame;
 use crate::tasks::callback::TokenBroker;
@@ -164,6 +165,8 @@ pub struct Engine {
     /// Task tokens through the store, for callbacks and activities; `None` in memory-only runs
     /// (those Task states then go to `tasks` like any other).
     pub(crate) tokens: Option<Rc<TokenBroker>>,
+    /// A distributed Map's finished children, kept for resume; `None` in memory-only runs.
+    pub(crate) map_runs: Option<Rc<MapRunJournal>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
@@ -196,6 +199,7 @@ impl Engine {
             clock,
             tasks,
             tokens: None,
+            map_runs: None,
             context: RefCell::new(context),
             replay: None,
             lane: RefCell::new(Lane::root()),
@@ -243,6 +247,13 @@ impl Engine {
     /// and lets `stop-execution` stop this execution.
     pub fn with_tokens(mut self, broker: Rc<TokenBroker>) -> Self {
         self.tokens = Some(broker);
+        self
+    }
+
+    /// Keeps a distributed Map's finished children in the store, so a resume does not run them
+    /// again.
+    pub fn with_map_runs(mut self, journal: Rc<MapRunJournal>) -> Self {
+        self.map_runs = Some(journal);
         self
     }
 

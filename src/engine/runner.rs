@@ -6,6 +6,7 @@ use crate::engine::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
+use crate::engine::map_journal::MapRunJournal;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
 use crate::store::{NewExecution, Store, StoreError};
@@ -236,8 +237,10 @@ fn build_engine(
         tasks.commands.clone(),
         notice,
     );
+    let journal = MapRunJournal::new(store.clone(), &info.execution_arn);
     let engine = Engine::new(machine, info, input, history, clock, Rc::new(tasks))
-        .with_tokens(Rc::new(broker));
+        .with_tokens(Rc::new(broker))
+        .with_map_runs(Rc::new(journal));
     match recorded {
         Some(events) => engine.with_replay(events),
         None => engine,

@@ -27,6 +27,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         sql: include_str!("migrations/V3__durable.sql"),
     },
+    Migration {
+        version: 4,
+        sql: include_str!("migrations/V4__map_run_children.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

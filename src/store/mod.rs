@@ -55,6 +55,7 @@ mod events;
 mod executions;
 mod leases;
 mod lock;
+mod map_runs;
 mod migrations;
 mod tokens;
 mod writer;
@@ -68,6 +69,7 @@ use rusqlite::{Connection, OpenFlags, MAIN_DB};
 pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
+pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
@@ -282,6 +284,29 @@ impl Store {
     /// transaction with whatever else is queued).
     pub fn append(&self, append: Append) -> Commit {
         self.submit(|reply| Command::Append(append, reply))
+    }
+
+    /// Submits a distributed Map's finished child (one transaction with whatever else is queued).
+    pub fn record_map_run_child(&self, child: MapRunChild) -> Commit {
+        self.submit(|reply| Command::MapRunChild(child, reply))
+    }
+
+    /// The finished children of the Map run that `run_event_id` (its `MapRunStarted`) opened in
+    /// `execution_arn`, as `(item index, child JSON)` in index order.
+    pub fn map_run_children(
+        &self,
+        execution_arn: &str,
+        run_event_id: i64,
+    ) -> Result<Vec<(i64, String)>> {
+        self.read(|conn| {
+            let Some(execution) = self.find(conn, execution_arn)? else {
+                return Err(StoreError::ExecutionNotFound {
+                    execution: execution_arn.to_owned(),
+                });
+            };
+            map_runs::children(conn, execution.id, run_event_id)
+                .map_err(|e| self.sqlite("read map run children", e))
+        })
     }
 
     /// A commit that resolves once everything submitted before it has committed.

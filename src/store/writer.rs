@@ -31,6 +31,7 @@ use super::error::{Result, StoreError};
 use super::events::{self, NewEvent, Violation};
 use super::executions::{self, ExecutionStatus, Finish, NewExecution};
 use super::lock;
+use super::map_runs::{self, MapRunChild};
 
 /// Most commands applied in one transaction; bounds the latency of the first caller in a burst.
 pub(crate) const MAX_BATCH: usize = 8192;
@@ -56,6 +57,7 @@ pub struct Append {
 pub(crate) enum Command {
     Create(Box<NewExecution>, Reply),
     Append(Append, Reply),
+    MapRunChild(MapRunChild, Reply),
     /// Answered once everything submitted before it has committed.
     Barrier(Reply),
 }
@@ -215,9 +217,10 @@ fn worth_retrying_alone(err: &StoreError) -> bool {
 fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>) {
     for (command, outcome) in commands.into_iter().zip(outcomes) {
         let reply = match command {
-            Command::Create(_, reply) | Command::Append(_, reply) | Command::Barrier(reply) => {
-                reply
-            }
+            Command::Create(_, reply)
+            | Command::Append(_, reply)
+            | Command::MapRunChild(_, reply)
+            | Command::Barrier(reply) => reply,
         };
         // The caller may have dropped its Commit; that is allowed.
         let _ = reply.send(outcome);
@@ -254,6 +257,16 @@ fn apply(
         let outcome = match command {
             Command::Create(new, _) => create(&tx, site, &mut heads, &mut rows, new)?,
             Command::Append(append, _) => append_to(&tx, site, &mut heads, &mut rows, append)?,
+            Command::MapRunChild(child, _) => {
+                match map_runs::insert(&tx, child)
+                    .map_err(|e| site.sqlite("record map run child", e))?
+                {
+                    true => Ok(()),
+                    false => Err(StoreError::ExecutionNotFound {
+                        execution: child.execution_arn.clone(),
+                    }),
+                }
+            }
             Command::Barrier(_) => Ok(()),
         };
         outcomes.push(outcome);

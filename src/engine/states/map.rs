@@ -274,17 +274,30 @@ impl Engine {
             .label
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let run_id = uuid::Uuid::new_v4().to_string();
         let child_machine_name = format!("{}/{label}", self.info.state_machine_name);
-        let map_run_arn = format!(
-            "arn:aws:states:{}:{}:mapRun:{child_machine_name}:{run_id}",
-            self.info.region, self.info.account
-        );
+        // A resumed run keeps the Map run ARN its MapRunStarted recorded (result files go under
+        // its run id); a new one gets a fresh id.
+        let map_run_arn = self.recorded_map_run_arn().unwrap_or_else(|| {
+            format!(
+                "arn:aws:states:{}:{}:mapRun:{child_machine_name}:{}",
+                self.info.region,
+                self.info.account,
+                uuid::Uuid::new_v4()
+            )
+        });
+        let run_id = map_run_arn
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         let run_started = self.push(
             started,
             EventType::MapRunStarted,
             Some(Details::new().str("mapRunArn", &map_run_arn).build()),
         )?;
+        // Children run tasks (effects) and are journaled under this event: it must be stored
+        // first, or a resume would open a second run and not find them.
+        self.commit_before_effects(cx).await?;
         let child = Arc::new(StateMachine {
             comment: None,
             query_language: self.machine.query_language,
@@ -332,11 +345,20 @@ impl Engine {
         let total = inputs.len();
         tolerance.total = total;
         let mut children: Vec<Option<ChildResult>> = vec![None; total];
+        // On resume, the children that finished before the crash are not run again.
+        let mut finished = match (&self.map_runs, &self.replay) {
+            (Some(journal), Some(_)) => journal.finished(run_started),
+            _ => Default::default(),
+        };
         let mut running = stream::iter(inputs.into_iter().enumerate())
             .map(|(index, input)| {
                 let child = child.clone();
                 let machine = &child_machine_name;
+                let done = finished.remove(&index);
                 async move {
+                    if let Some(record) = done {
+                        return (index, record.result.clone(), record);
+                    }
                     let name = uuid::Uuid::new_v4().to_string();
                     let start = self.clock.now();
                     let result = self
@@ -353,6 +375,9 @@ impl Engine {
                         start,
                         stop: self.clock.now(),
                     };
+                    if let Some(journal) = &self.map_runs {
+                        journal.record(run_started, index, &record);
+                    }
                     (index, result, record)
                 }
             })
@@ -406,6 +431,17 @@ impl Engine {
         let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
         // AWS points MapStateExited at MapRunSucceeded, like MapStateSucceeded.
         Ok((output, run_done))
+    }
+
+    /// The `mapRunArn` of the `MapRunStarted` about to be pushed, when resuming and it is
+    /// recorded.
+    fn recorded_map_run_arn(&self) -> Option<String> {
+        let recorded = self.recorded(&self.peek_key())?;
+        if recorded.event_type != EventType::MapRunStarted.as_str() {
+            return None;
+        }
+        let arn = recorded.details.as_ref()?.get("mapRunArn")?.as_str()?;
+        Some(arn.to_owned())
     }
 
     /// One child execution of a distributed Map, with its own history (not kept) and context.

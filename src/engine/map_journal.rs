@@ -1,0 +1,127 @@
+//! A distributed Map's finished child executions, kept in the store so that a resumed Map run
+//! takes their results instead of running them again.
+//!
+//! Replaying the parent's history cannot do this on its own: a child's events are its own
+//! history, not the parent's (AWS writes only `MapRunStarted` and `MapRunSucceeded`/`Failed`
+//! there). Each finished child is submitted to the store as it finishes, without waiting; a
+//! record lost in a crash means that child runs again, which a Map run allows (at least once).
+
+use crate::asl::error::StatesError;
+use crate::engine::history::EventId;
+use crate::store::{MapRunChild, Store};
+use crate::tasks::s3::ChildResult;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The journal of one execution's Map runs.
+pub struct MapRunJournal {
+    store: Arc<Store>,
+    execution_arn: String,
+}
+
+impl MapRunJournal {
+    /// The journal of `execution_arn`'s Map runs in `store`.
+    pub fn new(store: Arc<Store>, execution_arn: &str) -> Self {
+        MapRunJournal {
+            store,
+            execution_arn: execution_arn.to_owned(),
+        }
+    }
+
+    /// The children of the run opened by `run_started` that finished before a crash, by index.
+    /// A record that cannot be read is left out: that child runs again.
+    pub(crate) fn finished(&self, run_started: EventId) -> HashMap<usize, ChildResult> {
+        let rows = self
+            .store
+            .map_run_children(&self.execution_arn, run_started)
+            .unwrap_or_default();
+        rows.into_iter()
+            .filter_map(|(index, child)| {
+                let index = usize::try_from(index).ok()?;
+                let child = serde_json::from_str(&child).ok().and_then(|c| decode(&c))?;
+                Some((index, child))
+            })
+            .collect()
+    }
+
+    /// Keeps a finished child (submitted, not waited for).
+    pub(crate) fn record(&self, run_started: EventId, index: usize, child: &ChildResult) {
+        let commit = self.store.record_map_run_child(MapRunChild {
+            execution_arn: self.execution_arn.clone(),
+            run_event_id: run_started,
+            item_index: index as i64,
+            child: encode(child).to_string(),
+        });
+        drop(commit);
+    }
+}
+
+fn encode(child: &ChildResult) -> Value {
+    let mut v = json!({
+        "executionArn": child.execution_arn,
+        "name": child.name,
+        "input": child.input,
+        "start": child.start,
+        "stop": child.stop,
+    });
+    match &child.result {
+        Ok(output) => v["output"] = output.clone(),
+        Err(e) => {
+            v["error"] = json!(e.error);
+            v["cause"] = json!(e.cause);
+        }
+    }
+    v
+}
+
+fn decode(v: &Value) -> Option<ChildResult> {
+    let result = match v.get("output") {
+        Some(output) => Ok(output.clone()),
+        None => Err(StatesError {
+            error: v.get("error")?.as_str().map(str::to_owned),
+            cause: v.get("cause")?.as_str().map(str::to_owned),
+            heartbeat: false,
+        }),
+    };
+    Some(ChildResult {
+        execution_arn: v.get("executionArn")?.as_str()?.to_owned(),
+        name: v.get("name")?.as_str()?.to_owned(),
+        input: v.get("input")?.clone(),
+        result,
+        start: v.get("start")?.as_i64()?,
+        stop: v.get("stop")?.as_i64()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_round_trip_through_their_json() {
+        let ok = ChildResult {
+            execution_arn: "arn:aws:states:us-east-1:123456789012:execution:M/L:a".into(),
+            name: "a".into(),
+            input: json!({"n": 1}),
+            result: Ok(json!({"out": [1, null]})),
+            start: 5,
+            stop: 9,
+        };
+        let failed = ChildResult {
+            result: Err(StatesError {
+                error: Some("Boom".into()),
+                cause: None,
+                heartbeat: false,
+            }),
+            ..ok.clone()
+        };
+        for child in [ok, failed] {
+            let back = decode(&encode(&child)).expect("decodes");
+            assert_eq!(back.execution_arn, child.execution_arn);
+            assert_eq!(back.input, child.input);
+            assert_eq!(back.result, child.result);
+            assert_eq!((back.start, back.stop), (child.start, child.stop));
+        }
+    }
+}
