@@ -656,6 +656,94 @@ fn a_distributed_map_resumes_with_its_finished_children_kept() {
     assert_eq!(count("MapRunSucceeded"), 1, "{types:?}");
 }
 
+/// Callbacks inside a distributed Map's children wait like any other: tokens are listed and
+/// answered from another process. Killed while both wait, one answered while no runner is
+/// alive: resume finds both children's tokens again (no new ones), takes the answer given
+/// meanwhile and waits for the other.
+#[test]
+fn callbacks_in_a_distributed_map_survive_a_crash() {
+    let sb = Sandbox::new();
+    let machine = json!({"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items", "End": true,
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Ask",
+            "States": {"Ask": {"Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"MessageBody": {"token.$": "$$.Task.Token", "n.$": "$.n"}},
+                "HeartbeatSeconds": 60, "End": true}}
+        }
+    }}});
+    let def = sb.def(&machine);
+    let input = json!({"items": [{"n": 1}, {"n": 2}]}).to_string();
+    let mut child = sb
+        .sfn()
+        .args(["run", &def, "--name", "fan-cb", "--input", &input])
+        .spawn()
+        .expect("run");
+    let tasks = sb.wait_tasks(2);
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    let token_for = |tasks: &[Value], n: i64| -> String {
+        tasks
+            .iter()
+            .find(|t| {
+                let input: Value =
+                    serde_json::from_str(t["input"].as_str().unwrap_or("null")).unwrap_or_default();
+                input["MessageBody"]["n"] == json!(n)
+            })
+            .and_then(|t| t["taskToken"].as_str())
+            .expect("a token for each item")
+            .to_owned()
+    };
+    let (first, second) = (token_for(&tasks, 1), token_for(&tasks, 2));
+    let _ = child.kill();
+    let _ = child.wait();
+    let sent = sb.cli(&[
+        "send-task-success",
+        "--task-token",
+        &first,
+        "--task-output",
+        r#"{"got":1}"#,
+    ]);
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+
+    // Resume once the dead runner's lease has lapsed (a refused resume exits 2 at once).
+    let until = Instant::now() + Duration::from_secs(10);
+    let resumed = loop {
+        let mut resumed = sb
+            .sfn()
+            .args(["resume", "--execution-arn", "fan-cb"])
+            .spawn()
+            .expect("resume");
+        std::thread::sleep(Duration::from_millis(200));
+        match resumed.try_wait().expect("resume status") {
+            Some(status) if status.code() == Some(2) && Instant::now() < until => continue,
+            _ => break resumed,
+        }
+    };
+    // The second child waits on the token it had before the crash.
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        let sent = sb.cli(&[
+            "send-task-success",
+            "--task-token",
+            &second,
+            "--task-output",
+            r#"{"got":2}"#,
+        ]);
+        if sent.status.success() {
+            break;
+        }
+        assert!(Instant::now() < until, "{}", text(&sent.stderr));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = resumed.wait_with_output().expect("resume");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
+    assert_eq!(output, json!([{"got": 1}, {"got": 2}]));
+    assert!(sb.wait_tasks(0).is_empty(), "no token left open");
+}
+
 /// An answer sent while no runner is alive is recorded and used by the resumed execution.
 #[test]
 fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {

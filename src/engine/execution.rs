@@ -167,6 +167,9 @@ pub struct Engine {
     pub(crate) tokens: Option<Rc<TokenBroker>>,
     /// A distributed Map's finished children, kept for resume; `None` in memory-only runs.
     pub(crate) map_runs: Option<Rc<MapRunJournal>>,
+    /// This engine runs a distributed Map's child execution with its parent's token broker:
+    /// its tokens are the parent's to close, and a token its lane key finds is reused.
+    pub(crate) map_child: bool,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
@@ -200,6 +203,7 @@ impl Engine {
             tasks,
             tokens: None,
             map_runs: None,
+            map_child: false,
             context: RefCell::new(context),
             replay: None,
             lane: RefCell::new(Lane::root()),
@@ -254,6 +258,21 @@ impl Engine {
     /// again.
     pub fn with_map_runs(mut self, journal: Rc<MapRunJournal>) -> Self {
         self.map_runs = Some(journal);
+        self
+    }
+
+    /// Makes this engine a distributed Map's child execution sharing its parent's token broker
+    /// (`tokens`): its events are keyed under `root_key` (unique per Map run and item), so a
+    /// child run again after a crash finds the token its first run issued, and any answer a
+    /// worker gave meanwhile.
+    pub(crate) fn into_map_child(
+        mut self,
+        tokens: Option<Rc<TokenBroker>>,
+        root_key: String,
+    ) -> Self {
+        self.tokens = tokens;
+        self.map_child = true;
+        self.lane = RefCell::new(Lane::named(root_key));
         self
     }
 
@@ -375,8 +394,10 @@ impl Engine {
                 }
             }
         };
-        if let Some(broker) = &self.tokens {
-            // Whatever still waits for an answer is over: late answers get TaskTimedOut.
+        if let Some(broker) = self.tokens.as_ref().filter(|_| !self.map_child) {
+            // Whatever still waits for an answer is over: late answers get TaskTimedOut. (A
+            // Map child leaves its siblings' tokens alone; its own are settled or closed when
+            // their attempt is dropped.)
             broker.close_all(now);
         }
         self.history.borrow_mut().finish(&outcome);

@@ -42,6 +42,16 @@ impl Lane {
         })
     }
 
+    /// The top level of a distributed Map's child execution: its own name, so the keys of the
+    /// child's task tokens (stored under the parent execution) are unique and the same in
+    /// every run of that child.
+    pub(crate) fn named(key: String) -> Rc<Lane> {
+        Rc::new(Lane {
+            key,
+            seq: Cell::new(0),
+        })
+    }
+
     /// A child lane opened by the event with key `anchor` (its `index`-th branch or iteration).
     pub(crate) fn child(anchor: &str, index: usize) -> Rc<Lane> {
         Rc::new(Lane {

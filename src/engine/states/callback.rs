@@ -32,11 +32,12 @@ impl Engine {
         // Resuming an attempt that issued its token before the crash: the same token (workers
         // may hold it; an answer may be waiting in its row).
         let scheduled_key = self.peek_key();
-        let issued = match self.recorded(&scheduled_key) {
-            Some(_) => broker
+        // A Map child is not replayed, but a run of it before a crash may have issued the token.
+        let issued = match self.recorded(&scheduled_key).is_some() || self.map_child {
+            true => broker
                 .find_issued(&scheduled_key)
                 .map_err(|e| Failed::new(e, cx.entered_id))?,
-            None => None,
+            false => None,
         };
         let token = match &issued {
             Some(row) => TaskToken::from_stored(row.token.clone()),
@@ -88,7 +89,8 @@ impl Engine {
             None => broker
                 .issue(NewTaskToken {
                     token: token.as_str().to_owned(),
-                    execution_arn: self.info.execution_arn.clone(),
+                    // The broker's: a Map child's tokens belong to its parent execution.
+                    execution_arn: broker.execution_arn().to_owned(),
                     state_name: cx.state.name.clone(),
                     attempt,
                     kind: if is_activity {

@@ -361,8 +361,9 @@ impl Engine {
                     }
                     let name = uuid::Uuid::new_v4().to_string();
                     let start = self.clock.now();
+                    let key = format!("m{run_started}/{index}");
                     let result = self
-                        .child_execution(child, machine, &name, input.clone())
+                        .child_execution(child, machine, &name, key, input.clone())
                         .await;
                     let record = ChildResult {
                         execution_arn: format!(
@@ -445,11 +446,14 @@ impl Engine {
     }
 
     /// One child execution of a distributed Map, with its own history (not kept) and context.
+    /// Its callbacks and activities wait through the parent's token broker, keyed under
+    /// `root_key`.
     async fn child_execution(
         &self,
         machine: Arc<StateMachine>,
         machine_name: &str,
         name: &str,
+        root_key: String,
         input: Value,
     ) -> Result<Value, StatesError> {
         let info = ExecutionInfo::new(
@@ -468,7 +472,8 @@ impl Engine {
             history,
             self.clock.clone(),
             self.tasks.clone(),
-        );
+        )
+        .into_map_child(self.tokens.clone(), root_key);
         let outcome = engine.run().await;
         match outcome.status {
             Status::Succeeded => Ok(outcome.output.unwrap_or(Value::Null)),
