@@ -45,6 +45,17 @@ impl Sandbox {
         self.sfn().args(args).output().expect("sfn-local")
     }
 
+    /// `send-task-success` with `output`.
+    fn send_success(&self, token: &str, output: &str) -> Output {
+        self.cli(&[
+            "send-task-success",
+            "--task-token",
+            token,
+            "--task-output",
+            output,
+        ])
+    }
+
     fn def(&self, machine: &Value) -> String {
         let def = self.path("m.asl.json");
         std::fs::write(&def, machine.to_string()).expect("definition");
@@ -698,13 +709,7 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
     let (first, second) = (token_for(&tasks, 1), token_for(&tasks, 2));
     let _ = child.kill();
     let _ = child.wait();
-    let sent = sb.cli(&[
-        "send-task-success",
-        "--task-token",
-        &first,
-        "--task-output",
-        r#"{"got":1}"#,
-    ]);
+    let sent = sb.send_success(&first, r#"{"got":1}"#);
     assert!(sent.status.success(), "{}", text(&sent.stderr));
 
     // Resume once the dead runner's lease has lapsed (a refused resume exits 2 at once).
@@ -724,13 +729,7 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
     // The second child waits on the token it had before the crash.
     let until = Instant::now() + Duration::from_secs(15);
     loop {
-        let sent = sb.cli(&[
-            "send-task-success",
-            "--task-token",
-            &second,
-            "--task-output",
-            r#"{"got":2}"#,
-        ]);
+        let sent = sb.send_success(&second, r#"{"got":2}"#);
         if sent.status.success() {
             break;
         }
@@ -758,13 +757,7 @@ fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {
     let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
     let _ = child.kill();
     let _ = child.wait();
-    let sent = sb.cli(&[
-        "send-task-success",
-        "--task-token",
-        &token,
-        "--task-output",
-        r#"{"v":7}"#,
-    ]);
+    let sent = sb.send_success(&token, r#"{"v":7}"#);
     assert!(sent.status.success(), "{}", text(&sent.stderr));
     let out = sb.resume("cb");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -805,13 +798,7 @@ fn a_heartbeat_sent_while_no_runner_is_alive_still_counts() {
     );
     // Past the first deadline, before the second.
     std::thread::sleep(Duration::from_millis(1200));
-    let sent = sb.cli(&[
-        "send-task-success",
-        "--task-token",
-        &token,
-        "--task-output",
-        r#"{"v":8}"#,
-    ]);
+    let sent = sb.send_success(&token, r#"{"v":8}"#);
     assert!(sent.status.success(), "{}", text(&sent.stderr));
     let out = sb.resume("hb");
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -169,22 +169,7 @@ mod tests {
         let store = Arc::new(Store::open(&path, options).expect("open"));
         let arn = "arn:aws:states:us-east-1:123456789012:execution:M:e";
         store
-            .create_execution(NewExecution {
-                execution_arn: arn.into(),
-                name: "e".into(),
-                state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:M".into(),
-                state_machine_name: "M".into(),
-                definition: "{}".into(),
-                input: "{}".into(),
-                start_date_ms: 0,
-                role_arn: None,
-                timeout_at_ms: None,
-                position: None,
-                owner: None,
-                lease_expires_at_ms: None,
-                run_config: None,
-                events: Vec::new(),
-            })
+            .create_execution(NewExecution::bare(arn))
             .wait_blocking()
             .expect("create");
         let mut sink = StoreSink::new(store.clone(), arn);

@@ -110,6 +110,30 @@ pub struct NewExecution {
     pub events: Vec<super::NewEvent>,
 }
 
+#[cfg(test)]
+impl NewExecution {
+    /// A running execution of machine `M` with no events, lease or position: for tests that
+    /// need a row to hang tokens or events on.
+    pub(crate) fn bare(execution_arn: &str) -> NewExecution {
+        NewExecution {
+            execution_arn: execution_arn.into(),
+            name: execution_arn.rsplit(':').next().unwrap_or("e").into(),
+            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:M".into(),
+            state_machine_name: "M".into(),
+            definition: "{}".into(),
+            input: "{}".into(),
+            start_date_ms: 0,
+            role_arn: None,
+            timeout_at_ms: None,
+            position: None,
+            owner: None,
+            lease_expires_at_ms: None,
+            run_config: None,
+            events: Vec::new(),
+        }
+    }
+}
+
 /// How an execution stopped; part of an [`Append`](super::Append).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {

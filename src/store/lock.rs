@@ -83,8 +83,8 @@ mod tests {
         assert!(sleeps.windows(2).any(|w| w[0] != w[1]));
     }
 
-    #[test]
-    fn a_lock_held_elsewhere_is_waited_for_then_taken() {
+    /// A WAL database whose write lock the returned connection holds.
+    fn locked_database() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("lock.db");
         let holder = Connection::open(&path).expect("open");
@@ -92,6 +92,12 @@ mod tests {
             .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x)")
             .expect("schema");
         holder.execute_batch("BEGIN IMMEDIATE").expect("hold");
+        (dir, path, holder)
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_waited_for_then_taken() {
+        let (_dir, path, holder) = locked_database();
         let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             holder.execute_batch("COMMIT").expect("release");
@@ -106,17 +112,12 @@ mod tests {
 
     #[test]
     fn a_lock_held_past_the_timeout_is_busy() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("lock.db");
-        let holder = Connection::open(&path).expect("open");
-        holder
-            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x)")
-            .expect("schema");
-        holder.execute_batch("BEGIN IMMEDIATE").expect("hold");
+        let (_dir, path, holder) = locked_database();
         let waiter = Connection::open(&path).expect("open");
         let started = Instant::now();
         let err = begin_immediate(&waiter, Duration::from_millis(100)).expect_err("busy");
         assert!(is_busy(&err), "{err}");
         assert!(started.elapsed() >= Duration::from_millis(100));
+        drop(holder);
     }
 }

@@ -590,24 +590,9 @@ mod tests {
 
     fn with_execution(dir: &tempfile::TempDir) -> Store {
         let s = store(dir);
-        s.create_execution(NewExecution {
-            execution_arn: ARN.into(),
-            name: "e".into(),
-            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:M".into(),
-            state_machine_name: "M".into(),
-            definition: "{}".into(),
-            input: "{}".into(),
-            start_date_ms: 0,
-            role_arn: None,
-            timeout_at_ms: None,
-            position: None,
-            owner: None,
-            lease_expires_at_ms: None,
-            run_config: None,
-            events: Vec::new(),
-        })
-        .wait_blocking()
-        .expect("create");
+        s.create_execution(NewExecution::bare(ARN))
+            .wait_blocking()
+            .expect("create");
         s
     }
 
