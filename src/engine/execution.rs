@@ -19,6 +19,7 @@ use crate::engine::history::{Details, EventId, EventType, History, Payload};
 use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::{Lane, Replay};
 use crate::engine::variables::Frame;
+use crate::store::StopRequest;
 use crate::tasks::callback::TokenBroker;
 use crate::tasks::TaskRunner;
 use futures_util::future::LocalBoxFuture;
@@ -170,6 +171,13 @@ pub struct Engine {
     /// This engine runs a distributed Map's child execution with its parent's token broker:
     /// its tokens are the parent's to close, and a token its lane key finds is reused.
     pub(crate) map_child: bool,
+    /// Set when the execution itself ends under running states (its `TimeoutSeconds`, a
+    /// stop): AWS then writes only the terminal event, so those states end without their
+    /// `*StateAborted` events (unlike a sibling branch's failure, which writes them).
+    pub(crate) cut_short: Cell<bool>,
+    /// A stop asked for by whoever drives the engine without a store (see
+    /// [`Engine::with_stop_signal`]).
+    stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
@@ -204,6 +212,8 @@ impl Engine {
             tokens: None,
             map_runs: None,
             map_child: false,
+            cut_short: Cell::new(false),
+            stop_signal: RefCell::new(None),
             context: RefCell::new(context),
             replay: None,
             lane: RefCell::new(Lane::root()),
@@ -276,11 +286,32 @@ impl Engine {
         self
     }
 
-    /// Resolves when someone asked this execution to stop; never without a token broker.
-    async fn stop_requested(&self) -> crate::store::StopRequest {
-        match &self.tokens {
-            Some(broker) => broker.stop_requested().await,
-            None => std::future::pending().await,
+    /// Stops the execution (as `stop-execution` does) when `signal` resolves: for engines
+    /// driven without a store, such as tests and the conformance harness.
+    pub fn with_stop_signal(self, signal: LocalBoxFuture<'static, StopRequest>) -> Self {
+        *self.stop_signal.borrow_mut() = Some(signal);
+        self
+    }
+
+    /// Resolves when someone asked this execution to stop: through the store (the token
+    /// broker) or the stop signal; never without either.
+    async fn stop_requested(&self) -> StopRequest {
+        let signal = self.stop_signal.borrow_mut().take();
+        let signalled = async {
+            match signal {
+                Some(signal) => signal.await,
+                None => std::future::pending().await,
+            }
+        };
+        let stored = async {
+            match &self.tokens {
+                Some(broker) => broker.stop_requested().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            stop = signalled => stop,
+            stop = stored => stop,
         }
     }
 
@@ -310,16 +341,24 @@ impl Engine {
                 Some(d) => self.clock.sleep_until(d).await,
                 None => std::future::pending().await,
             }
+            self.cut_short.set(true);
+        };
+        let stop = async {
+            let stop = self.stop_requested().await;
+            self.cut_short.set(true);
+            stop
         };
         // The body goes first: a deadline that has already passed (a start time in the past, a
         // clock that jumps) still lets the execution write the events it writes without
-        // waiting, then aborts whatever waits. Losing arms are dropped here, so the states
-        // still running write their `*StateAborted` events before the terminal one.
+        // waiting, then aborts whatever waits. The body is dropped here; with `cut_short` set
+        // its running states write nothing more: on AWS a timed-out or stopped execution's
+        // history ends `…StateEntered`, then the terminal event (recorded for a Wait, both
+        // ways), with no `WaitStateAborted`.
         let result = tokio::select! {
             biased;
             r = body => Ended::Body(r),
             _ = timer => Ended::TimedOut,
-            stop = self.stop_requested() => Ended::Stopped(stop),
+            stop = stop => Ended::Stopped(stop),
         };
         let now = self.clock.now();
         let outcome = match result {
@@ -375,9 +414,9 @@ impl Engine {
                 if let Some(c) = &stop.cause {
                     details = details.str("cause", c);
                 }
-                let prev = self.history.borrow().next_id() - 1;
+                // Like ExecutionTimedOut, AWS points ExecutionAborted at nothing.
                 self.history.borrow_mut().push_unchecked(
-                    prev,
+                    0,
                     now,
                     EventType::ExecutionAborted,
                     Some(details.build()),
@@ -1137,8 +1176,9 @@ enum Ended {
     Stopped(crate::store::StopRequest),
 }
 
-/// Writes `{Type}StateAborted` if a running state is dropped before it finishes (a sibling
-/// branch failed, the execution timed out or was stopped).
+/// Writes `{Type}StateAborted` if a running state is dropped before it finishes because a
+/// sibling branch or iteration failed (not when the execution itself timed out or was
+/// stopped: see `Engine::cut_short`).
 pub(crate) struct AbortGuard<'a> {
     engine: &'a Engine,
     event: Option<EventType>,
@@ -1164,6 +1204,9 @@ impl<'a> AbortGuard<'a> {
 
 impl Drop for AbortGuard<'_> {
     fn drop(&mut self) {
+        if self.engine.cut_short.get() {
+            return;
+        }
         if let (true, Some(event)) = (self.armed.get(), self.event) {
             let _ = self.engine.push(self.prev.get(), event, None);
         }

@@ -10,6 +10,7 @@ use sfn_local::engine::clock::{system_now, Clock, Millis};
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::history::{History, HistoryEvent, MemorySink, MAX_HISTORY_EVENTS};
 use sfn_local::engine::{Engine, Outcome};
+use sfn_local::store::StopRequest;
 use sfn_local::tasks::TaskRunner;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -178,7 +179,7 @@ pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> 
     let clock = Arc::new(VirtualClock::new(start));
     let sink = MemorySink::default();
     let history = History::new(1, Box::new(sink.clone()), MAX_HISTORY_EVENTS);
-    let engine = Engine::new(
+    let mut engine = Engine::new(
         Arc::new(machine),
         info,
         case["input"].clone(),
@@ -186,6 +187,19 @@ pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> 
         clock.clone(),
         tasks,
     );
+    if case["expected"]["status"] == "ABORTED" {
+        // The recording's test called StopExecution while the execution waited: stop it one
+        // (virtual) second in, with no error or cause, as that test did.
+        let clock = clock.clone();
+        engine = engine.with_stop_signal(Box::pin(async move {
+            clock.sleep_until(start + 1000).await;
+            StopRequest {
+                requested_at: start + 1000,
+                error: None,
+                cause: None,
+            }
+        }));
+    }
     let outcome = drive(engine.run(), &clock, start + VIRTUAL_HORIZON_MS);
     drop(engine);
     let events = sink.events.take();

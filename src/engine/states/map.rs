@@ -638,7 +638,7 @@ struct IterationGuard<'a> {
 
 impl Drop for IterationGuard<'_> {
     fn drop(&mut self) {
-        if self.armed.get() {
+        if self.armed.get() && !self.engine.cut_short.get() {
             let _ = self.engine.push(
                 self.prev,
                 EventType::MapIterationAborted,
