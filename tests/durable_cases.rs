@@ -437,6 +437,62 @@ fn waits() -> Value {
     })
 }
 
+/// `stop-execution` on an execution whose runner is dead ends it at once, the way a live
+/// runner would: `ExecutionAborted` (pointing at nothing, with the caller's error and cause)
+/// after the last recorded event, and nothing left to resume.
+#[test]
+fn stopping_an_execution_whose_runner_died_aborts_it() {
+    let sb = Sandbox::new();
+    let def = sb.def(&json!({"StartAt": "Nap", "States": {
+        "Nap": {"Type": "Wait", "Seconds": 60, "End": true}}}));
+    let mut child = sb
+        .sfn()
+        .args(["run", &def, "--name", "orphan"])
+        .spawn()
+        .expect("run");
+    let until = Instant::now() + Duration::from_secs(10);
+    let waiting = || {
+        let out = sb.cli(&["get-execution-history", "--execution-arn", "orphan"]);
+        text(&out.stdout).contains("WaitStateEntered")
+    };
+    while !waiting() {
+        assert!(Instant::now() < until, "the Wait never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let out = sb.cli(&[
+        "stop-execution",
+        "--execution-arn",
+        "orphan",
+        "--error",
+        "Gone",
+        "--cause",
+        "runner died",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let described = sb.describe("orphan");
+    assert_eq!(described["status"], "ABORTED");
+    assert_eq!(described["error"], "Gone");
+    assert_eq!(
+        sb.history_types("orphan"),
+        ["ExecutionStarted", "WaitStateEntered", "ExecutionAborted"]
+    );
+    let history = sb.cli(&["get-execution-history", "--execution-arn", "orphan"]);
+    let history: Value = serde_json::from_slice(&history.stdout).expect("history");
+    let last = &history["events"][2];
+    assert_eq!(last["previousEventId"], 0);
+    assert_eq!(
+        last["executionAbortedEventDetails"],
+        json!({"error": "Gone", "cause": "runner died"})
+    );
+    let resumed = sb.cli(&["resume", "--execution-arn", "orphan"]);
+    assert!(
+        !resumed.status.success(),
+        "an aborted execution is not resumed"
+    );
+}
+
 /// A runner paused (SIGSTOP) past its lease while another resumes the execution: when it wakes
 /// up, its appends are refused (the writer's owner check), it says so, and the history holds
 /// the new owner's events only once.

@@ -33,7 +33,8 @@ pub struct StopArgs {
     pub db: Option<PathBuf>,
 }
 
-/// How long the execution's runner gets to act on the request before it is presumed gone.
+/// How long the execution's runner gets to act on the request before it is presumed gone
+/// (however fresh its lease).
 const RUNNER_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs `stop-execution`; prints `{"stopDate": ...}` as the AWS CLI does.
@@ -95,6 +96,13 @@ pub fn run(args: StopArgs) -> ExitCode {
                     json!({ "stopDate": iso8601(r.stop_date_ms.unwrap_or(requested)) })
                 );
                 return ExitCode::SUCCESS;
+            }
+            // No lease, or a lapsed one: no runner will act (a paused one that wakes up finds
+            // the execution ended and writes nothing), so there is nothing to wait for.
+            Ok(Some(r))
+                if r.owner.is_none() || r.lease_expires_at_ms.is_none_or(|t| t < system_now()) =>
+            {
+                break
             }
             Ok(_) => {}
             Err(e) => return refuse(OP, "ServiceFailure", &e.to_string(), exit::STORE),

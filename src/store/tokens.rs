@@ -552,7 +552,8 @@ pub(crate) fn abort_unattended(
     }
     let event = NewEvent {
         id: head.last_event_id + 1,
-        previous_event_id: head.last_event_id,
+        // As the engine writes it (and AWS): ExecutionAborted points at nothing.
+        previous_event_id: 0,
         timestamp_ms: now,
         event_type: "ExecutionAborted".into(),
         details,
