@@ -76,3 +76,99 @@ pub fn list_executions(executions: &[ExecutionRecord]) -> Value {
         .collect();
     json!({ "executions": items })
 }
+
+/// The AWS CLI's pagination of a listing (`--max-items`, `--starting-token`): the CLI fetches
+/// everything and prints a slice, with a `NextToken` to pass as `--starting-token` for the rest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// At most this many items (`--max-items`); all of them when `None`.
+    pub max_items: Option<usize>,
+    /// Where the previous page stopped (its `NextToken`).
+    pub starting_token: Option<String>,
+}
+
+/// A `--starting-token` this build did not hand out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid --starting-token {0:?}: pass the NextToken a previous page printed")]
+pub struct BadStartingToken(pub String);
+
+impl Page {
+    /// The slice of `items` this page prints, and the `NextToken` when more follow.
+    pub fn slice<'a, T>(
+        &self,
+        items: &'a [T],
+    ) -> Result<(&'a [T], Option<String>), BadStartingToken> {
+        let start = match &self.starting_token {
+            Some(token) => decode_token(token)
+                .filter(|offset| *offset <= items.len())
+                .ok_or_else(|| BadStartingToken(token.clone()))?,
+            None => 0,
+        };
+        let rest = &items[start..];
+        match self.max_items {
+            Some(n) if n < rest.len() => Ok((&rest[..n], Some(encode_token(start + n)))),
+            _ => Ok((rest, None)),
+        }
+    }
+}
+
+/// Tokens are opaque to users, like the AWS CLI's (base64 of a small JSON object).
+fn encode_token(offset: usize) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({ "offset": offset }).to_string())
+}
+
+fn decode_token(token: &str) -> Option<usize> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.trim())
+        .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    usize::try_from(v.get("offset")?.as_u64()?).ok()
+}
+
+/// Adds `NextToken` to a response, as the AWS CLI prints it.
+pub fn with_next_token(mut response: Value, next: Option<String>) -> Value {
+    if let (Some(token), Value::Object(m)) = (next, &mut response) {
+        m.insert("NextToken".into(), token.into());
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_walk_the_whole_listing_once() {
+        let items: Vec<u32> = (0..7).collect();
+        let mut page = Page {
+            max_items: Some(3),
+            starting_token: None,
+        };
+        let mut seen = Vec::new();
+        loop {
+            let (slice, next) = page.slice(&items).expect("page");
+            seen.extend_from_slice(slice);
+            match next {
+                Some(token) => page.starting_token = Some(token),
+                None => break,
+            }
+        }
+        assert_eq!(seen, items);
+        let all = Page::default().slice(&items).expect("all");
+        assert_eq!((all.0.len(), all.1), (7, None));
+    }
+
+    #[test]
+    fn foreign_tokens_are_refused() {
+        let items = [1, 2, 3];
+        for token in ["nope", "", &encode_token(4)] {
+            let page = Page {
+                max_items: None,
+                starting_token: Some(token.to_owned()),
+            };
+            assert!(page.slice(&items).is_err(), "{token:?}");
+        }
+    }
+}

@@ -294,3 +294,93 @@ fn an_unreadable_database_is_a_clear_error() {
         out.stderr
     );
 }
+
+#[test]
+fn listings_page_like_the_aws_cli_and_filter_by_state_machine() {
+    let sb = Sandbox::new();
+    for name in ["a", "b", "c"] {
+        let out = sb.run(&[
+            "run",
+            "definitions/order-pipeline.asl.json",
+            "--input-file",
+            "fixtures/order.json",
+            "--name",
+            name,
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    // Pages of two, newest first, until no NextToken.
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut args = vec!["list-executions", "--max-items", "2"];
+        if let Some(t) = &token {
+            args.extend(["--starting-token", t.as_str()]);
+        }
+        let page = sb.run(&args);
+        assert_eq!(page.code, 0, "{}", page.stderr);
+        let page = page.json();
+        names.extend(
+            page["executions"]
+                .as_array()
+                .expect("executions")
+                .iter()
+                .map(|e| e["name"].clone()),
+        );
+        match page["NextToken"].as_str() {
+            Some(t) => token = Some(t.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(names, [json!("c"), json!("b"), json!("a")]);
+
+    let all = sb.run(&["list-executions"]).json();
+    let arn = all["executions"][0]["stateMachineArn"]
+        .as_str()
+        .expect("arn")
+        .to_owned();
+    let name = arn.rsplit(':').next().expect("name").to_owned();
+    let by_name = sb
+        .run(&["list-executions", "--state-machine-arn", &name])
+        .json();
+    assert_eq!(by_name, all);
+    let by_arn = sb
+        .run(&["list-executions", "--state-machine-arn", &arn])
+        .json();
+    assert_eq!(by_arn, by_name);
+    let other = sb
+        .run(&["list-executions", "--state-machine-arn", "other"])
+        .json();
+    assert_eq!(other, json!({"executions": []}));
+
+    let first = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "a",
+        "--max-items",
+        "1",
+    ]);
+    let first = first.json();
+    assert_eq!(first["events"][0]["type"], "ExecutionStarted");
+    let token = first["NextToken"].as_str().expect("more events").to_owned();
+    let rest = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "a",
+        "--starting-token",
+        &token,
+    ]);
+    let all = sb
+        .run(&["get-execution-history", "--execution-arn", "a"])
+        .json();
+    let rest = rest.json();
+    assert_eq!(
+        rest["events"].as_array().map(Vec::len),
+        all["events"].as_array().map(|e| e.len() - 1)
+    );
+    assert!(rest.get("NextToken").is_none());
+
+    let bad = sb.run(&["list-executions", "--starting-token", "forged"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("--starting-token"), "{}", bad.stderr);
+}

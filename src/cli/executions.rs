@@ -28,6 +28,9 @@ pub struct HistoryArgs {
     /// Newest event first.
     #[arg(long)]
     pub reverse_order: bool,
+    /// `--max-items`, `--starting-token`.
+    #[command(flatten)]
+    pub page: PageArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -36,12 +39,38 @@ pub struct HistoryArgs {
 /// Arguments of `list-executions`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Only executions of this state machine (its ARN, or its name).
+    #[arg(long, value_name = "ARN")]
+    pub state_machine_arn: Option<String>,
     /// Only executions with this status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED).
     #[arg(long)]
     pub status_filter: Option<String>,
+    /// `--max-items`, `--starting-token`.
+    #[command(flatten)]
+    pub page: PageArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+}
+
+/// The AWS CLI's pagination flags.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// Print at most N items, and a `NextToken` when more follow.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_items: Option<u32>,
+    /// Continue after a previous page: its `NextToken`.
+    #[arg(long, value_name = "TOKEN")]
+    pub starting_token: Option<String>,
+}
+
+impl PageArgs {
+    fn page(&self) -> api::Page {
+        api::Page {
+            max_items: self.max_items.map(|n| n as usize),
+            starting_token: self.starting_token.clone(),
+        }
+    }
 }
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
@@ -77,10 +106,13 @@ pub fn history(args: HistoryArgs) -> ExitCode {
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
-            Ok(events) => {
-                print(&api::execution_history(&events));
-                ExitCode::SUCCESS
-            }
+            Ok(events) => match args.page.page().slice(&events) {
+                Ok((events, next)) => {
+                    print(&api::with_next_token(api::execution_history(events), next));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            },
             Err(e) => fail(e),
         },
         Ok(None) => fail(format!("ExecutionDoesNotExist: {}", args.execution_arn)),
@@ -103,9 +135,20 @@ pub fn list(args: ListArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e.trim_start_matches("error: ")),
     };
-    match store.list_executions(status) {
-        Ok(list) => {
-            print(&api::list_executions(&list));
+    let list = match store.list_executions(status) {
+        Ok(list) => list,
+        Err(e) => return fail(e),
+    };
+    let list: Vec<_> = match &args.state_machine_arn {
+        Some(machine) => list
+            .into_iter()
+            .filter(|e| &e.state_machine_arn == machine || &e.state_machine_name == machine)
+            .collect(),
+        None => list,
+    };
+    match args.page.page().slice(&list) {
+        Ok((list, next)) => {
+            print(&api::with_next_token(api::list_executions(list), next));
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),
