@@ -234,6 +234,11 @@ impl Engine {
         self.replay.as_ref().map_or(0, |r| r.claimed())
     }
 
+    /// The name of the current lane.
+    pub(crate) fn lane_key(&self) -> String {
+        self.lane.borrow().key().to_owned()
+    }
+
     /// The replay key the next event of the current lane gets.
     pub(crate) fn peek_key(&self) -> String {
         self.lane.borrow().peek()

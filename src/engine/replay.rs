@@ -60,6 +60,11 @@ impl Lane {
         })
     }
 
+    /// The lane's name.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
     /// The key the next event of this lane gets.
     pub(crate) fn peek(&self) -> String {
         format!("{}:{}", self.key, self.seq.get())

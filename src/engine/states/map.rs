@@ -350,8 +350,13 @@ impl Engine {
             (Some(journal), Some(_)) => journal.finished(run_started),
             _ => Default::default(),
         };
+        // Children's lanes are named after this lane (unique in this engine, and itself named
+        // after its engine's root) and the run: no two children anywhere share a name, even
+        // in a distributed Map nested inside another's child.
+        let lane_key = self.lane_key();
         let mut running = stream::iter(inputs.into_iter().enumerate())
             .map(|(index, input)| {
+                let lane_key = &lane_key;
                 let child = child.clone();
                 let machine = &child_machine_name;
                 let done = finished.remove(&index);
@@ -361,7 +366,7 @@ impl Engine {
                     }
                     let name = uuid::Uuid::new_v4().to_string();
                     let start = self.clock.now();
-                    let key = format!("m{run_started}/{index}");
+                    let key = format!("{lane_key}/m{run_started}/{index}");
                     let result = self
                         .child_execution(child, machine, &name, key, input.clone())
                         .await;
