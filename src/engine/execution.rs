@@ -277,15 +277,17 @@ impl Engine {
     }
 
     /// Makes this engine a distributed Map's child execution sharing its parent's token broker
-    /// (`tokens`): its events are keyed under `root_key` (unique per Map run and item), so a
-    /// child run again after a crash finds the token its first run issued, and any answer a
-    /// worker gave meanwhile.
+    /// and Map run journal: its events are keyed under `root_key` (unique per Map run and
+    /// item), so a child run again after a crash finds the token its first run issued (and any
+    /// answer a worker gave meanwhile), and the finished children of its own distributed Maps.
     pub(crate) fn into_map_child(
         mut self,
         tokens: Option<Rc<TokenBroker>>,
+        map_runs: Option<Rc<MapRunJournal>>,
         root_key: String,
     ) -> Self {
         self.tokens = tokens;
+        self.map_runs = map_runs;
         self.map_child = true;
         self.lane = RefCell::new(Lane::named(root_key));
         self

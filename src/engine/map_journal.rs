@@ -7,7 +7,6 @@
 //! record lost in a crash means that child runs again, which a Map run allows (at least once).
 
 use crate::asl::error::StatesError;
-use crate::engine::history::EventId;
 use crate::store::{MapRunChild, Store};
 use crate::tasks::s3::ChildResult;
 use serde_json::{json, Value};
@@ -29,12 +28,12 @@ impl MapRunJournal {
         }
     }
 
-    /// The children of the run opened by `run_started` that finished before a crash, by index.
+    /// The children of run `run_key` that finished in an earlier run of this execution, by index.
     /// A record that cannot be read is left out: that child runs again.
-    pub(crate) fn finished(&self, run_started: EventId) -> HashMap<usize, ChildResult> {
+    pub(crate) fn finished(&self, run_key: &str) -> HashMap<usize, ChildResult> {
         let rows = self
             .store
-            .map_run_children(&self.execution_arn, run_started)
+            .map_run_children(&self.execution_arn, run_key)
             .unwrap_or_default();
         rows.into_iter()
             .filter_map(|(index, child)| {
@@ -46,10 +45,10 @@ impl MapRunJournal {
     }
 
     /// Keeps a finished child (submitted, not waited for).
-    pub(crate) fn record(&self, run_started: EventId, index: usize, child: &ChildResult) {
+    pub(crate) fn record(&self, run_key: &str, index: usize, child: &ChildResult) {
         let commit = self.store.record_map_run_child(MapRunChild {
             execution_arn: self.execution_arn.clone(),
-            run_event_id: run_started,
+            run_key: run_key.to_owned(),
             item_index: index as i64,
             child: encode(child).to_string(),
         });

@@ -12,8 +12,8 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 pub struct MapRunChild {
     /// The parent execution.
     pub execution_arn: String,
-    /// The parent's `MapRunStarted` event id.
-    pub run_event_id: i64,
+    /// The Map run's key (the engine's name for it, unique in the execution).
+    pub run_key: String,
     /// The child's item (or batch) index.
     pub item_index: i64,
     /// The child as the engine describes it (JSON).
@@ -31,15 +31,10 @@ pub(crate) fn insert(tx: &Transaction<'_>, child: &MapRunChild) -> rusqlite::Res
         return Ok(false);
     };
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO map_run_children (execution_id, run_event_id, item_index, child)
+        "INSERT OR REPLACE INTO map_run_children (execution_id, run_key, item_index, child)
          VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![
-        id,
-        child.run_event_id,
-        child.item_index,
-        child.child
-    ])?;
+    .execute(params![id, child.run_key, child.item_index, child.child])?;
     Ok(true)
 }
 
@@ -47,13 +42,13 @@ pub(crate) fn insert(tx: &Transaction<'_>, child: &MapRunChild) -> rusqlite::Res
 pub(crate) fn children(
     conn: &Connection,
     execution_id: i64,
-    run_event_id: i64,
+    run_key: &str,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut stmt = conn.prepare_cached(
         "SELECT item_index, child FROM map_run_children
-         WHERE execution_id = ?1 AND run_event_id = ?2 ORDER BY item_index",
+         WHERE execution_id = ?1 AND run_key = ?2 ORDER BY item_index",
     )?;
-    let rows = stmt.query_map(params![execution_id, run_event_id], |r| {
+    let rows = stmt.query_map(params![execution_id, run_key], |r| {
         Ok((r.get(0)?, r.get(1)?))
     })?;
     rows.collect()

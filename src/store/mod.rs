@@ -291,12 +291,12 @@ impl Store {
         self.submit(|reply| Command::MapRunChild(child, reply))
     }
 
-    /// The finished children of the Map run that `run_event_id` (its `MapRunStarted`) opened in
-    /// `execution_arn`, as `(item index, child JSON)` in index order.
+    /// The finished children of the Map run `run_key` of `execution_arn`, as
+    /// `(item index, child JSON)` in index order.
     pub fn map_run_children(
         &self,
         execution_arn: &str,
-        run_event_id: i64,
+        run_key: &str,
     ) -> Result<Vec<(i64, String)>> {
         self.read(|conn| {
             let Some(execution) = self.find(conn, execution_arn)? else {
@@ -304,7 +304,7 @@ impl Store {
                     execution: execution_arn.to_owned(),
                 });
             };
-            map_runs::children(conn, execution.id, run_event_id)
+            map_runs::children(conn, execution.id, run_key)
                 .map_err(|e| self.sqlite("read map run children", e))
         })
     }

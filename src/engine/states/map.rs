@@ -345,18 +345,19 @@ impl Engine {
         let total = inputs.len();
         tolerance.total = total;
         let mut children: Vec<Option<ChildResult>> = vec![None; total];
-        // On resume, the children that finished before the crash are not run again.
-        let mut finished = match (&self.map_runs, &self.replay) {
-            (Some(journal), Some(_)) => journal.finished(run_started),
+        // The run is named after this lane (unique in this engine, and itself named after its
+        // engine's root) and its MapRunStarted: no two runs anywhere share a name, even in a
+        // distributed Map nested inside another's child. Its children are named after it.
+        let run_key = format!("{}/m{run_started}", self.lane_key());
+        // On resume (or in a child run again after a crash), the children that finished
+        // before are not run again.
+        let mut finished = match &self.map_runs {
+            Some(journal) if self.replay.is_some() || self.map_child => journal.finished(&run_key),
             _ => Default::default(),
         };
-        // Children's lanes are named after this lane (unique in this engine, and itself named
-        // after its engine's root) and the run: no two children anywhere share a name, even
-        // in a distributed Map nested inside another's child.
-        let lane_key = self.lane_key();
         let mut running = stream::iter(inputs.into_iter().enumerate())
             .map(|(index, input)| {
-                let lane_key = &lane_key;
+                let run_key = &run_key;
                 let child = child.clone();
                 let machine = &child_machine_name;
                 let done = finished.remove(&index);
@@ -366,7 +367,7 @@ impl Engine {
                     }
                     let name = uuid::Uuid::new_v4().to_string();
                     let start = self.clock.now();
-                    let key = format!("{lane_key}/m{run_started}/{index}");
+                    let key = format!("{run_key}/{index}");
                     let result = self
                         .child_execution(child, machine, &name, key, input.clone())
                         .await;
@@ -382,7 +383,7 @@ impl Engine {
                         stop: self.clock.now(),
                     };
                     if let Some(journal) = &self.map_runs {
-                        journal.record(run_started, index, &record);
+                        journal.record(run_key, index, &record);
                     }
                     (index, result, record)
                 }
@@ -478,7 +479,7 @@ impl Engine {
             self.clock.clone(),
             self.tasks.clone(),
         )
-        .into_map_child(self.tokens.clone(), root_key);
+        .into_map_child(self.tokens.clone(), self.map_runs.clone(), root_key);
         let outcome = engine.run().await;
         match outcome.status {
             Status::Succeeded => Ok(outcome.output.unwrap_or(Value::Null)),
