@@ -26,6 +26,13 @@ impl Sandbox {
             .to_string()
     }
 
+    /// Writes an executable script into the sandbox and returns its path.
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        let script = self.write(name, body);
+        let _ = Command::new("chmod").arg("+x").arg(&script).status();
+        script
+    }
+
     /// The event types of an execution's history, whose ids must be contiguous.
     fn history_types(&self, execution: &str) -> Vec<String> {
         let events = self.history(execution);
@@ -120,6 +127,24 @@ fn no_half_written(sb: &Sandbox) {
 
 // ---- bad stores ---------------------------------------------------------------------------
 
+/// `send-task-success` for a token nobody issued: a command that opens the store for writing.
+const SEND_SUCCESS: [&str; 5] = [
+    "send-task-success",
+    "--task-token",
+    "T",
+    "--task-output",
+    "{}",
+];
+
+/// Runs the simple machine as `before`, so that the store holds a finished execution; returns
+/// the definition's path.
+fn run_before(sb: &Sandbox) -> String {
+    let def = sb.def(&simple());
+    let first = sb.run(&["run", &def, "--name", "before"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    def
+}
+
 #[test]
 fn a_file_that_is_not_a_database_is_refused_clearly() {
     let sb = sandbox();
@@ -130,13 +155,7 @@ fn a_file_that_is_not_a_database_is_refused_clearly() {
     for args in [
         vec!["run", def.as_str()],
         vec!["list-executions"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
         vec!["resume", "--all"],
     ] {
         let out = sb.run(&args);
@@ -156,25 +175,16 @@ fn a_file_that_is_not_a_database_is_refused_clearly() {
 #[test]
 fn a_database_locked_too_long_by_another_process_is_a_clear_error() {
     let sb = sandbox();
-    let def = sb.def(&simple());
-    let first = sb.run(&["run", &def, "--name", "before"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    let def = run_before(&sb);
     // Another process (this test) holds a write transaction for longer than the busy timeout.
     let mut holder = rusqlite::Connection::open(sb.db()).expect("open");
     let tx = holder
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .expect("begin immediate");
     let db = sb.db().display().to_string();
-    let token_args = [
-        "send-task-success",
-        "--task-token",
-        "T",
-        "--task-output",
-        "{}",
-    ];
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
-        token_args.to_vec(),
+        SEND_SUCCESS.to_vec(),
     ] {
         let started = Instant::now();
         let out = sb.run_env(&args, &[("SFN_LOCAL_BUSY_TIMEOUT_MS", "300")]);
@@ -230,9 +240,7 @@ impl Drop for Immutable {
 #[test]
 fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
     let sb = sandbox();
-    let def = sb.def(&simple());
-    let first = sb.run(&["run", &def, "--name", "before"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    let def = run_before(&sb);
     let guard = Immutable::try_new(&sb.db());
     let how = if guard.is_some() {
         "chattr +i"
@@ -249,13 +257,7 @@ fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
     let ro = |args: &[&str]| sb.run_env(args, read_only);
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
         vec!["stop-execution", "--execution-arn", "before"],
     ] {
         let out = ro(&args);
@@ -287,12 +289,8 @@ fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
             "Done": {"Type": "Pass", "Parameters": {"length.$": "States.StringSplit($.small, ',')"}, "End": true}
         }
     });
-    let def = sb.def(&machine);
-    let first = sb.run(&["run", &sb.def(&simple()), "--name", "before"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
-    let def2 = sb.path("big.asl.json");
-    std::fs::rename(&def, &def2).ok();
-    std::fs::write(&def2, machine.to_string()).expect("definition");
+    run_before(&sb);
+    let def2 = sb.write("big.asl.json", &machine.to_string());
     let def2 = def2.display().to_string();
     // The database's current size in pages, plus a little: the big state cannot fit.
     let pages: i64 = rusqlite::Connection::open(sb.db())
@@ -320,9 +318,7 @@ fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
 #[test]
 fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
     let sb = sandbox();
-    let def = sb.def(&simple());
-    let first = sb.run(&["run", &def, "--name", "before"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    let def = run_before(&sb);
     rusqlite::Connection::open(sb.db())
         .and_then(|c| c.execute_batch("PRAGMA user_version = 999"))
         .expect("set version");
@@ -330,13 +326,7 @@ fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
         vec!["list-executions"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
     ] {
         let out = sb.run(&args);
         no_panic(&out);
@@ -448,16 +438,13 @@ fn a_runner_that_lost_its_lease_writes_nothing() {
 fn a_fenced_runner_never_starts_a_task_the_new_owner_ran() {
     let sb = sandbox();
     let marker = sb.path("runs.txt");
-    let script = sb.path("work.sh");
-    std::fs::write(
-        &script,
-        format!(
+    let script = sb.script(
+        "work.sh",
+        &format!(
             "#!/bin/sh\ncat > /dev/null\necho ran >> '{}'\necho '{{\"ok\":true}}'\n",
             marker.display()
         ),
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Nap", "States": {
         "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Work"},
         "Work": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
@@ -507,13 +494,10 @@ fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
 #[test]
 fn a_local_task_running_at_the_crash_is_started_again() {
     let sb = sandbox();
-    let script = sb.path("slow.sh");
-    std::fs::write(
-        &script,
+    let script = sb.script(
+        "slow.sh",
         "#!/bin/sh\ncat > /dev/null\nsleep 1\necho '{\"done\":true}'\n",
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Work", "States": {"Work": {
         "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
     let def = sb.def(&machine);
@@ -543,20 +527,17 @@ fn a_distributed_map_resumes_with_its_finished_children_kept() {
     let sb = sandbox();
     let log = sb.path("runs.log");
     let resumed = sb.path("resumed");
-    let script = sb.path("child.sh");
     // Item 3 hangs until the test says the runner was killed; every start is logged.
-    std::fs::write(
-        &script,
-        format!(
+    let script = sb.script(
+        "child.sh",
+        &format!(
             "#!/bin/sh\nn=$(jq .n)\necho \"$n\" >> {log}\n\
              if [ \"$n\" = 3 ]; then while [ ! -e {resumed} ]; do sleep 0.05; done; fi\n\
              echo \"{{\\\"n\\\": $n}}\"\n",
             log = log.display(),
             resumed = resumed.display()
         ),
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Fan", "States": {"Fan": {
         "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 4, "End": true,
         "ItemProcessor": {
@@ -675,16 +656,23 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
     assert!(sb.wait_tasks(0).is_empty(), "no token left open");
 }
 
+/// Starts the callback machine (heartbeat timeout `heartbeat` s) as execution `name`, waits
+/// for its task and kills the runner: returns the task, left open with no runner alive.
+fn orphaned_callback(sb: &Sandbox, name: &str, heartbeat: u64) -> Value {
+    let def = sb.def(&callback(heartbeat));
+    let mut child = sb.spawn(&["run", &def, "--name", name]);
+    let tasks = sb.wait_tasks(1);
+    kill(&mut child);
+    tasks[0].clone()
+}
+
 /// An answer sent while no runner is alive is recorded and used by the resumed execution.
 #[test]
 fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {
     let sb = sandbox();
-    let def = sb.def(&callback(30));
-    let mut child = sb.spawn(&["run", &def, "--name", "cb"]);
-    let tasks = sb.wait_tasks(1);
-    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
-    kill(&mut child);
-    let sent = sb.send_success(&token, r#"{"v":7}"#);
+    let task = orphaned_callback(&sb, "cb", 30);
+    let token = task["taskToken"].as_str().expect("token");
+    let sent = sb.send_success(token, r#"{"v":7}"#);
     assert_eq!(sent.code, 0, "{}", sent.stderr);
     let out = sb.resume("cb");
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -696,30 +684,21 @@ fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {
 #[test]
 fn a_heartbeat_sent_while_no_runner_is_alive_still_counts() {
     let sb = sandbox();
-    let def = sb.def(&callback(2));
-    let mut child = sb.spawn(&["run", &def, "--name", "hb"]);
-    let tasks = sb.wait_tasks(1);
-    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
-    let first_deadline = tasks[0]["heartbeatDate"]
-        .as_str()
-        .expect("deadline")
-        .to_owned();
-    kill(&mut child);
+    let task = orphaned_callback(&sb, "hb", 2);
+    let token = task["taskToken"].as_str().expect("token");
+    let first_deadline = task["heartbeatDate"].as_str().expect("deadline");
     std::thread::sleep(Duration::from_millis(1200));
-    let beat = sb.run(&["send-task-heartbeat", "--task-token", &token]);
+    let beat = sb.run(&["send-task-heartbeat", "--task-token", token]);
     assert_eq!(beat.code, 0, "{}", beat.stderr);
     let moved = sb.wait_tasks(1);
-    let second_deadline = moved[0]["heartbeatDate"]
-        .as_str()
-        .expect("deadline")
-        .to_owned();
+    let second_deadline = moved[0]["heartbeatDate"].as_str().expect("deadline");
     assert!(
         second_deadline > first_deadline,
         "{first_deadline} -> {second_deadline}"
     );
     // Past the first deadline, before the second.
     std::thread::sleep(Duration::from_millis(1200));
-    let sent = sb.send_success(&token, r#"{"v":8}"#);
+    let sent = sb.send_success(token, r#"{"v":8}"#);
     assert_eq!(sent.code, 0, "{}", sent.stderr);
     let out = sb.resume("hb");
     assert_eq!(out.code, 0, "{}", out.stderr);
