@@ -81,8 +81,18 @@ fn wait_for(p: &Path) {
     }
 }
 
+/// `task` with the fields of `extra` added (or replaced).
+fn merged(mut task: Value, extra: Value) -> Value {
+    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+    task
+}
+
 fn callback_task(extra: Value) -> Value {
-    let mut task = json!({
+    let task = json!({
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
         "Parameters": {
@@ -91,12 +101,7 @@ fn callback_task(extra: Value) -> Value {
         },
         "End": true
     });
-    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            t.insert(k.clone(), v.clone());
-        }
-    }
-    task
+    merged(task, extra)
 }
 
 const CALLBACK: [&str; 5] = [
@@ -270,12 +275,10 @@ fn seconds_paths_come_from_the_input_and_bad_values_fail_the_execution() {
 }
 
 fn activity_machine(arn: &str, extra: Value) -> Value {
-    let mut task = json!({ "Type": "Task", "Resource": arn, "End": true });
-    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            t.insert(k.clone(), v.clone());
-        }
-    }
+    let task = merged(
+        json!({ "Type": "Task", "Resource": arn, "End": true }),
+        extra,
+    );
     json!({ "StartAt": "Parse", "States": { "Parse": task } })
 }
 
