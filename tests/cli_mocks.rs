@@ -176,8 +176,7 @@ fn running_out_of_answers_names_the_state_and_the_count() {
         "--name",
         "d",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
 
     let mocks2 = sb.write(
         "m2.json",
@@ -200,8 +199,7 @@ fn running_out_of_answers_names_the_state_and_the_count() {
         "--time-scale",
         "0.001",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Runtime"), "{}", out.stderr);
+    out.assert_error(1, "States.Runtime");
     assert!(
         out.stderr.contains("'Charge'") && out.stderr.contains("invocation 3"),
         "{}",
@@ -214,8 +212,7 @@ fn a_delay_beyond_the_heartbeat_times_out_like_a_dead_worker() {
     let shop = Shop::new();
     let started = std::time::Instant::now();
     let out = shop.run_case("SlowWorker", "slow", &["--time-scale", "0.01"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Timeout"), "{}", out.stderr);
+    out.assert_error(1, "States.Timeout");
     // 5 s heartbeat at 1/100: about 50 ms, not 6 s.
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     let types = types(&shop.sb.history("slow"));
@@ -225,8 +222,7 @@ fn a_delay_beyond_the_heartbeat_times_out_like_a_dead_worker() {
     );
 
     let out = shop.run_case("DeadWorker", "dead", &["--time-scale", "0.01"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Timeout"), "{}", out.stderr);
+    out.assert_error(1, "States.Timeout");
 }
 
 #[test]
@@ -237,8 +233,7 @@ fn test_cases_are_chosen_like_step_functions_local() {
         &["run", &format!("{def}#Declined"), "--name", "a"],
         &[("SFN_MOCK_CONFIG", &mocks)],
     );
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
     // An ARN with #CASE as the state machine name.
     let out = sb.run(&[
         "run",
@@ -250,12 +245,10 @@ fn test_cases_are_chosen_like_step_functions_local() {
         "--state-machine-name",
         "arn:aws:states:us-east-1:123456789012:stateMachine:shop#Declined",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
     // Unknown case, unknown state, no config: usage errors that say why.
     let out = sb.run(&["run", &def, "--mock-config", &mocks, "--test-case", "Nope"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("Happy"), "{}", out.stderr);
+    out.assert_error(2, "Happy");
     let out = sb.run(&[
         "run",
         &def,
@@ -264,15 +257,12 @@ fn test_cases_are_chosen_like_step_functions_local() {
         "--test-case",
         "BadState",
     ]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("'Nope'"), "{}", out.stderr);
+    out.assert_error(2, "'Nope'");
     let out = sb.run(&["run", &def, "--test-case", "Happy"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("--mock-config"), "{}", out.stderr);
+    out.assert_error(2, "--mock-config");
     // A config without a test case chosen mocks nothing.
     let out = sb.run_env(&["run", &def], &[("SFN_MOCK_CONFIG", &mocks)]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("no local binding"), "{}", out.stderr);
+    out.assert_error(1, "no local binding");
 }
 
 #[test]

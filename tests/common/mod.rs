@@ -105,6 +105,14 @@ impl Output {
         child.wait_with_output().expect("wait for sfn-local").into()
     }
 
+    /// Asserts that the process exited with `code` and said `message` (a part of it) on
+    /// standard error.
+    #[track_caller]
+    pub fn assert_error(&self, code: i32, message: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        assert!(self.stderr.contains(message), "{}", self.stderr);
+    }
+
     /// Standard output parsed as JSON.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
