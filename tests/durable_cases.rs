@@ -80,6 +80,7 @@ fn signal(child: &Child, sig: &str) {
     assert!(status.success(), "kill {sig}");
 }
 
+#[track_caller]
 fn no_panic(out: &Output) {
     let err = &out.stderr;
     assert!(!err.contains("panicked"), "panic: {err}");
@@ -136,6 +137,18 @@ const SEND_SUCCESS: [&str; 5] = [
     "{}",
 ];
 
+/// Asserts that `args` were refused cleanly because of the store: no panic, a failure exit and
+/// an error that says `message` and names the database file.
+#[track_caller]
+fn refused(sb: &Sandbox, args: &[&str], out: &Output, message: &str) {
+    no_panic(out);
+    assert_ne!(out.code, 0, "{args:?}");
+    let err = &out.stderr;
+    assert!(err.contains(message), "{args:?}: {err}");
+    let db = sb.db().display().to_string();
+    assert!(err.contains(&db), "{args:?} must name the file: {err}");
+}
+
 /// Runs the simple machine as `before`, so that the store holds a finished execution; returns
 /// the definition's path.
 fn run_before(sb: &Sandbox) -> String {
@@ -151,7 +164,6 @@ fn a_file_that_is_not_a_database_is_refused_clearly() {
     std::fs::write(sb.db(), "this is not SQLite\n".repeat(300)).expect("file");
     let before = std::fs::read(sb.db()).expect("read");
     let def = sb.def(&simple());
-    let db = sb.db().display().to_string();
     for args in [
         vec!["run", def.as_str()],
         vec!["list-executions"],
@@ -159,11 +171,7 @@ fn a_file_that_is_not_a_database_is_refused_clearly() {
         vec!["resume", "--all"],
     ] {
         let out = sb.run(&args);
-        no_panic(&out);
-        assert_ne!(out.code, 0, "{args:?}");
-        let err = &out.stderr;
-        assert!(err.contains("not an sfn-local database"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?} must name the file: {err}");
+        refused(&sb, &args, &out, "not an sfn-local database");
     }
     assert_eq!(
         std::fs::read(sb.db()).expect("read"),
@@ -181,21 +189,14 @@ fn a_database_locked_too_long_by_another_process_is_a_clear_error() {
     let tx = holder
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .expect("begin immediate");
-    let db = sb.db().display().to_string();
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
         SEND_SUCCESS.to_vec(),
     ] {
         let started = Instant::now();
         let out = sb.run_env(&args, &[("SFN_LOCAL_BUSY_TIMEOUT_MS", "300")]);
-        no_panic(&out);
-        assert_ne!(out.code, 0, "{args:?}");
-        let err = &out.stderr;
-        assert!(
-            err.contains("stayed locked by another process for longer than 300 ms"),
-            "{args:?}: {err}"
-        );
-        assert!(err.contains(&db), "{args:?}: {err}");
+        let message = "stayed locked by another process for longer than 300 ms";
+        refused(&sb, &args, &out, message);
         assert!(
             started.elapsed() < Duration::from_secs(4),
             "the timeout was not used"
@@ -248,7 +249,6 @@ fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
         "SFN_LOCAL_READ_ONLY=1"
     };
     eprintln!("read-only database by {how}");
-    let db = sb.db().display().to_string();
     let read_only: &[(&str, &str)] = if guard.is_none() {
         &[("SFN_LOCAL_READ_ONLY", "1")]
     } else {
@@ -261,11 +261,7 @@ fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
         vec!["stop-execution", "--execution-arn", "before"],
     ] {
         let out = ro(&args);
-        no_panic(&out);
-        assert_ne!(out.code, 0, "{args:?}");
-        let err = &out.stderr;
-        assert!(err.contains("is read-only"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?}: {err}");
+        refused(&sb, &args, &out, "is read-only");
     }
     let list = ro(&["list-executions"]);
     assert_eq!(list.code, 0, "{}", list.stderr);
@@ -296,15 +292,10 @@ fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
     let pages: i64 = rusqlite::Connection::open(sb.db())
         .and_then(|c| c.query_row("PRAGMA page_count", [], |r| r.get(0)))
         .expect("page_count");
-    let out = sb.run_env(
-        &["run", &def2, "--name", "full"],
-        &[("SFN_LOCAL_MAX_PAGE_COUNT", &(pages + 12).to_string())],
-    );
-    no_panic(&out);
-    assert_ne!(out.code, 0);
-    let err = &out.stderr;
-    assert!(err.contains("disk full"), "{err}");
-    assert!(err.contains(&sb.db().display().to_string()), "{err}");
+    let args = ["run", def2.as_str(), "--name", "full"];
+    let max_pages = (pages + 12).to_string();
+    let out = sb.run_env(&args, &[("SFN_LOCAL_MAX_PAGE_COUNT", &max_pages)]);
+    refused(&sb, &args, &out, "disk full");
     no_half_written(&sb);
     let full = sb.executions().into_iter().find(|e| e["name"] == "full");
     if let Some(full) = full {
@@ -322,22 +313,18 @@ fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
     rusqlite::Connection::open(sb.db())
         .and_then(|c| c.execute_batch("PRAGMA user_version = 999"))
         .expect("set version");
-    let db = sb.db().display().to_string();
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
         vec!["list-executions"],
         SEND_SUCCESS.to_vec(),
     ] {
         let out = sb.run(&args);
-        no_panic(&out);
-        assert_ne!(out.code, 0, "{args:?}");
-        let err = &out.stderr;
+        refused(&sb, &args, &out, "schema version 999, newer than");
         assert!(
-            err.contains("schema version 999, newer than"),
-            "{args:?}: {err}"
+            out.stderr.contains("upgrade sfn-local"),
+            "{args:?}: {}",
+            out.stderr
         );
-        assert!(err.contains("upgrade sfn-local"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?}: {err}");
     }
     let version: i64 = rusqlite::Connection::open(sb.db())
         .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
