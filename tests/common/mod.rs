@@ -222,7 +222,7 @@ impl Sandbox {
         self.command().args(args).spawn().expect("spawn sfn-local")
     }
 
-    /// Runs `sfn-local ARGS` to the end (see [`Sandbox::command`]).
+    /// Runs `sfn-local ARGS` to the end (see [`Sandbox::command`]), with an empty stdin.
     pub fn run(&self, args: &[&str]) -> Output {
         self.run_with_stdin(args, "")
     }
