@@ -6,25 +6,8 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{types, Output, Sandbox};
 use serde_json::{json, Value};
-
-fn history_types(sb: &Sandbox, execution: &str) -> Vec<String> {
-    let out = sb.run(&["get-execution-history", "--execution-arn", execution]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    out.json()["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn history(sb: &Sandbox, execution: &str) -> Vec<Value> {
-    let out = sb.run(&["get-execution-history", "--execution-arn", execution]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    out.json()["events"].as_array().unwrap().clone()
-}
 
 const MACHINE: &str = r#"{
   "StartAt": "Charge",
@@ -84,35 +67,52 @@ const MOCKS: &str = r#"{
   }
 }"#;
 
-fn setup() -> (Sandbox, String, String) {
-    let sb = Sandbox::new();
-    let def = sb.write("shop.asl.json", MACHINE);
-    let mocks = sb.write("MockConfigFile.json", MOCKS);
-    (sb, def.display().to_string(), mocks.display().to_string())
+/// A sandbox with the shop machine and its mock config written into it.
+struct Shop {
+    sb: Sandbox,
+    /// Path of `shop.asl.json` ([`MACHINE`]).
+    def: String,
+    /// Path of `MockConfigFile.json` ([`MOCKS`]).
+    mocks: String,
+}
+
+impl Shop {
+    fn new() -> Self {
+        let sb = Sandbox::new();
+        let def = sb.write("shop.asl.json", MACHINE).display().to_string();
+        let mocks = sb.write("MockConfigFile.json", MOCKS).display().to_string();
+        Shop { sb, def, mocks }
+    }
+
+    /// `run` of the shop machine as execution `name`, mocked by the test case `case`, with
+    /// `extra` arguments.
+    fn run_case(&self, case: &str, name: &str, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "run",
+            &self.def,
+            "--mock-config",
+            &self.mocks,
+            "--test-case",
+            case,
+            "--name",
+            name,
+        ];
+        args.extend(extra);
+        self.sb.run(&args)
+    }
 }
 
 #[test]
 fn the_happy_path_returns_mocked_results_with_aws_events() {
-    let (sb, def, mocks) = setup();
-    let out = sb.run(&[
-        "run",
-        &def,
-        "--mock-config",
-        &mocks,
-        "--test-case",
-        "Happy",
-        "--name",
-        "happy",
-        "--input",
-        r#"{"order": 1}"#,
-    ]);
+    let shop = Shop::new();
+    let out = shop.run_case("Happy", "happy", &["--input", r#"{"order": 1}"#]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.json(),
         json!({"order": 1, "charge": {"charged": 42}, "ack": {"ack": true}, "packed": {"box": 3}})
     );
     assert_eq!(
-        history_types(&sb, "happy"),
+        types(&shop.sb.history("happy")),
         [
             "ExecutionStarted",
             "TaskStateEntered",
@@ -134,7 +134,7 @@ fn the_happy_path_returns_mocked_results_with_aws_events() {
             "ExecutionSucceeded",
         ]
     );
-    let events = history(&sb, "happy");
+    let events = shop.sb.history("happy");
     // The callback got a real token in its parameters; the scheduled event shows the clocks.
     let scheduled = &events[7]["taskScheduledEventDetails"];
     let params: Value = serde_json::from_str(scheduled["parameters"].as_str().unwrap()).unwrap();
@@ -149,33 +149,21 @@ fn the_happy_path_returns_mocked_results_with_aws_events() {
 
 #[test]
 fn each_invocation_takes_the_next_answer_retries_included() {
-    let (sb, def, mocks) = setup();
-    let out = sb.run(&[
-        "run",
-        &def,
-        "--mock-config",
-        &mocks,
-        "--test-case",
-        "Throttled",
-        "--name",
-        "t",
-        "--time-scale",
-        "0.001",
-    ]);
+    let shop = Shop::new();
+    let out = shop.run_case("Throttled", "t", &["--time-scale", "0.001"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["charge"], json!({"charged": 7}));
-    let types = history_types(&sb, "t");
+    let types = types(&shop.sb.history("t"));
     assert_eq!(types.iter().filter(|t| *t == "TaskFailed").count(), 2);
     assert_eq!(types.iter().filter(|t| *t == "TaskScheduled").count(), 4);
 }
 
 #[test]
 fn running_out_of_answers_names_the_state_and_the_count() {
-    let (sb, def, mocks) = setup();
+    let Shop { sb, mocks, .. } = Shop::new();
     // Retry allows 3 retries (4 invocations); the response covers 0-2.
     let def_text = MACHINE.replace("\"MaxAttempts\": 3", "\"MaxAttempts\": 5");
     let def2 = sb.write("shop2.asl.json", &def_text);
-    let _ = def;
     let out = sb.run(&[
         "run",
         def2.to_str().unwrap(),
@@ -188,8 +176,7 @@ fn running_out_of_answers_names_the_state_and_the_count() {
         "--name",
         "d",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
 
     let mocks2 = sb.write(
         "m2.json",
@@ -212,8 +199,7 @@ fn running_out_of_answers_names_the_state_and_the_count() {
         "--time-scale",
         "0.001",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Runtime"), "{}", out.stderr);
+    out.assert_error(1, "States.Runtime");
     assert!(
         out.stderr.contains("'Charge'") && out.stderr.contains("invocation 3"),
         "{}",
@@ -223,56 +209,31 @@ fn running_out_of_answers_names_the_state_and_the_count() {
 
 #[test]
 fn a_delay_beyond_the_heartbeat_times_out_like_a_dead_worker() {
-    let (sb, def, mocks) = setup();
+    let shop = Shop::new();
     let started = std::time::Instant::now();
-    let out = sb.run(&[
-        "run",
-        &def,
-        "--mock-config",
-        &mocks,
-        "--test-case",
-        "SlowWorker",
-        "--name",
-        "slow",
-        "--time-scale",
-        "0.01",
-    ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Timeout"), "{}", out.stderr);
+    let out = shop.run_case("SlowWorker", "slow", &["--time-scale", "0.01"]);
+    out.assert_error(1, "States.Timeout");
     // 5 s heartbeat at 1/100: about 50 ms, not 6 s.
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    let types = history_types(&sb, "slow");
+    let types = types(&shop.sb.history("slow"));
     assert_eq!(
         &types[types.len() - 3..],
         ["TaskSubmitted", "TaskTimedOut", "ExecutionFailed"]
     );
 
-    let out = sb.run(&[
-        "run",
-        &def,
-        "--mock-config",
-        &mocks,
-        "--test-case",
-        "DeadWorker",
-        "--name",
-        "dead",
-        "--time-scale",
-        "0.01",
-    ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("States.Timeout"), "{}", out.stderr);
+    let out = shop.run_case("DeadWorker", "dead", &["--time-scale", "0.01"]);
+    out.assert_error(1, "States.Timeout");
 }
 
 #[test]
 fn test_cases_are_chosen_like_step_functions_local() {
-    let (sb, def, mocks) = setup();
+    let Shop { sb, def, mocks } = Shop::new();
     // SFN_MOCK_CONFIG and DEFINITION#CASE.
     let out = sb.run_env(
         &["run", &format!("{def}#Declined"), "--name", "a"],
         &[("SFN_MOCK_CONFIG", &mocks)],
     );
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
     // An ARN with #CASE as the state machine name.
     let out = sb.run(&[
         "run",
@@ -284,12 +245,10 @@ fn test_cases_are_chosen_like_step_functions_local() {
         "--state-machine-name",
         "arn:aws:states:us-east-1:123456789012:stateMachine:shop#Declined",
     ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("Payment.Declined"), "{}", out.stderr);
+    out.assert_error(1, "Payment.Declined");
     // Unknown case, unknown state, no config: usage errors that say why.
     let out = sb.run(&["run", &def, "--mock-config", &mocks, "--test-case", "Nope"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("Happy"), "{}", out.stderr);
+    out.assert_error(2, "Happy");
     let out = sb.run(&[
         "run",
         &def,
@@ -298,32 +257,25 @@ fn test_cases_are_chosen_like_step_functions_local() {
         "--test-case",
         "BadState",
     ]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("'Nope'"), "{}", out.stderr);
+    out.assert_error(2, "'Nope'");
     let out = sb.run(&["run", &def, "--test-case", "Happy"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("--mock-config"), "{}", out.stderr);
+    out.assert_error(2, "--mock-config");
     // A config without a test case chosen mocks nothing.
     let out = sb.run_env(&["run", &def], &[("SFN_MOCK_CONFIG", &mocks)]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("no local binding"), "{}", out.stderr);
+    out.assert_error(1, "no local binding");
 }
 
 #[test]
 fn a_binding_wins_over_a_mock_for_its_state() {
-    let (sb, def, mocks) = setup();
-    let out = sb.run(&[
-        "run",
-        &def,
-        "--mock-config",
-        &mocks,
-        "--test-case",
+    let shop = Shop::new();
+    let out = shop.run_case(
         "Happy",
-        "--name",
         "bound",
-        "--task",
-        r#"Charge=sh -c 'echo "{\"Payload\": {\"charged\": 99}}"'"#,
-    ]);
+        &[
+            "--task",
+            r#"Charge=sh -c 'echo "{\"Payload\": {\"charged\": 99}}"'"#,
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["charge"], json!({"charged": 99}));
 }

@@ -137,12 +137,7 @@ fn an_invalid_definition_is_not_run() {
         r#"{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"Nowhere"}}}"#,
     );
     let out = sb.run(&["run", def.to_str().unwrap()]);
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("MISSING_TRANSITION_TARGET"),
-        "{}",
-        out.stderr
-    );
+    out.assert_error(2, "MISSING_TRANSITION_TARGET");
     let listed = sb.run(&["list-executions"]).json();
     assert_eq!(listed["executions"], json!([]), "nothing is stored");
 }
@@ -156,12 +151,7 @@ fn bad_input_is_refused_before_anything_is_stored() {
         "--input",
         "{not json",
     ]);
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("the input is not JSON"),
-        "{}",
-        out.stderr
-    );
+    out.assert_error(2, "the input is not JSON");
     let big = format!("{{\"x\":\"{}\"}}", "a".repeat(262_144));
     let path = sb.write("big.json", &big);
     let out = sb.run(&[
@@ -170,8 +160,7 @@ fn bad_input_is_refused_before_anything_is_stored() {
         "--input-file",
         path.to_str().unwrap(),
     ]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("256 KiB"), "{}", out.stderr);
+    out.assert_error(2, "256 KiB");
     assert_eq!(sb.run(&["list-executions"]).json()["executions"], json!([]));
 }
 
@@ -200,12 +189,7 @@ fn duplicate_execution_names_are_refused() {
     let d = def.to_str().unwrap();
     assert_eq!(sb.run(&["run", d, "--name", "once"]).code, 0);
     let again = sb.run(&["run", d, "--name", "once"]);
-    assert_eq!(again.code, 2);
-    assert!(
-        again.stderr.contains("ExecutionAlreadyExists"),
-        "{}",
-        again.stderr
-    );
+    again.assert_error(2, "ExecutionAlreadyExists");
     let bad = sb.run(&["run", d, "--name", "has space"]);
     assert_eq!(bad.code, 2);
 }
@@ -232,20 +216,10 @@ fn task_states_run_bound_commands() {
     assert_eq!(out.json(), json!({"n": 21, "result": {"doubled": 21}}));
 
     let unbound = sb.run(&["run", def.to_str().unwrap(), "--input", r#"{"n":1}"#]);
-    assert_eq!(unbound.code, 1);
-    assert!(
-        unbound.stderr.contains("--task 'Double=COMMAND'"),
-        "{}",
-        unbound.stderr
-    );
+    unbound.assert_error(1, "--task 'Double=COMMAND'");
 
     let wrong = sb.run(&["run", def.to_str().unwrap(), "--task", "Nope=true"]);
-    assert_eq!(wrong.code, 2);
-    assert!(
-        wrong.stderr.contains("no Task state named 'Nope'"),
-        "{}",
-        wrong.stderr
-    );
+    wrong.assert_error(2, "no Task state named 'Nope'");
 }
 
 #[test]
@@ -274,12 +248,7 @@ fn a_failing_command_names_its_error_from_stderr() {
 fn unknown_executions_are_reported() {
     let sb = Sandbox::new();
     let out = sb.run(&["describe-execution", "--execution-arn", "nope"]);
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("ExecutionDoesNotExist"),
-        "{}",
-        out.stderr
-    );
+    out.assert_error(2, "ExecutionDoesNotExist");
 }
 
 #[test]
@@ -287,12 +256,7 @@ fn an_unreadable_database_is_a_clear_error() {
     let sb = Sandbox::new();
     let bogus = sb.write("not-a-db.db", "this is not sqlite, just text that is long enough to have a header...................................................");
     let out = sb.run(&["list-executions", "--db", bogus.to_str().unwrap()]);
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("not an sfn-local database"),
-        "{}",
-        out.stderr
-    );
+    out.assert_error(2, "not an sfn-local database");
 }
 
 #[test]
@@ -381,6 +345,5 @@ fn listings_page_like_the_aws_cli_and_filter_by_state_machine() {
     assert!(rest.get("NextToken").is_none());
 
     let bad = sb.run(&["list-executions", "--starting-token", "forged"]);
-    assert_eq!(bad.code, 2);
-    assert!(bad.stderr.contains("--starting-token"), "{}", bad.stderr);
+    bad.assert_error(2, "--starting-token");
 }

@@ -7,69 +7,21 @@
 
 mod common;
 
+use common::{kill, types, worker, Sandbox};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
+/// This suite's helper on the shared sandbox.
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn sfn(&self) -> Command {
-        let mut c = Command::new(common::bin());
-        c.env("SFN_LOCAL_DB", self.path("state.db"))
-            .env("SFN_LOCAL", common::bin())
-            // Short leases: a killed runner's executions can be resumed 300 ms later.
-            .env("SFN_LOCAL_LEASE_MS", "300")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        self.sfn().args(args).output().expect("sfn-local")
-    }
-
-    fn history(&self, execution: &str) -> Vec<Value> {
-        let out = self.cli(&["get-execution-history", "--execution-arn", execution]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).expect("history JSON");
-        v["events"].as_array().cloned().unwrap_or_default()
-    }
-
+    /// The status of an execution (`describe-execution`), `None` when it is not stored.
     fn status(&self, execution: &str) -> Option<String> {
-        let out = self.cli(&["describe-execution", "--execution-arn", execution]);
-        if !out.status.success() {
+        let out = self.run(&["describe-execution", "--execution-arn", execution]);
+        if out.code != 0 {
             return None;
         }
-        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let v: Value = serde_json::from_str(&out.stdout).ok()?;
         v["status"].as_str().map(str::to_owned)
     }
-}
-
-fn worker() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/workers/durable-worker.sh")
-        .display()
-        .to_string()
 }
 
 /// A Map, a Parallel, Waits and a callback task answered by a shell worker.
@@ -123,17 +75,11 @@ impl Rng {
     }
 }
 
-fn types(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| e["type"].as_str().map(str::to_owned))
-        .collect()
-}
-
-fn run_args(def: &Path, name: &str, task: &str) -> Vec<String> {
+/// `run` of the definition at `def` as execution `name`, with its callback answered by `task`.
+fn run_args<'a>(def: &'a str, name: &'a str, task: &'a str) -> [&'a str; 8] {
     [
         "run",
-        &def.display().to_string(),
+        def,
         "--name",
         name,
         "--time-scale",
@@ -141,47 +87,26 @@ fn run_args(def: &Path, name: &str, task: &str) -> Vec<String> {
         "--task",
         task,
     ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-/// Resumes until the execution ends; a lease still held (the killed runner's has not lapsed
-/// yet) is waited out.
-fn resume_to_end(sb: &Sandbox, name: &str) -> Output {
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let out = sb.cli(&["resume", "--execution-arn", name]);
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        if out.status.code() == Some(2) && err.contains("lease") && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        }
-        return out;
-    }
 }
 
 #[test]
 fn sigkill_at_random_points_then_resume_loses_nothing() {
-    let sb = Sandbox::new();
-    let def = sb.path("durable.asl.json");
-    std::fs::write(&def, machine().to_string()).expect("definition");
-    let task = format!("Ask={}", worker());
+    // Short leases: a killed runner's executions can be resumed 300 ms later.
+    let sb = Sandbox::with_workers().lease_ms(300);
+    let def = sb.write("durable.asl.json", &machine().to_string());
+    let def = def.display().to_string();
+    let task = format!("Ask={}", worker("durable-worker.sh"));
 
     // The reference: an uninterrupted run.
     let started = Instant::now();
-    let reference = sb
-        .sfn()
-        .args(run_args(&def, "reference", &task))
-        .output()
-        .expect("run");
+    let reference = sb.run(&run_args(&def, "reference", &task));
     let duration = started.elapsed();
-    assert!(
-        reference.status.success(),
+    assert_eq!(
+        reference.code, 0,
         "reference run failed: {}",
-        String::from_utf8_lossy(&reference.stderr)
+        reference.stderr
     );
-    let expected_output: Value = serde_json::from_slice(&reference.stdout).expect("output");
+    let expected_output = reference.json();
     let expected_types = types(&sb.history("reference"));
 
     let kills: u64 = std::env::var("SFN_DURABLE_KILLS")
@@ -198,50 +123,31 @@ fn sigkill_at_random_points_then_resume_loses_nothing() {
     for k in 0..kills {
         let name = format!("kill-{k}");
         let delay = Duration::from_millis(rng.below(span));
-        let mut child = sb
-            .sfn()
-            .args(run_args(&def, &name, &task))
-            .spawn()
-            .expect("spawn run");
+        let mut child = sb.spawn(&run_args(&def, &name, &task));
         std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kill(&mut child);
         tried += 1;
         match sb.status(&name).as_deref() {
             None => {
                 // Killed before the execution's row was committed: nothing to resume, and
                 // nothing half-written either. Run it again.
                 before_start += 1;
-                let out = sb
-                    .sfn()
-                    .args(run_args(&def, &name, &task))
-                    .output()
-                    .expect("run");
-                assert!(out.status.success());
+                let out = sb.run(&run_args(&def, &name, &task));
+                assert_eq!(out.code, 0);
             }
             Some("RUNNING") => {
                 // Sometimes kill the resuming runner too.
                 if rng.below(2) == 0 {
                     std::thread::sleep(Duration::from_millis(350));
-                    let mut again = sb
-                        .sfn()
-                        .args(["resume", "--execution-arn", &name])
-                        .spawn()
-                        .expect("spawn resume");
+                    let mut again = sb.spawn(&["resume", "--execution-arn", &name]);
                     std::thread::sleep(Duration::from_millis(rng.below(span / 2)));
-                    let _ = again.kill();
-                    let _ = again.wait();
+                    kill(&mut again);
                     second_kills += 1;
                 }
                 if sb.status(&name).as_deref() == Some("RUNNING") {
-                    let out = resume_to_end(&sb, &name);
-                    assert!(
-                        out.status.success(),
-                        "resume of {name} failed: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-                    assert_eq!(output, expected_output, "{name}: output");
+                    let out = sb.resume_within(&name, Duration::from_secs(20));
+                    assert_eq!(out.code, 0, "resume of {name} failed: {}", out.stderr);
+                    assert_eq!(out.json(), expected_output, "{name}: output");
                 }
             }
             Some(_) => {}
@@ -256,8 +162,9 @@ fn sigkill_at_random_points_then_resume_loses_nothing() {
         for (i, e) in events.iter().enumerate() {
             assert_eq!(e["id"], json!(i + 1), "{name}: ids must be contiguous");
         }
-        let describe = sb.cli(&["describe-execution", "--execution-arn", &name]);
-        let d: Value = serde_json::from_slice(&describe.stdout).expect("describe");
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", &name])
+            .json();
         let output: Value =
             serde_json::from_str(d["output"].as_str().unwrap_or("null")).expect("output");
         assert_eq!(output, expected_output, "{name}: stored output");

@@ -5,96 +5,64 @@
 
 mod common;
 
+use common::{kill, types, Output, Sandbox};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Sandbox {
-    dir: tempfile::TempDir,
+/// A sandbox for these cases: worker scripts call the binary back, and runner leases last
+/// 300 ms, so a dead runner's executions can be resumed soon.
+fn sandbox() -> Sandbox {
+    Sandbox::with_workers().lease_ms(300)
 }
 
+/// This suite's helpers on the shared sandbox.
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path("state.db")
-    }
-
-    fn sfn(&self) -> Command {
-        let mut c = Command::new(common::bin());
-        c.env("SFN_LOCAL_DB", self.db())
-            .env("SFN_LOCAL", common::bin())
-            .env("SFN_LOCAL_LEASE_MS", "300")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        self.sfn().args(args).output().expect("sfn-local")
-    }
-
-    /// `send-task-success` with `output`.
-    fn send_success(&self, token: &str, output: &str) -> Output {
-        self.cli(&[
-            "send-task-success",
-            "--task-token",
-            token,
-            "--task-output",
-            output,
-        ])
-    }
-
+    /// Writes the definition into the sandbox (`m.asl.json`) and returns its path.
     fn def(&self, machine: &Value) -> String {
-        let def = self.path("m.asl.json");
-        std::fs::write(&def, machine.to_string()).expect("definition");
-        def.display().to_string()
+        self.write("m.asl.json", &machine.to_string())
+            .display()
+            .to_string()
     }
 
+    /// Writes an executable script into the sandbox and returns its path.
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        let script = self.write(name, body);
+        let _ = Command::new("chmod").arg("+x").arg(&script).status();
+        script
+    }
+
+    /// The event types of an execution's history, whose ids must be contiguous.
     fn history_types(&self, execution: &str) -> Vec<String> {
-        let out = self.cli(&["get-execution-history", "--execution-arn", execution]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("history JSON");
-        let events = v["events"].as_array().cloned().unwrap_or_default();
+        let events = self.history(execution);
         for (i, e) in events.iter().enumerate() {
             assert_eq!(e["id"], json!(i + 1), "ids must be contiguous");
         }
-        events
-            .iter()
-            .filter_map(|e| e["type"].as_str().map(str::to_owned))
-            .collect()
+        types(&events)
     }
 
     fn describe(&self, execution: &str) -> Value {
-        let out = self.cli(&["describe-execution", "--execution-arn", execution]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("describe JSON")
+        let out = self.run(&["describe-execution", "--execution-arn", execution]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()
     }
 
     fn executions(&self) -> Vec<Value> {
-        let out = self.cli(&["list-executions"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("list JSON");
-        v["executions"].as_array().cloned().unwrap_or_default()
+        let out = self.run(&["list-executions"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["executions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The open tasks, waiting until there are `n` (or 10 s pass).
     fn wait_tasks(&self, n: usize) -> Vec<Value> {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
-            let out = self.cli(&["list-tasks", "--format", "json"]);
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            let out = self.run(&["list-tasks", "--format", "json"]);
+            let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
             let tasks = v["tasks"].as_array().cloned().unwrap_or_default();
             if tasks.len() >= n || Instant::now() > until {
                 return tasks;
@@ -102,26 +70,6 @@ impl Sandbox {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    /// Resumes, waiting out a lease that has not lapsed yet.
-    fn resume(&self, name: &str) -> Output {
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let out = self.cli(&["resume", "--execution-arn", name]);
-            if out.status.code() == Some(2)
-                && text(&out.stderr).contains("lease")
-                && Instant::now() < until
-            {
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-            return out;
-        }
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -132,11 +80,12 @@ fn signal(child: &Child, sig: &str) {
     assert!(status.success(), "kill {sig}");
 }
 
+#[track_caller]
 fn no_panic(out: &Output) {
-    let err = text(&out.stderr);
+    let err = &out.stderr;
     assert!(!err.contains("panicked"), "panic: {err}");
-    assert_ne!(out.status.code(), Some(101), "panic exit: {err}");
-    assert!(out.status.code().is_some(), "killed by a signal: {err}");
+    assert_ne!(out.code, 101, "panic exit: {err}");
+    assert_ne!(out.code, -1, "killed by a signal: {err}");
 }
 
 fn simple() -> Value {
@@ -179,31 +128,50 @@ fn no_half_written(sb: &Sandbox) {
 
 // ---- bad stores ---------------------------------------------------------------------------
 
+/// `send-task-success` for a token nobody issued: a command that opens the store for writing.
+const SEND_SUCCESS: [&str; 5] = [
+    "send-task-success",
+    "--task-token",
+    "T",
+    "--task-output",
+    "{}",
+];
+
+/// Asserts that `args` were refused cleanly because of the store: no panic, a failure exit and
+/// an error that says `message` and names the database file.
+#[track_caller]
+fn refused(sb: &Sandbox, args: &[&str], out: &Output, message: &str) {
+    no_panic(out);
+    assert_ne!(out.code, 0, "{args:?}");
+    let err = &out.stderr;
+    assert!(err.contains(message), "{args:?}: {err}");
+    let db = sb.db().display().to_string();
+    assert!(err.contains(&db), "{args:?} must name the file: {err}");
+}
+
+/// Runs the simple machine as `before`, so that the store holds a finished execution; returns
+/// the definition's path.
+fn run_before(sb: &Sandbox) -> String {
+    let def = sb.def(&simple());
+    let first = sb.run(&["run", &def, "--name", "before"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    def
+}
+
 #[test]
 fn a_file_that_is_not_a_database_is_refused_clearly() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     std::fs::write(sb.db(), "this is not SQLite\n".repeat(300)).expect("file");
     let before = std::fs::read(sb.db()).expect("read");
     let def = sb.def(&simple());
-    let db = sb.db().display().to_string();
     for args in [
         vec!["run", def.as_str()],
         vec!["list-executions"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
         vec!["resume", "--all"],
     ] {
-        let out = sb.cli(&args);
-        no_panic(&out);
-        assert!(!out.status.success(), "{args:?}");
-        let err = text(&out.stderr);
-        assert!(err.contains("not an sfn-local database"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?} must name the file: {err}");
+        let out = sb.run(&args);
+        refused(&sb, &args, &out, "not an sfn-local database");
     }
     assert_eq!(
         std::fs::read(sb.db()).expect("read"),
@@ -214,56 +182,35 @@ fn a_file_that_is_not_a_database_is_refused_clearly() {
 
 #[test]
 fn a_database_locked_too_long_by_another_process_is_a_clear_error() {
-    let sb = Sandbox::new();
-    let def = sb.def(&simple());
-    let first = sb.cli(&["run", &def, "--name", "before"]);
-    assert!(first.status.success(), "{}", text(&first.stderr));
+    let sb = sandbox();
+    let def = run_before(&sb);
     // Another process (this test) holds a write transaction for longer than the busy timeout.
     let mut holder = rusqlite::Connection::open(sb.db()).expect("open");
     let tx = holder
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .expect("begin immediate");
-    let db = sb.db().display().to_string();
-    let token_args = [
-        "send-task-success",
-        "--task-token",
-        "T",
-        "--task-output",
-        "{}",
-    ];
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
-        token_args.to_vec(),
+        SEND_SUCCESS.to_vec(),
     ] {
         let started = Instant::now();
-        let out = sb
-            .sfn()
-            .env("SFN_LOCAL_BUSY_TIMEOUT_MS", "300")
-            .args(&args)
-            .output()
-            .expect("sfn-local");
-        no_panic(&out);
-        assert!(!out.status.success(), "{args:?}");
-        let err = text(&out.stderr);
-        assert!(
-            err.contains("stayed locked by another process for longer than 300 ms"),
-            "{args:?}: {err}"
-        );
-        assert!(err.contains(&db), "{args:?}: {err}");
+        let out = sb.run_env(&args, &[("SFN_LOCAL_BUSY_TIMEOUT_MS", "300")]);
+        let message = "stayed locked by another process for longer than 300 ms";
+        refused(&sb, &args, &out, message);
         assert!(
             started.elapsed() < Duration::from_secs(4),
             "the timeout was not used"
         );
     }
     // Readers are not blocked by a writer (WAL).
-    let list = sb.cli(&["list-executions"]);
-    assert!(list.status.success(), "{}", text(&list.stderr));
+    let list = sb.run(&["list-executions"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
     drop(tx);
     drop(holder);
     // Nothing of "during" was kept, or it is whole.
     no_half_written(&sb);
-    let again = sb.cli(&["run", &def, "--name", "after"]);
-    assert!(again.status.success(), "{}", text(&again.stderr));
+    let again = sb.run(&["run", &def, "--name", "after"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
 }
 
 /// Makes a file immutable with `chattr +i` (root cannot write it either) while alive.
@@ -293,10 +240,8 @@ impl Drop for Immutable {
 /// read-only mount. Either way: writes are refused naming the file, reads still work.
 #[test]
 fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
-    let sb = Sandbox::new();
-    let def = sb.def(&simple());
-    let first = sb.cli(&["run", &def, "--name", "before"]);
-    assert!(first.status.success(), "{}", text(&first.stderr));
+    let sb = sandbox();
+    let def = run_before(&sb);
     let guard = Immutable::try_new(&sb.db());
     let how = if guard.is_some() {
         "chattr +i"
@@ -304,36 +249,23 @@ fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
         "SFN_LOCAL_READ_ONLY=1"
     };
     eprintln!("read-only database by {how}");
-    let db = sb.db().display().to_string();
-    let ro = |args: &[&str]| {
-        let mut c = sb.sfn();
-        if guard.is_none() {
-            c.env("SFN_LOCAL_READ_ONLY", "1");
-        }
-        c.args(args).output().expect("sfn-local")
+    let read_only: &[(&str, &str)] = if guard.is_none() {
+        &[("SFN_LOCAL_READ_ONLY", "1")]
+    } else {
+        &[]
     };
+    let ro = |args: &[&str]| sb.run_env(args, read_only);
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
         vec!["stop-execution", "--execution-arn", "before"],
     ] {
         let out = ro(&args);
-        no_panic(&out);
-        assert!(!out.status.success(), "{args:?}");
-        let err = text(&out.stderr);
-        assert!(err.contains("is read-only"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?}: {err}");
+        refused(&sb, &args, &out, "is read-only");
     }
     let list = ro(&["list-executions"]);
-    assert!(list.status.success(), "{}", text(&list.stderr));
-    let listed: Value = serde_json::from_slice(&list.stdout).expect("list");
-    assert_eq!(listed["executions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(list.json()["executions"].as_array().map(Vec::len), Some(1));
     drop(guard);
     no_half_written(&sb);
 }
@@ -343,7 +275,7 @@ fn a_read_only_database_refuses_writes_clearly_and_still_reads() {
 /// room again `resume` finishes it.
 #[test]
 fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let big = "x".repeat(200_000);
     let machine = json!({
         "StartAt": "Small",
@@ -353,70 +285,46 @@ fn a_full_disk_is_a_clear_error_and_leaves_a_resumable_execution() {
             "Done": {"Type": "Pass", "Parameters": {"length.$": "States.StringSplit($.small, ',')"}, "End": true}
         }
     });
-    let def = sb.def(&machine);
-    let first = sb.cli(&["run", &sb.def(&simple()), "--name", "before"]);
-    assert!(first.status.success(), "{}", text(&first.stderr));
-    let def2 = sb.path("big.asl.json");
-    std::fs::rename(&def, &def2).ok();
-    std::fs::write(&def2, machine.to_string()).expect("definition");
+    run_before(&sb);
+    let def2 = sb.write("big.asl.json", &machine.to_string());
     let def2 = def2.display().to_string();
     // The database's current size in pages, plus a little: the big state cannot fit.
     let pages: i64 = rusqlite::Connection::open(sb.db())
         .and_then(|c| c.query_row("PRAGMA page_count", [], |r| r.get(0)))
         .expect("page_count");
-    let out = sb
-        .sfn()
-        .env("SFN_LOCAL_MAX_PAGE_COUNT", (pages + 12).to_string())
-        .args(["run", &def2, "--name", "full"])
-        .output()
-        .expect("run");
-    no_panic(&out);
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
-    assert!(err.contains("disk full"), "{err}");
-    assert!(err.contains(&sb.db().display().to_string()), "{err}");
+    let args = ["run", def2.as_str(), "--name", "full"];
+    let max_pages = (pages + 12).to_string();
+    let out = sb.run_env(&args, &[("SFN_LOCAL_MAX_PAGE_COUNT", &max_pages)]);
+    refused(&sb, &args, &out, "disk full");
     no_half_written(&sb);
     let full = sb.executions().into_iter().find(|e| e["name"] == "full");
     if let Some(full) = full {
         assert_eq!(full["status"], "RUNNING");
         let out = sb.resume("full");
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-        assert_eq!(output["length"], json!(["small"]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["length"], json!(["small"]));
     }
 }
 
 #[test]
 fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
-    let sb = Sandbox::new();
-    let def = sb.def(&simple());
-    let first = sb.cli(&["run", &def, "--name", "before"]);
-    assert!(first.status.success(), "{}", text(&first.stderr));
+    let sb = sandbox();
+    let def = run_before(&sb);
     rusqlite::Connection::open(sb.db())
         .and_then(|c| c.execute_batch("PRAGMA user_version = 999"))
         .expect("set version");
-    let db = sb.db().display().to_string();
     for args in [
         vec!["run", def.as_str(), "--name", "during"],
         vec!["list-executions"],
-        vec![
-            "send-task-success",
-            "--task-token",
-            "T",
-            "--task-output",
-            "{}",
-        ],
+        SEND_SUCCESS.to_vec(),
     ] {
-        let out = sb.cli(&args);
-        no_panic(&out);
-        assert!(!out.status.success(), "{args:?}");
-        let err = text(&out.stderr);
+        let out = sb.run(&args);
+        refused(&sb, &args, &out, "schema version 999, newer than");
         assert!(
-            err.contains("schema version 999, newer than"),
-            "{args:?}: {err}"
+            out.stderr.contains("upgrade sfn-local"),
+            "{args:?}: {}",
+            out.stderr
         );
-        assert!(err.contains("upgrade sfn-local"), "{args:?}: {err}");
-        assert!(err.contains(&db), "{args:?}: {err}");
     }
     let version: i64 = rusqlite::Connection::open(sb.db())
         .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
@@ -442,26 +350,21 @@ fn waits() -> Value {
 /// after the last recorded event, and nothing left to resume.
 #[test]
 fn stopping_an_execution_whose_runner_died_aborts_it() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = sb.def(&json!({"StartAt": "Nap", "States": {
         "Nap": {"Type": "Wait", "Seconds": 60, "End": true}}}));
-    let mut child = sb
-        .sfn()
-        .args(["run", &def, "--name", "orphan"])
-        .spawn()
-        .expect("run");
+    let mut child = sb.spawn(&["run", &def, "--name", "orphan"]);
     let until = Instant::now() + Duration::from_secs(10);
     let waiting = || {
-        let out = sb.cli(&["get-execution-history", "--execution-arn", "orphan"]);
-        text(&out.stdout).contains("WaitStateEntered")
+        let out = sb.run(&["get-execution-history", "--execution-arn", "orphan"]);
+        out.stdout.contains("WaitStateEntered")
     };
     while !waiting() {
         assert!(Instant::now() < until, "the Wait never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let out = sb.cli(&[
+    kill(&mut child);
+    let out = sb.run(&[
         "stop-execution",
         "--execution-arn",
         "orphan",
@@ -470,7 +373,7 @@ fn stopping_an_execution_whose_runner_died_aborts_it() {
         "--cause",
         "runner died",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let described = sb.describe("orphan");
     assert_eq!(described["status"], "ABORTED");
     assert_eq!(described["error"], "Gone");
@@ -478,19 +381,15 @@ fn stopping_an_execution_whose_runner_died_aborts_it() {
         sb.history_types("orphan"),
         ["ExecutionStarted", "WaitStateEntered", "ExecutionAborted"]
     );
-    let history = sb.cli(&["get-execution-history", "--execution-arn", "orphan"]);
-    let history: Value = serde_json::from_slice(&history.stdout).expect("history");
-    let last = &history["events"][2];
+    let events = sb.history("orphan");
+    let last = &events[2];
     assert_eq!(last["previousEventId"], 0);
     assert_eq!(
         last["executionAbortedEventDetails"],
         json!({"error": "Gone", "cause": "runner died"})
     );
-    let resumed = sb.cli(&["resume", "--execution-arn", "orphan"]);
-    assert!(
-        !resumed.status.success(),
-        "an aborted execution is not resumed"
-    );
+    let resumed = sb.run(&["resume", "--execution-arn", "orphan"]);
+    assert_ne!(resumed.code, 0, "an aborted execution is not resumed");
 }
 
 /// A runner paused (SIGSTOP) past its lease while another resumes the execution: when it wakes
@@ -498,36 +397,24 @@ fn stopping_an_execution_whose_runner_died_aborts_it() {
 /// the new owner's events only once.
 #[test]
 fn a_runner_that_lost_its_lease_writes_nothing() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = sb.def(&waits());
-    let reference = sb.cli(&["run", &def, "--name", "reference"]);
-    assert!(reference.status.success(), "{}", text(&reference.stderr));
-    let paused = sb
-        .sfn()
-        .args(["run", &def, "--name", "fenced"])
-        .spawn()
-        .expect("run");
+    let reference = sb.run(&["run", &def, "--name", "reference"]);
+    assert_eq!(reference.code, 0, "{}", reference.stderr);
+    let paused = sb.spawn(&["run", &def, "--name", "fenced"]);
     std::thread::sleep(Duration::from_millis(500));
     signal(&paused, "-STOP");
     std::thread::sleep(Duration::from_millis(500)); // the 300 ms lease lapses
-    let resumer = sb
-        .sfn()
-        .args(["resume", "--execution-arn", "fenced"])
-        .spawn()
-        .expect("resume");
+    let resumer = sb.spawn(&["resume", "--execution-arn", "fenced"]);
     std::thread::sleep(Duration::from_millis(300));
     signal(&paused, "-CONT");
-    let old = paused.wait_with_output().expect("paused runner");
-    let new = resumer.wait_with_output().expect("resume");
-    assert!(new.status.success(), "{}", text(&new.stderr));
+    let old = Output::of(paused);
+    let new = Output::of(resumer);
+    assert_eq!(new.code, 0, "{}", new.stderr);
     assert_eq!(new.stdout, reference.stdout);
     no_panic(&old);
-    assert!(!old.status.success(), "the fenced runner must fail");
-    assert!(
-        text(&old.stderr).contains("lost its lease"),
-        "{}",
-        text(&old.stderr)
-    );
+    assert_ne!(old.code, 0, "the fenced runner must fail");
+    assert!(old.stderr.contains("lost its lease"), "{}", old.stderr);
     assert_eq!(sb.history_types("fenced"), sb.history_types("reference"));
 }
 
@@ -536,37 +423,30 @@ fn a_runner_that_lost_its_lease_writes_nothing() {
 /// is refused, so it never starts the Task's command a second time.
 #[test]
 fn a_fenced_runner_never_starts_a_task_the_new_owner_ran() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let marker = sb.path("runs.txt");
-    let script = sb.path("work.sh");
-    std::fs::write(
-        &script,
-        format!(
+    let script = sb.script(
+        "work.sh",
+        &format!(
             "#!/bin/sh\ncat > /dev/null\necho ran >> '{}'\necho '{{\"ok\":true}}'\n",
             marker.display()
         ),
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Nap", "States": {
         "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Work"},
         "Work": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
     let def = sb.def(&machine);
     let task = format!("Work={}", script.display());
-    let paused = sb
-        .sfn()
-        .args(["run", &def, "--name", "fenced-task", "--task", &task])
-        .spawn()
-        .expect("run");
+    let paused = sb.spawn(&["run", &def, "--name", "fenced-task", "--task", &task]);
     std::thread::sleep(Duration::from_millis(500));
     signal(&paused, "-STOP");
     std::thread::sleep(Duration::from_millis(500)); // the 300 ms lease lapses
     let resumed = sb.resume("fenced-task");
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     signal(&paused, "-CONT");
-    let old = paused.wait_with_output().expect("paused runner");
+    let old = Output::of(paused);
     no_panic(&old);
-    assert!(!old.status.success(), "the fenced runner must fail");
+    assert_ne!(old.code, 0, "the fenced runner must fail");
     let runs = std::fs::read_to_string(&marker).unwrap_or_default();
     assert_eq!(
         runs.lines().count(),
@@ -579,26 +459,18 @@ fn a_fenced_runner_never_starts_a_task_the_new_owner_ran() {
 
 #[test]
 fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = sb.def(&waits());
-    let reference = sb.cli(&["run", &def, "--name", "reference"]);
-    let child = sb
-        .sfn()
-        .args(["run", &def, "--name", "int"])
-        .spawn()
-        .expect("run");
+    let reference = sb.run(&["run", &def, "--name", "reference"]);
+    let child = sb.spawn(&["run", &def, "--name", "int"]);
     std::thread::sleep(Duration::from_millis(700));
     signal(&child, "-INT");
-    let out = child.wait_with_output().expect("run");
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("resume"),
-        "{}",
-        text(&out.stderr)
-    );
+    let out = Output::of(child);
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(out.stderr.contains("resume"), "{}", out.stderr);
     assert_eq!(sb.describe("int")["status"], "RUNNING");
     let resumed = sb.resume("int");
-    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(resumed.stdout, reference.stdout);
     assert_eq!(sb.describe("int")["status"], "SUCCEEDED");
     assert_eq!(sb.history_types("int"), sb.history_types("reference"));
@@ -608,31 +480,22 @@ fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
 /// history shows the second start.
 #[test]
 fn a_local_task_running_at_the_crash_is_started_again() {
-    let sb = Sandbox::new();
-    let script = sb.path("slow.sh");
-    std::fs::write(
-        &script,
+    let sb = sandbox();
+    let script = sb.script(
+        "slow.sh",
         "#!/bin/sh\ncat > /dev/null\nsleep 1\necho '{\"done\":true}'\n",
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Work", "States": {"Work": {
         "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
     let def = sb.def(&machine);
     let task = format!("Work={}", script.display());
-    let mut child = sb
-        .sfn()
-        .args(["run", &def, "--name", "local", "--task", &task])
-        .spawn()
-        .expect("run");
+    let mut child = sb.spawn(&["run", &def, "--name", "local", "--task", &task]);
     std::thread::sleep(Duration::from_millis(500));
-    let _ = child.kill();
-    let _ = child.wait();
+    kill(&mut child);
     assert_eq!(sb.describe("local")["status"], "RUNNING");
     let out = sb.resume("local");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-    assert_eq!(output, json!({"done": true}));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!({"done": true}));
     let types = sb.history_types("local");
     let count = |name: &str| types.iter().filter(|t| *t == name).count();
     assert_eq!(count("LambdaFunctionScheduled"), 1, "{types:?}");
@@ -648,23 +511,20 @@ fn a_local_task_running_at_the_crash_is_started_again() {
 /// three finished results from the store and runs only the fourth again.
 #[test]
 fn a_distributed_map_resumes_with_its_finished_children_kept() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let log = sb.path("runs.log");
     let resumed = sb.path("resumed");
-    let script = sb.path("child.sh");
     // Item 3 hangs until the test says the runner was killed; every start is logged.
-    std::fs::write(
-        &script,
-        format!(
+    let script = sb.script(
+        "child.sh",
+        &format!(
             "#!/bin/sh\nn=$(jq .n)\necho \"$n\" >> {log}\n\
              if [ \"$n\" = 3 ]; then while [ ! -e {resumed} ]; do sleep 0.05; done; fi\n\
              echo \"{{\\\"n\\\": $n}}\"\n",
             log = log.display(),
             resumed = resumed.display()
         ),
-    )
-    .expect("script");
-    let _ = Command::new("chmod").arg("+x").arg(&script).status();
+    );
     let machine = json!({"StartAt": "Fan", "States": {"Fan": {
         "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 4, "End": true,
         "ItemProcessor": {
@@ -677,13 +537,9 @@ fn a_distributed_map_resumes_with_its_finished_children_kept() {
     let def = sb.def(&machine);
     let task = format!("Work={}", script.display());
     let input = json!({"items": [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]}).to_string();
-    let mut child = sb
-        .sfn()
-        .args([
-            "run", &def, "--name", "fan", "--task", &task, "--input", &input,
-        ])
-        .spawn()
-        .expect("run");
+    let mut child = sb.spawn(&[
+        "run", &def, "--name", "fan", "--task", &task, "--input", &input,
+    ]);
 
     // Wait until three children are recorded as finished (and the fourth is hanging).
     let until = Instant::now() + Duration::from_secs(20);
@@ -697,15 +553,13 @@ fn a_distributed_map_resumes_with_its_finished_children_kept() {
         assert!(Instant::now() < until, "children never recorded ({kept})");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    kill(&mut child);
     std::fs::write(&resumed, "").expect("marker");
     assert_eq!(sb.describe("fan")["status"], "RUNNING");
 
     let out = sb.resume("fan");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-    assert_eq!(output, json!([{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!([{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]));
     let mut starts: Vec<String> = std::fs::read_to_string(&log)
         .expect("log")
         .lines()
@@ -729,7 +583,7 @@ fn a_distributed_map_resumes_with_its_finished_children_kept() {
 /// meanwhile and waits for the other.
 #[test]
 fn callbacks_in_a_distributed_map_survive_a_crash() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let machine = json!({"StartAt": "Fan", "States": {"Fan": {
         "Type": "Map", "ItemsPath": "$.items", "End": true,
         "ItemProcessor": {
@@ -743,11 +597,7 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
     }}});
     let def = sb.def(&machine);
     let input = json!({"items": [{"n": 1}, {"n": 2}]}).to_string();
-    let mut child = sb
-        .sfn()
-        .args(["run", &def, "--name", "fan-cb", "--input", &input])
-        .spawn()
-        .expect("run");
+    let mut child = sb.spawn(&["run", &def, "--name", "fan-cb", "--input", &input]);
     let tasks = sb.wait_tasks(2);
     assert_eq!(tasks.len(), 2, "{tasks:?}");
     let token_for = |tasks: &[Value], n: i64| -> String {
@@ -763,19 +613,14 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
             .to_owned()
     };
     let (first, second) = (token_for(&tasks, 1), token_for(&tasks, 2));
-    let _ = child.kill();
-    let _ = child.wait();
+    kill(&mut child);
     let sent = sb.send_success(&first, r#"{"got":1}"#);
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
 
     // Resume once the dead runner's lease has lapsed (a refused resume exits 2 at once).
     let until = Instant::now() + Duration::from_secs(10);
     let resumed = loop {
-        let mut resumed = sb
-            .sfn()
-            .args(["resume", "--execution-arn", "fan-cb"])
-            .spawn()
-            .expect("resume");
+        let mut resumed = sb.spawn(&["resume", "--execution-arn", "fan-cb"]);
         std::thread::sleep(Duration::from_millis(200));
         match resumed.try_wait().expect("resume status") {
             Some(status) if status.code() == Some(2) && Instant::now() < until => continue,
@@ -786,78 +631,63 @@ fn callbacks_in_a_distributed_map_survive_a_crash() {
     let until = Instant::now() + Duration::from_secs(15);
     loop {
         let sent = sb.send_success(&second, r#"{"got":2}"#);
-        if sent.status.success() {
+        if sent.code == 0 {
             break;
         }
-        assert!(Instant::now() < until, "{}", text(&sent.stderr));
+        assert!(Instant::now() < until, "{}", sent.stderr);
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = resumed.wait_with_output().expect("resume");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-    assert_eq!(output, json!([{"got": 1}, {"got": 2}]));
+    let out = Output::of(resumed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!([{"got": 1}, {"got": 2}]));
     assert!(sb.wait_tasks(0).is_empty(), "no token left open");
+}
+
+/// Starts the callback machine (heartbeat timeout `heartbeat` s) as execution `name`, waits
+/// for its task and kills the runner: returns the task, left open with no runner alive.
+fn orphaned_callback(sb: &Sandbox, name: &str, heartbeat: u64) -> Value {
+    let def = sb.def(&callback(heartbeat));
+    let mut child = sb.spawn(&["run", &def, "--name", name]);
+    let tasks = sb.wait_tasks(1);
+    kill(&mut child);
+    tasks[0].clone()
 }
 
 /// An answer sent while no runner is alive is recorded and used by the resumed execution.
 #[test]
 fn an_answer_sent_while_no_runner_is_alive_is_used_on_resume() {
-    let sb = Sandbox::new();
-    let def = sb.def(&callback(30));
-    let mut child = sb
-        .sfn()
-        .args(["run", &def, "--name", "cb"])
-        .spawn()
-        .expect("run");
-    let tasks = sb.wait_tasks(1);
-    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
-    let _ = child.kill();
-    let _ = child.wait();
-    let sent = sb.send_success(&token, r#"{"v":7}"#);
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let sb = sandbox();
+    let task = orphaned_callback(&sb, "cb", 30);
+    let token = task["taskToken"].as_str().expect("token");
+    let sent = sb.send_success(token, r#"{"v":7}"#);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
     let out = sb.resume("cb");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-    assert_eq!(output["answer"], json!({"v": 7}));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["answer"], json!({"v": 7}));
 }
 
 /// A heartbeat sent while no runner is alive moves the heartbeat deadline: an answer after the
 /// first deadline (but before the moved one) is still accepted and used.
 #[test]
 fn a_heartbeat_sent_while_no_runner_is_alive_still_counts() {
-    let sb = Sandbox::new();
-    let def = sb.def(&callback(2));
-    let mut child = sb
-        .sfn()
-        .args(["run", &def, "--name", "hb"])
-        .spawn()
-        .expect("run");
-    let tasks = sb.wait_tasks(1);
-    let token = tasks[0]["taskToken"].as_str().expect("token").to_owned();
-    let first_deadline = tasks[0]["heartbeatDate"]
-        .as_str()
-        .expect("deadline")
-        .to_owned();
-    let _ = child.kill();
-    let _ = child.wait();
+    let sb = sandbox();
+    let task = orphaned_callback(&sb, "hb", 2);
+    let token = task["taskToken"].as_str().expect("token");
+    let first_deadline = task["heartbeatDate"].as_str().expect("deadline");
     std::thread::sleep(Duration::from_millis(1200));
-    let beat = sb.cli(&["send-task-heartbeat", "--task-token", &token]);
-    assert!(beat.status.success(), "{}", text(&beat.stderr));
+    let beat = sb.run(&["send-task-heartbeat", "--task-token", token]);
+    assert_eq!(beat.code, 0, "{}", beat.stderr);
     let moved = sb.wait_tasks(1);
-    let second_deadline = moved[0]["heartbeatDate"]
-        .as_str()
-        .expect("deadline")
-        .to_owned();
+    let second_deadline = moved[0]["heartbeatDate"].as_str().expect("deadline");
     assert!(
         second_deadline > first_deadline,
         "{first_deadline} -> {second_deadline}"
     );
     // Past the first deadline, before the second.
     std::thread::sleep(Duration::from_millis(1200));
-    let sent = sb.send_success(&token, r#"{"v":8}"#);
-    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let sent = sb.send_success(token, r#"{"v":8}"#);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
     let out = sb.resume("hb");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let output: Value = serde_json::from_slice(&out.stdout).expect("output");
-    assert_eq!(output["answer"], json!({"v": 8}));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["answer"], json!({"v": 8}));
 }

@@ -5,99 +5,58 @@
 
 mod common;
 
+use common::{types, worker, Output, Sandbox};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A temporary database and a folder the workers leave their tokens in.
-struct Sandbox {
-    dir: tempfile::TempDir,
+/// A sandbox whose worker scripts leave their tokens (and what else they report) in its folder
+/// (`TOKEN_DIR`).
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::with_workers();
+    let dir = sb.dir.path().to_owned();
+    sb.env("TOKEN_DIR", dir)
 }
 
+/// This suite's helpers on the shared sandbox.
 impl Sandbox {
-    fn new() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
+    /// Writes the definition into the sandbox (`machine.asl.json`) and returns its path.
+    fn definition(&self, def: &Value) -> String {
+        self.write("machine.asl.json", &def.to_string())
+            .display()
+            .to_string()
     }
 
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+    /// `run` of the definition as execution `name` with `input` and `extra` arguments.
+    fn run_machine(&self, def: &Value, name: &str, input: &Value, extra: &[&str]) -> Output {
+        Output::of(self.spawn_machine(def, name, input, extra))
     }
 
-    /// `sfn-local` with this sandbox's database; the workers it starts inherit the same.
-    fn sfn(&self) -> Command {
-        let mut c = Command::new(common::bin());
-        c.env("SFN_LOCAL_DB", self.path("state.db"))
-            .env("SFN_LOCAL", common::bin())
-            .env("TOKEN_DIR", self.dir.path())
-            .stdin(Stdio::null());
+    /// Like [`Sandbox::run_machine`], without waiting for it to end.
+    fn spawn_machine(&self, def: &Value, name: &str, input: &Value, extra: &[&str]) -> Child {
+        let path = self.definition(def);
+        let input = input.to_string();
+        let mut args = vec!["run", path.as_str(), "--name", name, "--input", &input];
+        args.extend(extra);
+        self.spawn(&args)
+    }
+
+    /// A worker script the test starts itself, with this sandbox's database and the binary
+    /// (`SFN_LOCAL_DB`, `SFN_LOCAL`).
+    fn worker_process(&self, script: &str) -> Command {
+        let mut c = Command::new(script);
+        c.env("SFN_LOCAL_DB", self.db())
+            .env("SFN_LOCAL", common::bin());
         c
     }
 
-    fn definition(&self, def: &Value) -> PathBuf {
-        let p = self.path("machine.asl.json");
-        std::fs::write(&p, def.to_string()).expect("write definition");
-        p
-    }
-
-    fn run(&self, def: &Value, name: &str, input: &Value, extra: &[&str]) -> Output {
-        self.spawn_run(def, name, input, extra)
-            .wait_with_output()
-            .expect("run")
-    }
-
-    fn spawn_run(&self, def: &Value, name: &str, input: &Value, extra: &[&str]) -> Child {
-        let path = self.definition(def);
-        self.sfn()
-            .arg("run")
-            .arg(&path)
-            .args(["--name", name, "--input", &input.to_string()])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn run")
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        self.sfn().args(args).output().expect("sfn-local")
-    }
-
-    fn history(&self, execution: &str) -> Vec<Value> {
-        let out = self.cli(&["get-execution-history", "--execution-arn", execution]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("history JSON");
-        v["events"].as_array().cloned().unwrap_or_default()
-    }
-
+    /// The token the worker of retry `attempt` left behind, waiting for it.
     fn token(&self, attempt: u64) -> String {
         let p = self.path(&format!("token-{attempt}"));
         wait_for(&p);
         std::fs::read_to_string(p).expect("token file")
     }
-}
-
-fn worker(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/workers")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout_json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}); stderr: {}", stderr(o)))
-}
-
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().filter_map(|e| e["type"].as_str()).collect()
 }
 
 fn details<'a>(events: &'a [Value], event_type: &str) -> Vec<&'a Value> {
@@ -122,8 +81,18 @@ fn wait_for(p: &Path) {
     }
 }
 
+/// `task` with the fields of `extra` added (or replaced).
+fn merged(mut task: Value, extra: Value) -> Value {
+    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+    task
+}
+
 fn callback_task(extra: Value) -> Value {
-    let mut task = json!({
+    let task = json!({
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
         "Parameters": {
@@ -132,12 +101,7 @@ fn callback_task(extra: Value) -> Value {
         },
         "End": true
     });
-    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            t.insert(k.clone(), v.clone());
-        }
-    }
-    task
+    merged(task, extra)
 }
 
 const CALLBACK: [&str; 5] = [
@@ -154,7 +118,7 @@ const CALLBACK: [&str; 5] = [
 /// and changes nothing.
 #[test]
 fn seed_killed_worker_is_retried_after_its_heartbeat_and_late_answer_is_refused() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = json!({
         "StartAt": "Work",
         "States": { "Work": callback_task(json!({
@@ -164,16 +128,20 @@ fn seed_killed_worker_is_retried_after_its_heartbeat_and_late_answer_is_refused(
         })) }
     });
     let task = format!("Work={}", worker("seed-worker.sh"));
-    let out = sb.run(
+    let out = sb.run_machine(
         &def,
         "seed",
         &json!({"n": 1}),
         &["--time-scale", "0.05", "--task", &task],
     );
-    assert!(out.status.success(), "run failed: {}", stderr(&out));
-    assert_eq!(stdout_json(&out), json!({"done": true, "attempt": 1}));
-    assert!(stderr(&out).contains("state 'Work' (attempt 1) issued task token"));
-    assert!(stderr(&out).contains("state 'Work' (attempt 2) issued task token"));
+    assert_eq!(out.code, 0, "run failed: {}", out.stderr);
+    assert_eq!(out.json(), json!({"done": true, "attempt": 1}));
+    assert!(out
+        .stderr
+        .contains("state 'Work' (attempt 1) issued task token"));
+    assert!(out
+        .stderr
+        .contains("state 'Work' (attempt 2) issued task token"));
     let events = sb.history("seed");
     let mut expected = CALLBACK.to_vec();
     expected.extend([
@@ -196,15 +164,8 @@ fn seed_killed_worker_is_retried_after_its_heartbeat_and_late_answer_is_refused(
     assert!(scheduled[0]["parameters"].to_string().contains(&first));
     assert!(scheduled[1]["parameters"].to_string().contains(&second));
     // The dead worker's late answer.
-    let late = sb.cli(&[
-        "send-task-success",
-        "--task-token",
-        &first,
-        "--task-output",
-        "{}",
-    ]);
-    assert_eq!(late.status.code(), Some(12), "{}", stderr(&late));
-    assert!(stderr(&late).contains("TaskTimedOut"));
+    let late = sb.send_success(&first, "{}");
+    late.assert_error(12, "TaskTimedOut");
     assert_eq!(sb.history("seed"), events, "a late answer changes nothing");
 }
 
@@ -213,7 +174,7 @@ fn seed_killed_worker_is_retried_after_its_heartbeat_and_late_answer_is_refused(
 /// worker learns it is cancelled when its next heartbeat is refused.
 #[test]
 fn heartbeating_worker_is_timed_out_by_the_total_budget_and_not_retried() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = json!({
         "StartAt": "Work",
         "States": { "Work": callback_task(json!({
@@ -223,13 +184,13 @@ fn heartbeating_worker_is_timed_out_by_the_total_budget_and_not_retried() {
         })) }
     });
     let task = format!("Work={}", worker("heartbeat-forever.sh"));
-    let out = sb.run(
+    let out = sb.run_machine(
         &def,
         "slow",
         &json!({}),
         &["--time-scale", "0.05", "--task", &task],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.code, 1, "{}", out.stderr);
     let events = sb.history("slow");
     let mut expected = CALLBACK.to_vec();
     expected.extend(["TaskTimedOut", "ExecutionFailed"]);
@@ -247,7 +208,7 @@ fn heartbeating_worker_is_timed_out_by_the_total_budget_and_not_retried() {
 /// resolved numbers); a bad value there fails the execution with `States.Runtime`.
 #[test]
 fn seconds_paths_come_from_the_input_and_bad_values_fail_the_execution() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = json!({
         "StartAt": "Work",
         "States": {
@@ -268,12 +229,12 @@ fn seconds_paths_come_from_the_input_and_bad_values_fail_the_execution() {
     let task = format!("Work={}", worker("silent.sh"));
     let scale = ["--time-scale", "0.02", "--task", &task];
     let input = json!({"limits": {"timeout": 200, "heartbeat": 5}});
-    let out = sb.run(&def, "paths", &input, &scale);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sb.run_machine(&def, "paths", &input, &scale);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     // AWS hands a Catch `"Cause": ""` for a timeout (recorded: error_handling
     // test_task_service_lambda test_invoke_timeout), though history records no cause.
     assert_eq!(
-        stdout_json(&out)["error"],
+        out.json()["error"],
         json!({"Error": "States.Timeout", "Cause": ""})
     );
     let events = sb.history("paths");
@@ -295,8 +256,8 @@ fn seconds_paths_come_from_the_input_and_bad_values_fail_the_execution() {
         ("zero", json!({"timeout": 0, "heartbeat": 5})),
         ("heartbeat-too-long", json!({"timeout": 5, "heartbeat": 5})),
     ] {
-        let out = sb.run(&def, name, &json!({ "limits": limits }), &scale);
-        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        let out = sb.run_machine(&def, name, &json!({ "limits": limits }), &scale);
+        assert_eq!(out.code, 1, "{name}: {}", out.stderr);
         let events = sb.history(name);
         assert_eq!(
             types(&events),
@@ -308,17 +269,15 @@ fn seconds_paths_come_from_the_input_and_bad_values_fail_the_execution() {
             "States.Runtime"
         );
     }
-    let missing = sb.run(&def, "missing", &json!({}), &scale);
-    assert_eq!(missing.status.code(), Some(1));
+    let missing = sb.run_machine(&def, "missing", &json!({}), &scale);
+    assert_eq!(missing.code, 1);
 }
 
 fn activity_machine(arn: &str, extra: Value) -> Value {
-    let mut task = json!({ "Type": "Task", "Resource": arn, "End": true });
-    if let (Some(t), Some(e)) = (task.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            t.insert(k.clone(), v.clone());
-        }
-    }
+    let task = merged(
+        json!({ "Type": "Task", "Resource": arn, "End": true }),
+        extra,
+    );
     json!({ "StartAt": "Parse", "States": { "Parse": task } })
 }
 
@@ -327,26 +286,26 @@ fn activity_machine(arn: &str, extra: Value) -> Value {
 /// queue) times the task out.
 #[test]
 fn activity_worker_loop_answers_and_an_unpolled_activity_times_out() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let arn = "arn:aws:states:us-east-1:123456789012:activity:parse-stock";
     let def = activity_machine(arn, json!({"TimeoutSeconds": 100, "HeartbeatSeconds": 20}));
-    let run = sb.spawn_run(
+    let run = sb.spawn_machine(
         &def,
         "act",
         &json!({"file": "a.csv"}),
         &["--time-scale", "0.05"],
     );
-    let worker = Command::new(worker("activity-worker.sh"))
-        .env("SFN_LOCAL_DB", sb.path("state.db"))
-        .env("SFN_LOCAL", common::bin())
+    let worker = sb
+        .worker_process(&worker("activity-worker.sh"))
         .env("ACTIVITY_ARN", arn)
         .env("WORKER_NAME", "bash-loop")
         .output()
         .expect("worker");
-    assert!(worker.status.success(), "{}", stderr(&worker));
-    let out = run.wait_with_output().expect("run");
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout_json(&out), json!({"rows": 2}));
+    let worker = Output::from(worker);
+    assert_eq!(worker.code, 0, "{}", worker.stderr);
+    let out = Output::of(run);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!({"rows": 2}));
     let events = sb.history("act");
     assert_eq!(
         types(&events),
@@ -371,8 +330,8 @@ fn activity_worker_loop_answers_and_an_unpolled_activity_times_out() {
 
     // Nobody polls: the queue time counts against TimeoutSeconds.
     let lonely = activity_machine(arn, json!({"TimeoutSeconds": 5}));
-    let out = sb.run(&lonely, "lonely", &json!({}), &["--time-scale", "0.02"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = sb.run_machine(&lonely, "lonely", &json!({}), &["--time-scale", "0.02"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     let events = sb.history("lonely");
     assert_eq!(
         types(&events),
@@ -389,30 +348,30 @@ fn activity_worker_loop_answers_and_an_unpolled_activity_times_out() {
         &json!({"error": "States.Timeout"})
     );
     // A worker that comes too late finds nothing.
-    let late = sb.cli(&[
+    let late = sb.run(&[
         "get-activity-task",
         "--activity-arn",
         arn,
         "--poll-seconds",
         "0",
     ]);
-    assert!(late.status.success());
-    assert_eq!(stdout_json(&late), json!({}));
-    let bad = sb.cli(&[
+    assert_eq!(late.code, 0);
+    assert_eq!(late.json(), json!({}));
+    let bad = sb.run(&[
         "get-activity-task",
         "--activity-arn",
         "not-an-arn",
         "--poll-seconds",
         "0",
     ]);
-    assert_eq!(bad.status.code(), Some(16));
+    assert_eq!(bad.code, 16);
 }
 
 /// Scenario 5: `send-task-failure` caught by a Catch; unknown and malformed tokens; the worker
 /// of a stopped execution.
 #[test]
 fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tokens() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let mut work = callback_task(json!({
         "Catch": [{ "ErrorEquals": ["OutOfStock"], "ResultPath": "$.error", "Next": "Handled" }]
     }));
@@ -429,10 +388,10 @@ fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tok
         }
     });
     let task = format!("Work={}", worker("fail-worker.sh"));
-    let out = sb.run(&def, "caught", &json!({"a": 1}), &["--task", &task]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sb.run_machine(&def, "caught", &json!({"a": 1}), &["--task", &task]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
-        stdout_json(&out),
+        out.json(),
         json!({"a": 1, "error": {"Error": "OutOfStock", "Cause": "sku A1 is gone"}})
     );
     let events = sb.history("caught");
@@ -503,27 +462,27 @@ fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tok
         ),
     ];
     for (args, code, name) in cases {
-        let out = sb.cli(args);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(name), "{args:?}: {}", stderr(&out));
+        let out = sb.run(args);
+        assert_eq!(out.code, code, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(name), "{args:?}: {}", out.stderr);
     }
 
     // A stopped execution: its run exits 4, its worker's heartbeat is refused, its token dies.
     let forever = format!("Work={}", worker("heartbeat-forever.sh"));
-    let run = sb.spawn_run(&def, "stopped", &json!({}), &["--task", &forever]);
+    let run = sb.spawn_machine(&def, "stopped", &json!({}), &["--task", &forever]);
     let token = sb.token(0);
-    let listed = sb.cli(&[
+    let listed = sb.run(&[
         "list-tasks",
         "--execution-arn",
         "stopped",
         "--format",
         "json",
     ]);
-    assert!(listed.status.success());
-    let listed = stdout_json(&listed);
+    assert_eq!(listed.code, 0);
+    let listed = listed.json();
     assert_eq!(listed["tasks"][0]["taskToken"], token.as_str());
     assert_eq!(listed["tasks"][0]["stateName"], "Work");
-    let stop = sb.cli(&[
+    let stop = sb.run(&[
         "stop-execution",
         "--execution-arn",
         "stopped",
@@ -532,10 +491,10 @@ fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tok
         "--cause",
         "by the test",
     ]);
-    assert!(stop.status.success(), "{}", stderr(&stop));
-    assert!(stdout_json(&stop)["stopDate"].is_string());
-    let out = run.wait_with_output().expect("run");
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    assert!(stop.json()["stopDate"].is_string());
+    let out = Output::of(run);
+    assert_eq!(out.code, 4, "{}", out.stderr);
     let events = sb.history("stopped");
     let mut expected = CALLBACK.to_vec();
     // AWS writes no *StateAborted when the execution itself is stopped, and points
@@ -548,42 +507,36 @@ fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tok
         &json!({"error": "Halt", "cause": "by the test"})
     );
     wait_for(&sb.path("cancelled"));
-    let late = sb.cli(&[
-        "send-task-success",
-        "--task-token",
-        &token,
-        "--task-output",
-        "{}",
-    ]);
-    assert_eq!(late.status.code(), Some(12));
+    let late = sb.send_success(&token, "{}");
+    assert_eq!(late.code, 12);
     assert_eq!(sb.history("stopped"), events);
-    let described = sb.cli(&["describe-execution", "--execution-arn", "stopped"]);
-    assert_eq!(stdout_json(&described)["status"], "ABORTED");
-    let again = sb.cli(&["stop-execution", "--execution-arn", "stopped"]);
-    assert!(again.status.success());
-    let missing = sb.cli(&["stop-execution", "--execution-arn", "nope"]);
-    assert_eq!(missing.status.code(), Some(15));
+    let described = sb.run(&["describe-execution", "--execution-arn", "stopped"]);
+    assert_eq!(described.json()["status"], "ABORTED");
+    let again = sb.run(&["stop-execution", "--execution-arn", "stopped"]);
+    assert_eq!(again.code, 0);
+    let missing = sb.run(&["stop-execution", "--execution-arn", "nope"]);
+    assert_eq!(missing.code, 15);
 }
 
 /// The machine's own `TimeoutSeconds` bounds a state waiting for a token.
 #[test]
 fn execution_timeout_bounds_a_waiting_task() {
-    let sb = Sandbox::new();
+    let sb = sandbox();
     let def = json!({ "StartAt": "Work", "TimeoutSeconds": 5, "States": { "Work": callback_task(json!({})) } });
     let task = format!("Work={}", worker("silent.sh"));
-    let out = sb.run(
+    let out = sb.run_machine(
         &def,
         "bounded",
         &json!({}),
         &["--time-scale", "0.02", "--task", &task],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(out.code, 3, "{}", out.stderr);
     let events = sb.history("bounded");
     let mut expected = CALLBACK.to_vec();
     expected.push("ExecutionTimedOut");
     assert_eq!(types(&events), expected);
-    let late = sb.cli(&["send-task-heartbeat", "--task-token", &sb.token(0)]);
-    assert_eq!(late.status.code(), Some(12));
+    let late = sb.run(&["send-task-heartbeat", "--task-token", &sb.token(0)]);
+    assert_eq!(late.code, 12);
 }
 
 fn repo(path: &str) -> String {
@@ -597,53 +550,49 @@ fn repo(path: &str) -> String {
 /// its activity worker loop.
 #[test]
 fn readme_examples_run_with_their_shell_workers() {
-    let sb = Sandbox::new();
-    let out = sb
-        .sfn()
-        .args([
+    let sb = sandbox();
+    let transcode = format!(
+        "ConvertVideo={}",
+        repo("fixtures/workers/transcode-worker.sh")
+    );
+    let out = sb.run_env(
+        &[
             "run",
             &repo("definitions/video-transcode.asl.json"),
             "--name",
             "video",
-        ])
-        .args(["--input-file", &repo("fixtures/video.json")])
-        .arg("--task")
-        .arg(format!(
-            "ConvertVideo={}",
-            repo("fixtures/workers/transcode-worker.sh")
-        ))
-        .env("TRANSCODE_SECONDS", "0.01")
-        .output()
-        .expect("run");
-    assert!(out.status.success(), "{}", stderr(&out));
+            "--input-file",
+            &repo("fixtures/video.json"),
+            "--task",
+            &transcode,
+        ],
+        &[("TRANSCODE_SECONDS", "0.01")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
-        stdout_json(&out),
+        out.json(),
         json!({"videoId": "v-123", "outputs": ["s3://media/v-123/720p.mp4", "s3://media/v-123/1080p.mp4"], "status": "PUBLISHED"})
     );
 
-    let mut worker = Command::new(repo("fixtures/workers/stock-worker.sh"))
-        .env("SFN_LOCAL_DB", sb.path("state.db"))
-        .env("SFN_LOCAL", common::bin())
+    let mut worker = sb
+        .worker_process(&repo("fixtures/workers/stock-worker.sh"))
         .env("STOCK_WORKER_MAX_TASKS", "1")
         .env("POLL_SECONDS", "10")
         .env("WORKER_NAME", "stock-1")
         .stderr(Stdio::null())
         .spawn()
         .expect("worker");
-    let out = sb
-        .sfn()
-        .args([
-            "run",
-            &repo("definitions/stock-import.asl.json"),
-            "--name",
-            "stock",
-        ])
-        .args(["--input-file", &repo("fixtures/stock.json")])
-        .output()
-        .expect("run");
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sb.run(&[
+        "run",
+        &repo("definitions/stock-import.asl.json"),
+        "--name",
+        "stock",
+        "--input-file",
+        &repo("fixtures/stock.json"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(worker.wait().expect("worker").success());
-    assert_eq!(stdout_json(&out)["rows"], 3);
+    assert_eq!(out.json()["rows"], 3);
     let events = sb.history("stock");
     assert_eq!(
         details(&events, "ActivityStarted")[0],

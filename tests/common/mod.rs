@@ -1,8 +1,13 @@
 //! Helpers shared by the integration tests: the conformance corpus beside the repository, the
-//! real binary, temporary databases.
+//! real binary and its worker scripts, and [`Sandbox`]: a temporary database to run the binary
+//! against, with the reads most tests make of an execution.
 #![allow(dead_code)]
 
+use serde_json::Value;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// `../shared/conformance/cases`, beside the repository. Missing in CI is a failure (the corpus
 /// is how we prove conformance); missing on a developer's machine skips with a note.
@@ -36,7 +41,7 @@ pub fn json_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Reads and parses a JSON file.
-pub fn read_json(path: &Path) -> serde_json::Value {
+pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
@@ -49,7 +54,7 @@ pub fn bin() -> PathBuf {
 
 /// The case's definition as text, with the corpus's placeholders for AWS resources (an activity
 /// created by the test, for instance) replaced by ARNs of the right shape, as the test did on AWS.
-pub fn definition_text(case: &serde_json::Value) -> Option<String> {
+pub fn definition_text(case: &Value) -> Option<String> {
     if let Some(raw) = case.get("definition_raw").and_then(|v| v.as_str()) {
         return Some(raw.to_owned());
     }
@@ -61,9 +66,32 @@ pub fn definition_text(case: &serde_json::Value) -> Option<String> {
     ))
 }
 
+/// `tests/workers/NAME`: a worker script the tests start, as an absolute path.
+pub fn worker(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/workers")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Kills a child with SIGKILL (no chance to clean up) and reaps it.
+pub fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The event types of a history, in order.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().expect("event type").to_owned())
+        .collect()
+}
+
 /// What a finished process left behind.
 pub struct Output {
-    /// Exit status code.
+    /// Exit status code; -1 when the process was killed by a signal.
     pub code: i32,
     /// Standard output.
     pub stdout: String,
@@ -72,8 +100,21 @@ pub struct Output {
 }
 
 impl Output {
+    /// Waits for a spawned child (its stdout and stderr piped) and collects what it left.
+    pub fn of(child: Child) -> Output {
+        child.wait_with_output().expect("wait for sfn-local").into()
+    }
+
+    /// Asserts that the process exited with `code` and said `message` (a part of it) on
+    /// standard error.
+    #[track_caller]
+    pub fn assert_error(&self, code: i32, message: &str) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        assert!(self.stderr.contains(message), "{}", self.stderr);
+    }
+
     /// Standard output parsed as JSON.
-    pub fn json(&self) -> serde_json::Value {
+    pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
@@ -83,33 +124,105 @@ impl Output {
     }
 }
 
-/// A temporary folder with its own database, for running the binary.
+impl From<std::process::Output> for Output {
+    fn from(out: std::process::Output) -> Self {
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// A temporary folder with its own database, for running the binary; what else the binary's
+/// environment holds depends on how the sandbox was made ([`Sandbox::new`],
+/// [`Sandbox::with_workers`], [`Sandbox::env`]).
 pub struct Sandbox {
     /// The folder (removed when dropped).
     pub dir: tempfile::TempDir,
+    /// Changes to the environment of every command run here, in order: `Some` sets the
+    /// variable, `None` removes it.
+    env: Vec<(String, Option<OsString>)>,
 }
 
 impl Sandbox {
-    /// A new sandbox.
+    /// A sandbox for testing the CLI: the binary does not see the caller's `SFN_MOCK_CONFIG`,
+    /// `AWS_REGION` or `AWS_DEFAULT_REGION`, so it runs with its defaults.
     pub fn new() -> Self {
         Sandbox {
             dir: tempfile::tempdir().expect("temp dir"),
+            env: ["SFN_MOCK_CONFIG", "AWS_REGION", "AWS_DEFAULT_REGION"]
+                .into_iter()
+                .map(|key| (key.to_owned(), None))
+                .collect(),
         }
+    }
+
+    /// A sandbox for runs with worker processes: `SFN_LOCAL` names the binary under test, so
+    /// the worker scripts (`tests/workers/`) that `run` starts call it back; the rest of the
+    /// caller's environment passes through.
+    pub fn with_workers() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+            env: Vec::new(),
+        }
+        .env("SFN_LOCAL", bin())
+    }
+
+    /// Sets `key` to `value` for every command run in this sandbox.
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Runner leases of `ms` milliseconds (`SFN_LOCAL_LEASE_MS`): the executions of a killed
+    /// runner can be resumed that soon.
+    pub fn lease_ms(self, ms: u64) -> Self {
+        self.env("SFN_LOCAL_LEASE_MS", ms.to_string())
+    }
+
+    /// A file in the sandbox (which need not exist).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
     }
 
     /// The sandbox's database.
     pub fn db(&self) -> PathBuf {
-        self.dir.path().join("sfn-local.db")
+        self.path("sfn-local.db")
     }
 
     /// Writes a file into the sandbox and returns its path.
     pub fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let p = self.dir.path().join(name);
+        let p = self.path(name);
         std::fs::write(&p, contents).expect("write file");
         p
     }
 
-    /// Runs `sfn-local ARGS` with this sandbox's database (SFN_LOCAL_DB) from the repository root.
+    /// `sfn-local` from the repository root with this sandbox's database (`SFN_LOCAL_DB`) and
+    /// environment; stdin closed, stdout and stderr piped.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(bin());
+        c.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("SFN_LOCAL_DB", self.db());
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => c.env(key, value),
+                None => c.env_remove(key),
+            };
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Starts `sfn-local ARGS` (see [`Sandbox::command`]); [`Output::of`] collects it.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command().args(args).spawn().expect("spawn sfn-local")
+    }
+
+    /// Runs `sfn-local ARGS` to the end (see [`Sandbox::command`]), with an empty stdin.
     pub fn run(&self, args: &[&str]) -> Output {
         self.run_with_stdin(args, "")
     }
@@ -126,29 +239,60 @@ impl Sandbox {
 
     fn run_full(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
         use std::io::Write;
-        let mut child = std::process::Command::new(bin())
+        // Later settings of a key win: a test's own SFN_MOCK_CONFIG survives the sandbox's.
+        let mut child = self
+            .command()
             .args(args)
-            // Later settings of a key win: a test's own SFN_MOCK_CONFIG survives this.
-            .env_remove("SFN_MOCK_CONFIG")
             .envs(env.iter().copied())
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("SFN_LOCAL_DB", self.db())
-            .env_remove("AWS_REGION")
-            .env_remove("AWS_DEFAULT_REGION")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
+            .stdin(Stdio::piped())
             .spawn()
             .expect("spawn sfn-local");
         if let Some(mut s) = child.stdin.take() {
             let _ = s.write_all(stdin.as_bytes());
         }
-        let out = child.wait_with_output().expect("wait for sfn-local");
-        Output {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        Output::of(child)
+    }
+
+    /// The events of an execution's history (`get-execution-history`), which must succeed.
+    pub fn history(&self, execution: &str) -> Vec<Value> {
+        let out = self.run(&["get-execution-history", "--execution-arn", execution]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["events"]
+            .as_array()
+            .cloned()
+            .expect("history events")
+    }
+
+    /// `send-task-success` with `output`.
+    pub fn send_success(&self, token: &str, output: &str) -> Output {
+        self.run(&[
+            "send-task-success",
+            "--task-token",
+            token,
+            "--task-output",
+            output,
+        ])
+    }
+
+    /// `resume --execution-arn NAME`, waiting (up to 10 s) for the lease of a runner that died
+    /// to lapse.
+    pub fn resume(&self, name: &str) -> Output {
+        self.resume_within(name, Duration::from_secs(10))
+    }
+
+    /// Like [`Sandbox::resume`], waiting up to `patience` for the lease.
+    pub fn resume_within(&self, name: &str, patience: Duration) -> Output {
+        let until = Instant::now() + patience;
+        loop {
+            let out = self.run(&["resume", "--execution-arn", name]);
+            // A lease still held is refused with exit 2 at once.
+            if out.code == 2 && out.stderr.contains("lease") && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            return out;
         }
     }
 }
+
 pub mod conformance;
