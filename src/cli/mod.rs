@@ -122,3 +122,38 @@ pub fn main() -> ExitCode {
     };
     cli.command.run()
 }
+
+/// The files the arguments name: files as given, folders walked recursively for the files
+/// `wanted` accepts, each folder's entries in sorted order (a stable report).
+pub(crate) fn files_under(
+    paths: &[std::path::PathBuf],
+    wanted: &dyn Fn(&std::path::Path) -> bool,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    fn walk(
+        dir: &std::path::Path,
+        wanted: &dyn Fn(&std::path::Path) -> bool,
+        out: &mut Vec<std::path::PathBuf>,
+    ) -> Result<(), String> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let mut found: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        found.sort();
+        for p in found {
+            if p.is_dir() {
+                walk(&p, wanted, out)?;
+            } else if wanted(&p) {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, wanted, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}

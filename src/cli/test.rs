@@ -97,30 +97,10 @@ struct CaseResult {
     failures: Vec<String>,
 }
 
+/// The specs the arguments name: files as given (a missing one fails as a broken spec),
+/// folders walked for `*.sfntest.json`.
 fn find_specs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-        let entries =
-            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        let mut found: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        found.sort();
-        for p in found {
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else if p.to_string_lossy().ends_with(SPEC_SUFFIX) {
-                out.push(p);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut out)?;
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
+    crate::cli::files_under(paths, &|p| p.to_string_lossy().ends_with(SPEC_SUFFIX))
 }
 
 /// Reads a spec into its jobs; a broken spec is one failing job that says why.

@@ -55,31 +55,12 @@ fn is_companion(p: &Path) -> bool {
 /// recursively for `*.json` (which covers `*.asl.json`; test specs and mock configs are
 /// skipped), sorted for a stable report.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-        let entries =
-            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        let mut found: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        found.sort();
-        for p in found {
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else if p.extension().is_some_and(|x| x == "json") && !is_companion(&p) {
-                out.push(p);
-            }
-        }
-        Ok(())
+    if let Some(missing) = paths.iter().find(|p| !p.exists()) {
+        return Err(format!("{}: no such file or directory", missing.display()));
     }
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut out)?;
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", p.display()));
-        }
-    }
-    Ok(out)
+    crate::cli::files_under(paths, &|p| {
+        p.extension().is_some_and(|x| x == "json") && !is_companion(p)
+    })
 }
 
 /// Runs `validate`.

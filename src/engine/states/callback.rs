@@ -6,13 +6,13 @@
 //! `--task` command started with `SFN_TASK_TOKEN`, or a `get-activity-task` poller). The attempt
 //! then waits for the token's answer or for its deadlines; see [`crate::tasks::callback`].
 
-use crate::asl::error::{names, StatesError};
+use crate::asl::error::StatesError;
 use crate::asl::model::Task;
 use crate::asl::resource::ResourceKind;
 use crate::engine::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx};
 use crate::engine::history::{Details, EventId, EventType};
-use crate::engine::states::task::{integration_details, TaskEvents};
+use crate::engine::states::task::{integration_details, timed_out_details, TaskEvents};
 use crate::store::{NewTaskToken, TokenKind};
 use crate::tasks::callback::{expiry_error, TaskToken, TokenBroker, TokenEvent};
 use crate::tasks::TaskRequest;
@@ -219,15 +219,7 @@ impl Engine {
                     // History says States.Timeout, with no cause, for both clocks (as AWS);
                     // the error keeps which one ran out for States.HeartbeatTimeout.
                     let e = expiry_error(expiry);
-                    let prev = self.push(
-                        prev,
-                        events.timed_out,
-                        Some(
-                            integration_details(kind)
-                                .str("error", names::TIMEOUT)
-                                .build(),
-                        ),
-                    )?;
+                    let prev = self.push(prev, events.timed_out, Some(timed_out_details(kind)))?;
                     return Err(Failed::new(e, prev));
                 }
                 TokenEvent::Closed => {

@@ -14,13 +14,13 @@
 //! attempt times out with `States.Timeout`, as with a dead worker. The decision is made on the
 //! declared seconds, so it does not depend on the time scale.
 
-use crate::asl::error::{names, StatesError};
+use crate::asl::error::StatesError;
 use crate::asl::model::Task;
 use crate::asl::resource::{IntegrationPattern, ResourceKind};
 use crate::engine::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx};
 use crate::engine::history::{Details, EventId, EventType};
-use crate::engine::states::task::{integration_details, TaskEvents};
+use crate::engine::states::task::{integration_details, timed_out_details, TaskEvents};
 use crate::tasks::callback::TaskToken;
 use crate::tasks::mock::{MockAnswer, MockOutcome};
 use serde_json::{json, Value};
@@ -147,15 +147,7 @@ impl Engine {
                 } else {
                     StatesError::timeout()
                 };
-                let prev = self.push(
-                    prev,
-                    events.timed_out,
-                    Some(
-                        integration_details(kind)
-                            .str("error", names::TIMEOUT)
-                            .build(),
-                    ),
-                )?;
+                let prev = self.push(prev, events.timed_out, Some(timed_out_details(kind)))?;
                 Err(Failed::new(e, prev))
             }
             // Both wait forever above; nothing comes here.

@@ -61,6 +61,14 @@ pub(crate) fn integration_details(kind: &ResourceKind) -> Details {
     }
 }
 
+/// The details of a `*TimedOut` event: `States.Timeout` and no cause, whichever clock ran
+/// out, as AWS records both.
+pub(crate) fn timed_out_details(kind: &ResourceKind) -> String {
+    integration_details(kind)
+        .str("error", names::TIMEOUT)
+        .build()
+}
+
 impl Engine {
     /// Task: InputPath, then attempts under Retry, then Catch.
     pub(crate) async fn task(
@@ -352,11 +360,7 @@ impl Engine {
             }
             None => {
                 let e = StatesError::timeout();
-                let prev = self.push(
-                    prev,
-                    events.timed_out,
-                    Some(integration_details(kind).error(&e).build()),
-                )?;
+                let prev = self.push(prev, events.timed_out, Some(timed_out_details(kind)))?;
                 Err(Failed::new(e, prev))
             }
         }
