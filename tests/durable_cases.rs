@@ -478,6 +478,61 @@ fn ctrl_c_leaves_the_execution_running_and_resume_finishes_it() {
 
 /// A local `--task` command running when the runner is killed runs again on resume, and the
 /// history shows the second start.
+// Regression (fault injection, killed 9 ms in): a runner killed after the execution's row
+// was committed but before its first batch of events left a row with no history, and resume
+// replayed nothing, so the history never got its ExecutionStarted.
+#[test]
+fn a_runner_killed_before_its_first_event_is_resumed_from_the_start() {
+    use sfn_local::store::{NewExecution, Store, StoreOptions};
+    let sb = sandbox();
+    let machine = json!({"StartAt": "P", "States": {
+        "P": {"Type": "Pass", "Result": {"ok": true}, "End": true}}});
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    // What `run` commits first: the row, leased to a runner, with no event yet.
+    let store = Store::open(sb.db(), StoreOptions::default()).expect("store");
+    store
+        .create_execution(NewExecution {
+            execution_arn: "arn:aws:states:us-east-1:123456789012:execution:m:early".into(),
+            name: "early".into(),
+            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:m".into(),
+            state_machine_name: "m".into(),
+            definition: machine.to_string(),
+            input: r#"{"x":1}"#.into(),
+            start_date_ms: now,
+            role_arn: None,
+            timeout_at_ms: None,
+            position: None,
+            owner: Some("a-runner-that-died".into()),
+            lease_expires_at_ms: Some(now + 300),
+            run_config: None,
+            events: Vec::new(),
+        })
+        .wait_blocking()
+        .expect("row");
+    drop(store);
+
+    let out = sb.resume("early");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!({"ok": true}));
+    let events = sb.history("early");
+    assert_eq!(
+        types(&events),
+        [
+            "ExecutionStarted",
+            "PassStateEntered",
+            "PassStateExited",
+            "ExecutionSucceeded"
+        ]
+    );
+    assert_eq!(
+        events[0]["executionStartedEventDetails"]["input"],
+        json!(r#"{"x":1}"#)
+    );
+}
+
 #[test]
 fn a_local_task_running_at_the_crash_is_started_again() {
     let sb = sandbox();

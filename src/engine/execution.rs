@@ -326,7 +326,9 @@ impl Engine {
     /// one. Returns how it ended; the last events are handed to the sink with the outcome, and
     /// [`Engine::committed`] tells when they are committed.
     pub async fn run(&self) -> Outcome {
-        if self.replay.is_none() {
+        // A resumed execution whose runner died before its first batch was committed has a
+        // row but no events: it starts its history like a new one.
+        if self.replay.is_none() || self.history.borrow().next_id() == 1 {
             self.history.borrow_mut().push_unchecked(
                 0,
                 self.info.start_time,
