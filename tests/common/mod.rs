@@ -158,15 +158,11 @@ impl Sandbox {
         }
     }
 
-    /// A sandbox for runs with worker processes: `SFN_LOCAL` names the binary under test, so
-    /// the worker scripts (`tests/workers/`) that `run` starts call it back; the rest of the
-    /// caller's environment passes through.
+    /// A sandbox for runs with worker processes: as [`Sandbox::new`], and `SFN_LOCAL` names
+    /// the binary under test, so the worker scripts (`tests/workers/`) that `run` starts call
+    /// it back.
     pub fn with_workers() -> Self {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-            env: Vec::new(),
-        }
-        .env("SFN_LOCAL", bin())
+        Sandbox::new().env("SFN_LOCAL", bin())
     }
 
     /// Sets `key` to `value` for every command run in this sandbox.
