@@ -80,15 +80,31 @@ pub struct Failed {
     /// Whether Retry and Catch must leave it alone (runtime errors, the history cap,
     /// state-level data limits).
     pub terminal: bool,
+    /// The `*StateAborted` event AWS still owes the state that failed, when its Parallel
+    /// branch or Map iteration is wound up: a Task whose failure leaves the state is, to AWS,
+    /// still running until its container fails, which writes `TaskStateAborted` for it (after
+    /// the other branches' aborted events, before `ParallelStateFailed`/`MapStateFailed`).
+    /// At the top level nothing is written for it.
+    pub unfinished: Option<EventType>,
 }
 
 impl Failed {
+    /// Writes the `*StateAborted` event the failed state is still owed (see
+    /// [`Failed::unfinished`]), when its Parallel branch or Map iteration fails its container.
+    pub(crate) fn wind_up(&mut self, engine: &Engine) -> Result<(), Failed> {
+        if let Some(event) = self.unfinished.take() {
+            engine.push(self.prev, event, None)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn new(error: StatesError, prev: EventId) -> Self {
         let terminal = !error.is_catchable();
         Failed {
             error,
             prev,
             terminal,
+            unfinished: None,
         }
     }
 }
@@ -462,6 +478,7 @@ impl Engine {
             error: StatesError::runtime(format!("the history could not be committed: {e}")),
             prev: cx.entered_id,
             terminal: true,
+            unfinished: None,
         })
     }
 
@@ -493,6 +510,7 @@ impl Engine {
                         error: StatesError::runtime(message),
                         prev,
                         terminal: true,
+                        unfinished: None,
                     })
                 }
             }
@@ -506,6 +524,7 @@ impl Engine {
                 error: e,
                 prev,
                 terminal: true,
+                unfinished: None,
             })
     }
 
@@ -568,7 +587,13 @@ impl Engine {
                 let guard = AbortGuard::new(self, state, entered);
                 let step = self.run_state(&cx, input).await;
                 guard.disarm();
-                let step = step?;
+                let step = step.map_err(|failed| match &state.kind {
+                    StateKind::Task(_) if !failed.terminal => Failed {
+                        unfinished: Some(EventType::TaskStateAborted),
+                        ..failed
+                    },
+                    _ => failed,
+                })?;
                 prev = step.prev;
                 // The state's assignments take effect now, for the states after it.
                 let assigned = match assigned.take() {
@@ -627,6 +652,7 @@ impl Engine {
                 ),
                 prev,
                 terminal: true,
+                unfinished: None,
             });
         }
         Ok(payload)
@@ -1097,6 +1123,7 @@ impl Engine {
             )),
             prev: exited,
             terminal: true,
+            unfinished: None,
         };
         self.last_ts.set(recorded.exited.timestamp);
         let details = recorded.exited.details.unwrap_or(Value::Null);

@@ -775,6 +775,9 @@ pub fn check_suite(suite: &Suite) {
                 .cloned()
                 .unwrap_or_else(|| diff.lines().next().unwrap_or_default().to_owned());
             eprintln!("{id}\t{reason}");
+            if std::env::var_os("SFN_CONFORMANCE_DIFFS").is_some() {
+                eprintln!("  {diff}");
+            }
         }
     }
 

@@ -228,11 +228,13 @@ impl Engine {
             match result {
                 Ok(output) => results[index] = output,
                 Err(failed) if failed.terminal => return Err(failed.into()),
-                Err(failed) => {
+                Err(mut failed) => {
                     failures += 1;
                     if tolerance.exceeded(failures) {
-                        // Dropping the running iterations writes their aborted events.
+                        // Dropping the running iterations writes their aborted events; then
+                        // the failed Task's own TaskStateAborted, as AWS orders them.
                         drop(running);
+                        failed.wind_up(self)?;
                         let error = if tolerance.tolerant() {
                             tolerance.error()
                         } else {

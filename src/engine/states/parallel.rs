@@ -86,9 +86,11 @@ impl Engine {
                     results[i] = output;
                     last = prev;
                 }
-                Err(failed) => {
-                    // Dropping the other branches writes their *StateAborted events.
+                Err(mut failed) => {
+                    // Dropping the other branches writes their *StateAborted events; then the
+                    // failed Task's own TaskStateAborted, as AWS orders them.
                     drop(running);
+                    failed.wind_up(self).map_err(before)?;
                     return Err((failed, true));
                 }
             }
