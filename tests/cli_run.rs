@@ -2,18 +2,25 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{Output, Sandbox};
 use serde_json::json;
 
-#[test]
-fn runs_the_bundled_order_pipeline() {
-    let sb = Sandbox::new();
-    let out = sb.run(&[
+/// `run` of the bundled order pipeline on `fixtures/order.json`, with `extra` arguments.
+fn run_order(sb: &Sandbox, extra: &[&str]) -> Output {
+    let mut args = vec![
         "run",
         "definitions/order-pipeline.asl.json",
         "--input-file",
         "fixtures/order.json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    sb.run(&args)
+}
+
+#[test]
+fn runs_the_bundled_order_pipeline() {
+    let sb = Sandbox::new();
+    let out = run_order(&sb, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!({"invoice": "INV-42", "lineCount": 2}));
 }
@@ -21,20 +28,19 @@ fn runs_the_bundled_order_pipeline() {
 #[test]
 fn json_format_prints_describe_execution_and_history_is_stored() {
     let sb = Sandbox::new();
-    let out = sb.run(&[
-        "run",
-        "definitions/order-pipeline.asl.json",
-        "--input-file",
-        "fixtures/order.json",
-        "--name",
-        "first",
-        "--region",
-        "eu-west-1",
-        "--account-id",
-        "111122223333",
-        "--format",
-        "json",
-    ]);
+    let out = run_order(
+        &sb,
+        &[
+            "--name",
+            "first",
+            "--region",
+            "eu-west-1",
+            "--account-id",
+            "111122223333",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let d = out.json();
     assert_eq!(
@@ -263,14 +269,7 @@ fn an_unreadable_database_is_a_clear_error() {
 fn listings_page_like_the_aws_cli_and_filter_by_state_machine() {
     let sb = Sandbox::new();
     for name in ["a", "b", "c"] {
-        let out = sb.run(&[
-            "run",
-            "definitions/order-pipeline.asl.json",
-            "--input-file",
-            "fixtures/order.json",
-            "--name",
-            name,
-        ]);
+        let out = run_order(&sb, &["--name", name]);
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
     // Pages of two, newest first, until no NextToken.
