@@ -332,6 +332,24 @@ fn a_database_from_a_newer_sfn_local_is_refused_untouched() {
     assert_eq!(version, 999, "the database was changed");
 }
 
+// Regression (seen in CI): processes opening a new database at the same moment all switch it
+// to WAL; SQLite answers one of them BUSY at once rather than deadlock, and that `run` failed
+// with "stayed locked ... longer than 30000 ms" though it had not waited.
+#[test]
+fn runs_started_together_on_a_new_database_all_succeed() {
+    for round in 0..30 {
+        let sb = sandbox();
+        let def = sb.def(&simple());
+        let runs: Vec<_> = (0..4)
+            .map(|i| sb.spawn(&["run", &def, "--name", &format!("together-{i}")]))
+            .collect();
+        for (i, run) in runs.into_iter().enumerate() {
+            let out = Output::of(run);
+            assert_eq!(out.code, 0, "round {round}, run {i}: {}", out.stderr);
+        }
+    }
+}
+
 // ---- fencing, Ctrl-C, crashes around tasks --------------------------------------------------
 
 fn waits() -> Value {
@@ -355,12 +373,21 @@ fn stopping_an_execution_whose_runner_died_aborts_it() {
         "Nap": {"Type": "Wait", "Seconds": 60, "End": true}}}));
     let mut child = sb.spawn(&["run", &def, "--name", "orphan"]);
     let until = Instant::now() + Duration::from_secs(10);
-    let waiting = || {
+    let mut last = None;
+    loop {
         let out = sb.run(&["get-execution-history", "--execution-arn", "orphan"]);
-        out.stdout.contains("WaitStateEntered")
-    };
-    while !waiting() {
-        assert!(Instant::now() < until, "the Wait never started");
+        if out.stdout.contains("WaitStateEntered") {
+            break;
+        }
+        if Instant::now() > until {
+            kill(&mut child);
+            let run = Output::of(child);
+            panic!(
+                "the Wait never started; last history read: {last:?}; run: {} {}",
+                run.stdout, run.stderr
+            );
+        }
+        last = Some(format!("{} {}", out.stdout, out.stderr));
         std::thread::sleep(Duration::from_millis(50));
     }
     kill(&mut child);

@@ -43,6 +43,26 @@ pub(crate) fn begin_immediate(
     result
 }
 
+/// Runs `op` again while it fails with `SQLITE_BUSY`, until `timeout`. For what SQLite's busy
+/// handler does not wait on: two processes opening a new database at once both switch it to
+/// WAL, which needs an exclusive lock, and SQLite answers one of them BUSY at once rather than
+/// let them deadlock.
+pub(crate) fn retry_busy<T>(
+    timeout: Duration,
+    mut op: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let started = Instant::now();
+    loop {
+        match op() {
+            Err(e) if is_busy(&e) && started.elapsed() < timeout => {
+                let left = timeout.saturating_sub(started.elapsed());
+                std::thread::sleep(jittered_sleep().min(left));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),

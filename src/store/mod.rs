@@ -173,7 +173,8 @@ impl Store {
             .map_err(|e| sqlite("set busy timeout", e))?;
         // Reading the header first: a foreign file fails here as "not a database", and a newer
         // schema is refused before we change anything (even the journal mode).
-        let schema = migrations::check(&conn).map_err(|e| sqlite("read schema version", e))?;
+        let schema = lock::retry_busy(options.busy_timeout, || migrations::check(&conn))
+            .map_err(|e| sqlite("read schema version", e))?;
         if let SchemaCheck::Newer(found) = schema {
             return Err(StoreError::SchemaTooNew {
                 path: path.clone(),
@@ -189,15 +190,16 @@ impl Store {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",
         };
-        conn.execute_batch(&format!(
+        let configure = format!(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = {synchronous};
              PRAGMA foreign_keys = ON;
              PRAGMA temp_store = MEMORY;
              PRAGMA cache_size = -16384;
              PRAGMA wal_autocheckpoint = 16384;"
-        ))
-        .map_err(|e| sqlite("configure connection", e))?;
+        );
+        lock::retry_busy(options.busy_timeout, || conn.execute_batch(&configure))
+            .map_err(|e| sqlite("configure connection", e))?;
         // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
         // them. The WAL is checkpointed once it reaches 64 MiB, and the checkpoint a closing
         // connection would do is left to later ones: a WAL left behind is replayed on open, so
