@@ -1,7 +1,7 @@
 //! AWS API response shapes (DescribeExecution, GetExecutionHistory, ListExecutions) built from
 //! stored records, so every command prints what the AWS CLI would.
 
-use crate::engine::clock::iso8601;
+use crate::clock::iso8601;
 use crate::store::{EventRecord, ExecutionRecord};
 use serde_json::{json, Map, Value};
 

@@ -11,6 +11,8 @@
 //!   writing AWS-shaped history events; resumes an execution by replaying its stored history.
 //! - [`tasks`]: what a Task resource means locally: a bound command, a callback or activity worker
 //!   answering with a task token, or a mocked response.
+//! - [`clock`]: every clock the engine and the tasks read (real, scaled, manual); below both,
+//!   since deadlines are shared by the engine's timers and the token broker.
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
 //!   records.
@@ -26,6 +28,7 @@
 pub mod api;
 pub mod asl;
 pub mod cli;
+pub mod clock;
 pub mod engine;
 pub mod store;
 pub mod tasks;

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 use sfn_local::asl::{compile_text, MachineType};
-use sfn_local::engine::clock::{Clock, ManualClock, SystemClock};
+use sfn_local::clock::{Clock, ManualClock, SystemClock};
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::history::HistoryEvent;
 use sfn_local::engine::{run_in_memory, EngineOptions, Outcome, Status};

@@ -6,7 +6,7 @@ mod common;
 
 use serde_json::{json, Value};
 use sfn_local::asl::{compile_text, validate_text, MachineType, Severity};
-use sfn_local::engine::clock::SystemClock;
+use sfn_local::clock::SystemClock;
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::history::HistoryEvent;
 use sfn_local::engine::{run_in_memory, EngineOptions, Outcome, Status};

@@ -136,9 +136,8 @@ fn mutated_definitions_never_panic() {
 /// waiting, a small history cap): the engine must end every one of them without a panic.
 #[test]
 fn mutated_machines_run_without_panics() {
-    use sfn_local::engine::{
-        clock::SystemClock, context::ExecutionInfo, run_in_memory, EngineOptions,
-    };
+    use sfn_local::clock::SystemClock;
+    use sfn_local::engine::{context::ExecutionInfo, run_in_memory, EngineOptions};
     use std::rc::Rc;
     use std::sync::Arc;
     let mut rng = Rng(0xfeed_beef_0bad_cafe);

@@ -269,7 +269,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         &machine_name,
         &name,
         args.role_arn.as_deref(),
-        crate::engine::clock::system_now(),
+        crate::clock::system_now(),
     );
     let execution_arn = info.execution_arn.clone();
     let request = RunRequest {

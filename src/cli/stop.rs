@@ -7,7 +7,7 @@
 
 use crate::cli::db;
 use crate::cli::tasks::{check_error_cause, exit, refuse};
-use crate::engine::clock::{iso8601, system_now};
+use crate::clock::{iso8601, system_now};
 use crate::engine::history::Details;
 use crate::store::{ExecutionStatus, StopOutcome, StoreError};
 use clap::Args;

@@ -7,7 +7,7 @@
 
 use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::db;
-use crate::engine::clock::{iso8601, system_now};
+use crate::clock::{iso8601, system_now};
 use crate::engine::execution::MAX_PAYLOAD_BYTES;
 use crate::store::{AnswerError, Store, TaskAnswer, TokenKind, TokenRecord};
 use crate::tasks::callback::TaskToken;

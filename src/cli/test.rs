@@ -26,7 +26,7 @@
 
 use crate::asl::{self, MachineType, StateMachine};
 use crate::cli::EXIT_USAGE;
-use crate::engine::clock::{system_now, Clock, SystemClock};
+use crate::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::history::HistoryEvent;
 use crate::engine::{run_in_memory, EngineOptions, Outcome};

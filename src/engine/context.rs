@@ -1,6 +1,6 @@
 //! The context object (`$$`): what an execution knows about itself.
 
-use crate::engine::clock::{iso8601, Millis};
+use crate::clock::{iso8601, Millis};
 use serde_json::{json, Map, Value};
 
 /// Who and what an execution is: the names and ARNs that feed the context object.

@@ -13,7 +13,7 @@ use crate::asl::jsonata::{JsonataScope, JsonataTemplate};
 use crate::asl::model::*;
 use crate::asl::path::Path;
 use crate::asl::template::Template;
-use crate::engine::clock::{Clock, Millis};
+use crate::clock::{Clock, Millis};
 use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
 use crate::engine::map_journal::MapRunJournal;

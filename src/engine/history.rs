@@ -5,7 +5,7 @@
 //! which the engine does before any effect leaves the process.
 
 use crate::asl::error::StatesError;
-use crate::engine::clock::Millis;
+use crate::clock::Millis;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -216,7 +216,7 @@ impl HistoryEvent {
         let mut m = Map::new();
         m.insert(
             "timestamp".into(),
-            Value::String(crate::engine::clock::iso8601(self.timestamp)),
+            Value::String(crate::clock::iso8601(self.timestamp)),
         );
         m.insert("type".into(), self.event_type.as_str().into());
         m.insert("id".into(), self.id.into());

@@ -1,9 +1,8 @@
 //! The interpreter: runs one execution of a [`crate::asl::StateMachine`] state by state, with
 //! AWS's input/output processing, Retry and Catch, Map and Parallel, and every timer on one
-//! injectable [`clock::Clock`]. Events go out through [`history::History`] to a sink (the
+//! injectable [`crate::clock::Clock`]. Events go out through [`history::History`] to a sink (the
 //! store), in AWS's shape.
 
-pub mod clock;
 pub mod context;
 pub mod execution;
 pub mod history;
@@ -18,7 +17,7 @@ pub(crate) mod variables;
 pub use execution::{Engine, EngineOptions, Outcome, Status};
 
 use crate::asl::StateMachine;
-use crate::engine::clock::Clock;
+use crate::clock::Clock;
 use crate::engine::context::ExecutionInfo;
 use crate::engine::history::{History, HistoryEvent, MemorySink};
 use crate::tasks::TaskRunner;

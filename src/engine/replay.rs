@@ -19,7 +19,7 @@
 //!   have ended (or at once); task tokens are found again by the key of their `TaskScheduled`
 //!   event, so answers given while no runner was alive are honoured.
 
-use crate::engine::clock::Millis;
+use crate::clock::Millis;
 use crate::engine::history::{EventId, EventType};
 use crate::store::EventRecord;
 use std::cell::{Cell, RefCell};

@@ -2,7 +2,7 @@
 //! clock, on a single-threaded runtime. The CLI's `run` is a thin layer over [`run_execution`].
 
 use crate::asl::StateMachine;
-use crate::engine::clock::{system_now, Clock, SystemClock};
+use crate::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
@@ -361,9 +361,7 @@ pub fn resume_executions(
                 return Err(RunError::Leased {
                     execution_arn: fresh.execution_arn,
                     owner: fresh.owner.unwrap_or_default(),
-                    until: crate::engine::clock::iso8601(
-                        fresh.lease_expires_at_ms.unwrap_or_default(),
-                    ),
+                    until: crate::clock::iso8601(fresh.lease_expires_at_ms.unwrap_or_default()),
                 });
             }
             continue;

@@ -9,7 +9,7 @@
 //! (and the deadline moves) or loses (and gets `TaskTimedOut`), never both.
 
 use crate::asl::error::{names, StatesError};
-use crate::engine::clock::{Clock, Millis};
+use crate::clock::{Clock, Millis};
 use crate::store::{Expiry, NewTaskToken, Store, StoreError, TokenKind, TokenRecord, TokenStatus};
 use crate::tasks::command::CommandLine;
 use base64::Engine as _;
@@ -303,7 +303,7 @@ impl OpenToken<'_> {
 impl Drop for OpenToken<'_> {
     fn drop(&mut self) {
         if !self.settled.get() {
-            let now = crate::engine::clock::system_now();
+            let now = crate::clock::system_now();
             let _ = self.broker.store.close_tokens(
                 &self.broker.execution_arn,
                 Some(self.token.as_str()),

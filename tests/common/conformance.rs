@@ -6,7 +6,7 @@
 use super::{conformance_cases, definition_text, json_files, read_json};
 use serde_json::Value;
 use sfn_local::asl::{compile_text, MachineType};
-use sfn_local::engine::clock::{system_now, Clock, Millis};
+use sfn_local::clock::{system_now, Clock, Millis};
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::history::{History, HistoryEvent, MemorySink, MAX_HISTORY_EVENTS};
 use sfn_local::engine::{Engine, Outcome};

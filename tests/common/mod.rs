@@ -29,6 +29,31 @@ pub fn conformance_cases() -> Option<PathBuf> {
     None
 }
 
+/// Where `.ci/deps` installed the real clients and peers (AWS CLI, boto3, moto, the JavaScript
+/// SDK): `$SFN_LOCAL_DEPS`, else `.deps/` in the repository. Tests of real clients need them;
+/// missing is a failure with the command that installs them, never a skip.
+pub fn deps_dir() -> PathBuf {
+    let dir = std::env::var_os("SFN_LOCAL_DEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".deps"));
+    assert!(
+        dir.join("venv/bin/python").exists() && dir.join("node/node_modules").is_dir(),
+        "the test clients are missing at {}: run `.ci/deps` first (the README's test command does)",
+        dir.display()
+    );
+    dir
+}
+
+/// A program from the Python virtualenv of [`deps_dir`]: `aws`, `python`, `moto_server`.
+pub fn deps_python_bin(name: &str) -> PathBuf {
+    deps_dir().join("venv/bin").join(name)
+}
+
+/// The `node_modules` folder of [`deps_dir`], for `NODE_PATH`.
+pub fn deps_node_modules() -> PathBuf {
+    deps_dir().join("node/node_modules")
+}
+
 /// Every `*.json` file in a folder, sorted by name.
 pub fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -17,7 +17,7 @@
 use crate::asl::error::StatesError;
 use crate::asl::model::Task;
 use crate::asl::resource::{IntegrationPattern, ResourceKind};
-use crate::engine::clock::Millis;
+use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::states::task::{integration_details, timed_out_details, TaskEvents};

@@ -4,7 +4,7 @@
 use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Dynamic, Task};
 use crate::asl::resource::ResourceKind;
-use crate::engine::clock::Millis;
+use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::retry::Retries;

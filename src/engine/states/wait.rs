@@ -3,7 +3,7 @@
 use crate::asl::error::names;
 use crate::asl::model::{Dynamic, QueryLanguage, Wait, WaitFor};
 use crate::asl::parse::parse_timestamp;
-use crate::engine::clock::Millis;
+use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Step};
 use serde_json::Value;
 use std::time::Duration;
