@@ -39,6 +39,7 @@ pub mod run;
 pub mod stop;
 pub mod tasks;
 pub mod test;
+pub mod test_state;
 pub mod validate;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
@@ -81,6 +82,8 @@ pub enum Command {
     ListTasks(tasks::ListTasksArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
+    /// Run one state as AWS's TestState does: inspection data, mocks, Retry/Catch decisions.
+    TestState(test_state::TestStateArgs),
 }
 
 impl Command {
@@ -100,6 +103,7 @@ impl Command {
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
+            Command::TestState(args) => test_state::run(args),
         }
     }
 }

@@ -197,6 +197,9 @@ pub struct Engine {
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
     context: RefCell<Value>,
+    /// Set by TestState, which is given the whole context object: states then read it as
+    /// given instead of setting `$$.State` on entry.
+    fixed_context: Cell<bool>,
     /// The recorded history, when resuming.
     pub(crate) replay: Option<Replay>,
     /// The lane being polled: the top level, or the branch or iteration whose future runs.
@@ -231,6 +234,7 @@ impl Engine {
             cut_short: Cell::new(false),
             stop_signal: RefCell::new(None),
             context: RefCell::new(context),
+            fixed_context: Cell::new(false),
             replay: None,
             lane: RefCell::new(Lane::root()),
             last_ts: Cell::new(info_start),
@@ -248,6 +252,12 @@ impl Engine {
     /// How many recorded events a resume has replayed so far.
     pub fn replayed(&self) -> usize {
         self.replay.as_ref().map_or(0, |r| r.claimed())
+    }
+
+    /// Makes every state read `context` as `$$` exactly (TestState's context object).
+    pub(crate) fn fix_context(&self, context: Value) {
+        *self.context.borrow_mut() = context;
+        self.fixed_context.set(true);
     }
 
     /// The name of the current lane.
@@ -690,7 +700,9 @@ impl Engine {
             return f(&env);
         }
         let mut context = self.context.borrow_mut();
-        enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        if !self.fixed_context.get() {
+            enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        }
         extra(&mut context);
         let env = Env {
             input,
@@ -719,7 +731,9 @@ impl Engine {
             return scope(&Value::Null);
         }
         let mut context = self.context.borrow_mut();
-        enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        if !self.fixed_context.get() {
+            enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        }
         extra(&mut context);
         scope(&context)
     }

@@ -12,6 +12,7 @@ pub mod retry;
 pub mod runner;
 mod states;
 pub mod store_sink;
+pub mod test_state;
 pub(crate) mod variables;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};

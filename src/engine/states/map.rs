@@ -526,7 +526,7 @@ impl Engine {
         }
     }
 
-    fn tolerated_percentage(
+    pub(crate) fn tolerated_percentage(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -687,21 +687,21 @@ struct S3Plan {
 }
 
 /// `ToleratedFailureCount` and `ToleratedFailurePercentage` of one Map run.
-struct Tolerance {
-    count: Option<usize>,
-    percentage: Option<f64>,
-    total: usize,
+pub(crate) struct Tolerance {
+    pub(crate) count: Option<usize>,
+    pub(crate) percentage: Option<f64>,
+    pub(crate) total: usize,
 }
 
 impl Tolerance {
-    fn tolerant(&self) -> bool {
+    pub(crate) fn tolerant(&self) -> bool {
         self.count.is_some() || self.percentage.is_some()
     }
 
     /// Whether `failures` failed items are more than the Map tolerates. With neither limit
     /// set, any failure is too many; with both, exceeding either fails the run (AWS docs,
     /// "Setting failure thresholds for Distributed Map states").
-    fn exceeded(&self, failures: usize) -> bool {
+    pub(crate) fn exceeded(&self, failures: usize) -> bool {
         if !self.tolerant() {
             return failures > 0;
         }
@@ -712,7 +712,7 @@ impl Tolerance {
         over_count || over_percentage
     }
 
-    fn error(&self) -> StatesError {
+    pub(crate) fn error(&self) -> StatesError {
         StatesError::new(
             names::EXCEED_TOLERATED_FAILURE_THRESHOLD,
             "The specified tolerated failure threshold was exceeded",

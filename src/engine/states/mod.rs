@@ -10,3 +10,5 @@ mod parallel;
 mod pass;
 mod task;
 mod wait;
+
+pub(crate) use map::Tolerance;

@@ -1,0 +1,161 @@
+//! `sfn-local test-state`: AWS's TestState, spelled as `aws stepfunctions test-state` is.
+//!
+//! Decodes the options into AWS's request shape, calls
+//! [`crate::engine::test_state::test_state`], and prints its response as the API returns it
+//! (exit 0 whatever the state's own outcome), or AWS's error as the AWS CLI shows it (exit
+//! [`EXIT_API_ERROR`]).
+
+use crate::cli::EXIT_USAGE;
+use crate::clock::SystemClock;
+use crate::engine::test_state::{
+    test_state_blocking, InspectionLevel, MockInput, TestStateConfiguration, TestStateRequest,
+};
+use crate::tasks::command::CommandLine;
+use crate::tasks::LocalTasks;
+use clap::{Args, ValueEnum};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The exit status of a request AWS rejects (the AWS CLI's for service errors).
+pub const EXIT_API_ERROR: u8 = 254;
+
+/// Arguments of `test-state`. Every JSON option takes the JSON text or `file://PATH`.
+#[derive(Debug, Args)]
+pub struct TestStateArgs {
+    /// The state (or, with --state-name, the whole machine): JSON or file://PATH.
+    #[arg(long)]
+    pub definition: String,
+    /// The state to test in a whole machine.
+    #[arg(long)]
+    pub state_name: Option<String>,
+    /// The state's input (default `{}`): JSON or file://PATH.
+    #[arg(long)]
+    pub input: Option<String>,
+    /// How much to show: INFO (default), DEBUG (each data-flow step) or TRACE.
+    #[arg(long, value_enum)]
+    pub inspection_level: Option<LevelArg>,
+    /// The Task's answer: {"result": "JSON TEXT"} or {"errorOutput": {...}}, with
+    /// "fieldValidationMode" STRICT (default), PRESENT or NONE.
+    #[arg(long)]
+    pub mock: Option<String>,
+    /// The context object ($$): JSON or file://PATH.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// The variables in scope: a JSON object or file://PATH.
+    #[arg(long)]
+    pub variables: Option<String>,
+    /// retrierRetryCount, errorCausedByState, mapIterationFailureCount, mapItemReaderData.
+    #[arg(long)]
+    pub state_configuration: Option<String>,
+    /// Show HTTP request and response data unredacted (TRACE).
+    #[arg(long)]
+    pub reveal_secrets: bool,
+    /// The role AWS would run the state as (required for a Task without a mock, as on AWS).
+    #[arg(long)]
+    pub role_arn: Option<String>,
+    /// Run a local program for the Task when there is no mock (as `run --task`): COMMAND,
+    /// reading the task input on stdin and printing its result on stdout.
+    #[arg(long = "task", value_name = "COMMAND")]
+    pub task: Option<String>,
+}
+
+/// `--inspection-level` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum LevelArg {
+    /// Only the outcome.
+    Info,
+    /// The data-flow steps too.
+    Debug,
+    /// DEBUG plus HTTP data and variables.
+    Trace,
+}
+
+/// Reads a JSON option: the text itself, or the file `file://PATH` names (as the AWS CLI).
+fn option_text(name: &str, value: &str) -> Result<String, String> {
+    match value.strip_prefix("file://") {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("--{name}: cannot read {path}: {e}"))
+        }
+        None => Ok(value.to_owned()),
+    }
+}
+
+fn json_option<T: serde::de::DeserializeOwned>(name: &str, value: &str) -> Result<T, String> {
+    let text = option_text(name, value)?;
+    serde_json::from_str(&text).map_err(|e| format!("--{name}: not a valid value: {e}"))
+}
+
+/// Runs the command.
+pub fn run(args: TestStateArgs) -> ExitCode {
+    let request = match request(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut tasks = LocalTasks::default();
+    if let Some(command) = &args.task {
+        let state = args
+            .state_name
+            .clone()
+            .unwrap_or_else(|| "StateName".into());
+        match crate::tasks::command::parse_binding(&format!("{state}={command}")) {
+            Ok((state, command)) => {
+                let command: CommandLine = command;
+                tasks.commands.insert(state, command);
+            }
+            Err(e) => {
+                errln!("error: --task: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    match test_state_blocking(&request, Rc::new(tasks), Arc::new(SystemClock::new(1.0))) {
+        Ok(response) => {
+            let text = serde_json::to_string_pretty(&response).unwrap_or_default();
+            outln!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!(
+                "\nAn error occurred ({}) when calling the TestState operation: {}",
+                e.code,
+                e.message
+            );
+            ExitCode::from(EXIT_API_ERROR)
+        }
+    }
+}
+
+fn request(args: &TestStateArgs) -> Result<TestStateRequest, String> {
+    let text = |name: &str, v: &Option<String>| -> Result<Option<String>, String> {
+        v.as_deref().map(|v| option_text(name, v)).transpose()
+    };
+    Ok(TestStateRequest {
+        definition: option_text("definition", &args.definition)?,
+        role_arn: args.role_arn.clone(),
+        input: text("input", &args.input)?,
+        inspection_level: args.inspection_level.map(|l| match l {
+            LevelArg::Info => InspectionLevel::Info,
+            LevelArg::Debug => InspectionLevel::Debug,
+            LevelArg::Trace => InspectionLevel::Trace,
+        }),
+        reveal_secrets: args.reveal_secrets.then_some(true),
+        variables: text("variables", &args.variables)?,
+        state_name: args.state_name.clone(),
+        mock: args
+            .mock
+            .as_deref()
+            .map(|m| json_option::<MockInput>("mock", m))
+            .transpose()?,
+        context: text("context", &args.context)?,
+        state_configuration: args
+            .state_configuration
+            .as_deref()
+            .map(|c| json_option::<TestStateConfiguration>("state-configuration", c))
+            .transpose()?,
+    })
+}
