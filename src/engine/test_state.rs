@@ -274,6 +274,11 @@ pub async fn test_state(
     };
     let level = request.inspection_level.unwrap_or_default();
     let config = request.state_configuration.clone().unwrap_or_default();
+    let given_context = request
+        .context
+        .as_deref()
+        .map(|text| check_context(text, state))
+        .transpose()?;
     if let (Some(Mocked::Result(result)), Some(mode)) = (&mock, request.mock.as_ref()) {
         if let StateKind::Task(t) = &state.kind {
             validation::check_mock(
@@ -304,8 +309,8 @@ pub async fn test_state(
         request.role_arn.as_deref(),
         now,
     );
-    let context = match &request.context {
-        Some(text) => check_context(text, state)?,
+    let context = match given_context {
+        Some(context) => context,
         None => default_context(
             &info,
             request.role_arn.as_deref(),
