@@ -17,8 +17,21 @@
 //!                   "output": {...},            // exact, or
 //!                   "outputContains": {...},    // a JSON subset
 //!                   "error": "...", "cause": "...", "causeContains": "...",
-//!                   "states": ["Validate", "Charge", "Ship"] } } ] }
+//!                   "states": ["Validate", "Charge", "Ship"] } },
+//!     { "name": "charge result is trimmed",   // one state, as AWS's TestState runs it
+//!       "state": "Charge",
+//!       "input": {"id": 1},
+//!       "mock": {"result": {"ok": true}},     // TestState's mock: result or errorOutput
+//!       "context": {...}, "variables": {...}, "stateConfiguration": {...},  // optional
+//!       "expect": { "status": "SUCCEEDED",    // or FAILED, RETRIABLE, CAUGHT_ERROR
+//!                   "output": {...}, "outputContains": {...},
+//!                   "nextState": "Ship",
+//!                   "inspectionData": {"afterResultSelector": {...}},  // a subset, as values
+//!                   "error": "...", "cause": "...", "causeContains": "..." } } ] }
 //! ```
+//!
+//! A `"state"` case runs [`crate::engine::test_state::test_state`] at the DEBUG level (or the
+//! case's `inspectionLevel`); a mock's `result` may be the JSON value itself or its text.
 //!
 //! Each case runs in memory (no database) on its own thread, as many at once as there are
 //! CPUs. A failing case prints one line and an indented JSON diff; the run ends with
@@ -29,6 +42,9 @@ use crate::cli::EXIT_USAGE;
 use crate::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::history::HistoryEvent;
+use crate::engine::test_state::{
+    test_state_blocking, InspectionLevel, TestStateRequest, TestStateResponse,
+};
 use crate::engine::{run_in_memory, EngineOptions, Outcome};
 use crate::tasks::mock::{MockConfig, Mocks};
 use crate::tasks::LocalTasks;
@@ -86,6 +102,8 @@ struct Prepared {
     expect: Value,
     time_scale: f64,
     s3_dir: Option<PathBuf>,
+    /// A `"state"` case: the TestState request it makes.
+    test_state: Option<TestStateRequest>,
 }
 
 /// How one case went.
@@ -190,7 +208,13 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                 if !case["mocks"].is_null() {
                     mocks = mocks.merged(config.inline(&case["mocks"])?);
                 }
-                mocks.check_against(&machine)?;
+                let test_state = match case.get("state") {
+                    None => None,
+                    Some(state) => Some(state_request(&text, state, case)?),
+                };
+                if test_state.is_none() {
+                    mocks.check_against(&machine)?;
+                }
                 let expect = case["expect"].clone();
                 if !expect.is_object() {
                     return Err(
@@ -208,6 +232,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                     expect,
                     time_scale: scale,
                     s3_dir: None,
+                    test_state,
                 })
             })();
             Job {
@@ -217,6 +242,139 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
             }
         })
         .collect()
+}
+
+/// The TestState request of a `"state"` case.
+fn state_request(
+    definition: &str,
+    state: &Value,
+    case: &Value,
+) -> Result<TestStateRequest, String> {
+    let Some(state) = state.as_str() else {
+        return Err("\"state\" must be the name of a state".into());
+    };
+    let text = |k: &str| case.get(k).map(Value::to_string);
+    let mut mock = case.get("mock").cloned();
+    if let Some(Value::Object(m)) = mock.as_mut() {
+        // The result as the value itself is the friendlier spelling; AWS takes JSON text.
+        if let Some(result) = m.get_mut("result") {
+            if !result.is_string() {
+                *result = Value::String(result.to_string());
+            }
+        }
+    }
+    fn parse<T: serde::de::DeserializeOwned>(
+        k: &str,
+        v: Option<Value>,
+    ) -> Result<Option<T>, String> {
+        v.map(|v| serde_json::from_value(v).map_err(|e| format!("\"{k}\": {e}")))
+            .transpose()
+    }
+    Ok(TestStateRequest {
+        definition: definition.to_owned(),
+        // AWS asks for a role to run a Task without a mock; a test needs none.
+        role_arn: Some(
+            case["roleArn"]
+                .as_str()
+                .unwrap_or("arn:aws:iam::123456789012:role/sfn-local-test")
+                .to_owned(),
+        ),
+        input: Some(text("input").unwrap_or_else(|| "{}".into())),
+        inspection_level: Some(
+            parse("inspectionLevel", case.get("inspectionLevel").cloned())?
+                .unwrap_or(InspectionLevel::Debug),
+        ),
+        reveal_secrets: None,
+        variables: text("variables"),
+        state_name: Some(state.to_owned()),
+        mock: parse("mock", mock)?,
+        context: text("context"),
+        state_configuration: parse(
+            "stateConfiguration",
+            case.get("stateConfiguration").cloned(),
+        )?,
+    })
+}
+
+/// Compares a `"state"` case's TestState answer with its expectations.
+fn check_state(
+    expect: &Value,
+    answer: Result<TestStateResponse, crate::engine::test_state::TestStateError>,
+) -> Vec<String> {
+    let response = match answer {
+        Ok(r) => r,
+        Err(e) => {
+            return vec![format!(
+                "TestState refused the case: {} ({})",
+                e.message, e.code
+            )]
+        }
+    };
+    let parsed = |t: &Option<String>| {
+        t.as_deref()
+            .map(|t| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_owned())))
+    };
+    let mut failures = Vec::new();
+    let status = serde_json::to_value(response.status).unwrap_or_default();
+    let want_status = expect.get("status").cloned().unwrap_or("SUCCEEDED".into());
+    if status != want_status {
+        failures.push(format!(
+            "status: expected {want_status}, got {status} (error {}, cause {})",
+            response.error.as_deref().unwrap_or("(none)"),
+            response.cause.as_deref().unwrap_or("(none)")
+        ));
+    }
+    let output = parsed(&response.output).unwrap_or(Value::Null);
+    for (key, subset) in [("output", false), ("outputContains", true)] {
+        if let Some(want) = expect.get(key) {
+            let mut diff = Vec::new();
+            json_diff(want, &output, "$", subset, &mut diff);
+            if !diff.is_empty() {
+                failures.push(format!("output differs:\n      {}", diff.join("\n      ")));
+            }
+        }
+    }
+    if let Some(want) = expect.get("inspectionData") {
+        let mut data = serde_json::to_value(&response.inspection_data).unwrap_or_default();
+        if let Value::Object(fields) = &mut data {
+            for v in fields.values_mut() {
+                if let Value::String(t) = v {
+                    if let Ok(parsed) = serde_json::from_str(t) {
+                        *v = parsed;
+                    }
+                }
+            }
+        }
+        let mut diff = Vec::new();
+        json_diff(want, &data, "$", true, &mut diff);
+        if !diff.is_empty() {
+            failures.push(format!(
+                "inspectionData differs:\n      {}",
+                diff.join("\n      ")
+            ));
+        }
+    }
+    for (key, got) in [
+        ("error", &response.error),
+        ("cause", &response.cause),
+        ("nextState", &response.next_state),
+    ] {
+        if let Some(want) = expect.get(key) {
+            let got_v = got.clone().map(Value::String).unwrap_or(Value::Null);
+            if *want != got_v {
+                failures.push(format!("{key}: expected {want}, got {got_v}"));
+            }
+        }
+    }
+    if let Some(part) = expect["causeContains"].as_str() {
+        let cause = response.cause.as_deref().unwrap_or("");
+        if !cause.contains(part) {
+            failures.push(format!(
+                "cause: expected it to contain {part:?}, got {cause:?}"
+            ));
+        }
+    }
+    failures
 }
 
 /// Runs one case to its end (or the case timeout) in this thread.
@@ -478,6 +636,18 @@ pub fn run(args: TestArgs) -> ExitCode {
                 let started = Instant::now();
                 let failures = match &job.prepared {
                     Err(e) => vec![e.clone()],
+                    Ok(Prepared {
+                        test_state: Some(request),
+                        expect,
+                        ..
+                    }) => check_state(
+                        expect,
+                        test_state_blocking(
+                            request,
+                            Rc::new(LocalTasks::default()),
+                            Arc::new(SystemClock::new(0.0)),
+                        ),
+                    ),
                     Ok(p) => match execute(p, i, limit) {
                         Ok((outcome, events)) => check(&p.expect, &outcome, &events),
                         Err(e) => vec![e],

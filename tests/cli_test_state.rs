@@ -1,0 +1,256 @@
+//! `sfn-local test-state` through the real binary: the README's three examples, AWS's error
+//! output and exit statuses, `file://` options, `--task`, and `"state"` cases in `sfn-local test`.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::{json, Value};
+
+/// The response with its JSON texts parsed, for readable assertions.
+fn parsed(mut v: Value) -> Value {
+    fn parse(v: &mut Value) {
+        if let Value::String(t) = v {
+            if let Ok(p) = serde_json::from_str(t) {
+                *v = p;
+            }
+        }
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.get_mut("output").map(parse);
+        if let Some(Value::Object(d)) = o.get_mut("inspectionData") {
+            d.values_mut().for_each(parse);
+        }
+    }
+    v
+}
+
+#[test]
+fn a_jsonpath_data_flow_is_inspected_step_by_step_at_debug() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Pass","InputPath":"$.order","Parameters":{"id.$":"$.id","total.$":"States.MathAdd($.price, $.shipping)"},"ResultPath":"$.summary","OutputPath":"$.summary","Next":"Charge"}"#,
+        "--input",
+        r#"{"order":{"id":"o-1","price":40,"shipping":2},"customer":"c-9"}"#,
+        "--inspection-level",
+        "DEBUG",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        parsed(out.json()),
+        json!({
+            "output": {"id": "o-1", "total": 42},
+            "inspectionData": {
+                "input": {"order": {"id": "o-1", "price": 40, "shipping": 2}, "customer": "c-9"},
+                "afterInputPath": {"id": "o-1", "price": 40, "shipping": 2},
+                "afterParameters": {"id": "o-1", "total": 42},
+                "afterResultSelector": {"id": "o-1", "total": 42},
+                "afterResultPath": {"order": {"id": "o-1", "price": 40, "shipping": 2}, "customer": "c-9", "summary": {"id": "o-1", "total": 42}}
+            },
+            "nextState": "Charge",
+            "status": "SUCCEEDED"
+        })
+    );
+}
+
+#[test]
+fn a_retry_decision_reports_the_retrier_and_the_backoff_aws_would_wait() {
+    let sb = Sandbox::new();
+    let definition = sb.write(
+        "charge.json",
+        r#"{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+            "Arguments":{"FunctionName":"charge","Payload":"{% $states.input %}"},
+            "QueryLanguage":"JSONata",
+            "Retry":[{"ErrorEquals":["Throttled"],"IntervalSeconds":2,"BackoffRate":3,"MaxAttempts":3}],
+            "Catch":[{"ErrorEquals":["States.ALL"],"Next":"Refund"}],
+            "End":true}"#,
+    );
+    let def_arg = format!("file://{}", definition.display());
+    let retry = |count: u64| {
+        sb.run(&[
+            "test-state",
+            "--definition",
+            &def_arg,
+            "--mock",
+            r#"{"errorOutput":{"error":"Throttled","cause":"slow down"}}"#,
+            "--state-configuration",
+            &format!(r#"{{"retrierRetryCount":{count}}}"#),
+            "--inspection-level",
+            "DEBUG",
+        ])
+    };
+    let out = retry(2);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["status"], "RETRIABLE");
+    assert_eq!(
+        v["inspectionData"]["errorDetails"],
+        json!({"retryIndex": 0, "retryBackoffIntervalSeconds": 18})
+    );
+    // Retries spent: the catcher takes the error.
+    let v = retry(3).json();
+    assert_eq!(v["status"], "CAUGHT_ERROR");
+    assert_eq!(v["nextState"], "Refund");
+    assert_eq!(
+        v["inspectionData"]["errorDetails"],
+        json!({"retryIndex": 0, "catchIndex": 0})
+    );
+    assert_eq!(
+        parsed(v)["output"],
+        json!({"Error": "Throttled", "Cause": "slow down"})
+    );
+}
+
+#[test]
+fn a_map_with_a_tolerated_failure_count_fails_only_past_it() {
+    let sb = Sandbox::new();
+    let definition = r#"{"Type":"Map","ItemsPath":"$.items","ToleratedFailureCount":1,
+        "ItemProcessor":{"StartAt":"Ship","States":{"Ship":{"Type":"Pass","End":true}}},
+        "Catch":[{"ErrorEquals":["States.ExceedToleratedFailureThreshold"],"Next":"Alert"}],
+        "End":true}"#;
+    let run = |failures: u64| {
+        sb.run(&[
+            "test-state",
+            "--definition",
+            definition,
+            "--input",
+            r#"{"items":[1,2,3]}"#,
+            "--mock",
+            r#"{"result":"[\"a\",\"b\",\"c\"]"}"#,
+            "--state-configuration",
+            &format!(r#"{{"mapIterationFailureCount":{failures}}}"#),
+            "--inspection-level",
+            "DEBUG",
+        ])
+        .json()
+    };
+    let v = run(1);
+    assert_eq!(v["status"], "SUCCEEDED");
+    assert_eq!(v["inspectionData"]["toleratedFailureCount"], 1);
+    assert_eq!(v["inspectionData"]["afterItemsPath"], "[1,2,3]");
+    let v = run(2);
+    assert_eq!(v["status"], "CAUGHT_ERROR");
+    assert_eq!(v["error"], "States.ExceedToleratedFailureThreshold");
+    assert_eq!(v["nextState"], "Alert");
+}
+
+#[test]
+fn a_failing_state_exits_0_and_a_rejected_request_prints_awss_error() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Fail","Error":"Boom","Cause":"because"}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({"error": "Boom", "cause": "because", "status": "FAILED"})
+    );
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#,
+        "--state-name",
+        "B",
+    ]);
+    out.assert_error(
+        254,
+        "An error occurred (ValidationException) when calling the TestState operation: State not found in definition",
+    );
+    assert!(out.stdout.is_empty());
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Pass","End":true}"#,
+        "--mock",
+        r#"{"result":"{}"}"#,
+    ]);
+    out.assert_error(
+        254,
+        "(ValidationException) when calling the TestState operation: State type 'Pass' is not supported when a mock is specified",
+    );
+    // A mocked result is checked against the integration's API (STRICT by default).
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage","Parameters":{"QueueUrl":"q","MessageBody":"m"},"End":true}"#,
+        "--mock",
+        r#"{"result":"{\"MessageId\":7}"}"#,
+    ]);
+    out.assert_error(
+        254,
+        "Mock result schema validation error: Field 'MessageId' must be a string",
+    );
+}
+
+#[test]
+fn every_json_option_reads_file_urls_and_a_task_runs_its_bound_command() {
+    let sb = Sandbox::new();
+    let machine = sb.write(
+        "machine.json",
+        r#"{"StartAt":"Price","States":{"Price":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","ResultSelector":{"price.$":"$.price","who.$":"$$.Execution.Name"},"End":true}}}"#,
+    );
+    let input = sb.write("input.json", r#"{"sku":"x"}"#);
+    let context = sb.write("context.json", r#"{"Execution":{"Name":"e-1"}}"#);
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &format!("file://{}", machine.display()),
+        "--state-name",
+        "Price",
+        "--input",
+        &format!("file://{}", input.display()),
+        "--context",
+        &format!("file://{}", context.display()),
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--task",
+        r#"sh -c 'echo "{\"price\": 9}"'"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        parsed(out.json()),
+        json!({"output": {"price": 9, "who": "e-1"}, "status": "SUCCEEDED"})
+    );
+}
+
+#[test]
+fn a_test_spec_case_can_test_one_state() {
+    let sb = Sandbox::new();
+    sb.write(
+        "orders.asl.json",
+        r#"{"StartAt":"Charge","States":{
+            "Charge":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+              "Parameters":{"FunctionName":"charge","Payload.$":"$"},
+              "ResultSelector":{"receipt.$":"$.Payload.id"},"ResultPath":"$.charge","Next":"Ship"},
+            "Ship":{"Type":"Succeed"}}}"#,
+    );
+    let spec = sb.write(
+        "orders.sfntest.json",
+        r#"{"definition":"orders.asl.json","cases":[
+            {"name":"the receipt is picked out","state":"Charge","input":{"id":1},
+             "mock":{"result":{"Payload":{"id":"r-1"},"StatusCode":200}},
+             "expect":{"status":"SUCCEEDED","output":{"id":1,"charge":{"receipt":"r-1"}},
+                       "nextState":"Ship","inspectionData":{"afterResultSelector":{"receipt":"r-1"}}}},
+            {"name":"a wrong expectation fails","state":"Charge","input":{"id":1},
+             "mock":{"result":{"Payload":{"id":"r-2"}}},
+             "expect":{"outputContains":{"charge":{"receipt":"r-1"}}}}]}"#,
+    );
+    let out = sb.run(&["test", spec.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("1 passed, 1 failed"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("a wrong expectation fails: output differs"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(r#"$.charge.receipt: expected "r-1", got "r-2""#),
+        "{}",
+        out.stdout
+    );
+}
