@@ -5,6 +5,12 @@ use crate::clock::iso8601;
 use crate::store::{EventRecord, ExecutionRecord};
 use serde_json::{json, Map, Value};
 
+/// TestState's request and response shapes (the engine's TestState owns them; both faces use
+/// them from here).
+pub use crate::engine::test_state::{
+    InspectionData, InspectionErrorDetails, TestStateError, TestStateRequest, TestStateResponse,
+};
+
 /// DescribeExecution's response for a stored execution.
 pub fn describe_execution(e: &ExecutionRecord) -> Value {
     let mut m = Map::new();

@@ -254,3 +254,43 @@ fn a_test_spec_case_can_test_one_state() {
         out.stdout
     );
 }
+
+#[test]
+fn a_maps_item_selector_and_jsonata_variables_are_inspected() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Map","ItemsPath":"$.items","ItemSelector":{"n.$":"$$.Map.Item.Value","i.$":"$$.Map.Item.Index","tag.$":"$.tag"},
+            "ItemProcessor":{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}"#,
+        "--input",
+        r#"{"items":[5,6],"tag":"t"}"#,
+        "--mock",
+        r#"{"result":"[1,2]"}"#,
+        "--inspection-level",
+        "TRACE",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = parsed(out.json());
+    assert_eq!(
+        v["inspectionData"]["afterItemSelector"],
+        json!([{"n": 5, "i": 0, "tag": "t"}, {"n": 6, "i": 1, "tag": "t"}])
+    );
+    assert_eq!(v["output"], json!([1, 2]));
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Pass","QueryLanguage":"JSONata","Output":"{% $states.input.a + $bonus %}","Assign":{"seen":true},"Next":"N"}"#,
+        "--input",
+        r#"{"a":1}"#,
+        "--variables",
+        r#"{"bonus":41}"#,
+        "--inspection-level",
+        "TRACE",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        parsed(out.json()),
+        json!({"output": 42, "inspectionData": {"input": {"a": 1}, "variables": {"bonus": 41}}, "nextState": "N", "status": "SUCCEEDED"})
+    );
+}

@@ -1027,19 +1027,45 @@ impl TestRun<'_> {
             Ok(v) => v,
             Err(f) => return unhandled(f, input),
         };
-        let reader_data = self.config.map_item_reader_data.as_deref();
-        if !jsonata {
+        // What a distributed Map's ItemReader read is given (`mapItemReaderData`, as found in
+        // its source: JSON items are shown, other formats are not parsed); the items path does
+        // not apply to it.
+        let reader_items = match (&m.item_reader, &self.config.map_item_reader_data) {
+            (Some(_), Some(text)) => serde_json::from_str::<Value>(text).ok(),
+            _ => None,
+        };
+        let mut items = reader_items.clone();
+        if jsonata {
+            if let (Some(t), None) = (&m.items, &reader_items) {
+                let data = StatesData::input(&input);
+                match engine.with_jsonata(
+                    cx,
+                    data,
+                    |_| {},
+                    |scope| t.evaluate_as("Items", scope, "array"),
+                ) {
+                    Ok(v) => items = Some(v),
+                    Err(e) => {
+                        return unhandled(
+                            engine.evaluation_failed(cx, Some(&e.location), &e.message),
+                            input,
+                        )
+                    }
+                }
+            }
+        } else {
             self.data.after_input_path = text(&effective);
-            if m.item_reader.is_none() || reader_data.is_none() {
-                let items = match &m.items_path {
+            if reader_items.is_none() {
+                let selected = match &m.items_path {
                     None => effective.clone(),
                     Some(p) => match engine.required_path(cx, p, &effective) {
                         Ok(v) => v,
                         Err(f) => return unhandled(f, input),
                     },
                 };
-                if !items.is_array() {
+                if !selected.is_array() {
                     let path = m.items_path.as_ref().map_or("$", |p| p.text());
+                    // AWS names a context path (`$$.x`) as `$.x` here.
                     let shown = path
                         .strip_prefix('$')
                         .filter(|p| p.starts_with('$'))
@@ -1054,21 +1080,19 @@ impl TestRun<'_> {
                         input,
                     );
                 }
-                self.data.after_items_path = text(&items);
+                self.data.after_items_path = text(&selected);
+                items = Some(selected);
             }
-        } else if let Some(t) = &m.items {
-            let data = StatesData::input(&input);
-            if let Err(e) = engine.with_jsonata(
-                cx,
-                data,
-                |_| {},
-                |scope| t.evaluate_as("Items", scope, "array"),
-            ) {
-                return unhandled(
-                    engine.evaluation_failed(cx, Some(&e.location), &e.message),
-                    input,
-                );
+        }
+        if let (Some(_), Some(Value::Array(items))) = (&m.item_selector, &items) {
+            let mut selected = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                match engine.item_input(cx, m, index, item.clone(), &effective) {
+                    Ok(v) => selected.push(v),
+                    Err(f) => return unhandled(f, input),
+                }
             }
+            self.data.after_item_selector = text(&Value::Array(selected));
         }
         let max_concurrency = match engine.resolve_count(
             cx,

@@ -490,7 +490,7 @@ impl Engine {
     }
 
     /// An item's input: ItemSelector (or legacy Parameters) with `$$.Map.Item`, or the item.
-    fn item_input(
+    pub(crate) fn item_input(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
