@@ -294,3 +294,23 @@ fn a_maps_item_selector_and_jsonata_variables_are_inspected() {
         json!({"output": 42, "inspectionData": {"input": {"a": 1}, "variables": {"bonus": 41}}, "nextState": "N", "status": "SUCCEEDED"})
     );
 }
+
+#[test]
+fn a_bound_command_is_bounded_by_the_states_timeout() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","TimeoutSeconds":1,
+            "Catch":[{"ErrorEquals":["States.Timeout"],"Next":"Late"}],"End":true}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--task",
+        "sleep 30",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["status"], "CAUGHT_ERROR", "{v}");
+    assert_eq!(v["error"], "States.Timeout");
+    assert_eq!(v["nextState"], "Late");
+}

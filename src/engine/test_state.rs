@@ -12,7 +12,7 @@
 
 use crate::asl::error::StatesError;
 use crate::asl::model::*;
-use crate::clock::{iso8601, Clock};
+use crate::clock::{iso8601, Clock, Millis};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Failed, StateCx, StatesData};
 use crate::engine::history::{History, MemorySink};
@@ -24,6 +24,7 @@ use serde_json::{json, Map as JsonMap, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub mod validation;
 
@@ -914,6 +915,17 @@ impl TestRun<'_> {
             Some(Mocked::Result(r)) => Ok(r),
             Some(Mocked::Error(e)) => Err(e),
             None => {
+                // A local command is bounded by the state's TimeoutSeconds, as in `run`.
+                let timeout = match engine.task_clocks(cx, t, &effective) {
+                    Ok((timeout, _)) => timeout,
+                    Err(failed) => {
+                        return Outcome::Error {
+                            failed,
+                            input,
+                            handled: false,
+                        }
+                    }
+                };
                 let request = TaskRequest {
                     state_name: cx.state.name.clone(),
                     resource: t.resource.clone(),
@@ -921,7 +933,18 @@ impl TestRun<'_> {
                     execution_arn: engine.info.execution_arn.clone(),
                     retry_count: cx.retry_count.unwrap_or(0),
                 };
-                engine.tasks.run(request).await
+                let run = engine.tasks.run(request);
+                match timeout {
+                    Some(secs) => {
+                        let deadline = engine.clock.now()
+                            + engine.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
+                        tokio::select! {
+                            r = run => r,
+                            _ = engine.clock.sleep_until(deadline) => Err(StatesError::timeout()),
+                        }
+                    }
+                    None => run.await,
+                }
             }
         };
         match result {
@@ -1241,5 +1264,76 @@ impl TestRun<'_> {
             Transition::Next(id) => Some(self.scope.state(id).name.clone()),
             Transition::End => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::tasks::LocalTasks;
+
+    fn call(request: TestStateRequest) -> Result<TestStateResponse, TestStateError> {
+        test_state_blocking(
+            &request,
+            Rc::new(LocalTasks::default()),
+            Arc::new(ManualClock::new(0)),
+        )
+    }
+
+    fn request(definition: &str, input: &str) -> TestStateRequest {
+        TestStateRequest {
+            definition: definition.into(),
+            input: Some(input.into()),
+            inspection_level: Some(InspectionLevel::Debug),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_wait_does_not_wait_and_a_choice_names_its_next_state() {
+        let r = call(request(
+            r#"{"Type":"Wait","Seconds":99999,"InputPath":"$.a","Next":"After"}"#,
+            r#"{"a":{"b":1}}"#,
+        ))
+        .unwrap();
+        assert_eq!(r.status, TestStatus::Succeeded);
+        assert_eq!(r.output.as_deref(), Some(r#"{"b":1}"#));
+        assert_eq!(r.next_state.as_deref(), Some("After"));
+        let r = call(request(
+            r#"{"Type":"Choice","Choices":[{"Variable":"$.n","NumericGreaterThan":1,"Next":"Big"}],"Default":"Small"}"#,
+            r#"{"n":0}"#,
+        ))
+        .unwrap();
+        assert_eq!(r.next_state.as_deref(), Some("Small"));
+    }
+
+    #[test]
+    fn a_runtime_error_of_the_data_flow_is_neither_retried_nor_caught() {
+        let mut req = request(
+            r#"{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","InputPath":"$.missing",
+                "Retry":[{"ErrorEquals":["States.ALL"]}],"Catch":[{"ErrorEquals":["States.ALL"],"Next":"C"}],"End":true}"#,
+            "{}",
+        );
+        req.mock = Some(MockInput {
+            result: Some("{}".into()),
+            field_validation_mode: Some(FieldValidationMode::None),
+            ..Default::default()
+        });
+        let r = call(req).unwrap();
+        assert_eq!(r.status, TestStatus::Failed);
+        assert_eq!(r.error.as_deref(), Some("States.Runtime"));
+        assert!(r.inspection_data.unwrap().error_details.is_none());
+    }
+
+    #[test]
+    fn bad_requests_get_awss_codes() {
+        let e = call(request("not json", "{}")).unwrap_err();
+        assert_eq!(e.code, "InvalidDefinition");
+        let e = call(request(r#"{"Type":"Pass","End":true}"#, "nope")).unwrap_err();
+        assert_eq!(e.code, "InvalidExecutionInput");
+        let mut req = request(r#"{"Type":"Pass","End":true}"#, "{}");
+        req.variables = Some("[1]".into());
+        assert_eq!(call(req).unwrap_err().code, "ValidationException");
     }
 }
