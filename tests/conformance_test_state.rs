@@ -284,3 +284,64 @@ fn test_state_cases_through_the_library_match_aws() {
 fn test_state_cases_through_the_binary_match_aws() {
     check("binary", binary_answer);
 }
+
+/// No request makes TestState panic: every case, with each field of its request and of its
+/// state's definition swapped for other JSON values, goes through the library (a cheap,
+/// deterministic stand-in for a fuzzer).
+#[test]
+fn mutated_test_state_requests_never_panic() {
+    let Some(cases) = common::conformance_cases() else {
+        return;
+    };
+    let replacements = [
+        json!(null),
+        json!(-1),
+        json!(1e300),
+        json!("$.nope"),
+        json!("{% $undefined() %}"),
+        json!([]),
+        json!({}),
+        json!(true),
+    ];
+    let mut calls = 0;
+    for entry in std::fs::read_dir(cases.join("test_state")).expect("the test_state cases") {
+        let path = entry.expect("an entry").path();
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("a case")).expect("JSON");
+        let mut variants = Vec::new();
+        for key in [
+            "input",
+            "context",
+            "variables",
+            "mock",
+            "stateConfiguration",
+        ] {
+            for r in &replacements {
+                let mut c = case.clone();
+                c["request"][key] = r.clone();
+                variants.push(c);
+            }
+        }
+        let state_keys: Vec<String> = case["request"]["definition"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        for key in state_keys {
+            for r in &replacements {
+                let mut c = case.clone();
+                c["request"]["definition"][&key] = r.clone();
+                variants.push(c);
+            }
+        }
+        for v in variants {
+            calls += 1;
+            let result = std::panic::catch_unwind(|| library_answer(&v));
+            assert!(
+                result.is_ok(),
+                "panicked on {}",
+                serde_json::to_string(&v["request"]).unwrap_or_default()
+            );
+        }
+    }
+    eprintln!("{calls} mutated TestState requests, no panic");
+}
