@@ -291,7 +291,7 @@ fn a_maps_item_selector_and_jsonata_variables_are_inspected() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         parsed(out.json()),
-        json!({"output": 42, "inspectionData": {"input": {"a": 1}, "variables": {"bonus": 41}}, "nextState": "N", "status": "SUCCEEDED"})
+        json!({"output": 42, "inspectionData": {"input": {"a": 1}, "variables": {"bonus": 41, "seen": true}}, "nextState": "N", "status": "SUCCEEDED"})
     );
 }
 

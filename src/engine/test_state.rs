@@ -363,13 +363,25 @@ pub async fn test_state(
     let outcome = run.state(input).await;
     let mut response = run.respond(outcome)?;
     if level == InspectionLevel::Trace {
-        let given = request
+        // The variables after the state: those given, with what the state assigned.
+        let mut vars = match request
             .variables
             .as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
-        if let (Some(data), Some(vars)) = (response.inspection_data.as_mut(), given) {
-            data.variables = text(&vars);
+            .map(serde_json::from_str::<Value>)
+        {
+            Some(Ok(Value::Object(given))) => given,
+            _ => JsonMap::new(),
+        };
+        if matches!(
+            response.status,
+            TestStatus::Succeeded | TestStatus::CaughtError
+        ) {
+            if let Some(assigned) = assigned.borrow().as_ref() {
+                vars.extend(assigned.clone());
+            }
+        }
+        if let (Some(data), false) = (response.inspection_data.as_mut(), vars.is_empty()) {
+            data.variables = text(&Value::Object(vars));
         }
     }
     Ok(response)
