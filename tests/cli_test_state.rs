@@ -314,3 +314,26 @@ fn a_bound_command_is_bounded_by_the_states_timeout() {
     assert_eq!(v["error"], "States.Timeout");
     assert_eq!(v["nextState"], "Late");
 }
+
+#[test]
+fn a_distributed_maps_batches_are_inspected() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        r#"{"Type":"Map","ItemBatcher":{"MaxItemsPerBatch":2,"BatchInput":{"run":"r1"}},
+            "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+              "StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},"End":true}"#,
+        "--input",
+        "[1,2,3]",
+        "--mock",
+        r#"{"result":"[{},{}]"}"#,
+        "--inspection-level",
+        "DEBUG",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        parsed(out.json())["inspectionData"]["afterItemBatcher"],
+        json!([{"BatchInput": {"run": "r1"}, "Items": [1, 2]}, {"BatchInput": {"run": "r1"}, "Items": [3]}])
+    );
+}

@@ -199,6 +199,8 @@ pub struct InspectionData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_item_selector: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_item_batcher: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerated_failure_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerated_failure_percentage: Option<f64>,
@@ -1119,15 +1121,27 @@ impl TestRun<'_> {
                 items = Some(selected);
             }
         }
-        if let (Some(_), Some(Value::Array(items))) = (&m.item_selector, &items) {
-            let mut selected = Vec::with_capacity(items.len());
-            for (index, item) in items.iter().enumerate() {
+        if let (Some(_), Some(Value::Array(raw))) = (&m.item_selector, &items) {
+            let mut selected = Vec::with_capacity(raw.len());
+            for (index, item) in raw.iter().enumerate() {
                 match engine.item_input(cx, m, index, item.clone(), &effective) {
                     Ok(v) => selected.push(v),
                     Err(f) => return unhandled(f, input),
                 }
             }
-            self.data.after_item_selector = text(&Value::Array(selected));
+            self.data.after_item_selector = text(&Value::Array(selected.clone()));
+            items = Some(Value::Array(selected));
+        }
+        // Then the batches, as `run` makes them from the selected items.
+        if let (Some(_), Some(Value::Array(items))) = (&m.item_batcher, &items) {
+            match engine.batcher(cx, m, &effective) {
+                Ok(Some(batcher)) => {
+                    self.data.after_item_batcher =
+                        text(&Value::Array(batcher.batch(items.clone())));
+                }
+                Ok(None) => {}
+                Err(f) => return unhandled(f, input),
+            }
         }
         let max_concurrency = match engine.resolve_count(
             cx,
