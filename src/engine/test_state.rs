@@ -389,7 +389,9 @@ pub async fn test_state(
     Ok(response)
 }
 
-/// Runs [`test_state`] on a current-thread runtime of its own (for the command line).
+/// Runs [`test_state`] on a current-thread runtime of its own (for the command line). From
+/// inside a runtime (an HTTP handler), call it through `tokio::task::spawn_blocking`: the
+/// engine's futures are not `Send`.
 pub fn test_state_blocking(
     request: &TestStateRequest,
     tasks: Rc<dyn TaskRunner>,
