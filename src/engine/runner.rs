@@ -400,6 +400,18 @@ pub fn resume_executions(
         .collect())
 }
 
+/// The history cap an execution was run with (AWS's 25,000 unless `run` was told otherwise).
+pub(crate) fn history_cap(store: &Store, execution_arn: &str) -> i64 {
+    store
+        .run_config(execution_arn)
+        .ok()
+        .flatten()
+        .and_then(|text| serde_json::from_str::<RunConfig>(&text).ok())
+        .map_or(crate::engine::history::MAX_HISTORY_EVENTS, |c| {
+            c.max_history_events
+        })
+}
+
 fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
@@ -442,6 +454,10 @@ fn prepare_resume(
         &record.name,
         record.role_arn.as_deref(),
         record.start_date_ms,
+    )
+    .redriven(
+        u32::try_from(record.redrive_count).unwrap_or(u32::MAX),
+        record.redrive_date_ms,
     );
     let events = store.history(&arn, false)?;
     let next_id = events.last().map_or(1, |e| e.id + 1);
