@@ -69,3 +69,32 @@ fn api_gateway_headers_that_are_not_lists_of_strings_fail_before_the_call() {
         "nothing was scheduled"
     );
 }
+
+#[test]
+fn a_distributed_map_reads_pipe_delimited_csv_and_previews_flattened_results() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("s3/in")).expect("bucket");
+    sb.write("s3/in/rows.csv", "name|tags\nann|\"a|b\"\nbob|c\n");
+    let machine = json!({"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "End": true,
+        "ItemReader": {"Resource": "arn:aws:states:::s3:getObject",
+            "ReaderConfig": {"InputType": "CSV", "CSVHeaderLocation": "FIRST_ROW",
+                             "CSVDelimiter": "PIPE"},
+            "Parameters": {"Bucket": "in", "Key": "rows.csv"}},
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Split", "States": {"Split": {"Type": "Pass",
+                "Parameters": {"pair.$": "States.Array($.name, $.tags)"},
+                "OutputPath": "$.pair", "End": true}}},
+        "ResultWriter": {"WriterConfig": {"Transformation": "FLATTEN", "OutputType": "JSON"}}}}});
+    let f = sb.write("m.asl.json", &machine.to_string());
+    let s3 = sb.path("s3");
+    let out = sb.run(&[
+        "run",
+        f.to_str().expect("path"),
+        "--s3-dir",
+        s3.to_str().expect("path"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!(["ann", "a|b", "bob", "c"]));
+}
