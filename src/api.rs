@@ -51,7 +51,8 @@ fn redrive_status(e: &ExecutionRecord) -> Result<(), crate::store::NotRedrivable
         e.last_event_id,
         e.stop_date_ms,
         crate::clock::system_now(),
-        crate::engine::history::MAX_HISTORY_EVENTS,
+        e.history_cap
+            .unwrap_or(crate::engine::history::MAX_HISTORY_EVENTS),
     )
 }
 

@@ -358,3 +358,77 @@ fn a_redrive_killed_half_way_is_finished_by_resume() {
     );
     assert_eq!(c.describe("killed")["redriveCount"], json!(1));
 }
+
+#[test]
+fn a_timed_out_execution_is_redriven_and_its_timeout_counts_from_the_redrive() {
+    let c = Case::new();
+    let machine = json!({"TimeoutSeconds": 2, "StartAt": "Prepare", "States": {
+        "Prepare": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "Next": "Slow"},
+        "Slow": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}});
+    // Slow sleeps past the execution's timeout the first time only.
+    let slow = c.sb.write(
+        "slow.sh",
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\necho x >> {dir}/Slow.calls\nif [ -e {dir}/slow ]; then sleep 4; fi\necho '\"done\"'\n",
+            dir = c.sb.dir.path().display()
+        ),
+    );
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&slow)
+        .status();
+    c.sb.write("slow", "");
+    let tasks = [
+        c.binding("Prepare", "0"),
+        format!("Slow={}", slow.display()),
+    ];
+    let first = c.run(&machine, "late", "{}", &tasks);
+    assert_eq!(first.code, 3, "TIMED_OUT: {}", first.stderr);
+    assert_eq!(c.describe("late")["redriveStatus"], json!("REDRIVABLE"));
+    std::fs::remove_file(c.sb.path("slow")).expect("fix");
+    // The first start is more than TimeoutSeconds ago: counted from the start, the redrive
+    // would time out at once.
+    std::thread::sleep(Duration::from_millis(500));
+    let out = c.redrive("late");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!("done"));
+    assert_eq!(c.calls("Prepare").len(), 1);
+    assert_eq!(c.calls("Slow").len(), 2);
+    let history = c.history_types("late");
+    let redriven = history
+        .iter()
+        .position(|t| t == "ExecutionRedriven")
+        .expect("redriven");
+    assert_eq!(history[redriven - 1], "ExecutionTimedOut");
+}
+
+#[test]
+fn an_execution_that_reached_its_history_cap_is_not_redrivable() {
+    let c = Case::new();
+    let machine = json!({"StartAt": "Loop", "States": {
+        "Loop": {"Type": "Pass", "Next": "Again"},
+        "Again": {"Type": "Choice", "Default": "Loop",
+            "Choices": [{"Variable": "$.stop", "IsPresent": true, "Next": "Done"}]},
+        "Done": {"Type": "Succeed"}}});
+    let def = c.sb.write("m.asl.json", &machine.to_string());
+    let out = c.sb.run(&[
+        "run",
+        def.to_str().expect("path"),
+        "--name",
+        "capped",
+        "--max-history-events",
+        "20",
+    ]);
+    out.assert_error(1, "maximum number of history events");
+    let described = c.describe("capped");
+    assert_eq!(described["redriveStatus"], json!("NOT_REDRIVABLE"));
+    assert_eq!(
+        described["redriveStatusReason"],
+        json!("Execution history event limit exceeded.")
+    );
+    c.redrive("capped").assert_error(
+        2,
+        "ExecutionNotRedrivable: Execution history event limit exceeded.",
+    );
+    assert_eq!(c.sb.history("capped").len(), 20, "nothing written");
+}

@@ -62,7 +62,9 @@ pub fn start_redrive(
         Ok(None) => return Err(RedriveError::DoesNotExist(execution.to_owned())),
         Err(e) => return Err(RedriveError::Store(e)),
     };
-    let cap = crate::engine::runner::history_cap(store, &record.execution_arn);
+    let cap = record
+        .history_cap
+        .unwrap_or(crate::engine::history::MAX_HISTORY_EVENTS);
     match store.redrive_execution(&record.execution_arn, client_token, system_now(), cap) {
         Ok(Ok(redriven)) => {
             let response = serde_json::json!({ "redriveDate": iso8601(redriven.redrive_date_ms) });

@@ -400,18 +400,6 @@ pub fn resume_executions(
         .collect())
 }
 
-/// The history cap an execution was run with (AWS's 25,000 unless `run` was told otherwise).
-pub(crate) fn history_cap(store: &Store, execution_arn: &str) -> i64 {
-    store
-        .run_config(execution_arn)
-        .ok()
-        .flatten()
-        .and_then(|text| serde_json::from_str::<RunConfig>(&text).ok())
-        .map_or(crate::engine::history::MAX_HISTORY_EVENTS, |c| {
-            c.max_history_events
-        })
-}
-
 fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,

@@ -57,7 +57,8 @@ pub fn redrivable(
         S::Succeeded => return Err(NotRedrivable::Succeeded),
         S::Failed | S::TimedOut | S::Aborted => {}
     }
-    if last_event_id >= max_events - 1 {
+    // A cap of 0 is no cap (`run --max-history-events 0`).
+    if max_events > 0 && last_event_id >= max_events - 1 {
         return Err(NotRedrivable::HistoryLimit);
     }
     if stop_date_ms.is_some_and(|stop| now > stop + REDRIVABLE_PERIOD_MS) {
