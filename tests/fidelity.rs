@@ -98,3 +98,23 @@ fn a_distributed_map_reads_pipe_delimited_csv_and_previews_flattened_results() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!(["ann", "a|b", "bob", "c"]));
 }
+
+#[test]
+fn a_definition_nested_too_deeply_is_too_deeply_nested() {
+    let sb = Sandbox::new();
+    // Parallel states inside Parallel states, 40 deep: 160 levels of objects and arrays.
+    let mut machine = json!({"StartAt": "X", "States": {"X": {"Type": "Pass", "End": true}}});
+    for i in 0..40 {
+        let name = format!("P{i}");
+        machine = json!({"StartAt": name, "States": {name: {
+            "Type": "Parallel", "Branches": [machine], "End": true}}});
+    }
+    let f = sb.write("deep.asl.json", &machine.to_string());
+    let out = sb.run(&["validate", "--format", "json", f.to_str().expect("path")]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["diagnostics"][0]["code"], "TOO_DEEPLY_NESTED", "{v}");
+    let run = sb.run(&["run", f.to_str().expect("path")]);
+    assert_eq!(run.code, 2, "refused before running: {}", run.stderr);
+    assert!(run.stderr.contains("TOO_DEEPLY_NESTED"), "{}", run.stderr);
+}
