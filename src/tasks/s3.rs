@@ -85,14 +85,13 @@ impl LocalS3 {
     }
 
     /// The body of `s3://bucket/key`.
+    /// A missing bucket or key fails with S3's own message, as AWS reports it.
     pub fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
         let file = self.file(bucket, key)?;
-        std::fs::read(&file).map_err(|e| {
-            format!(
-                "The specified key does not exist: s3://{bucket}/{key} (local file {}: {e})",
-                file.display()
-            )
-        })
+        if !self.root.join(bucket).is_dir() {
+            return Err(s3_not_found("The specified bucket does not exist"));
+        }
+        std::fs::read(&file).map_err(|_| s3_not_found("The specified key does not exist."))
     }
 
     /// Writes `body` to `s3://bucket/key`, creating the folders.
@@ -111,10 +110,7 @@ impl LocalS3 {
         let dir = self.file(bucket, "x")?;
         let dir = dir.parent().unwrap_or(&self.root).to_path_buf();
         if !dir.is_dir() {
-            return Err(format!(
-                "The specified bucket does not exist: {bucket} (no folder {})",
-                dir.display()
-            ));
+            return Err(s3_not_found("The specified bucket does not exist"));
         }
         let mut found = Vec::new();
         walk(&dir, "", &mut found)?;
@@ -142,6 +138,17 @@ impl LocalS3 {
         }
         Ok(items)
     }
+}
+
+/// S3's 404 as AWS's SDK words it in a cause: `MESSAGE (Service: S3, Status Code: 404, Request
+/// ID: …, Extended Request ID: …)`, with ids made up here as S3 makes up its own.
+fn s3_not_found(message: &str) -> String {
+    let request_id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+    let extended = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "{message} (Service: S3, Status Code: 404, Request ID: {}, Extended Request ID: {extended})",
+        &request_id[..16]
+    )
 }
 
 /// S3's ETag of a single-part object: the quoted MD5 of its body.
@@ -730,6 +737,26 @@ mod tests {
             serde_json::from_slice(&s3.get_object("out", "jobs/r1/SUCCEEDED_0.json").unwrap())
                 .unwrap();
         assert_eq!(results[0]["Output"], json!("\"Hello\""));
+    }
+
+    #[test]
+    fn a_missing_bucket_or_key_fails_in_s3s_words() {
+        let dir = s3_with(&[("b", "k.json", "[]")]);
+        let e = read_items(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+        let cause = e.cause.unwrap_or_default();
+        assert!(
+            cause.starts_with(
+                "The specified key does not exist. (Service: S3, Status Code: 404, Request ID: "
+            ),
+            "{cause}"
+        );
+        assert!(cause.contains(", Extended Request ID: ") && cause.ends_with(')'));
+        let e = read_items(Some(dir.path()), &get("nob", "k.json", "JSON", None)).unwrap_err();
+        assert!(e
+            .cause
+            .unwrap_or_default()
+            .starts_with("The specified bucket does not exist (Service: S3, Status Code: 404"));
     }
 
     #[test]
