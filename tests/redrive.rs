@@ -432,3 +432,63 @@ fn an_execution_that_reached_its_history_cap_is_not_redrivable() {
     );
     assert_eq!(c.sb.history("capped").len(), 20, "nothing written");
 }
+
+impl Case {
+    /// The open task tokens, waiting until there is one (or 10 s pass).
+    fn open_token(&self) -> Option<String> {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self.sb.run(&["list-tasks", "--format", "json"]);
+            let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+            let token = v["tasks"][0]["taskToken"].as_str().map(str::to_owned);
+            if token.is_some() || Instant::now() > until {
+                return token;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn an_aborted_callback_is_redriven_with_a_new_token_and_a_client_token_redrives_once() {
+    let c = Case::new();
+    let machine = json!({"StartAt": "Ask", "States": {"Ask": {"Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {"QueueUrl": "q", "MessageBody": {"token.$": "$$.Task.Token"}},
+        "End": true}}});
+    let def = c.sb.write("m.asl.json", &machine.to_string());
+    let running =
+        c.sb.spawn(&["run", def.to_str().expect("path"), "--name", "ask"]);
+    let first = c.open_token().expect("first token");
+    c.sb.run(&["stop-execution", "--execution-arn", "ask"]);
+    let stopped = Output::of(running);
+    assert_eq!(stopped.code, 4, "ABORTED: {}", stopped.stderr);
+
+    let redrive = c.sb.spawn(&[
+        "redrive-execution",
+        "--execution-arn",
+        "ask",
+        "--client-token",
+        "once",
+    ]);
+    let second = c.open_token().expect("a new token");
+    assert_ne!(first, second, "the aborted attempt's token stays closed");
+    let late = c.sb.send_success(&first, "\"late\"");
+    late.assert_error(12, "TaskTimedOut");
+    assert_eq!(c.sb.send_success(&second, "\"answer\"").code, 0);
+    let out = Output::of(redrive);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!("answer"));
+
+    // The same client token again is the same request: nothing is redriven.
+    let again = c.sb.run(&[
+        "redrive-execution",
+        "--execution-arn",
+        "ask",
+        "--client-token",
+        "once",
+    ]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stderr.contains("already"), "{}", again.stderr);
+    assert_eq!(c.describe("ask")["redriveCount"], json!(1));
+}
