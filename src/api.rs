@@ -34,8 +34,32 @@ pub fn describe_execution(e: &ExecutionRecord) -> Value {
     if let Some(cause) = &e.cause {
         m.insert("cause".into(), cause.clone().into());
     }
-    m.insert("redriveCount".into(), 0.into());
+    m.insert("redriveCount".into(), e.redrive_count.into());
+    if let Some(date) = e.redrive_date_ms {
+        m.insert("redriveDate".into(), iso8601(date).into());
+    }
+    match redrive_status(e) {
+        Ok(()) => {
+            m.insert("redriveStatus".into(), "REDRIVABLE".into());
+        }
+        Err(why) => {
+            m.insert("redriveStatus".into(), "NOT_REDRIVABLE".into());
+            m.insert("redriveStatusReason".into(), why.to_string().into());
+        }
+    }
     Value::Object(m)
+}
+
+/// Whether RedriveExecution would take the execution now (`redriveStatus`).
+fn redrive_status(e: &ExecutionRecord) -> Result<(), crate::store::NotRedrivable> {
+    crate::store::redrivable(
+        e.status,
+        e.last_event_id,
+        e.stop_date_ms,
+        crate::clock::system_now(),
+        e.history_cap
+            .unwrap_or(crate::engine::history::MAX_HISTORY_EVENTS),
+    )
 }
 
 /// One history event as GetExecutionHistory prints it.
@@ -70,6 +94,10 @@ pub fn list_executions(executions: &[ExecutionRecord]) -> Value {
             m.insert("startDate".into(), iso8601(e.start_date_ms).into());
             if let Some(stop) = e.stop_date_ms {
                 m.insert("stopDate".into(), iso8601(stop).into());
+            }
+            m.insert("redriveCount".into(), e.redrive_count.into());
+            if let Some(date) = e.redrive_date_ms {
+                m.insert("redriveDate".into(), iso8601(date).into());
             }
             if let Some(owner) = &e.owner {
                 m.insert("owner".into(), owner.clone().into());

@@ -752,7 +752,7 @@ impl Parser<'_> {
     fn task(&mut self, f: &mut Fields<'_>, ql: QueryLanguage, names: &ScopeNames) -> Task {
         let resource_at = f.at.key("Resource");
         let resource = match f.take("Resource") {
-            Some(Value::String(s)) => match Resource::parse(s) {
+            Some(Value::String(s)) => match Resource::parse_task(s) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     self.diags.schema(&resource_at, e.to_string());

@@ -42,7 +42,14 @@ pub enum SyntaxErrorKind {
         /// just past the offending token.
         aws_location: String,
     },
+    /// Objects and arrays nested deeper than the parser goes ([`MAX_NESTING`]). AWS:
+    /// `TOO_DEEPLY_NESTED`.
+    TooDeeplyNested,
 }
+
+/// How deep objects and arrays may nest in a definition (serde_json's recursion limit, which
+/// keeps every later recursive walk of the definition within the stack).
+pub const MAX_NESTING: usize = 128;
 
 /// Why a definition's text cannot be used as a definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +120,15 @@ pub fn parse_json(text: &str) -> Result<Value, SyntaxError> {
             // The scanner accepts what serde_json refuses only in corners (nesting deeper than
             // serde_json's 128 levels, numbers beyond f64, lone surrogate escapes): report
             // serde_json's own words at its position.
+            Ok(_) if serde_error.to_string().starts_with("recursion limit exceeded") => {
+                SyntaxError {
+                    kind: SyntaxErrorKind::TooDeeplyNested,
+                    message: format!(
+                        "the definition nests objects and arrays more than {MAX_NESTING} levels deep"
+                    ),
+                    ..serde_syntax_error(text, body_start, &serde_error)
+                }
+            }
             Ok(_) => serde_syntax_error(text, body_start, &serde_error),
         }),
     }
@@ -129,6 +145,18 @@ pub fn syntax_diagnostic(_text: &str, error: &SyntaxError) -> Diagnostic {
             code: Code::SchemaValidationFailed,
             message: NOT_AN_OBJECT_MESSAGE.to_owned(),
             location: Location::None,
+            related: Vec::new(),
+        },
+        SyntaxErrorKind::TooDeeplyNested => Diagnostic {
+            severity: Severity::Error,
+            code: Code::TooDeeplyNested,
+            message: format!(
+                "The definition is too deeply nested: objects and arrays nest more than {MAX_NESTING} levels deep"
+            ),
+            location: Location::Text {
+                line: error.line,
+                column: error.column,
+            },
             related: Vec::new(),
         },
         SyntaxErrorKind::InvalidJson { aws_message, .. } => Diagnostic {
@@ -1857,9 +1885,9 @@ mod tests {
     fn deep_nesting_does_not_overflow() {
         let deep = format!("{{\"a\": {}{}}}", "[".repeat(200_000), "]".repeat(200_000));
         let error = syntax(&deep); // serde_json's recursion limit
-        assert!(matches!(error.kind, SyntaxErrorKind::InvalidJson { .. }));
+        assert!(matches!(error.kind, SyntaxErrorKind::TooDeeplyNested));
         assert!(
-            error.message.contains("recursion limit"),
+            error.message.contains("more than 128 levels deep"),
             "{}",
             error.message
         );

@@ -33,6 +33,7 @@ macro_rules! err {
 
 pub mod db;
 pub mod executions;
+pub mod redrive;
 pub mod report;
 pub mod resume;
 pub mod run;
@@ -62,6 +63,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Continue RUNNING executions whose runner is gone (killed, crashed, Ctrl-C).
     Resume(resume::ResumeArgs),
+    /// Continue a FAILED, TIMED_OUT or ABORTED execution from what did not succeed (AWS's RedriveExecution).
+    RedriveExecution(redrive::RedriveArgs),
     /// Print an execution as AWS's DescribeExecution does.
     DescribeExecution(executions::DescribeArgs),
     /// Print an execution's history as AWS's GetExecutionHistory does.
@@ -93,6 +96,7 @@ impl Command {
             Command::Validate(args) => validate::run(args),
             Command::Run(args) => run::run(args),
             Command::Resume(args) => resume::run(args),
+            Command::RedriveExecution(args) => redrive::run(args),
             Command::DescribeExecution(args) => executions::describe(args),
             Command::GetExecutionHistory(args) => executions::history(args),
             Command::ListExecutions(args) => executions::list(args),

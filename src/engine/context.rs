@@ -22,6 +22,11 @@ pub struct ExecutionInfo {
     pub account: String,
     /// When it started.
     pub start_time: Millis,
+    /// How many times it was redriven (`$$.Execution.RedriveCount`).
+    pub redrive_count: u32,
+    /// When it was last redriven (`$$.Execution.RedriveTime`); its `TimeoutSeconds` counts
+    /// from here.
+    pub redrive_time: Option<Millis>,
 }
 
 /// The ARN-building defaults, as AWS's would look.
@@ -50,20 +55,29 @@ impl ExecutionInfo {
             region: region.to_owned(),
             account: account.to_owned(),
             start_time,
+            redrive_count: 0,
+            redrive_time: None,
         }
+    }
+
+    /// The same execution, redriven `count` times, last at `time`.
+    pub fn redriven(mut self, count: u32, time: Option<Millis>) -> Self {
+        self.redrive_count = count;
+        self.redrive_time = time;
+        self
     }
 
     /// The context object at the start of a state: Execution, StateMachine and State, in AWS's
     /// key order. Task and Map fields are added by the states that have them.
     pub fn context(&self, input: &Value, state_name: &str, entered: Millis) -> Value {
-        json!({
+        let mut context = json!({
             "Execution": {
                 "Id": self.execution_arn,
                 "Input": input,
                 "StartTime": iso8601(self.start_time),
                 "Name": self.name,
                 "RoleArn": self.role_arn,
-                "RedriveCount": 0
+                "RedriveCount": self.redrive_count
             },
             "StateMachine": {
                 "Id": self.state_machine_arn,
@@ -73,7 +87,11 @@ impl ExecutionInfo {
                 "Name": state_name,
                 "EnteredTime": iso8601(entered)
             }
-        })
+        });
+        if let Some(time) = self.redrive_time {
+            context["Execution"]["RedriveTime"] = iso8601(time).into();
+        }
+        context
     }
 }
 

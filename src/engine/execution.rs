@@ -368,8 +368,10 @@ impl Engine {
             );
         }
         let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());
+        // A redriven execution's TimeoutSeconds counts from its redrive.
         let deadline = self.machine.timeout_seconds.map(|t| {
-            self.info.start_time + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis
+            self.info.redrive_time.unwrap_or(self.info.start_time)
+                + self.clock.scale(Duration::from_secs(t)).as_millis() as Millis
         });
         let timer = async {
             match deadline {

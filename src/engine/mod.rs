@@ -7,6 +7,7 @@ pub mod context;
 pub mod execution;
 pub mod history;
 pub mod map_journal;
+pub mod redrive;
 mod replay;
 pub mod retry;
 pub mod runner;

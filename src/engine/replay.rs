@@ -18,6 +18,15 @@
 //! - waits and deadlines count from the recorded timestamps, so a resumed Wait ends when it would
 //!   have ended (or at once); task tokens are found again by the key of their `TaskScheduled`
 //!   event, so answers given while no runner was alive are honoured.
+//!
+//! A redrive continues a closed history the same way. At each `ExecutionRedriven` the recorded
+//! events are cut back, lane by lane, to the last state that ended well (its `*StateExited`, or
+//! a Map iteration's `MapIterationSucceeded`): what came after it in that lane (the failed
+//! state, the Map or Parallel that failed around it) runs again, writing new events after
+//! `ExecutionRedriven` under the same keys, while the states and iterations that succeeded are
+//! skipped as on resume. A failed Map or Parallel is entered again and opens its branches and
+//! iterations under the same lane names, so only those that did not succeed run again. The
+//! events cut away stay *superseded*: a distributed Map finds its earlier Map run there.
 
 use crate::clock::Millis;
 use crate::engine::history::{EventId, EventType};
@@ -108,14 +117,33 @@ pub(crate) struct RecordedState {
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
     by_key: HashMap<String, Recorded>,
+    /// Events a redrive cut away, by key, oldest first.
+    superseded: HashMap<String, Vec<Recorded>>,
     claimed: RefCell<usize>,
+}
+
+/// Whether an event ends something well: a lane cut back by a redrive keeps everything up to
+/// its last such event.
+fn settles(event_type: &str) -> bool {
+    event_type.ends_with("StateExited") || event_type == EventType::MapIterationSucceeded.as_str()
+}
+
+/// `r:6/3:2` → (`r:6/3`, 2).
+fn split_key(key: &str) -> Option<(&str, u64)> {
+    let (lane, seq) = key.rsplit_once(':')?;
+    Some((lane, seq.parse().ok()?))
 }
 
 impl Replay {
     /// Indexes the stored events (those without a key — ExecutionStarted — are skipped).
     pub(crate) fn new(events: Vec<EventRecord>) -> Replay {
         let mut by_key = HashMap::with_capacity(events.len());
+        let mut superseded = HashMap::new();
         for e in events {
+            if e.event_type == EventType::ExecutionRedriven.as_str() {
+                cut_back(&mut by_key, &mut superseded);
+                continue;
+            }
             if let Some(key) = e.replay_key {
                 let details = e
                     .details
@@ -134,8 +162,14 @@ impl Replay {
         }
         Replay {
             by_key,
+            superseded,
             claimed: RefCell::new(0),
         }
+    }
+
+    /// The events a redrive cut away at `key`, oldest first.
+    pub(crate) fn superseded(&self, key: &str) -> &[Recorded] {
+        self.superseded.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// The recorded event with this key, if any.
@@ -209,6 +243,33 @@ impl Replay {
     }
 }
 
+/// Cuts every lane back to its last event that [`settles`]; what is cut goes to `superseded`.
+fn cut_back(
+    by_key: &mut HashMap<String, Recorded>,
+    superseded: &mut HashMap<String, Vec<Recorded>>,
+) {
+    let mut settled: HashMap<String, u64> = HashMap::new();
+    for (key, r) in by_key.iter() {
+        if let Some((lane, seq)) = split_key(key).filter(|_| settles(&r.event_type)) {
+            let last = settled.entry(lane.to_owned()).or_insert(seq);
+            *last = (*last).max(seq);
+        }
+    }
+    let cut: Vec<String> = by_key
+        .keys()
+        .filter(|key| match split_key(key) {
+            Some((lane, seq)) => settled.get(lane).is_none_or(|last| seq > *last),
+            None => false,
+        })
+        .cloned()
+        .collect();
+    for key in cut {
+        if let Some(r) = by_key.remove(&key) {
+            superseded.entry(key).or_default().push(r);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +282,42 @@ mod tests {
             event_type: t.into(),
             details: Some(details.into()),
             replay_key: Some(key.into()),
+        }
+    }
+
+    #[test]
+    fn a_redrive_keeps_what_succeeded_and_runs_the_rest_again() {
+        let redriven = EventRecord {
+            id: 12,
+            previous_event_id: 11,
+            timestamp_ms: 120,
+            event_type: "ExecutionRedriven".into(),
+            details: None,
+            replay_key: None,
+        };
+        let replay = Replay::new(vec![
+            rec(2, "r:0", "PassStateEntered", r#"{"name":"A"}"#),
+            rec(3, "r:1", "PassStateExited", r#"{"name":"A"}"#),
+            rec(4, "r:2", "MapStateEntered", r#"{"name":"M"}"#),
+            rec(5, "r:3", "MapStateStarted", "{}"),
+            // Iteration 0 succeeded, iteration 1 failed after its first state.
+            rec(6, "r:3/0:0", "MapIterationStarted", "{}"),
+            rec(7, "r:3/0:1", "PassStateEntered", r#"{"name":"I"}"#),
+            rec(8, "r:3/0:2", "PassStateExited", r#"{"name":"I"}"#),
+            rec(9, "r:3/0:3", "MapIterationSucceeded", "{}"),
+            rec(10, "r:3/1:0", "MapIterationStarted", "{}"),
+            rec(11, "r:3/1:1", "FailStateEntered", r#"{"name":"F"}"#),
+            rec(12, "r:3/1:2", "MapIterationFailed", "{}"),
+            rec(13, "r:4", "MapStateFailed", "{}"),
+            redriven,
+        ]);
+        assert!(replay.get("r:1").is_some());
+        for cut in ["r:2", "r:3", "r:4", "r:3/1:0", "r:3/1:1", "r:3/1:2"] {
+            assert!(replay.get(cut).is_none(), "{cut} runs again");
+            assert_eq!(replay.superseded(cut).len(), 1);
+        }
+        for kept in ["r:3/0:0", "r:3/0:3"] {
+            assert!(replay.get(kept).is_some(), "{kept} is kept");
         }
     }
 

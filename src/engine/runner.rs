@@ -442,6 +442,10 @@ fn prepare_resume(
         &record.name,
         record.role_arn.as_deref(),
         record.start_date_ms,
+    )
+    .redriven(
+        u32::try_from(record.redrive_count).unwrap_or(u32::MAX),
+        record.redrive_date_ms,
     );
     let events = store.history(&arn, false)?;
     let next_id = events.last().map_or(1, |e| e.id + 1);

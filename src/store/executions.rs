@@ -190,11 +190,18 @@ pub struct ExecutionRecord {
     pub owner: Option<String>,
     /// When the lease lapses, ms since the Unix epoch.
     pub lease_expires_at_ms: Option<i64>,
+    /// How many times the execution was redriven.
+    pub redrive_count: i64,
+    /// When it was last redriven, ms since the Unix epoch.
+    pub redrive_date_ms: Option<i64>,
+    /// The history cap it runs with, when its run configuration says (`maxHistoryEvents`).
+    pub history_cap: Option<i64>,
 }
 
 const RECORD_COLUMNS: &str = "id, execution_arn, name, state_machine_arn, state_machine_name, \
      definition, status, input, output, error, cause, start_date, stop_date, role_arn, timeout_at, \
-     position, last_event_id, owner, lease_expires_at";
+     position, last_event_id, owner, lease_expires_at, redrive_count, redrive_date, \
+     json_extract(run_config, '$.maxHistoryEvents')";
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<ExecutionRecord> {
     let status: String = row.get(6)?;
@@ -221,6 +228,9 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<ExecutionRecord> {
         last_event_id: row.get(16)?,
         owner: row.get(17)?,
         lease_expires_at_ms: row.get(18)?,
+        redrive_count: row.get(19)?,
+        redrive_date_ms: row.get(20)?,
+        history_cap: row.get::<_, Option<i64>>(21).ok().flatten(),
     })
 }
 

@@ -57,6 +57,7 @@ mod leases;
 mod lock;
 mod map_runs;
 mod migrations;
+mod redrive;
 mod tokens;
 mod writer;
 
@@ -71,6 +72,7 @@ pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
+pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
@@ -544,6 +546,29 @@ impl Store {
         self.write_now("abort execution", |tx| {
             tokens::abort_unattended(tx, execution_arn, details, error, cause, now)
         })
+    }
+
+    /// `redrive-execution`: if AWS's conditions allow it (see [`redrivable`]), appends
+    /// `ExecutionRedriven` and puts the execution (by ARN or name) back to RUNNING with no
+    /// runner, in one transaction. A `client_token` equal to the last redrive's returns that
+    /// redrive again without writing. `max_events` is the execution's history cap.
+    pub fn redrive_execution(
+        &self,
+        arn_or_name: &str,
+        client_token: Option<&str>,
+        now: i64,
+        max_events: i64,
+    ) -> Result<std::result::Result<Redriven, NotRedrivable>> {
+        let Some(record) = self.execution(arn_or_name)? else {
+            return Err(StoreError::ExecutionNotFound {
+                execution: arn_or_name.to_owned(),
+            });
+        };
+        let arn = record.execution_arn;
+        self.write_now("redrive execution", |tx| {
+            redrive::redrive(tx, &arn, client_token, now, max_events)
+        })?
+        .ok_or(StoreError::ExecutionNotFound { execution: arn })
     }
 
     /// Runs `f` in a short IMMEDIATE transaction on the side connection and commits.

@@ -340,7 +340,7 @@ pub(crate) fn get_by_key(
 ) -> rusqlite::Result<Option<TokenRecord>> {
     conn.prepare_cached(&format!(
         "SELECT {TOKEN_COLUMNS} FROM task_tokens t JOIN executions e ON e.id = t.execution_id \
-         WHERE e.execution_arn = ?1 AND t.replay_key = ?2"
+         WHERE e.execution_arn = ?1 AND t.replay_key = ?2 ORDER BY t.rowid DESC LIMIT 1"
     ))?
     .query_row([execution_arn, replay_key], record_from_row)
     .optional()

@@ -21,8 +21,10 @@ pub struct ReaderRequest {
     pub resource: String,
     /// The evaluated `Parameters`/`Arguments` (`Bucket`, `Key`, `Prefix`).
     pub arguments: Value,
-    /// `ReaderConfig.InputType`: `JSON`, `JSONL`, `CSV` (`MANIFEST` is not supported).
+    /// `ReaderConfig.InputType`: `JSON`, `JSONL`, `CSV` or `MANIFEST` (an S3 inventory).
     pub input_type: Option<String>,
+    /// `ReaderConfig.CSVDelimiter`: `COMMA` (default), `PIPE`, `SEMICOLON`, `SPACE` or `TAB`.
+    pub csv_delimiter: Option<String>,
     /// `ReaderConfig.CSVHeaderLocation`: `FIRST_ROW` (default) or `GIVEN`.
     pub csv_header_location: Option<String>,
     /// `ReaderConfig.CSVHeaders` (with `GIVEN`).
@@ -83,14 +85,13 @@ impl LocalS3 {
     }
 
     /// The body of `s3://bucket/key`.
+    /// A missing bucket or key fails with S3's own message, as AWS reports it.
     pub fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
         let file = self.file(bucket, key)?;
-        std::fs::read(&file).map_err(|e| {
-            format!(
-                "The specified key does not exist: s3://{bucket}/{key} (local file {}: {e})",
-                file.display()
-            )
-        })
+        if !self.root.join(bucket).is_dir() {
+            return Err(s3_not_found("The specified bucket does not exist"));
+        }
+        std::fs::read(&file).map_err(|_| s3_not_found("The specified key does not exist."))
     }
 
     /// Writes `body` to `s3://bucket/key`, creating the folders.
@@ -109,10 +110,7 @@ impl LocalS3 {
         let dir = self.file(bucket, "x")?;
         let dir = dir.parent().unwrap_or(&self.root).to_path_buf();
         if !dir.is_dir() {
-            return Err(format!(
-                "The specified bucket does not exist: {bucket} (no folder {})",
-                dir.display()
-            ));
+            return Err(s3_not_found("The specified bucket does not exist"));
         }
         let mut found = Vec::new();
         walk(&dir, "", &mut found)?;
@@ -140,6 +138,17 @@ impl LocalS3 {
         }
         Ok(items)
     }
+}
+
+/// S3's 404 as AWS's SDK words it in a cause: `MESSAGE (Service: S3, Status Code: 404, Request
+/// ID: …, Extended Request ID: …)`, with ids made up here as S3 makes up its own.
+fn s3_not_found(message: &str) -> String {
+    let request_id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+    let extended = uuid::Uuid::new_v4().simple().to_string();
+    format!(
+        "{message} (Service: S3, Status Code: 404, Request ID: {}, Extended Request ID: {extended})",
+        &request_id[..16]
+    )
 }
 
 /// S3's ETag of a single-part object: the quoted MD5 of its body.
@@ -208,11 +217,13 @@ pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Val
                         Some("GIVEN") => Some(request.csv_headers.clone().unwrap_or_default()),
                         _ => None,
                     };
-                    parse_csv(&text, given)?
+                    let delimiter = csv_delimiter(request.csv_delimiter.as_deref())?;
+                    parse_csv_with(&text, given, delimiter)?
                 }
+                "MANIFEST" => read_inventory(&s3, &text)?,
                 other => {
                     return Err(reader_failed(format!(
-                        "ReaderConfig InputType {other} is not supported by the local S3 (JSON, JSONL and CSV are)"
+                        "ReaderConfig InputType {other} is not supported by the local S3 (JSON, JSONL, CSV and MANIFEST are)"
                     )))
                 }
             }
@@ -251,10 +262,84 @@ fn parse_jsonl(text: &str) -> Result<Vec<Value>, StatesError> {
         .collect()
 }
 
+/// `ReaderConfig.CSVDelimiter` as the character it names (AWS: `COMMA`, `PIPE`, `SEMICOLON`,
+/// `SPACE`, `TAB`; `COMMA` when absent).
+fn csv_delimiter(name: Option<&str>) -> Result<char, StatesError> {
+    match name {
+        None | Some("COMMA") => Ok(','),
+        Some("PIPE") => Ok('|'),
+        Some("SEMICOLON") => Ok(';'),
+        Some("SPACE") => Ok(' '),
+        Some("TAB") => Ok('\t'),
+        Some(other) => Err(reader_failed(format!(
+            "ReaderConfig CSVDelimiter {other} is not one of COMMA, PIPE, SEMICOLON, SPACE, TAB"
+        ))),
+    }
+}
+
+/// The items of an S3 inventory (`InputType: MANIFEST`): `manifest` is the inventory's
+/// `manifest.json`; each of its `files` (CSV, gzip-compressed when the key ends `.gz`, in the
+/// manifest's `destinationBucket`) holds one row per object, whose columns `fileSchema` names.
+/// Each row is an item, an object of strings keyed by those names, as AWS reads it.
+fn read_inventory(s3: &LocalS3, manifest: &str) -> Result<Vec<Value>, StatesError> {
+    let manifest: Value = serde_json::from_str(manifest)
+        .map_err(|e| reader_failed(format!("The manifest is not valid JSON: {e}")))?;
+    let field = |name: &str| {
+        manifest.get(name).ok_or_else(|| {
+            reader_failed(format!("The S3 inventory manifest has no '{name}' field"))
+        })
+    };
+    let format = field("fileFormat")?.as_str().unwrap_or_default();
+    if !format.eq_ignore_ascii_case("CSV") {
+        return Err(reader_failed(format!(
+            "S3 inventory file format {format} is not supported: only CSV is"
+        )));
+    }
+    let schema: Vec<String> = field("fileSchema")?
+        .as_str()
+        .unwrap_or_default()
+        .split(',')
+        .map(|c| c.trim().to_owned())
+        .collect();
+    let destination = field("destinationBucket")?.as_str().unwrap_or_default();
+    // `arn:aws:s3:::bucket`, or a bare bucket name.
+    let bucket = destination.rsplit(':').next().unwrap_or(destination);
+    let files = field("files")?.as_array().cloned().unwrap_or_default();
+    let mut items = Vec::new();
+    for file in files {
+        let key = file
+            .get("key")
+            .and_then(Value::as_str)
+            .ok_or_else(|| reader_failed("An S3 inventory manifest file entry has no 'key'"))?;
+        let body = s3.get_object(bucket, key).map_err(reader_failed)?;
+        let text = if key.ends_with(".gz") {
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&body[..]), &mut out)
+                .map_err(|e| {
+                    reader_failed(format!("The inventory file {key} is not gzip CSV: {e}"))
+                })?;
+            out
+        } else {
+            String::from_utf8_lossy(&body).into_owned()
+        };
+        items.extend(parse_csv_with(&text, Some(schema.clone()), ',')?);
+    }
+    Ok(items)
+}
+
 /// CSV rows as objects keyed by the header, every value a string: missing fields are `""`,
 /// fields past the header are dropped. `given` headers, else the first row.
 pub fn parse_csv(text: &str, given: Option<Vec<String>>) -> Result<Vec<Value>, StatesError> {
-    let mut rows = csv_rows(text).into_iter();
+    parse_csv_with(text, given, ',')
+}
+
+/// [`parse_csv`] with fields separated by `delimiter`.
+pub fn parse_csv_with(
+    text: &str,
+    given: Option<Vec<String>>,
+    delimiter: char,
+) -> Result<Vec<Value>, StatesError> {
+    let mut rows = csv_rows(text, delimiter).into_iter();
     let headers = match given {
         Some(h) => h,
         None => rows.next().unwrap_or_default(),
@@ -277,7 +362,7 @@ pub fn parse_csv(text: &str, given: Option<Vec<String>>) -> Result<Vec<Value>, S
 
 /// Splits CSV text into rows of fields (RFC 4180: `"` quotes, `""` escapes, `\n` or `\r\n`).
 /// A trailing line break does not start a row.
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
+fn csv_rows(text: &str, delimiter: char) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut row: Vec<String> = Vec::new();
     let mut field = String::new();
@@ -303,7 +388,7 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
                 quoted = true;
                 row_started = true;
             }
-            ',' => {
+            c if c == delimiter => {
                 row.push(std::mem::take(&mut field));
                 row_started = true;
             }
@@ -326,11 +411,43 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
     rows
 }
 
-/// What a ResultWriter asks for: its evaluated `Parameters`/`Arguments` (`Bucket`, `Prefix`).
-#[derive(Debug, Clone)]
+/// What a ResultWriter asks for: its evaluated `Parameters`/`Arguments` (`Bucket`, `Prefix`)
+/// and its `WriterConfig`.
+#[derive(Debug, Clone, Default)]
 pub struct WriterRequest {
     /// The evaluated `Parameters`/`Arguments`.
     pub arguments: Value,
+    /// `Resource` (`arn:aws:states:::s3:putObject`); `None` with only a `WriterConfig`, which
+    /// previews the formatted results as the state's result and writes nothing.
+    pub resource: Option<String>,
+    /// `WriterConfig.Transformation`: `NONE` (the default), `COMPACT` or `FLATTEN`.
+    pub transformation: Option<String>,
+    /// `WriterConfig.OutputType`: `JSON` (the default) or `JSONL`.
+    pub output_type: Option<String>,
+}
+
+/// One child's entry in the results, as `WriterConfig.Transformation` shapes it: `NONE` keeps
+/// the execution's metadata (`entry`), `COMPACT` only its output, `FLATTEN` its output with an
+/// array's elements spliced in. A failed child keeps its metadata whatever the transformation
+/// (AWS: "equivalent to NONE").
+fn transformed(
+    transformation: &str,
+    child: &ChildResult,
+    entry: Value,
+    out: &mut Vec<Value>,
+) -> Result<(), StatesError> {
+    match (transformation, &child.result) {
+        ("NONE", _) | (_, Err(_)) => out.push(entry),
+        ("COMPACT", Ok(output)) => out.push(output.clone()),
+        ("FLATTEN", Ok(Value::Array(items))) => out.extend(items.iter().cloned()),
+        ("FLATTEN", Ok(output)) => out.push(output.clone()),
+        (other, _) => {
+            return Err(writer_failed(format!(
+                "WriterConfig Transformation {other} is not one of NONE, COMPACT, FLATTEN"
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// One child execution of a Map run, for the result files.
@@ -350,6 +467,41 @@ pub struct ChildResult {
     pub stop: i64,
 }
 
+/// A child execution as the result files list it (`Transformation: NONE`).
+fn entry_of(c: &ChildResult, state_machine_arn: &str) -> Value {
+    let date = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            .unwrap_or_default()
+    };
+    let mut entry = json!({
+        "ExecutionArn": c.execution_arn,
+        "Input": c.input.to_string(),
+        "InputDetails": {"Included": true},
+        "Name": c.name,
+        "RedriveCount": 0,
+        "RedriveStatus": "NOT_REDRIVABLE",
+        "StartDate": date(c.start),
+        "StateMachineArn": state_machine_arn,
+        "StopDate": date(c.stop),
+    });
+    if let Value::Object(e) = &mut entry {
+        match &c.result {
+            Ok(output) => {
+                e.insert("Output".into(), Value::String(output.to_string()));
+                e.insert("OutputDetails".into(), json!({"Included": true}));
+                e.insert("Status".into(), json!("SUCCEEDED"));
+            }
+            Err(error) => {
+                e.insert("Error".into(), json!(error.error));
+                e.insert("Cause".into(), json!(error.cause));
+                e.insert("Status".into(), json!("FAILED"));
+            }
+        }
+    }
+    entry
+}
+
 /// Writes a Map run's result files (`Prefix/<run id>/manifest.json`, `SUCCEEDED_0.json`,
 /// `FAILED_0.json`) and returns the Map state's result: `MapRunArn` and `ResultWriterDetails`.
 pub fn write_results(
@@ -360,61 +512,64 @@ pub fn write_results(
     state_machine_arn: &str,
     children: &[ChildResult],
 ) -> Result<Value, StatesError> {
-    let s3 = LocalS3::configured(dir, names::RESULT_WRITER_FAILED)?;
+    let transformation = request.transformation.as_deref().unwrap_or("NONE");
+    let jsonl = match request.output_type.as_deref() {
+        None | Some("JSON") => false,
+        Some("JSONL") => true,
+        Some(other) => {
+            return Err(writer_failed(format!(
+                "WriterConfig OutputType {other} is not one of JSON, JSONL"
+            )))
+        }
+    };
     let args = &request.arguments;
+    if request.resource.is_none() {
+        // WriterConfig alone: the formatted results are the state's result; nothing is written.
+        let mut preview = Vec::new();
+        for c in children {
+            transformed(
+                transformation,
+                c,
+                entry_of(c, state_machine_arn),
+                &mut preview,
+            )?;
+        }
+        return Ok(Value::Array(preview));
+    }
     let bucket = args.get("Bucket").and_then(Value::as_str).ok_or_else(|| {
         writer_failed(format!(
             "The ResultWriter's Parameters/Arguments need a string field 'Bucket', got {args}"
         ))
     })?;
     let prefix = args.get("Prefix").and_then(Value::as_str).unwrap_or("");
+    let s3 = LocalS3::configured(dir, names::RESULT_WRITER_FAILED)?;
     let base = if prefix.is_empty() {
         run_id.to_owned()
     } else {
         format!("{}/{run_id}", prefix.trim_end_matches('/'))
     };
-    let date = |ms: i64| {
-        chrono::DateTime::from_timestamp_millis(ms)
-            .map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-            .unwrap_or_default()
-    };
     let mut succeeded = Vec::new();
     let mut failed = Vec::new();
     for c in children {
-        let mut entry = json!({
-            "ExecutionArn": c.execution_arn,
-            "Input": c.input.to_string(),
-            "InputDetails": {"Included": true},
-            "Name": c.name,
-            "RedriveCount": 0,
-            "RedriveStatus": "NOT_REDRIVABLE",
-            "StartDate": date(c.start),
-            "StateMachineArn": state_machine_arn,
-            "StopDate": date(c.stop),
-        });
-        if let Value::Object(e) = &mut entry {
-            match &c.result {
-                Ok(output) => {
-                    e.insert("Output".into(), Value::String(output.to_string()));
-                    e.insert("OutputDetails".into(), json!({"Included": true}));
-                    e.insert("Status".into(), json!("SUCCEEDED"));
-                    succeeded.push(entry);
-                }
-                Err(error) => {
-                    e.insert("Error".into(), json!(error.error));
-                    e.insert("Cause".into(), json!(error.cause));
-                    e.insert("Status".into(), json!("FAILED"));
-                    failed.push(entry);
-                }
-            }
+        let entry = entry_of(c, state_machine_arn);
+        match &c.result {
+            Ok(_) => transformed(transformation, c, entry, &mut succeeded)?,
+            Err(_) => failed.push(entry),
         }
     }
     let mut files = Map::new();
     for (status, entries) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
         let mut listed = Vec::new();
         if !entries.is_empty() {
-            let key = format!("{base}/{status}_0.json");
-            let body = Value::Array(entries).to_string();
+            let (key, body) = if jsonl {
+                let lines: Vec<String> = entries.iter().map(|e| format!("{e}\n")).collect();
+                (format!("{base}/{status}_0.jsonl"), lines.concat())
+            } else {
+                (
+                    format!("{base}/{status}_0.json"),
+                    Value::Array(entries).to_string(),
+                )
+            };
             s3.put_object(bucket, &key, body.as_bytes())
                 .map_err(writer_failed)?;
             listed.push(json!({"Key": key, "Size": body.len()}));
@@ -554,6 +709,8 @@ mod tests {
         }];
         let request = WriterRequest {
             arguments: json!({"Bucket": "out", "Prefix": "jobs"}),
+            resource: Some("arn:aws:states:::s3:putObject".into()),
+            ..Default::default()
         };
         let out = write_results(
             Some(dir.path()),
@@ -580,5 +737,140 @@ mod tests {
             serde_json::from_slice(&s3.get_object("out", "jobs/r1/SUCCEEDED_0.json").unwrap())
                 .unwrap();
         assert_eq!(results[0]["Output"], json!("\"Hello\""));
+    }
+
+    #[test]
+    fn a_missing_bucket_or_key_fails_in_s3s_words() {
+        let dir = s3_with(&[("b", "k.json", "[]")]);
+        let e = read_items(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+        let cause = e.cause.unwrap_or_default();
+        assert!(
+            cause.starts_with(
+                "The specified key does not exist. (Service: S3, Status Code: 404, Request ID: "
+            ),
+            "{cause}"
+        );
+        assert!(cause.contains(", Extended Request ID: ") && cause.ends_with(')'));
+        let e = read_items(Some(dir.path()), &get("nob", "k.json", "JSON", None)).unwrap_err();
+        assert!(e
+            .cause
+            .unwrap_or_default()
+            .starts_with("The specified bucket does not exist (Service: S3, Status Code: 404"));
+    }
+
+    #[test]
+    fn csv_delimiters_are_awss_five() {
+        let dir = s3_with(&[
+            ("b", "p.csv", "a|b\n1|\"x|y\"\n"),
+            ("b", "t.csv", "a\tb\n1\t2\n"),
+        ]);
+        let mut request = get("b", "p.csv", "CSV", None);
+        request.csv_delimiter = Some("PIPE".into());
+        let items = read_items(Some(dir.path()), &request).unwrap();
+        assert_eq!(strings(&items), r#"[{"a":"1","b":"x|y"}]"#);
+        let mut request = get("b", "t.csv", "CSV", None);
+        request.csv_delimiter = Some("TAB".into());
+        let items = read_items(Some(dir.path()), &request).unwrap();
+        assert_eq!(strings(&items), r#"[{"a":"1","b":"2"}]"#);
+        request.csv_delimiter = Some("COLON".into());
+        let e = read_items(Some(dir.path()), &request).unwrap_err();
+        assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+    }
+
+    #[test]
+    fn an_s3_inventory_manifest_lists_gzip_csv_files_of_objects() {
+        use std::io::Write as _;
+        let dir = s3_with(&[]);
+        let s3 = LocalS3::new(dir.path());
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"\"src\",\"a.csv\",\"10\"\n\"src\",\"b.csv\",\"20\"\n")
+            .unwrap();
+        s3.put_object("inv", "data/one.csv.gz", &gz.finish().unwrap())
+            .unwrap();
+        s3.put_object("inv", "data/two.csv", b"src,c.csv,30\n")
+            .unwrap();
+        let manifest = json!({
+            "sourceBucket": "src",
+            "destinationBucket": "arn:aws:s3:::inv",
+            "fileFormat": "CSV",
+            "fileSchema": "Bucket, Key, Size",
+            "files": [{"key": "data/one.csv.gz"}, {"key": "data/two.csv"}]
+        });
+        s3.put_object("inv", "manifest.json", manifest.to_string().as_bytes())
+            .unwrap();
+        let items = read_items(
+            Some(dir.path()),
+            &get("inv", "manifest.json", "MANIFEST", None),
+        )
+        .unwrap();
+        assert_eq!(
+            strings(&items),
+            r#"[{"Bucket":"src","Key":"a.csv","Size":"10"},{"Bucket":"src","Key":"b.csv","Size":"20"},{"Bucket":"src","Key":"c.csv","Size":"30"}]"#
+        );
+    }
+
+    fn child(name: &str, result: Result<Value, StatesError>) -> ChildResult {
+        ChildResult {
+            execution_arn: format!("arn:e:{name}"),
+            name: name.into(),
+            input: json!({}),
+            result,
+            start: 0,
+            stop: 1,
+        }
+    }
+
+    #[test]
+    fn writer_config_compacts_flattens_and_writes_json_lines() {
+        let children = vec![
+            child("a", Ok(json!([1, 2]))),
+            child("b", Ok(json!({"x": 1}))),
+            child("c", Err(StatesError::new("Boom", "bad"))),
+        ];
+        let preview = |transformation: &str| {
+            let request = WriterRequest {
+                transformation: Some(transformation.into()),
+                ..Default::default()
+            };
+            write_results(None, &request, "arn:run", "r1", "arn:sm", &children).unwrap()
+        };
+        let compact = preview("COMPACT");
+        assert_eq!(compact[0], json!([1, 2]));
+        assert_eq!(compact[1], json!({"x": 1}));
+        assert_eq!(
+            compact[2]["Status"],
+            json!("FAILED"),
+            "failures keep their metadata"
+        );
+        let flat = preview("FLATTEN");
+        assert_eq!(flat.as_array().map(Vec::len), Some(4));
+        assert_eq!(
+            (&flat[0], &flat[1], &flat[2]),
+            (&json!(1), &json!(2), &json!({"x": 1}))
+        );
+        assert_eq!(preview("NONE")[0]["Output"], json!("[1,2]"));
+
+        let dir = s3_with(&[]);
+        let request = WriterRequest {
+            arguments: json!({"Bucket": "out"}),
+            resource: Some("arn:aws:states:::s3:putObject".into()),
+            transformation: Some("COMPACT".into()),
+            output_type: Some("JSONL".into()),
+        };
+        write_results(
+            Some(dir.path()),
+            &request,
+            "arn:run",
+            "r1",
+            "arn:sm",
+            &children,
+        )
+        .unwrap();
+        let s3 = LocalS3::new(dir.path());
+        let body = s3.get_object("out", "r1/SUCCEEDED_0.jsonl").unwrap();
+        assert_eq!(String::from_utf8_lossy(&body), "[1,2]\n{\"x\":1}\n");
+        let failed = s3.get_object("out", "r1/FAILED_0.jsonl").unwrap();
+        assert!(String::from_utf8_lossy(&failed).contains("\"Status\":\"FAILED\""));
     }
 }

@@ -49,6 +49,7 @@ impl Engine {
             }
         };
         let parameters = self.arguments_with(cx, &t.io, effective, set_token)?;
+        self.check_parameters(cx, t, &parameters)?;
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);

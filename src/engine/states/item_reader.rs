@@ -153,6 +153,7 @@ impl Engine {
                 .to_owned(),
             arguments: self.s3_arguments(cx, raw, effective)?,
             input_type: text("InputType"),
+            csv_delimiter: text("CSVDelimiter"),
             csv_header_location: text("CSVHeaderLocation"),
             csv_headers: config.get("CSVHeaders").and_then(Value::as_array).map(|a| {
                 a.iter()
@@ -177,8 +178,16 @@ impl Engine {
         let Some(raw) = &m.result_writer else {
             return Ok(None);
         };
+        let config = raw.get("WriterConfig").cloned().unwrap_or(json!({}));
+        let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
         Ok(Some(WriterRequest {
             arguments: self.s3_arguments(cx, raw, effective)?,
+            resource: raw
+                .get("Resource")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            transformation: text("Transformation"),
+            output_type: text("OutputType"),
         }))
     }
 

@@ -292,11 +292,36 @@ impl Engine {
             .next()
             .unwrap_or_default()
             .to_owned();
-        let run_started = self.push(
-            started,
-            EventType::MapRunStarted,
-            Some(Details::new().str("mapRunArn", &map_run_arn).build()),
-        )?;
+        // A redrive that reaches a Map run the attempt before started redrives that run
+        // (`MapRunRedriven`, same ARN): its children that succeeded are not run again.
+        let earlier_runs: Vec<EventId> = self.replay.as_ref().map_or(Vec::new(), |r| {
+            r.superseded(&self.peek_key())
+                .iter()
+                .filter(|e| {
+                    e.event_type == EventType::MapRunStarted.as_str()
+                        || e.event_type == EventType::MapRunRedriven.as_str()
+                })
+                .map(|e| e.id)
+                .collect()
+        });
+        let run_started = if earlier_runs.is_empty() {
+            self.push(
+                started,
+                EventType::MapRunStarted,
+                Some(Details::new().str("mapRunArn", &map_run_arn).build()),
+            )?
+        } else {
+            self.push(
+                started,
+                EventType::MapRunRedriven,
+                Some(
+                    Details::new()
+                        .str("mapRunArn", &map_run_arn)
+                        .int("redriveCount", earlier_runs.len() as i64)
+                        .build(),
+                ),
+            )?
+        };
         // Children run tasks (effects) and are journaled under this event: it must be stored
         // first, or a resume would open a second run and not find them.
         self.commit_before_effects(cx).await?;
@@ -354,7 +379,16 @@ impl Engine {
         // On resume (or in a child run again after a crash), the children that finished
         // before are not run again.
         let mut finished = match &self.map_runs {
-            Some(journal) if self.replay.is_some() || self.map_child => journal.finished(&run_key),
+            Some(journal) if self.replay.is_some() || self.map_child => {
+                // The children that succeeded in the runs a redrive cut away, then this run's.
+                let mut finished: std::collections::HashMap<usize, ChildResult> = earlier_runs
+                    .iter()
+                    .flat_map(|id| journal.finished(&format!("{}/m{id}", self.lane_key())))
+                    .filter(|(_, child)| child.result.is_ok())
+                    .collect();
+                finished.extend(journal.finished(&run_key));
+                finished
+            }
             _ => Default::default(),
         };
         let mut running = stream::iter(inputs.into_iter().enumerate())
@@ -445,10 +479,17 @@ impl Engine {
     /// The `mapRunArn` of the `MapRunStarted` about to be pushed, when resuming and it is
     /// recorded.
     fn recorded_map_run_arn(&self) -> Option<String> {
-        let recorded = self.recorded(&self.peek_key())?;
-        if recorded.event_type != EventType::MapRunStarted.as_str() {
-            return None;
-        }
+        let key = self.peek_key();
+        let run_event = |e: &&crate::engine::replay::Recorded| {
+            e.event_type == EventType::MapRunStarted.as_str()
+                || e.event_type == EventType::MapRunRedriven.as_str()
+        };
+        // Recorded by this attempt, or by the attempt a redrive cut away.
+        let recorded = self.recorded(&key).filter(run_event).or_else(|| {
+            self.replay
+                .as_ref()
+                .and_then(|r| r.superseded(&key).iter().rev().find(run_event))
+        })?;
         let arn = recorded.details.as_ref()?.get("mapRunArn")?.as_str()?;
         Some(arn.to_owned())
     }

@@ -184,6 +184,26 @@ impl Engine {
         Ok((timeout, heartbeat))
     }
 
+    /// What AWS checks in the Parameters before it calls the service: a failure is
+    /// `States.Runtime` with AWS's "could not be used to start the Task" cause, before any
+    /// scheduling event.
+    pub(crate) fn check_parameters(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        parameters: &Value,
+    ) -> Result<(), Failed> {
+        crate::asl::resource::check_parameters(&t.resource.kind, parameters).map_err(|why| {
+            self.state_error(
+                cx,
+                crate::asl::error::names::RUNTIME,
+                &format!(
+                    "The Parameters '{parameters}' could not be used to start the Task: [{why}]"
+                ),
+            )
+        })
+    }
+
     /// One attempt: Parameters, the scheduling events, the runner under the timeout, the
     /// result's events, then ResultSelector/ResultPath/OutputPath.
     async fn task_attempt(
@@ -211,6 +231,7 @@ impl Engine {
             }
         }
         let parameters = self.arguments(cx, &t.io, effective)?;
+        self.check_parameters(cx, t, &parameters)?;
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
