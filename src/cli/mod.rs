@@ -33,6 +33,7 @@ macro_rules! err {
 
 pub mod db;
 pub mod executions;
+pub mod graph;
 pub mod report;
 pub mod resume;
 pub mod run;
@@ -81,6 +82,8 @@ pub enum Command {
     ListTasks(tasks::ListTasksArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
+    /// Draw a state machine (or an execution's path on it) as SVG, Mermaid or DOT.
+    Graph(graph::GraphArgs),
 }
 
 impl Command {
@@ -100,6 +103,7 @@ impl Command {
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
+            Command::Graph(args) => graph::run(args),
         }
     }
 }
