@@ -254,3 +254,143 @@ fn graph_of_an_unknown_execution_exits_2() {
     let out = sandbox.run(&["graph", "--execution-arn", "nope"]);
     out.assert_error(2, "ExecutionDoesNotExist");
 }
+
+/// The `<g>` tag of the state named `name` in an SVG, and its `<title>`.
+fn state_tag(svg: &str, name: &str) -> (String, String) {
+    let at = svg
+        .find(&format!("data-name=\"{name}\""))
+        .unwrap_or_else(|| panic!("no state {name}"));
+    let start = svg[..at].rfind("<g ").unwrap();
+    let end = svg[start..].find("</g>").unwrap() + start;
+    let g = &svg[start..end];
+    let tag = g[..g.find('>').unwrap()].to_owned();
+    let title = g
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap_or_default()
+        .to_owned();
+    (tag, title)
+}
+
+#[test]
+fn an_execution_colours_its_path() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+        "--name",
+        "order-1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = sandbox.run(&["graph", "--execution-arn", "order-1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let svg = out.stdout;
+    for name in ["Validate", "PriceItems", "Line", "Ship", "Invoice", "Label"] {
+        let (tag, _) = state_tag(&svg, name);
+        assert!(tag.contains(" succeeded\""), "{name}: {tag}");
+    }
+    let (tag, _) = state_tag(&svg, "Rejected");
+    assert!(tag.contains(" not-entered\""), "{tag}");
+    let items = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/order.json"),
+    )
+    .unwrap();
+    let count = serde_json::from_str::<serde_json::Value>(&items).unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    let (_, title) = state_tag(&svg, "PriceItems");
+    assert!(
+        title.contains(&format!(
+            "iterations: {count} started, {count} succeeded, 0 failed"
+        )),
+        "{title}"
+    );
+    assert!(title.contains("time in state"), "{title}");
+    let (_, title) = state_tag(&svg, "Line");
+    assert!(title.contains(&format!("entered ×{count}")), "{title}");
+    // Mermaid and DOT carry the same colours.
+    let mermaid = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "mermaid"]);
+    assert!(mermaid.stdout.contains("class n0 succeeded"), "{}", mermaid.stdout);
+    assert!(mermaid.stdout.contains("not_entered"), "{}", mermaid.stdout);
+    let dot = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "dot"]);
+    assert!(dot.stdout.contains("fillcolor=\"#e6f4ea\""), "{}", dot.stdout);
+}
+
+#[test]
+fn retried_caught_and_failed_states_say_so() {
+    let sandbox = Sandbox::new();
+    let definition = r#"{
+      "StartAt": "Flaky",
+      "States": {
+        "Flaky": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": "Done",
+          "Retry": [{"ErrorEquals": ["States.TaskFailed"], "MaxAttempts": 2, "IntervalSeconds": 1}],
+          "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Recover"}]},
+        "Recover": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true},
+        "Done": {"Type": "Succeed"}
+      }
+    }"#;
+    let file = sandbox.write("flaky.asl.json", definition);
+    let run = sandbox.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--name",
+        "flaky-1",
+        "--time-scale",
+        "0",
+        "--task",
+        "Flaky=false",
+        "--task",
+        "Recover=false",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let svg = sandbox.run(&["graph", "--execution-arn", "flaky-1"]).stdout;
+    let (tag, title) = state_tag(&svg, "Flaky");
+    assert!(tag.contains(" caught\""), "{tag}");
+    assert!(title.contains("retried ×2"), "{title}");
+    assert!(title.contains("caught States.TaskFailed → Recover"), "{title}");
+    let (tag, title) = state_tag(&svg, "Recover");
+    assert!(tag.contains(" failed\""), "{tag}");
+    assert!(title.contains("States.TaskFailed"), "{title}");
+    let (tag, _) = state_tag(&svg, "Done");
+    assert!(tag.contains(" not-entered\""), "{tag}");
+}
+
+#[test]
+fn a_task_waiting_for_its_token_is_waiting_with_its_deadline() {
+    let sandbox = Sandbox::new();
+    let definition = r#"{
+      "StartAt": "Approve",
+      "States": {
+        "Approve": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+          "Parameters": {"token.$": "$$.Task.Token"}, "TimeoutSeconds": 3600, "End": true}
+      }
+    }"#;
+    let file = sandbox.write("approve.asl.json", definition);
+    let mut child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", "approve-1"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let token = loop {
+        let listed = sandbox.run(&["list-tasks", "--execution-arn", "approve-1", "--format", "json"]);
+        if listed.code == 0 {
+            if let Some(t) = listed.json()["tasks"][0]["taskToken"].as_str() {
+                break t.to_owned();
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no task token appeared");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let svg = sandbox.run(&["graph", "--execution-arn", "approve-1"]).stdout;
+    let (tag, title) = state_tag(&svg, "Approve");
+    assert!(tag.contains(" waiting\""), "{tag}");
+    assert!(title.contains("waiting for a token; deadline in"), "{title}");
+    let answer = sandbox.send_success(&token, "{}");
+    assert_eq!(answer.code, 0, "{}", answer.stderr);
+    let out = child.wait().unwrap();
+    assert!(out.success());
+    let svg = sandbox.run(&["graph", "--execution-arn", "approve-1"]).stdout;
+    let (tag, _) = state_tag(&svg, "Approve");
+    assert!(tag.contains(" succeeded\""), "{tag}");
+}

@@ -238,8 +238,7 @@ impl Overlay {
                 .map(|(lane, _)| lane.to_owned())
                 .unwrap_or_else(|| "r".into());
             let ty = event.event_type.as_str();
-            let d = details(event);
-            let body = d.get(event.details_key()).cloned().unwrap_or(Value::Null);
+            let body = details(event);
             if ty.ends_with("StateEntered") {
                 let name = text(&body, "name");
                 if let Some(caught) = pending_catch.remove(&lane) {
