@@ -119,7 +119,10 @@ fn check_structure(definition: &str, svg: &str) {
     let mut names = Vec::new();
     state_names(&value, &mut names);
     let shapes = shapes(svg);
-    let states: Vec<&Shape> = shapes.iter().filter(|s| s.class.starts_with("state")).collect();
+    let states: Vec<&Shape> = shapes
+        .iter()
+        .filter(|s| s.class.starts_with("state"))
+        .collect();
     for name in &names {
         let n = states.iter().filter(|s| &s.name == name).count();
         assert_eq!(n, 1, "state {name} drawn {n} times");
@@ -127,10 +130,8 @@ fn check_structure(definition: &str, svg: &str) {
     assert_eq!(states.len(), names.len());
     for (i, a) in shapes.iter().enumerate() {
         for b in &shapes[i + 1..] {
-            let disjoint = a.x + a.w <= b.x
-                || b.x + b.w <= a.x
-                || a.y + a.h <= b.y
-                || b.y + b.h <= a.y;
+            let disjoint =
+                a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
             if disjoint {
                 continue;
             }
@@ -204,7 +205,10 @@ fn svg_edges_follow_next_choice_default_and_catch() {
     assert!(has("Small", "Done", "edge"));
     assert!(svg.contains("$.n &gt; 10"), "the rule labels its edge");
     assert!(svg.contains("retry States.TaskFailed ×2"));
-    assert!(svg.contains(">States.ALL</text>"), "the Catch edge names its errors");
+    assert!(
+        svg.contains(">States.ALL</text>"),
+        "the Catch edge names its errors"
+    );
 }
 
 #[test]
@@ -212,7 +216,11 @@ fn svg_of_a_sixty_state_machine_keeps_boxes_apart() {
     // A chain of Choice states, each with a side Task and a loop back, Parallels every so often.
     let mut states = serde_json::Map::new();
     for i in 0..20 {
-        let next = if i == 19 { "Done".to_owned() } else { format!("C{}", i + 1) };
+        let next = if i == 19 {
+            "Done".to_owned()
+        } else {
+            format!("C{}", i + 1)
+        };
         states.insert(
             format!("C{i}"),
             serde_json::json!({"Type": "Choice", "Choices": [
@@ -294,10 +302,9 @@ fn an_execution_colours_its_path() {
     }
     let (tag, _) = state_tag(&svg, "Rejected");
     assert!(tag.contains(" not-entered\""), "{tag}");
-    let items = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/order.json"),
-    )
-    .unwrap();
+    let items =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/order.json"))
+            .unwrap();
     let count = serde_json::from_str::<serde_json::Value>(&items).unwrap()["items"]
         .as_array()
         .unwrap()
@@ -314,10 +321,18 @@ fn an_execution_colours_its_path() {
     assert!(title.contains(&format!("entered ×{count}")), "{title}");
     // Mermaid and DOT carry the same colours.
     let mermaid = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "mermaid"]);
-    assert!(mermaid.stdout.contains("class n0 succeeded"), "{}", mermaid.stdout);
+    assert!(
+        mermaid.stdout.contains("class n0 succeeded"),
+        "{}",
+        mermaid.stdout
+    );
     assert!(mermaid.stdout.contains("not_entered"), "{}", mermaid.stdout);
     let dot = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "dot"]);
-    assert!(dot.stdout.contains("fillcolor=\"#e6f4ea\""), "{}", dot.stdout);
+    assert!(
+        dot.stdout.contains("fillcolor=\"#e6f4ea\""),
+        "{}",
+        dot.stdout
+    );
 }
 
 #[test]
@@ -351,7 +366,10 @@ fn retried_caught_and_failed_states_say_so() {
     let (tag, title) = state_tag(&svg, "Flaky");
     assert!(tag.contains(" caught\""), "{tag}");
     assert!(title.contains("retried ×2"), "{title}");
-    assert!(title.contains("caught States.TaskFailed → Recover"), "{title}");
+    assert!(
+        title.contains("caught States.TaskFailed → Recover"),
+        "{title}"
+    );
     let (tag, title) = state_tag(&svg, "Recover");
     assert!(tag.contains(" failed\""), "{tag}");
     assert!(title.contains("States.TaskFailed"), "{title}");
@@ -373,24 +391,40 @@ fn a_task_waiting_for_its_token_is_waiting_with_its_deadline() {
     let mut child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", "approve-1"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let token = loop {
-        let listed = sandbox.run(&["list-tasks", "--execution-arn", "approve-1", "--format", "json"]);
+        let listed = sandbox.run(&[
+            "list-tasks",
+            "--execution-arn",
+            "approve-1",
+            "--format",
+            "json",
+        ]);
         if listed.code == 0 {
             if let Some(t) = listed.json()["tasks"][0]["taskToken"].as_str() {
                 break t.to_owned();
             }
         }
-        assert!(std::time::Instant::now() < deadline, "no task token appeared");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no task token appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let svg = sandbox.run(&["graph", "--execution-arn", "approve-1"]).stdout;
+    let svg = sandbox
+        .run(&["graph", "--execution-arn", "approve-1"])
+        .stdout;
     let (tag, title) = state_tag(&svg, "Approve");
     assert!(tag.contains(" waiting\""), "{tag}");
-    assert!(title.contains("waiting for a token; deadline in"), "{title}");
+    assert!(
+        title.contains("waiting for a token; deadline in"),
+        "{title}"
+    );
     let answer = sandbox.send_success(&token, "{}");
     assert_eq!(answer.code, 0, "{}", answer.stderr);
     let out = child.wait().unwrap();
     assert!(out.success());
-    let svg = sandbox.run(&["graph", "--execution-arn", "approve-1"]).stdout;
+    let svg = sandbox
+        .run(&["graph", "--execution-arn", "approve-1"])
+        .stdout;
     let (tag, _) = state_tag(&svg, "Approve");
     assert!(tag.contains(" succeeded\""), "{tag}");
 }

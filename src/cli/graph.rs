@@ -24,7 +24,10 @@ pub enum GraphFormat {
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// The definition to draw (not needed with --execution-arn).
-    #[arg(required_unless_present = "execution_arn", conflicts_with = "execution_arn")]
+    #[arg(
+        required_unless_present = "execution_arn",
+        conflicts_with = "execution_arn"
+    )]
     pub definition: Option<PathBuf>,
     /// Draw this execution's path on its machine, coloured by what happened to each state.
     #[arg(long, value_name = "ARN")]

@@ -34,6 +34,7 @@ macro_rules! err {
 pub mod db;
 pub mod executions;
 pub mod graph;
+pub mod progress;
 pub mod report;
 pub mod resume;
 pub mod run;

@@ -103,7 +103,12 @@ fn cluster(c: &Cluster, depth: usize, overlay: Option<&Overlay>, out: &mut Strin
                 let _ = writeln!(out, "{pad}subgraph {id}[{title}]");
                 let _ = writeln!(out, "{pad}  direction TB");
                 for child in &node.children {
-                    let _ = writeln!(out, "{pad}  subgraph {}[{}]", child.id, quoted(&child.label));
+                    let _ = writeln!(
+                        out,
+                        "{pad}  subgraph {}[{}]",
+                        child.id,
+                        quoted(&child.label)
+                    );
                     let _ = writeln!(out, "{pad}    direction TB");
                     cluster(child, depth + 2, overlay, out);
                     let _ = writeln!(out, "{pad}  end");

@@ -450,11 +450,10 @@ impl ExecutionPicture {
         let record = store
             .execution(arn_or_name)?
             .ok_or_else(|| GraphError::NoExecution(arn_or_name.to_owned()))?;
-        let (machine, _) = crate::asl::compile_text(
-            &record.definition,
-            crate::asl::MachineType::Standard,
-        );
-        let machine = machine.ok_or_else(|| GraphError::Definition(record.execution_arn.clone()))?;
+        let (machine, _) =
+            crate::asl::compile_text(&record.definition, crate::asl::MachineType::Standard);
+        let machine =
+            machine.ok_or_else(|| GraphError::Definition(record.execution_arn.clone()))?;
         let events = store.history(&record.execution_arn, false)?;
         let running = record.status == crate::store::ExecutionStatus::Running;
         let tokens = if running {

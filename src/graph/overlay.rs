@@ -169,7 +169,10 @@ impl StateRun {
             ));
         }
         if self.entered > self.open {
-            out.push(format!("time in state: {}", duration_text(self.duration_ms)));
+            out.push(format!(
+                "time in state: {}",
+                duration_text(self.duration_ms)
+            ));
         }
         out
     }
@@ -346,7 +349,8 @@ impl Overlay {
                 continue;
             }
             run.open = run.open.saturating_sub(1);
-            run.duration_ms += events.last().map(|e| e.timestamp_ms).unwrap_or(0) - visit.entered_ms;
+            run.duration_ms +=
+                events.last().map(|e| e.timestamp_ms).unwrap_or(0) - visit.entered_ms;
             match visit.failure {
                 Some((_, _, true)) => run.timed_out += 1,
                 Some(_) => run.failed += 1,

@@ -90,7 +90,8 @@ fn detail_lines(node: &Node, overlay: Option<&Overlay>) -> Vec<String> {
                 "{} ok · {} failed · {} of {}",
                 it.succeeded,
                 it.failed,
-                it.started.saturating_sub(it.succeeded + it.failed + it.aborted),
+                it.started
+                    .saturating_sub(it.succeeded + it.failed + it.aborted),
                 it.started
             ));
         }
