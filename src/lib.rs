@@ -29,6 +29,7 @@ pub mod api;
 pub mod asl;
 pub mod cli;
 pub mod clock;
+pub mod console;
 pub mod engine;
 pub mod graph;
 pub mod store;

@@ -31,6 +31,7 @@ macro_rules! err {
     }};
 }
 
+pub mod console;
 pub mod db;
 pub mod executions;
 pub mod graph;
@@ -85,6 +86,8 @@ pub enum Command {
     Test(test::TestArgs),
     /// Draw a state machine (or an execution's path on it) as SVG, Mermaid or DOT.
     Graph(graph::GraphArgs),
+    /// Open the console in the browser: executions on their graphs, events, waiting tasks.
+    Console(console::ConsoleArgs),
 }
 
 impl Command {
@@ -105,6 +108,7 @@ impl Command {
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
             Command::Graph(args) => graph::run(args),
+            Command::Console(args) => console::run(args),
         }
     }
 }
