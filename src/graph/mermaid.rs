@@ -53,8 +53,8 @@ fn label(node: &Node, overlay: Option<&Overlay>) -> String {
         }
         if let Some(it) = &run.iterations {
             text = format!(
-                "{text}\n{} ok / {} failed of {}",
-                it.succeeded, it.failed, it.started
+                "{text}\n{} iterations: {} ok, {} failed",
+                it.started, it.succeeded, it.failed
             );
         }
     }

@@ -86,14 +86,20 @@ fn detail_lines(node: &Node, overlay: Option<&Overlay>) -> Vec<String> {
             lines.push(super::shorten(&format!("caught {error} → {next}"), 40));
         }
         if let Some(it) = &run.iterations {
-            lines.push(format!(
-                "{} ok · {} failed · {} of {}",
-                it.succeeded,
-                it.failed,
-                it.started
-                    .saturating_sub(it.succeeded + it.failed + it.aborted),
-                it.started
-            ));
+            let mut line = format!(
+                "{} iterations: {} ok, {} failed",
+                it.started, it.succeeded, it.failed
+            );
+            let running = it
+                .started
+                .saturating_sub(it.succeeded + it.failed + it.aborted);
+            if running > 0 {
+                line.push_str(&format!(", {running} running"));
+            }
+            if it.aborted > 0 {
+                line.push_str(&format!(", {} aborted", it.aborted));
+            }
+            lines.push(line);
         }
         if !run.waiting.is_empty() {
             lines.push("waiting for a token".into());
