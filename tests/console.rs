@@ -106,7 +106,11 @@ impl Drop for Running {
 
 /// Starts `sfn-local console --port 0` on the sandbox's database; returns it and its port.
 fn console(sandbox: &Sandbox) -> (Running, u16) {
-    let mut child = sandbox.command().args(["console", "--port", "0"]).spawn().unwrap();
+    let mut child = sandbox
+        .command()
+        .args(["console", "--port", "0"])
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(child.stderr.take().unwrap())
         .read_line(&mut line)
@@ -123,17 +127,24 @@ fn console(sandbox: &Sandbox) -> (Running, u16) {
 /// Starts `run` of the approval machine and waits until its task token is issued.
 fn waiting_execution(sandbox: &Sandbox, name: &str) -> (Child, String) {
     let file = sandbox.write(&format!("{name}.asl.json"), APPROVAL);
-    let child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", name]);
+    let mut child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", name]);
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let mut token = None;
+    while token.is_none() && Instant::now() < deadline {
         let listed = sandbox.run(&["list-tasks", "--execution-arn", name, "--format", "json"]);
         if listed.code == 0 {
-            if let Some(t) = listed.json()["tasks"][0]["taskToken"].as_str() {
-                return (child, t.to_owned());
-            }
+            token = listed.json()["tasks"][0]["taskToken"]
+                .as_str()
+                .map(str::to_owned);
         }
-        assert!(Instant::now() < deadline, "no task token appeared");
         std::thread::sleep(Duration::from_millis(100));
+    }
+    match token {
+        Some(token) => (child, token),
+        None => {
+            common::kill(&mut child);
+            panic!("no task token appeared");
+        }
     }
 }
 
@@ -168,14 +179,20 @@ fn pages_list_filter_and_answer_over_http() {
         "order-1",
     ]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    let (mut run, token) = waiting_execution(&sandbox, "approve-http");
+    let (run, token) = waiting_execution(&sandbox, "approve-http");
     let (_console, port) = console(&sandbox);
 
     let (status, home) = http(port, "GET", "/", None);
     assert_eq!(status, 200);
-    assert!(home.contains("order-pipeline") && home.contains("approve-http"), "{home}");
+    assert!(
+        home.contains("order-pipeline") && home.contains("approve-http"),
+        "{home}"
+    );
     let (_, running) = http(port, "GET", "/console/executions?status=RUNNING", None);
-    assert!(running.contains("approve-http") && !running.contains(">order-1<"), "{running}");
+    assert!(
+        running.contains("approve-http") && !running.contains(">order-1<"),
+        "{running}"
+    );
     let (_, succeeded) = http(port, "GET", "/console/executions?status=SUCCEEDED", None);
     assert!(succeeded.contains(">order-1<") && !succeeded.contains("approve-http"));
     let (status, _) = http(port, "GET", "/console/executions?status=BOGUS", None);
@@ -184,7 +201,10 @@ fn pages_list_filter_and_answer_over_http() {
     assert_eq!(status, 404);
     let (status, page) = http(port, "GET", "/console/execution?arn=order-1", None);
     assert_eq!(status, 200);
-    assert!(page.contains("<svg") && page.contains("MapIterationSucceeded"), "{page}");
+    assert!(
+        page.contains("<svg") && page.contains("MapIterationSucceeded"),
+        "{page}"
+    );
     let (status, css) = http(port, "GET", "/console/assets/console.css", None);
     assert_eq!(status, 200);
     assert!(css.contains(".status"));
@@ -194,7 +214,11 @@ fn pages_list_filter_and_answer_over_http() {
 
     // Bad output is refused and changes nothing; a heartbeat and a success are taken.
     let arn = "approve-http";
-    let bad = form_encode(&[("token", &token), ("execution", arn), ("output", "{not json")]);
+    let bad = form_encode(&[
+        ("token", &token),
+        ("execution", arn),
+        ("output", "{not json"),
+    ]);
     let (status, _) = http(
         port,
         "POST",
@@ -212,7 +236,11 @@ fn pages_list_filter_and_answer_over_http() {
         Some(("application/x-www-form-urlencoded", &beat)),
     );
     assert_eq!(status, 303);
-    let ok = form_encode(&[("token", &token), ("execution", arn), ("output", r#"{"ok":true}"#)]);
+    let ok = form_encode(&[
+        ("token", &token),
+        ("execution", arn),
+        ("output", r#"{"ok":true}"#),
+    ]);
     let (status, _) = http(
         port,
         "POST",
@@ -221,7 +249,11 @@ fn pages_list_filter_and_answer_over_http() {
     );
     assert_eq!(status, 303);
     let out = run.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains(r#""ok":true"#));
     // A second answer to the closed token is refused with AWS's TaskTimedOut.
     let (_, _) = http(
@@ -276,7 +308,12 @@ impl Browser {
                          "--window-size=1280,1000"]
             }
         }}});
-        let (status, body) = http(port, "POST", "/session", Some(("application/json", &caps.to_string())));
+        let (status, body) = http(
+            port,
+            "POST",
+            "/session",
+            Some(("application/json", &caps.to_string())),
+        );
         assert_eq!(status, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         Browser {
@@ -334,7 +371,12 @@ impl Browser {
     }
 
     fn close(&self) {
-        let _ = http(self.port, "DELETE", &format!("/session/{}", self.session), None);
+        let _ = http(
+            self.port,
+            "DELETE",
+            &format!("/session/{}", self.session),
+            None,
+        );
     }
 }
 
@@ -374,10 +416,18 @@ fn clicking_send_success_in_chromium_turns_the_execution_succeeded() {
     browser.screenshot(&shots.join("console-order-pipeline.png"));
 
     browser.go(&format!("{base}/console/execution?arn=approve-1"));
-    assert_eq!(browser.text("#execution-status").as_deref(), Some("RUNNING"));
-    assert!(browser.find("g.waiting[data-name='Approve']").is_some(), "Approve drawn as waiting");
+    assert_eq!(
+        browser.text("#execution-status").as_deref(),
+        Some("RUNNING")
+    );
+    assert!(
+        browser.find("g.waiting[data-name='Approve']").is_some(),
+        "Approve drawn as waiting"
+    );
     browser.screenshot(&shots.join("console-waiting.png"));
-    let button = browser.find("button.success").expect("a Send success button");
+    let button = browser
+        .find("button.success")
+        .expect("a Send success button");
     browser.call("POST", &format!("/element/{button}/click"), json!({}));
 
     // The form posts, the page comes back, and its live part turns SUCCEEDED.
@@ -386,16 +436,27 @@ fn clicking_send_success_in_chromium_turns_the_execution_succeeded() {
         if browser.text("#execution-status").as_deref() == Some("SUCCEEDED") {
             break;
         }
-        assert!(Instant::now() < deadline, "the execution never turned SUCCEEDED in the page");
+        assert!(
+            Instant::now() < deadline,
+            "the execution never turned SUCCEEDED in the page"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(browser.text("#said").as_deref(), Some("success sent"));
     assert!(browser.find("g.succeeded[data-name='Approve']").is_some());
-    assert!(browser.find("g.not-entered[data-name='Rejected']").is_some());
-    assert!(browser.find("tr.event[data-type='ExecutionSucceeded']").is_some());
+    assert!(browser
+        .find("g.not-entered[data-name='Rejected']")
+        .is_some());
+    assert!(browser
+        .find("tr.event[data-type='ExecutionSucceeded']")
+        .is_some());
     browser.screenshot(&shots.join("console-succeeded.png"));
     browser.close();
 
     let out = run.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -97,29 +97,27 @@ struct ExecutionQuery {
     error: Option<String>,
 }
 
-fn picture(
-    store: &Store,
-    arn: &str,
-) -> Result<
-    (
-        ExecutionPicture,
-        Vec<crate::store::EventRecord>,
-        Vec<crate::store::TokenRecord>,
-    ),
-    Response,
-> {
+/// An execution's picture, history and open tokens.
+type Loaded = (
+    ExecutionPicture,
+    Vec<crate::store::EventRecord>,
+    Vec<crate::store::TokenRecord>,
+);
+
+/// Reads what the execution page shows, or the error page to answer instead.
+fn picture(store: &Store, arn: &str) -> Result<Loaded, Box<Response>> {
     let now = crate::clock::system_now();
     let picture = ExecutionPicture::load(store, arn, now).map_err(|e| match e {
-        crate::graph::GraphError::NoExecution(_) => failure(StatusCode::NOT_FOUND, e),
-        e => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
+        crate::graph::GraphError::NoExecution(_) => Box::new(failure(StatusCode::NOT_FOUND, e)),
+        e => Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)),
     })?;
     let arn = &picture.record.execution_arn;
     let events = store
         .history(arn, false)
-        .map_err(|e| failure(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        .map_err(|e| Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)))?;
     let tokens = store
         .open_tokens(Some(arn))
-        .map_err(|e| failure(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        .map_err(|e| Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)))?;
     Ok((picture, events, tokens))
 }
 
@@ -133,14 +131,14 @@ async fn execution(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Res
             q.error.as_deref(),
         ))
         .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
 async fn execution_live(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
     match picture(&store, &q.arn) {
         Ok((p, events, tokens)) => Html(pages::live(&p, &events, &tokens)).into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -151,7 +149,7 @@ async fn execution_svg(State(store): Shared, Query(q): Query<ExecutionQuery>) ->
             crate::graph::svg::render(&p.graph, Some(&p.overlay)),
         )
             .into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
