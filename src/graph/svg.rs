@@ -49,8 +49,8 @@ struct Laid {
     inner: Vec<Vec<(f64, f64, Laid)>>,
     /// Edge index → whether it goes back up (a loop).
     back: Vec<bool>,
-    /// Where back edges run, right of every box.
-    back_x: f64,
+    /// Edge index → the column a back edge runs up, right of every box.
+    back_x: Vec<f64>,
     /// Edge index → the column a long forward edge runs down, when a straight line would
     /// cross a box of a layer between its ends.
     route: Vec<Option<f64>>,
@@ -258,8 +258,8 @@ fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
     // Long forward edges: go straight down when nothing is in the way, else round the side
     // nearer to the source (the left when there is room, else the right).
     let mut route = vec![None; c.edges.len()];
-    let mut left_lane = 0.0;
-    let mut right_lane = 0.0;
+    let mut left_lanes = Vec::new();
+    let mut right_lanes = Vec::new();
     for (k, e) in c.edges.iter().enumerate() {
         if back[k] || rank[e.to] <= rank[e.from] + 1 {
             continue;
@@ -277,28 +277,59 @@ fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
         }
         let min_left = between.iter().map(|r| r.x).fold(f64::INFINITY, f64::min);
         let max_r = between.iter().map(|r| r.x + r.w).fold(0.0, f64::max);
+        let left_lane = lane(&mut left_lanes, top, bottom) as f64 * BACK_EDGE_STEP;
         let left = min_left - GAP_X / 2.0 - left_lane;
         if left >= PAD / 2.0 && (a.cx() - left) <= (max_r - a.cx()) {
             route[k] = Some(left);
-            left_lane += BACK_EDGE_STEP;
         } else {
+            let right_lane = lane(&mut right_lanes, top, bottom) as f64 * BACK_EDGE_STEP;
             let x = max_r + GAP_X / 2.0 + right_lane;
-            right_lane += BACK_EDGE_STEP;
             max_right = max_right.max(x);
             route[k] = Some(x);
         }
     }
-    let back_count = back.iter().filter(|b| **b).count() as f64;
-    let back_x = max_right + BACK_EDGE_STEP;
+    // Back edges share columns where their vertical spans do not meet.
+    let mut back_lanes = Vec::new();
+    let mut back_x = vec![0.0; c.edges.len()];
+    for (k, e) in c.edges.iter().enumerate() {
+        if back[k] {
+            let (a, b) = (boxes[e.from], boxes[e.to]);
+            let (y1, y2) = (a.y + a.h / 2.0, b.y + b.h / 2.0);
+            let i = lane(&mut back_lanes, y1.min(y2), y1.max(y2));
+            back_x[k] = max_right + BACK_EDGE_STEP * (i as f64 + 1.0);
+        }
+    }
+    // Room for the labels of back edges, centred on their columns.
+    let back_label = c
+        .edges
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| back[*k])
+        .filter_map(|(_, e)| e.label.as_deref())
+        .map(|l| text_width(l, 10.0) / 2.0)
+        .fold(0.0, f64::max);
     Laid {
         route,
-        w: max_right + PAD + back_count * BACK_EDGE_STEP,
+        w: max_right + PAD + back_lanes.len() as f64 * BACK_EDGE_STEP + back_label,
         h: y - GAP_Y + PAD,
         boxes,
         inner,
         back,
         back_x,
     }
+}
+
+/// The first column whose vertical spans stay clear of `top..bottom` (with a margin), taken.
+fn lane(lanes: &mut Vec<Vec<(f64, f64)>>, top: f64, bottom: f64) -> usize {
+    let (top, bottom) = (top - 8.0, bottom + 8.0);
+    for (i, spans) in lanes.iter_mut().enumerate() {
+        if spans.iter().all(|&(a, b)| bottom < a || top > b) {
+            spans.push((top, bottom));
+            return i;
+        }
+    }
+    lanes.push(vec![(top, bottom)]);
+    lanes.len() - 1
 }
 
 fn esc(s: &str) -> String {
@@ -362,7 +393,6 @@ fn draw(c: &Cluster, laid: &Laid, ox: f64, oy: f64, overlay: Option<&Overlay>, o
         ..*r
     };
     // Edges under the boxes.
-    let mut back_lane = 0.0;
     for (k, e) in c.edges.iter().enumerate() {
         let a = abs(&laid.boxes[e.from]);
         let b = abs(&laid.boxes[e.to]);
@@ -377,8 +407,7 @@ fn draw(c: &Cluster, laid: &Laid, ox: f64, oy: f64, overlay: Option<&Overlay>, o
             c.nodes[e.from].id, c.nodes[e.to].id
         );
         let (path, lx, ly) = if laid.back[k] {
-            let x = laid.back_x + ox + back_lane;
-            back_lane += BACK_EDGE_STEP;
+            let x = laid.back_x[k] + ox;
             let y1 = a.y + a.h / 2.0;
             let y2 = b.y + b.h / 2.0;
             (
