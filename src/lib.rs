@@ -29,6 +29,8 @@ pub mod api;
 pub mod asl;
 pub mod cli;
 pub mod clock;
+pub mod console;
 pub mod engine;
+pub mod graph;
 pub mod store;
 pub mod tasks;

@@ -31,9 +31,12 @@ macro_rules! err {
     }};
 }
 
+pub mod console;
 pub mod db;
 pub mod executions;
 pub mod redrive;
+pub mod graph;
+pub mod progress;
 pub mod report;
 pub mod resume;
 pub mod run;
@@ -87,6 +90,10 @@ pub enum Command {
     Test(test::TestArgs),
     /// Run one state as AWS's TestState does: inspection data, mocks, Retry/Catch decisions.
     TestState(test_state::TestStateArgs),
+    /// Draw a state machine (or an execution's path on it) as SVG, Mermaid or DOT.
+    Graph(graph::GraphArgs),
+    /// Open the console in the browser: executions on their graphs, events, waiting tasks.
+    Console(console::ConsoleArgs),
 }
 
 impl Command {
@@ -108,6 +115,8 @@ impl Command {
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
             Command::TestState(args) => test_state::run(args),
+            Command::Graph(args) => graph::run(args),
+            Command::Console(args) => console::run(args),
         }
     }
 }

@@ -27,6 +27,12 @@ pub struct ResumeArgs {
     /// What to print: the output (text) or DescribeExecution's shape (json).
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
+    /// No progress display on stderr (it is only drawn when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// With the progress display, also print one line per finished state.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Runs `resume`.
@@ -43,7 +49,20 @@ pub fn run(args: ResumeArgs) -> ExitCode {
         None => ResumeTarget::All,
     };
     let notice = std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}"));
-    let resumed = match resume_executions(store.clone(), target, notice) {
+    let watched = match &target {
+        ResumeTarget::One(arn) => vec![arn.clone()],
+        ResumeTarget::All => store
+            .running_executions()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.execution_arn)
+            .collect(),
+    };
+    let progress = crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json)
+        .then(|| crate::cli::progress::Progress::start(store.clone(), watched, args.verbose));
+    let resumed = resume_executions(store.clone(), target, notice);
+    drop(progress);
+    let resumed = match resumed {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
         Err(e) => {

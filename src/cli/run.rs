@@ -70,6 +70,12 @@ pub struct RunArgs {
     /// file `DIR/BUCKET/KEY`.
     #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
     pub s3_dir: Option<PathBuf>,
+    /// No progress display on stderr (it is only drawn when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// With the progress display, also print one line per finished state.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Output formats of `run`.
@@ -285,7 +291,17 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         },
         notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
     };
-    let outcome = match run_execution(store.clone(), request) {
+    let progress =
+        crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json).then(|| {
+            crate::cli::progress::Progress::start(
+                store.clone(),
+                vec![execution_arn.clone()],
+                args.verbose,
+            )
+        });
+    let outcome = run_execution(store.clone(), request);
+    drop(progress);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
         Err(e) => {

@@ -1,0 +1,72 @@
+//! `sfn-local console [--port N] [--db PATH]`: the console's pages ([`crate::console`]) on
+//! localhost, over the database, until Ctrl-C.
+
+use crate::cli::{db, EXIT_USAGE};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `console`.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// The port (0 picks a free one; the address is printed on stderr).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Runs `console`.
+pub fn run(args: ConsoleArgs) -> ExitCode {
+    let store = match db::open(args.db.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("{e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: cannot start the server: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    runtime.block_on(async move {
+        let address = std::net::SocketAddr::new(args.bind, args.port);
+        let listener = match tokio::net::TcpListener::bind(address).await {
+            Ok(l) => l,
+            Err(e) => {
+                errln!("error: cannot listen on {address}: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let shown = listener.local_addr().unwrap_or(address);
+        errln!(
+            "sfn-local console: http://{shown}/ (database {}); Ctrl-C stops it",
+            store.path().display()
+        );
+        let app = crate::console::router(store);
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        match axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                errln!("error: {e}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        }
+    })
+}

@@ -1,0 +1,118 @@
+//! `graph`: draw a definition (or an execution on its definition) as SVG, Mermaid or DOT.
+
+use crate::asl::{self, MachineType};
+use crate::cli::report::{self, FileReport};
+use crate::cli::{db, EXIT_USAGE};
+use crate::graph::{dot, mermaid, svg, ExecutionPicture, Graph};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The picture's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum GraphFormat {
+    /// A standalone SVG, laid out by sfn-local (no Graphviz needed).
+    #[default]
+    Svg,
+    /// A Mermaid flowchart (renders in GitHub markdown).
+    Mermaid,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// Arguments of `graph`.
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// The definition to draw (not needed with --execution-arn).
+    #[arg(
+        required_unless_present = "execution_arn",
+        conflicts_with = "execution_arn"
+    )]
+    pub definition: Option<PathBuf>,
+    /// Draw this execution's path on its machine, coloured by what happened to each state.
+    #[arg(long, value_name = "ARN")]
+    pub execution_arn: Option<String>,
+    /// svg, mermaid or dot.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: GraphFormat,
+    /// Write to this file instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The database (with --execution-arn).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Runs `graph`.
+pub fn run(args: GraphArgs) -> ExitCode {
+    let (graph, overlay, name) = if let Some(arn) = &args.execution_arn {
+        let store = match db::open_for_reading(args.db.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                errln!("{e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        match ExecutionPicture::load(&store, arn, crate::clock::system_now()) {
+            Ok(p) => (p.graph, Some(p.overlay), p.record.state_machine_name),
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    } else {
+        let Some(path) = &args.definition else {
+            errln!("error: give a DEFINITION or --execution-arn");
+            return ExitCode::from(EXIT_USAGE);
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                errln!("error: cannot read {}: {e}", path.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
+        let shown = path.display().to_string();
+        let Some(machine) = machine else {
+            let report = report::render_human(
+                &[FileReport {
+                    path: &shown,
+                    text: &text,
+                    diagnostics: &diags,
+                }],
+                false,
+            );
+            err!("{report}");
+            errln!("error: {shown} is not a valid state machine; nothing was drawn");
+            return ExitCode::from(EXIT_USAGE);
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = name
+            .trim_end_matches(".json")
+            .trim_end_matches(".asl")
+            .to_owned();
+        (Graph::from_machine(&machine), None, name)
+    };
+    let picture = match args.format {
+        GraphFormat::Svg => svg::render(&graph, overlay.as_ref()),
+        GraphFormat::Mermaid => mermaid::render(&graph, overlay.as_ref()),
+        GraphFormat::Dot => dot::render(&graph, &name, overlay.as_ref()),
+    };
+    match &args.output {
+        Some(file) => {
+            if let Err(e) = std::fs::write(file, picture) {
+                errln!("error: cannot write {}: {e}", file.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+        None => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().lock().write_all(picture.as_bytes());
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,232 @@
+//! The console: pages in the browser over the database, as AWS's console shows them: state
+//! machines, executions with status filters, an execution drawn on its graph with its events
+//! (updating live while it runs), and the tasks waiting for a token with buttons to answer them.
+//!
+//! [`router`] is an axum `Router` of `GET` pages (`/`, `/console/...`) and small form posts under
+//! `/console/tasks/...`; it never takes `POST /`, which is the AWS API's (serve mounts this
+//! router beside its own). `sfn-local console` serves it alone. Handlers only decode, call the
+//! store, and render ([`pages`]); the assets are compiled into the binary.
+
+mod pages;
+
+use crate::graph::ExecutionPicture;
+use crate::store::{AnswerError, ExecutionStatus, Store, TaskAnswer};
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+use std::sync::Arc;
+
+const CSS: &str = include_str!("assets/console.css");
+const JS: &str = include_str!("assets/console.js");
+
+/// The console's routes over this database.
+pub fn router(store: Arc<Store>) -> Router {
+    Router::new()
+        .route("/", get(home))
+        .route("/console", get(home))
+        .route("/console/executions", get(executions))
+        .route("/console/execution", get(execution))
+        .route("/console/execution/live", get(execution_live))
+        .route("/console/execution/graph.svg", get(execution_svg))
+        .route("/console/tasks/success", post(send_success))
+        .route("/console/tasks/failure", post(send_failure))
+        .route("/console/tasks/heartbeat", post(send_heartbeat))
+        .route("/console/assets/console.css", get(css))
+        .route("/console/assets/console.js", get(js))
+        .with_state(store)
+}
+
+type Shared = State<Arc<Store>>;
+
+fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    (status, Html(pages::error_page(&message.to_string()))).into_response()
+}
+
+async fn css() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS)
+}
+
+async fn js() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        JS,
+    )
+}
+
+async fn home(State(store): Shared) -> Response {
+    match store.list_executions(None) {
+        Ok(all) => Html(pages::home(&all)).into_response(),
+        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `?status=RUNNING&machine=ARN`.
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+    machine: Option<String>,
+}
+
+async fn executions(State(store): Shared, Query(q): Query<ListQuery>) -> Response {
+    let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => match s.parse::<ExecutionStatus>() {
+            Ok(s) => Some(s),
+            Err(e) => return failure(StatusCode::BAD_REQUEST, e),
+        },
+    };
+    match store.list_executions(status) {
+        Ok(mut list) => {
+            if let Some(m) = q.machine.as_deref().filter(|m| !m.is_empty()) {
+                list.retain(|e| e.state_machine_arn == m || e.state_machine_name == m);
+            }
+            Html(pages::executions(&list, status, q.machine.as_deref())).into_response()
+        }
+        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `?arn=ARN_OR_NAME` (and after a form post, `&said=...` or `&error=...`).
+#[derive(Debug, Deserialize)]
+struct ExecutionQuery {
+    arn: String,
+    said: Option<String>,
+    error: Option<String>,
+}
+
+/// An execution's picture, history and open tokens.
+type Loaded = (
+    ExecutionPicture,
+    Vec<crate::store::EventRecord>,
+    Vec<crate::store::TokenRecord>,
+);
+
+/// Reads what the execution page shows, or the error page to answer instead.
+fn picture(store: &Store, arn: &str) -> Result<Loaded, Box<Response>> {
+    let now = crate::clock::system_now();
+    let picture = ExecutionPicture::load(store, arn, now).map_err(|e| match e {
+        crate::graph::GraphError::NoExecution(_) => Box::new(failure(StatusCode::NOT_FOUND, e)),
+        e => Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)),
+    })?;
+    let arn = &picture.record.execution_arn;
+    let events = store
+        .history(arn, false)
+        .map_err(|e| Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)))?;
+    let tokens = store
+        .open_tokens(Some(arn))
+        .map_err(|e| Box::new(failure(StatusCode::INTERNAL_SERVER_ERROR, e)))?;
+    Ok((picture, events, tokens))
+}
+
+async fn execution(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&store, &q.arn) {
+        Ok((p, events, tokens)) => Html(pages::execution(
+            &p,
+            &events,
+            &tokens,
+            q.said.as_deref(),
+            q.error.as_deref(),
+        ))
+        .into_response(),
+        Err(r) => *r,
+    }
+}
+
+async fn execution_live(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&store, &q.arn) {
+        Ok((p, events, tokens)) => Html(pages::live(&p, &events, &tokens)).into_response(),
+        Err(r) => *r,
+    }
+}
+
+async fn execution_svg(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&store, &q.arn) {
+        Ok((p, _, _)) => (
+            [(header::CONTENT_TYPE, "image/svg+xml")],
+            crate::graph::svg::render(&p.graph, Some(&p.overlay)),
+        )
+            .into_response(),
+        Err(r) => *r,
+    }
+}
+
+/// The fields of the answer forms.
+#[derive(Debug, Deserialize)]
+struct AnswerForm {
+    /// The task token.
+    token: String,
+    /// Where to go back to (the execution's ARN).
+    execution: String,
+    /// SendTaskSuccess's output (JSON).
+    output: Option<String>,
+    /// SendTaskFailure's error.
+    error: Option<String>,
+    /// SendTaskFailure's cause.
+    cause: Option<String>,
+}
+
+fn back(form: &AnswerForm, said: Result<&str, String>) -> Redirect {
+    let (key, text) = match said {
+        Ok(s) => ("said", s.to_owned()),
+        Err(e) => ("error", e),
+    };
+    let url = format!(
+        "/console/execution?arn={}&{key}={}",
+        pages::url_encode(&form.execution),
+        pages::url_encode(&text)
+    );
+    Redirect::to(&url)
+}
+
+fn answer(store: &Store, form: &AnswerForm, answer: TaskAnswer, said: &str) -> Redirect {
+    let result = store.answer_token(&form.token, &answer, crate::clock::system_now());
+    match result {
+        Ok(()) => back(form, Ok(said)),
+        Err(AnswerError::TaskTimedOut) => back(
+            form,
+            Err("TaskTimedOut: the task token has either expired or the task associated with the token has already been closed".into()),
+        ),
+        Err(e) => back(form, Err(e.to_string())),
+    }
+}
+
+async fn send_success(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
+    let text = form.output.as_deref().unwrap_or("{}").trim();
+    let text = if text.is_empty() { "{}" } else { text };
+    if text.len() > crate::engine::execution::MAX_PAYLOAD_BYTES {
+        return back(
+            &form,
+            Err("InvalidOutput: the output is larger than 256 KiB".into()),
+        );
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) => answer(
+            &store,
+            &form,
+            TaskAnswer::Success(v.to_string()),
+            "success sent",
+        ),
+        Err(e) => back(
+            &form,
+            Err(format!(
+                "InvalidOutput: The provided JSON output data is not valid: {e}"
+            )),
+        ),
+    }
+}
+
+async fn send_failure(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
+    let none_if_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    let answer_with = TaskAnswer::Failure {
+        error: none_if_empty(&form.error),
+        cause: none_if_empty(&form.cause),
+    };
+    answer(&store, &form, answer_with, "failure sent")
+}
+
+async fn send_heartbeat(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
+    answer(&store, &form, TaskAnswer::Heartbeat, "heartbeat sent")
+}

@@ -1,0 +1,462 @@
+//! The console in a real browser: headless Chromium driven through chromedriver's WebDriver HTTP
+//! API opens an execution waiting for its task token, clicks "Send success", and watches the
+//! execution turn SUCCEEDED; plus the pages and form posts over plain HTTP.
+//!
+//! Chromium and chromedriver are Debian's `chromium` and `chromium-driver`, installed by
+//! `.ci/deps`. Screenshots go to `$SFN_LOCAL_SCREENSHOTS` when it is set (the README's come
+//! from there), else into the test's temporary folder.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const APPROVAL: &str = r#"{
+  "Comment": "Waits for a person to approve, then finishes.",
+  "StartAt": "Prepare",
+  "States": {
+    "Prepare": {"Type": "Pass", "Result": {"order": 42}, "Next": "Approve"},
+    "Approve": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+      "Parameters": {"token.$": "$$.Task.Token", "order.$": "$.order"},
+      "TimeoutSeconds": 3600, "HeartbeatSeconds": 600,
+      "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Rejected"}], "Next": "Ship"},
+    "Ship": {"Type": "Pass", "End": true},
+    "Rejected": {"Type": "Fail", "Error": "Rejected"}
+  }
+}"#;
+
+/// One HTTP/1.1 request on a fresh connection; returns status and body.
+fn http(port: u16, method: &str, path: &str, body: Option<(&str, &str)>) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let (content_type, body) = body.unwrap_or(("application/json", ""));
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    // Read the head, then exactly Content-Length bytes (chromedriver may keep the connection
+    // open), or chunks, or to the end.
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let lower = head.to_ascii_lowercase();
+    let length = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let mut raw = Vec::new();
+    if let Some(n) = length {
+        raw.resize(n, 0);
+        reader.read_exact(&mut raw).unwrap();
+    } else if lower.contains("transfer-encoding: chunked") {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            let mut chunk = vec![0; n + 2];
+            reader.read_exact(&mut chunk).unwrap();
+            raw.extend_from_slice(&chunk[..n]);
+        }
+    } else {
+        reader.read_to_end(&mut raw).unwrap();
+    }
+    let body = String::from_utf8_lossy(&raw).into_owned();
+    (status, body)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills a child process when dropped (a failing test leaves nothing running).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `sfn-local console --port 0` on the sandbox's database; returns it and its port.
+fn console(sandbox: &Sandbox) -> (Running, u16) {
+    let mut child = sandbox
+        .command()
+        .args(["console", "--port", "0"])
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    (Running(child), port)
+}
+
+/// Starts `run` of the approval machine and waits until its task token is issued.
+fn waiting_execution(sandbox: &Sandbox, name: &str) -> (Child, String) {
+    let file = sandbox.write(&format!("{name}.asl.json"), APPROVAL);
+    let mut child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", name]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut token = None;
+    while token.is_none() && Instant::now() < deadline {
+        let listed = sandbox.run(&["list-tasks", "--execution-arn", name, "--format", "json"]);
+        if listed.code == 0 {
+            token = listed.json()["tasks"][0]["taskToken"]
+                .as_str()
+                .map(str::to_owned);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    match token {
+        Some(token) => (child, token),
+        None => {
+            common::kill(&mut child);
+            panic!("no task token appeared");
+        }
+    }
+}
+
+fn form_encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let enc: String = v
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            format!("{k}={enc}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+#[test]
+fn pages_list_filter_and_answer_over_http() {
+    let sandbox = Sandbox::new();
+    let done = sandbox.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+        "--name",
+        "order-1",
+    ]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let (run, token) = waiting_execution(&sandbox, "approve-http");
+    let (_console, port) = console(&sandbox);
+
+    let (status, home) = http(port, "GET", "/", None);
+    assert_eq!(status, 200);
+    assert!(
+        home.contains("order-pipeline") && home.contains("approve-http"),
+        "{home}"
+    );
+    let (_, running) = http(port, "GET", "/console/executions?status=RUNNING", None);
+    assert!(
+        running.contains("approve-http") && !running.contains(">order-1<"),
+        "{running}"
+    );
+    let (_, succeeded) = http(port, "GET", "/console/executions?status=SUCCEEDED", None);
+    assert!(succeeded.contains(">order-1<") && !succeeded.contains("approve-http"));
+    let (status, _) = http(port, "GET", "/console/executions?status=BOGUS", None);
+    assert_eq!(status, 400);
+    let (status, _) = http(port, "GET", "/console/execution?arn=nope", None);
+    assert_eq!(status, 404);
+    let (status, page) = http(port, "GET", "/console/execution?arn=order-1", None);
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("<svg") && page.contains("MapIterationSucceeded"),
+        "{page}"
+    );
+    let (status, css) = http(port, "GET", "/console/assets/console.css", None);
+    assert_eq!(status, 200);
+    assert!(css.contains(".status"));
+    // The API's `POST /` is not the console's.
+    let (status, _) = http(port, "POST", "/", Some(("application/json", "{}")));
+    assert_eq!(status, 405);
+
+    // Bad output is refused and changes nothing; a heartbeat and a success are taken.
+    let arn = "approve-http";
+    let bad = form_encode(&[
+        ("token", &token),
+        ("execution", arn),
+        ("output", "{not json"),
+    ]);
+    let (status, _) = http(
+        port,
+        "POST",
+        "/console/tasks/success",
+        Some(("application/x-www-form-urlencoded", &bad)),
+    );
+    assert_eq!(status, 303);
+    let (_, page) = http(port, "GET", "/console/execution?arn=approve-http", None);
+    assert!(page.contains("Send success"), "still waiting");
+    let beat = form_encode(&[("token", &token), ("execution", arn)]);
+    let (status, _) = http(
+        port,
+        "POST",
+        "/console/tasks/heartbeat",
+        Some(("application/x-www-form-urlencoded", &beat)),
+    );
+    assert_eq!(status, 303);
+    let ok = form_encode(&[
+        ("token", &token),
+        ("execution", arn),
+        ("output", r#"{"ok":true}"#),
+    ]);
+    let (status, _) = http(
+        port,
+        "POST",
+        "/console/tasks/success",
+        Some(("application/x-www-form-urlencoded", &ok)),
+    );
+    assert_eq!(status, 303);
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""ok":true"#));
+    // A second answer to the closed token is refused with AWS's TaskTimedOut.
+    let (_, _) = http(
+        port,
+        "POST",
+        "/console/tasks/success",
+        Some(("application/x-www-form-urlencoded", &ok)),
+    );
+    let history = sandbox.history("approve-http");
+    assert_eq!(history.last().unwrap()["type"], "ExecutionSucceeded");
+}
+
+/// chromedriver on a free port, waited for until ready.
+fn chromedriver() -> (Running, u16) {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver (Debian's chromium-driver; .ci/deps installs it)");
+    let running = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            let (status, body) = http(port, "GET", "/status", None);
+            if status == 200 && body.contains("\"ready\":true") {
+                return (running, port);
+            }
+        }
+        assert!(Instant::now() < deadline, "chromedriver did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A WebDriver session (W3C protocol over HTTP).
+struct Browser {
+    port: u16,
+    session: String,
+}
+
+impl Browser {
+    fn open(port: u16, profile: &std::path::Path) -> Browser {
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless", "--no-sandbox", "--disable-gpu",
+                         "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync", "--no-first-run",
+                         format!("--user-data-dir={}", profile.display()),
+                         "--window-size=1280,1000"]
+            }
+        }}});
+        let (status, body) = http(
+            port,
+            "POST",
+            "/session",
+            Some(("application/json", &caps.to_string())),
+        );
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        Browser {
+            port,
+            session: v["value"]["sessionId"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        let text = body.to_string();
+        let (status, out) = http(
+            self.port,
+            method,
+            &path,
+            (method == "POST").then_some(("application/json", text.as_str())),
+        );
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        assert_eq!(status, 200, "{method} {path}: {out}");
+        v["value"].clone()
+    }
+
+    fn go(&self, url: &str) {
+        self.call("POST", "/url", json!({"url": url}));
+    }
+
+    fn find(&self, css: &str) -> Option<String> {
+        let path = format!("/session/{}/element", self.session);
+        let body = json!({"using": "css selector", "value": css}).to_string();
+        let (status, out) = http(self.port, "POST", &path, Some(("application/json", &body)));
+        if status != 200 {
+            eprintln!("find {css}: {status} {out}");
+            return None;
+        }
+        let v: Value = serde_json::from_str(&out).ok()?;
+        v["value"]["element-6066-11e4-a52e-4f735466cecf"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    fn text(&self, css: &str) -> Option<String> {
+        let id = self.find(css)?;
+        self.call("GET", &format!("/element/{id}/text"), Value::Null)
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    fn screenshot(&self, file: &std::path::Path) {
+        use base64::Engine as _;
+        let b64 = self.call("GET", "/screenshot", Value::Null);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().unwrap())
+            .unwrap();
+        std::fs::write(file, png).unwrap();
+    }
+
+    fn close(&self) {
+        let _ = http(
+            self.port,
+            "DELETE",
+            &format!("/session/{}", self.session),
+            None,
+        );
+    }
+}
+
+fn screenshots(sandbox: &Sandbox) -> PathBuf {
+    match std::env::var_os("SFN_LOCAL_SCREENSHOTS") {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).unwrap();
+            PathBuf::from(dir)
+        }
+        None => sandbox.dir.path().to_owned(),
+    }
+}
+
+#[test]
+fn clicking_send_success_in_chromium_turns_the_execution_succeeded() {
+    let sandbox = Sandbox::new();
+    let done = sandbox.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+        "--name",
+        "order-1",
+    ]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let (run, _) = waiting_execution(&sandbox, "approve-1");
+    let (_console, port) = console(&sandbox);
+    let (_driver, driver_port) = chromedriver();
+    let shots = screenshots(&sandbox);
+    let browser = Browser::open(driver_port, &sandbox.path("chromium-profile"));
+    let base = format!("http://127.0.0.1:{port}");
+
+    browser.go(&format!("{base}/"));
+    assert!(browser.find("a[href*='machine=']").is_some());
+    browser.screenshot(&shots.join("console-state-machines.png"));
+    browser.go(&format!("{base}/console/execution?arn=order-1"));
+    browser.screenshot(&shots.join("console-order-pipeline.png"));
+
+    browser.go(&format!("{base}/console/execution?arn=approve-1"));
+    assert_eq!(
+        browser.text("#execution-status").as_deref(),
+        Some("RUNNING")
+    );
+    assert!(
+        browser.find("g.waiting[data-name='Approve']").is_some(),
+        "Approve drawn as waiting"
+    );
+    browser.screenshot(&shots.join("console-waiting.png"));
+    let button = browser
+        .find("button.success")
+        .expect("a Send success button");
+    browser.call("POST", &format!("/element/{button}/click"), json!({}));
+
+    // The form posts, the page comes back, and its live part turns SUCCEEDED.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if browser.text("#execution-status").as_deref() == Some("SUCCEEDED") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the execution never turned SUCCEEDED in the page"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(browser.text("#said").as_deref(), Some("success sent"));
+    assert!(browser.find("g.succeeded[data-name='Approve']").is_some());
+    assert!(browser
+        .find("g.not-entered[data-name='Rejected']")
+        .is_some());
+    assert!(browser
+        .find("tr.event[data-type='ExecutionSucceeded']")
+        .is_some());
+    browser.screenshot(&shots.join("console-succeeded.png"));
+    browser.close();
+
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,430 @@
+//! `sfn-local graph`: golden Mermaid and DOT for every bundled definition, SVG structure (every
+//! state once, every edge, no overlapping boxes, also for a 60-state machine), and an execution's
+//! path coloured from its stored history.
+
+mod common;
+
+use common::Sandbox;
+use std::path::{Path, PathBuf};
+
+fn bundled() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("definitions");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".asl.json"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn stem(p: &Path) -> String {
+    p.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".asl.json")
+        .to_owned()
+}
+
+#[test]
+fn mermaid_and_dot_of_every_bundled_definition() {
+    let sandbox = Sandbox::new();
+    let files = bundled();
+    assert!(files.len() >= 4);
+    for file in files {
+        for format in ["mermaid", "dot"] {
+            let out = sandbox.run(&["graph", file.to_str().unwrap(), "--format", format]);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            insta::assert_snapshot!(format!("{}.{format}", stem(&file)), out.stdout);
+        }
+    }
+}
+
+/// A state's or marker's box in an SVG: (id, class, name, x, y, w, h).
+#[derive(Debug, Clone)]
+struct Shape {
+    id: String,
+    class: String,
+    name: String,
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+}
+
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let tag = format!(" {tag}");
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let end = tag[start..].find('"')? + start;
+    Some(tag[start..end].to_owned())
+}
+
+fn shapes(svg: &str) -> Vec<Shape> {
+    svg.split("<g ")
+        .skip(1)
+        .filter_map(|g| {
+            let tag = &g[..g.find('>')?];
+            let class = attr(tag, "class")?;
+            let b: Vec<f64> = attr(tag, "data-box")?
+                .split(' ')
+                .map(|v| v.parse().unwrap())
+                .collect();
+            Some(Shape {
+                id: attr(tag, "id")?,
+                class,
+                name: attr(tag, "data-name")?,
+                x: b[0],
+                y: b[1],
+                w: b[2],
+                h: b[3],
+            })
+        })
+        .collect()
+}
+
+fn edges(svg: &str) -> Vec<(String, String, String)> {
+    svg.split("<g ")
+        .skip(1)
+        .filter_map(|g| {
+            let tag = &g[..g.find('>')?];
+            Some((
+                attr(tag, "class")?,
+                attr(tag, "data-from")?,
+                attr(tag, "data-to")?,
+            ))
+        })
+        .collect()
+}
+
+fn state_names(definition: &serde_json::Value, out: &mut Vec<String>) {
+    if let Some(states) = definition["States"].as_object() {
+        for (name, state) in states {
+            out.push(name.clone());
+            for branch in state["Branches"].as_array().into_iter().flatten() {
+                state_names(branch, out);
+            }
+            for key in ["ItemProcessor", "Iterator"] {
+                if state[key].is_object() {
+                    state_names(&state[key], out);
+                }
+            }
+        }
+    }
+}
+
+/// Every state drawn exactly once, and no two boxes overlap unless one is a Parallel or Map
+/// holding the other.
+fn check_structure(definition: &str, svg: &str) {
+    let value: serde_json::Value = serde_json::from_str(definition).unwrap();
+    let mut names = Vec::new();
+    state_names(&value, &mut names);
+    let shapes = shapes(svg);
+    let states: Vec<&Shape> = shapes
+        .iter()
+        .filter(|s| s.class.starts_with("state"))
+        .collect();
+    for name in &names {
+        let n = states.iter().filter(|s| &s.name == name).count();
+        assert_eq!(n, 1, "state {name} drawn {n} times");
+    }
+    assert_eq!(states.len(), names.len());
+    for (i, a) in shapes.iter().enumerate() {
+        for b in &shapes[i + 1..] {
+            let disjoint =
+                a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+            if disjoint {
+                continue;
+            }
+            let contains = |o: &Shape, i: &Shape| {
+                o.class.contains("compound")
+                    && o.x <= i.x
+                    && o.y <= i.y
+                    && i.x + i.w <= o.x + o.w
+                    && i.y + i.h <= o.y + o.h
+            };
+            assert!(
+                contains(a, b) || contains(b, a),
+                "boxes overlap: {a:?} and {b:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn svg_of_every_bundled_definition_has_every_state_once_and_no_overlaps() {
+    let sandbox = Sandbox::new();
+    for file in bundled() {
+        let out = sandbox.run(&["graph", file.to_str().unwrap(), "--format", "svg"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.starts_with("<svg"));
+        check_structure(&std::fs::read_to_string(&file).unwrap(), &out.stdout);
+    }
+}
+
+#[test]
+fn svg_edges_follow_next_choice_default_and_catch() {
+    let sandbox = Sandbox::new();
+    let definition = r#"{
+      "StartAt": "Pick",
+      "States": {
+        "Pick": {"Type": "Choice", "Choices": [
+            {"Variable": "$.n", "NumericGreaterThan": 10, "Next": "Big"}
+          ], "Default": "Small"},
+        "Big": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": "Done",
+          "Retry": [{"ErrorEquals": ["States.TaskFailed"], "MaxAttempts": 2}],
+          "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Oops"}]},
+        "Small": {"Type": "Wait", "Seconds": 1, "Next": "Done"},
+        "Oops": {"Type": "Fail", "Error": "E"},
+        "Done": {"Type": "Succeed"}
+      }
+    }"#;
+    let file = sandbox.write("m.asl.json", definition);
+    let svg_file = sandbox.path("m.svg");
+    let out = sandbox.run(&[
+        "graph",
+        file.to_str().unwrap(),
+        "-o",
+        svg_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    let svg = std::fs::read_to_string(sandbox.path("m.svg")).unwrap();
+    check_structure(definition, &svg);
+    let shapes = shapes(&svg);
+    let id = |name: &str| shapes.iter().find(|s| s.name == name).unwrap().id.clone();
+    let edges = edges(&svg);
+    let has = |from: &str, to: &str, class: &str| {
+        edges
+            .iter()
+            .any(|(c, f, t)| c == class && *f == id(from) && *t == id(to))
+    };
+    assert!(has("Pick", "Big", "edge"));
+    assert!(has("Pick", "Small", "edge"));
+    assert!(has("Big", "Done", "edge"));
+    assert!(has("Big", "Oops", "edge catch"));
+    assert!(has("Small", "Done", "edge"));
+    assert!(svg.contains("$.n &gt; 10"), "the rule labels its edge");
+    assert!(svg.contains("retry States.TaskFailed ×2"));
+    assert!(
+        svg.contains(">States.ALL</text>"),
+        "the Catch edge names its errors"
+    );
+}
+
+#[test]
+fn svg_of_a_sixty_state_machine_keeps_boxes_apart() {
+    // A chain of Choice states, each with a side Task and a loop back, Parallels every so often.
+    let mut states = serde_json::Map::new();
+    for i in 0..20 {
+        let next = if i == 19 {
+            "Done".to_owned()
+        } else {
+            format!("C{}", i + 1)
+        };
+        states.insert(
+            format!("C{i}"),
+            serde_json::json!({"Type": "Choice", "Choices": [
+                {"Variable": "$.x", "StringEquals": format!("v{i}"), "Next": format!("T{i}")}
+            ], "Default": next}),
+        );
+        states.insert(
+            format!("T{i}"),
+            serde_json::json!({"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                "Next": format!("P{i}"),
+                "Catch": [{"ErrorEquals": ["States.ALL"], "Next": format!("C{i}")}]}),
+        );
+        states.insert(
+            format!("P{i}"),
+            serde_json::json!({"Type": "Pass", "Next": next}),
+        );
+    }
+    states.insert("Done".into(), serde_json::json!({"Type": "Succeed"}));
+    let definition = serde_json::json!({"StartAt": "C0", "States": states}).to_string();
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("big.asl.json", &definition);
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    check_structure(&definition, &out.stdout);
+}
+
+#[test]
+fn graph_of_an_invalid_definition_says_why_and_exits_2() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.write("bad.asl.json", r#"{"StartAt": "Nowhere", "States": {}}"#);
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    out.assert_error(2, "not a valid state machine");
+    assert_eq!(out.stdout, "");
+}
+
+#[test]
+fn graph_of_an_unknown_execution_exits_2() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.run(&["graph", "--execution-arn", "nope"]);
+    out.assert_error(2, "ExecutionDoesNotExist");
+}
+
+/// The `<g>` tag of the state named `name` in an SVG, and its `<title>`.
+fn state_tag(svg: &str, name: &str) -> (String, String) {
+    let at = svg
+        .find(&format!("data-name=\"{name}\""))
+        .unwrap_or_else(|| panic!("no state {name}"));
+    let start = svg[..at].rfind("<g ").unwrap();
+    let end = svg[start..].find("</g>").unwrap() + start;
+    let g = &svg[start..end];
+    let tag = g[..g.find('>').unwrap()].to_owned();
+    let title = g
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap_or_default()
+        .to_owned();
+    (tag, title)
+}
+
+#[test]
+fn an_execution_colours_its_path() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&[
+        "run",
+        "definitions/order-pipeline.asl.json",
+        "--input-file",
+        "fixtures/order.json",
+        "--name",
+        "order-1",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = sandbox.run(&["graph", "--execution-arn", "order-1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let svg = out.stdout;
+    for name in ["Validate", "PriceItems", "Line", "Ship", "Invoice", "Label"] {
+        let (tag, _) = state_tag(&svg, name);
+        assert!(tag.contains(" succeeded\""), "{name}: {tag}");
+    }
+    let (tag, _) = state_tag(&svg, "Rejected");
+    assert!(tag.contains(" not-entered\""), "{tag}");
+    let items =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/order.json"))
+            .unwrap();
+    let count = serde_json::from_str::<serde_json::Value>(&items).unwrap()["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    let (_, title) = state_tag(&svg, "PriceItems");
+    assert!(
+        title.contains(&format!(
+            "iterations: {count} started, {count} succeeded, 0 failed"
+        )),
+        "{title}"
+    );
+    assert!(title.contains("time in state"), "{title}");
+    let (_, title) = state_tag(&svg, "Line");
+    assert!(title.contains(&format!("entered ×{count}")), "{title}");
+    // Mermaid and DOT carry the same colours.
+    let mermaid = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "mermaid"]);
+    assert!(
+        mermaid.stdout.contains("class n0 succeeded"),
+        "{}",
+        mermaid.stdout
+    );
+    assert!(mermaid.stdout.contains("not_entered"), "{}", mermaid.stdout);
+    let dot = sandbox.run(&["graph", "--execution-arn", "order-1", "--format", "dot"]);
+    assert!(
+        dot.stdout.contains("fillcolor=\"#e6f4ea\""),
+        "{}",
+        dot.stdout
+    );
+}
+
+#[test]
+fn retried_caught_and_failed_states_say_so() {
+    let sandbox = Sandbox::new();
+    let definition = r#"{
+      "StartAt": "Flaky",
+      "States": {
+        "Flaky": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": "Done",
+          "Retry": [{"ErrorEquals": ["States.TaskFailed"], "MaxAttempts": 2, "IntervalSeconds": 1}],
+          "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Recover"}]},
+        "Recover": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true},
+        "Done": {"Type": "Succeed"}
+      }
+    }"#;
+    let file = sandbox.write("flaky.asl.json", definition);
+    let run = sandbox.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--name",
+        "flaky-1",
+        "--time-scale",
+        "0",
+        "--task",
+        "Flaky=false",
+        "--task",
+        "Recover=false",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let svg = sandbox.run(&["graph", "--execution-arn", "flaky-1"]).stdout;
+    let (tag, title) = state_tag(&svg, "Flaky");
+    assert!(tag.contains(" caught\""), "{tag}");
+    assert!(title.contains("retried ×2"), "{title}");
+    assert!(
+        title.contains("caught States.TaskFailed → Recover"),
+        "{title}"
+    );
+    let (tag, title) = state_tag(&svg, "Recover");
+    assert!(tag.contains(" failed\""), "{tag}");
+    assert!(title.contains("States.TaskFailed"), "{title}");
+    let (tag, _) = state_tag(&svg, "Done");
+    assert!(tag.contains(" not-entered\""), "{tag}");
+}
+
+#[test]
+fn a_task_waiting_for_its_token_is_waiting_with_its_deadline() {
+    let sandbox = Sandbox::new();
+    let definition = r#"{
+      "StartAt": "Approve",
+      "States": {
+        "Approve": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+          "Parameters": {"token.$": "$$.Task.Token"}, "TimeoutSeconds": 3600, "End": true}
+      }
+    }"#;
+    let file = sandbox.write("approve.asl.json", definition);
+    let mut child = sandbox.spawn(&["run", file.to_str().unwrap(), "--name", "approve-1"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let token = loop {
+        let listed = sandbox.run(&[
+            "list-tasks",
+            "--execution-arn",
+            "approve-1",
+            "--format",
+            "json",
+        ]);
+        if listed.code == 0 {
+            if let Some(t) = listed.json()["tasks"][0]["taskToken"].as_str() {
+                break t.to_owned();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no task token appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let svg = sandbox
+        .run(&["graph", "--execution-arn", "approve-1"])
+        .stdout;
+    let (tag, title) = state_tag(&svg, "Approve");
+    assert!(tag.contains(" waiting\""), "{tag}");
+    assert!(
+        title.contains("waiting for a token; deadline in"),
+        "{title}"
+    );
+    let answer = sandbox.send_success(&token, "{}");
+    assert_eq!(answer.code, 0, "{}", answer.stderr);
+    let out = child.wait().unwrap();
+    assert!(out.success());
+    let svg = sandbox
+        .run(&["graph", "--execution-arn", "approve-1"])
+        .stdout;
+    let (tag, _) = state_tag(&svg, "Approve");
+    assert!(tag.contains(" succeeded\""), "{tag}");
+}
