@@ -16,12 +16,6 @@ pub fn conformance_cases() -> Option<PathBuf> {
     if dir.is_dir() {
         return Some(dir);
     }
-    // A git worktree under `wt/NAME` has the corpus two levels up.
-    let beside_worktrees =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/cases");
-    if beside_worktrees.is_dir() {
-        return Some(beside_worktrees);
-    }
     if std::env::var_os("CI").is_some() {
         panic!(
             "the conformance corpus is missing at {}: CI must run with ../shared beside the repository",
