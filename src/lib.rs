@@ -31,4 +31,5 @@ pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod store;
+pub mod suggest;
 pub mod tasks;
