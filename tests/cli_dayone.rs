@@ -167,3 +167,161 @@ fn misspelled_spec_and_mock_config_keys_are_errors() {
         out.assert_error(2, &format!("unknown key \"{key}\""));
     }
 }
+
+/// Writes an executable script into the sandbox.
+fn script(sb: &Sandbox, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = sb.write(name, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+const CALLBACK_MACHINE: &str = r#"{
+  "StartAt": "Wait",
+  "States": {
+    "Wait": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+             "Parameters": {"FunctionName": "f", "Payload": {"token.$": "$$.Task.Token"}},
+             "TimeoutSeconds": 30, "End": true}
+  }
+}"#;
+
+#[test]
+fn workers_answer_the_database_given_with_db_and_see_the_region() {
+    let sb = Sandbox::with_workers();
+    let def = sb.write("cb.asl.json", CALLBACK_MACHINE);
+    // The worker calls sfn-local with no --db: only the environment tells it where to answer.
+    let worker = script(
+        &sb,
+        "worker.sh",
+        r#""$SFN_LOCAL" send-task-success --task-token "$SFN_TASK_TOKEN" --task-output "{\"db\":\"$SFN_LOCAL_DB\",\"region\":\"$AWS_REGION\",\"account\":\"$SFN_LOCAL_ACCOUNT_ID\"}""#,
+    );
+    let other = sb.path("other.db");
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--db",
+        other.to_str().unwrap(),
+        "--region",
+        "eu-west-1",
+        "--account-id",
+        "111122223333",
+        "--task",
+        &format!("Wait={worker}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = out.json();
+    assert_eq!(got["db"], other.display().to_string());
+    assert_eq!(got["region"], "eu-west-1");
+    assert_eq!(got["account"], "111122223333");
+    // The sandbox's own database (SFN_LOCAL_DB of the caller) was never created.
+    assert!(!sb.db().exists());
+}
+
+#[test]
+fn an_unknown_token_names_the_database_it_looked_in() {
+    let sb = Sandbox::new();
+    let token = "A".repeat(64);
+    let out = sb.run(&[
+        "send-task-success",
+        "--task-token",
+        &token,
+        "--task-output",
+        "{}",
+    ]);
+    out.assert_error(10, "TaskDoesNotExist");
+    assert!(
+        out.stderr.contains(&sb.db().display().to_string()),
+        "{}",
+        out.stderr
+    );
+    assert!(!sb.db().exists(), "answering must not create a database");
+}
+
+#[test]
+fn misconfigured_bindings_are_refused_before_the_execution_starts() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "m.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                       "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Failed"}], "End": true},
+            "Failed": {"Type": "Fail", "Error": "PaymentFailed"}}}"#,
+    );
+    let not_executable = sb.write("plain.sh", "#!/bin/sh\necho {}\n");
+    for (binding, message) in [
+        (
+            "Charge=./missing.sh".to_owned(),
+            "'./missing.sh' does not exist",
+        ),
+        (
+            format!("Charge={}", not_executable.display()),
+            "is not executable (chmod +x",
+        ),
+        (
+            "Charge=no-such-program-anywhere".to_owned(),
+            "is not a program on PATH",
+        ),
+        (
+            "Chrage=true".to_owned(),
+            "no Task state named 'Chrage' (did you mean \"Charge\"?)",
+        ),
+    ] {
+        let out = sb.run(&["run", def.to_str().unwrap(), "--task", &binding]);
+        out.assert_error(2, message);
+        assert!(!sb.db().exists(), "nothing is stored: {binding}");
+    }
+}
+
+#[test]
+fn reads_never_create_a_database_and_share_exit_statuses() {
+    let sb = Sandbox::new();
+    let missing = sb.path("no/such/x.db");
+    for args in [
+        vec!["describe-execution", "--execution-arn", "x"],
+        vec!["get-execution-history", "--execution-arn", "x"],
+        vec!["stop-execution", "--execution-arn", "x"],
+        vec!["list-tasks", "--execution-arn", "x"],
+        vec!["resume", "--execution-arn", "x"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--db", missing.to_str().unwrap()]);
+        let out = sb.run(&args);
+        out.assert_error(15, "(ExecutionDoesNotExist)");
+        assert!(
+            out.stderr.contains(missing.to_str().unwrap()),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = sb.run(&["list-executions", "--db", missing.to_str().unwrap()]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stderr.contains(missing.to_str().unwrap()),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["executions"], serde_json::json!([]));
+    assert!(!sb.path("no").exists(), "a read created a folder");
+
+    // With a database, an unknown execution is the same status everywhere.
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    assert_eq!(sb.run(&["run", def.to_str().unwrap()]).code, 0);
+    for cmd in [
+        "describe-execution",
+        "get-execution-history",
+        "stop-execution",
+        "list-tasks",
+        "resume",
+    ] {
+        let out = sb.run(&[cmd, "--execution-arn", "nope"]);
+        out.assert_error(15, "ExecutionDoesNotExist");
+        assert!(
+            out.stderr.contains(&sb.db().display().to_string()),
+            "{cmd}: {}",
+            out.stderr
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! the database, printing AWS's response shapes.
 
 use crate::api;
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::db;
+use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
 use clap::Args;
 use std::path::PathBuf;
@@ -73,9 +74,48 @@ impl PageArgs {
     }
 }
 
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {message}");
-    ExitCode::from(EXIT_USAGE)
+fn fail(operation: &str, message: impl std::fmt::Display) -> ExitCode {
+    refuse(
+        operation,
+        "ServiceFailure",
+        &message.to_string(),
+        exit::STORE,
+    )
+}
+
+/// `ExecutionDoesNotExist`, naming the database looked in.
+fn no_execution(operation: &str, execution: &str, db: &std::path::Path) -> ExitCode {
+    refuse(
+        operation,
+        "ExecutionDoesNotExist",
+        &format!(
+            "Execution Does Not Exist: '{execution}' (in the database {})",
+            db.display()
+        ),
+        exit::EXECUTION_DOES_NOT_EXIST,
+    )
+}
+
+/// Opens the database for a read about one execution: a missing database holds no execution.
+fn open_for(
+    operation: &str,
+    execution: &str,
+    flag: Option<PathBuf>,
+) -> Result<std::sync::Arc<crate::store::Store>, ExitCode> {
+    db::open_for_reading(flag).map_err(|e| match e {
+        db::OpenExistingError::Missing(path) => no_execution(operation, execution, &path),
+        db::OpenExistingError::Failed(e) => fail(operation, e),
+    })
+}
+
+/// A `--starting-token` that no page printed.
+fn invalid_token(operation: &str, message: impl std::fmt::Display) -> ExitCode {
+    refuse(
+        operation,
+        "InvalidToken",
+        &message.to_string(),
+        exit::INVALID_TOKEN,
+    )
 }
 
 fn print(v: &serde_json::Value) {
@@ -84,25 +124,27 @@ fn print(v: &serde_json::Value) {
 
 /// Runs `describe-execution`.
 pub fn describe(args: DescribeArgs) -> ExitCode {
-    let store = match db::open_for_reading(args.db) {
+    const OP: &str = "DescribeExecution";
+    let store = match open_for(OP, &args.execution_arn, args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(code) => return code,
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => {
             print(&api::describe_execution(&e));
             ExitCode::SUCCESS
         }
-        Ok(None) => fail(format!("ExecutionDoesNotExist: {}", args.execution_arn)),
-        Err(e) => fail(e),
+        Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
+        Err(e) => fail(OP, e),
     }
 }
 
 /// Runs `get-execution-history`.
 pub fn history(args: HistoryArgs) -> ExitCode {
-    let store = match db::open_for_reading(args.db) {
+    const OP: &str = "GetExecutionHistory";
+    let store = match open_for(OP, &args.execution_arn, args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(code) => return code,
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
@@ -111,17 +153,18 @@ pub fn history(args: HistoryArgs) -> ExitCode {
                     print(&api::with_next_token(api::execution_history(events), next));
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(e),
+                Err(e) => invalid_token(OP, e),
             },
-            Err(e) => fail(e),
+            Err(e) => fail(OP, e),
         },
-        Ok(None) => fail(format!("ExecutionDoesNotExist: {}", args.execution_arn)),
-        Err(e) => fail(e),
+        Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
+        Err(e) => fail(OP, e),
     }
 }
 
 /// Runs `list-executions`.
 pub fn list(args: ListArgs) -> ExitCode {
+    const OP: &str = "ListExecutions";
     let status = match args
         .status_filter
         .as_deref()
@@ -129,15 +172,24 @@ pub fn list(args: ListArgs) -> ExitCode {
     {
         None => None,
         Some(Ok(s)) => Some(s),
-        Some(Err(e)) => return fail(e),
+        Some(Err(e)) => return refuse(OP, "ValidationException", &e.to_string(), exit::VALIDATION),
     };
     let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(db::OpenExistingError::Missing(path)) => {
+            // No database, no executions; created by nothing but a run.
+            errln!(
+                "sfn-local: there is no database at {}; no executions",
+                path.display()
+            );
+            print(&api::list_executions(&[]));
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return fail(OP, e),
     };
     let list = match store.list_executions(status) {
         Ok(list) => list,
-        Err(e) => return fail(e),
+        Err(e) => return fail(OP, e),
     };
     let list: Vec<_> = match &args.state_machine_arn {
         Some(machine) => list
@@ -151,6 +203,6 @@ pub fn list(args: ListArgs) -> ExitCode {
             print(&api::with_next_token(api::list_executions(list), next));
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => invalid_token(OP, e),
     }
 }

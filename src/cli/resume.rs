@@ -31,7 +31,27 @@ pub struct ResumeArgs {
 
 /// Runs `resume`.
 pub fn run(args: ResumeArgs) -> ExitCode {
-    let store = match db::open_with(args.db.clone(), args.durability) {
+    // Nothing can be resumed from a database that does not exist: say so, create nothing.
+    let path = db::resolve(args.db.clone());
+    if !path.is_file() {
+        if let Some(arn) = &args.execution_arn {
+            return crate::cli::tasks::refuse(
+                "ResumeExecution",
+                "ExecutionDoesNotExist",
+                &format!(
+                    "Execution Does Not Exist: '{arn}' ({} does not exist)",
+                    path.display()
+                ),
+                crate::cli::tasks::exit::EXECUTION_DOES_NOT_EXIST,
+            );
+        }
+        errln!(
+            "sfn-local: there is no database at {}; nothing to resume",
+            path.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let store = match db::open_with(Some(path), args.durability) {
         Ok(s) => s,
         Err(e) => {
             errln!("{e}");
@@ -46,6 +66,14 @@ pub fn run(args: ResumeArgs) -> ExitCode {
     let resumed = match resume_executions(store.clone(), target, notice) {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
+        Err(e @ RunError::ExecutionDoesNotExist { .. }) => {
+            return crate::cli::tasks::refuse(
+                "ResumeExecution",
+                "ExecutionDoesNotExist",
+                &e.to_string(),
+                crate::cli::tasks::exit::EXECUTION_DOES_NOT_EXIST,
+            )
+        }
         Err(e) => {
             errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);

@@ -157,6 +157,41 @@ fn load_mocks(
     Ok(mocks)
 }
 
+/// Parses and checks `--task STATE=COMMAND` bindings before anything runs: the state must be a
+/// Task state of the machine (a typo gets "did you mean"), the program must exist and be
+/// executable. Each command is told the database (`SFN_LOCAL_DB`) its workers must answer.
+pub(crate) fn bind_tasks(
+    machine: &asl::StateMachine,
+    bindings: &[String],
+    db_path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, crate::tasks::command::CommandLine>, String> {
+    let mut commands = std::collections::HashMap::new();
+    let states = machine.all_states();
+    for binding in bindings {
+        let (state, command) = parse_binding(binding).map_err(|e| e.to_string())?;
+        let is_task = states
+            .iter()
+            .any(|s| s.name == state && s.type_name() == "Task");
+        if !is_task {
+            let hint = crate::suggest::did_you_mean(
+                &state,
+                states
+                    .iter()
+                    .filter(|s| s.type_name() == "Task")
+                    .map(|s| s.name.as_str()),
+            );
+            return Err(format!(
+                "--task {binding}: the machine has no Task state named '{state}'{hint}"
+            ));
+        }
+        command
+            .check_program()
+            .map_err(|e| format!("--task {binding}: {e}"))?;
+        commands.insert(state, command.with_database(db_path));
+    }
+    Ok(commands)
+}
+
 /// Runs `run`.
 pub fn run(mut args: RunArgs) -> ExitCode {
     // `DEFINITION#CASE` chooses a mock test case, when the file itself has no `#` in its name.
@@ -233,22 +268,10 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         s3_dir: args.s3_dir.clone(),
         ..LocalTasks::default()
     };
-    for binding in &args.tasks {
-        match parse_binding(binding) {
-            Ok((state, command)) => {
-                let is_task = machine
-                    .all_states()
-                    .iter()
-                    .any(|s| s.name == state && s.type_name() == "Task");
-                if !is_task {
-                    return usage(format!(
-                        "--task {binding}: the machine has no Task state named '{state}'"
-                    ));
-                }
-                tasks.commands.insert(state, command);
-            }
-            Err(e) => return usage(e),
-        }
+    let db_path = db::resolve(args.db.clone());
+    match bind_tasks(&machine, &args.tasks, &db_path) {
+        Ok(commands) => tasks.commands = commands,
+        Err(e) => return usage(e),
     }
     if let Some(case) = &test_case {
         match load_mocks(args.mock_config.as_deref(), &machine_name, case, &machine) {
@@ -256,7 +279,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             Err(e) => return usage(e),
         }
     }
-    let store = match db::open_with(args.db.clone(), args.durability) {
+    let store = match db::open_with(Some(db_path), args.durability) {
         Ok(s) => s,
         Err(e) => {
             errln!("{e}");

@@ -67,6 +67,14 @@ pub enum RunError {
     /// compiles).
     #[error("{0}")]
     CannotResume(String),
+    /// No execution has this ARN or name (AWS: ExecutionDoesNotExist).
+    #[error("Execution Does Not Exist: '{execution}' (in the database {database})")]
+    ExecutionDoesNotExist {
+        /// The ARN or name asked for.
+        execution: String,
+        /// The database looked in.
+        database: String,
+    },
     /// The runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] std::io::Error),
@@ -344,9 +352,10 @@ pub fn resume_executions(
                 )))
             }
             None => {
-                return Err(RunError::CannotResume(format!(
-                    "ExecutionDoesNotExist: {arn}"
-                )))
+                return Err(RunError::ExecutionDoesNotExist {
+                    execution: arn.clone(),
+                    database: store.path().display().to_string(),
+                })
             }
         },
         ResumeTarget::All => store.running_executions()?,
@@ -427,7 +436,9 @@ fn prepare_resume(
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
-        tasks.commands.insert(state, command);
+        tasks
+            .commands
+            .insert(state, command.with_database(store.path()));
     }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();

@@ -20,6 +20,71 @@ pub type WorkerWatch = std::pin::Pin<Box<dyn std::future::Future<Output = String
 pub struct CommandLine {
     /// Program and arguments.
     pub argv: Vec<String>,
+    /// The database the execution uses (`SFN_LOCAL_DB` in the program's environment), so a
+    /// worker's `send-task-*` answers the same database whatever `--db` said.
+    pub database: Option<std::path::PathBuf>,
+}
+
+impl CommandLine {
+    /// This command, told which database its execution uses.
+    pub fn with_database(mut self, path: &std::path::Path) -> CommandLine {
+        self.database = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_owned()));
+        self
+    }
+
+    /// Checks that the program can be started: a path names an executable file, a bare name is
+    /// found on `PATH`. A binding that cannot work is the user's setup, not the execution's
+    /// business failure, so it is refused before anything runs.
+    pub fn check_program(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let program = &self.argv[0];
+        let executable = |p: &std::path::Path| {
+            std::fs::metadata(p)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        };
+        if program.contains('/') {
+            let p = std::path::Path::new(program);
+            return match std::fs::metadata(p) {
+                Err(_) => Err(format!("'{program}' does not exist")),
+                Ok(m) if m.is_dir() => Err(format!("'{program}' is a folder, not a program")),
+                Ok(_) if !executable(p) => Err(format!(
+                    "'{program}' is not executable (chmod +x {program})"
+                )),
+                Ok(_) => Ok(()),
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+            Ok(())
+        } else {
+            Err(format!(
+                "'{program}' is not a program on PATH (a script in this folder is ./{program})"
+            ))
+        }
+    }
+
+    /// The program's environment besides the caller's: the state, the execution, the attempt,
+    /// the database, and the execution's region and account (from its ARN), so every `sfn-local`
+    /// the program calls and every AWS SDK it uses sees the execution's own.
+    fn environment(&self, request: &TaskRequest) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            ("SFN_STATE_NAME", request.state_name.clone()),
+            ("SFN_EXECUTION_ARN", request.execution_arn.clone()),
+            ("SFN_RETRY_COUNT", request.retry_count.to_string()),
+        ];
+        if let Some(db) = &self.database {
+            env.push(("SFN_LOCAL_DB", db.display().to_string()));
+        }
+        // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
+        let parts: Vec<&str> = request.execution_arn.splitn(6, ':').collect();
+        if let [_, _, _, region, account, _] = parts.as_slice() {
+            env.push(("AWS_REGION", (*region).to_owned()));
+            env.push(("AWS_DEFAULT_REGION", (*region).to_owned()));
+            env.push(("SFN_LOCAL_ACCOUNT_ID", (*account).to_owned()));
+        }
+        env
+    }
 }
 
 /// Why a `--task` binding is malformed.
@@ -53,7 +118,13 @@ pub fn parse_binding(binding: &str) -> Result<(String, CommandLine), BindingErro
             why: "the state name and the command must not be empty".into(),
         });
     }
-    Ok((state.to_owned(), CommandLine { argv }))
+    Ok((
+        state.to_owned(),
+        CommandLine {
+            argv,
+            database: None,
+        },
+    ))
 }
 
 impl CommandLine {
@@ -65,9 +136,7 @@ impl CommandLine {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("SFN_STATE_NAME", &request.state_name)
-            .env("SFN_EXECUTION_ARN", &request.execution_arn)
-            .env("SFN_RETRY_COUNT", request.retry_count.to_string())
+            .envs(self.environment(request))
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| failed(format!("cannot start '{}': {e}", self.argv[0])))?;
@@ -131,9 +200,7 @@ impl CommandLine {
             // caller's pipes open.
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .env("SFN_STATE_NAME", &request.state_name)
-            .env("SFN_EXECUTION_ARN", &request.execution_arn)
-            .env("SFN_RETRY_COUNT", request.retry_count.to_string())
+            .envs(self.environment(request))
             .env("SFN_TASK_TOKEN", token)
             .kill_on_drop(false)
             .spawn()
