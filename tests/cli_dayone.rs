@@ -325,3 +325,108 @@ fn reads_never_create_a_database_and_share_exit_statuses() {
         );
     }
 }
+
+#[test]
+fn a_lambda_function_bound_with_task_gets_its_event_and_returns_its_result() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "order.asl.json",
+        r#"{"StartAt": "Price", "States": {
+            "Price": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                      "Parameters": {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:price", "Payload": {"qty.$": "$.qty"}},
+                      "ResultSelector": {"total.$": "$.Payload.total", "status.$": "$.StatusCode"},
+                      "Next": "Legacy"},
+            "Legacy": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:echo", "End": true}}}"#,
+    );
+    // The function as a user writes it: the event in, the result out, a log line on stderr.
+    let price = script(
+        &sb,
+        "price.sh",
+        r#"read event; echo "pricing $event for $AWS_LAMBDA_FUNCTION_NAME" >&2; echo "{\"total\": 42, \"event\": $event}""#,
+    );
+    let echo = script(&sb, "echo.sh", "cat");
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "priced",
+        "--input",
+        r#"{"qty": 3}"#,
+        "--task",
+        &format!("Price={price}"),
+        "--task",
+        &format!("Legacy={echo}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // ResultSelector written for AWS works; the legacy resource passes it on unchanged.
+    assert_eq!(out.json(), serde_json::json!({"total": 42, "status": 200}));
+    // The function's stderr is forwarded, prefixed with the state.
+    assert!(
+        out.stderr.contains("[Price] pricing {\"qty\":3} for price"),
+        "{}",
+        out.stderr
+    );
+    let events = sb.history("priced");
+    let succeeded = events
+        .iter()
+        .find(|e| e["type"] == "TaskSucceeded")
+        .unwrap();
+    let output: serde_json::Value = serde_json::from_str(
+        succeeded["taskSucceededEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = output
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "ExecutedVersion",
+            "Payload",
+            "SdkHttpMetadata",
+            "SdkResponseMetadata",
+            "StatusCode"
+        ]
+    );
+    assert_eq!(
+        output["Payload"],
+        serde_json::json!({"total": 42, "event": {"qty": 3}})
+    );
+}
+
+#[test]
+fn a_lambda_error_fails_as_aws_reports_a_function_error() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "charge.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                       "Parameters": {"FunctionName": "charge", "Payload.$": "$"},
+                       "Catch": [{"ErrorEquals": ["CardDeclined"], "Next": "Declined"}], "End": true},
+            "Declined": {"Type": "Pass", "End": true}}}"#,
+    );
+    let charge = script(
+        &sb,
+        "charge.sh",
+        r#"echo 'charging' >&2; echo '{"errorType": "CardDeclined", "errorMessage": "insufficient funds"}' >&2; exit 1"#,
+    );
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--task",
+        &format!("Charge={charge}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = out.json();
+    assert_eq!(got["Error"], "CardDeclined");
+    let cause: serde_json::Value = serde_json::from_str(got["Cause"].as_str().unwrap()).unwrap();
+    assert_eq!(cause["errorMessage"], "insufficient funds");
+    assert_eq!(cause["errorType"], "CardDeclined");
+    // Its stderr is forwarded on failure too.
+    assert!(out.stderr.contains("[Charge] charging"), "{}", out.stderr);
+}

@@ -206,7 +206,7 @@ fn task_states_run_bound_commands() {
     let def = sb.write(
         "task.json",
         r#"{"StartAt":"Double","States":{"Double":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
-            "Parameters":{"n.$":"$.n"},"ResultSelector":{"doubled.$":"$.n"},"ResultPath":"$.result","End":true}}}"#,
+            "Parameters":{"FunctionName":"double","Payload":{"n.$":"$.n"}},"ResultSelector":{"doubled.$":"$.Payload.n"},"ResultPath":"$.result","End":true}}}"#,
     );
     let script = sb.write("double.sh", "#!/bin/sh\nread input\necho \"$input\"\n");
     let binding = format!("Double=sh {}", script.display());

@@ -279,6 +279,14 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             Err(e) => return usage(e),
         }
     }
+    if let (None, Some(file)) = (&test_case, &args.mock_config) {
+        // Step Functions Local mocks nothing without a test case; a silent no-op misleads.
+        errln!(
+            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
+            file.display(),
+            args.definition.display()
+        );
+    }
     let store = match db::open_with(Some(db_path), args.durability) {
         Ok(s) => s,
         Err(e) => {

@@ -236,6 +236,8 @@ fn build_engine(
     recorded: Option<Vec<crate::store::EventRecord>>,
     owner: &str,
 ) -> Engine {
+    let mut tasks = tasks;
+    tasks.notice = crate::tasks::Notice(Some(notice.clone()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
     let history = History::new(next_id, Box::new(sink), options.max_history_events);

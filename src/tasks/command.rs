@@ -128,20 +128,42 @@ pub fn parse_binding(binding: &str) -> Result<(String, CommandLine), BindingErro
 }
 
 impl CommandLine {
-    /// Runs the command for one attempt.
-    pub async fn run(&self, request: &TaskRequest) -> Result<Value, StatesError> {
+    /// Runs the command for one attempt. For `lambda:invoke` the command is the function: it
+    /// gets the `Payload` and its result is wrapped in Lambda's `Invoke` response
+    /// ([`crate::tasks::lambda`]). Its stderr lines are forwarded to `notice`, prefixed with the
+    /// state's name, whether it succeeds or fails.
+    pub async fn run(
+        &self,
+        request: &TaskRequest,
+        notice: Option<crate::tasks::NoticeSink>,
+    ) -> Result<Value, StatesError> {
+        use crate::tasks::lambda;
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
-        let mut child = tokio::process::Command::new(&self.argv[0])
+        let function = lambda::is_invoke(&request.resource);
+        let (stdin_value, function_name) = if function {
+            (
+                lambda::event(&request.input),
+                lambda::function_name(&request.input),
+            )
+        } else {
+            (request.input.clone(), None)
+        };
+        let mut command = tokio::process::Command::new(&self.argv[0]);
+        command
             .args(&self.argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .envs(self.environment(request))
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        if let Some(name) = &function_name {
+            command.env("AWS_LAMBDA_FUNCTION_NAME", name);
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| failed(format!("cannot start '{}': {e}", self.argv[0])))?;
         if let Some(mut stdin) = child.stdin.take() {
-            let input = request.input.to_string();
+            let input = stdin_value.to_string();
             // A program that does not read its input is fine: ignore a broken pipe.
             let _ = stdin.write_all(input.as_bytes()).await;
         }
@@ -150,8 +172,18 @@ impl CommandLine {
             .await
             .map_err(|e| failed(format!("'{}' failed: {e}", self.argv[0])))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Some(notice) = &notice {
+            for line in stderr.lines() {
+                notice(&format!("[{}] {line}", request.state_name));
+            }
+        }
         if !out.status.success() {
-            return Err(error_from_stderr(&stderr).unwrap_or_else(|| {
+            let named = if function {
+                lambda::function_error(&stderr).or_else(|| error_from_stderr(&stderr))
+            } else {
+                error_from_stderr(&stderr)
+            };
+            return Err(named.unwrap_or_else(|| {
                 let status = out
                     .status
                     .code()
@@ -165,15 +197,21 @@ impl CommandLine {
             }));
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
-        if stdout.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&stdout).map_err(|e| {
-            failed(format!(
-                "the output of '{}' is not JSON ({e}): {}",
-                self.argv[0],
-                stdout.chars().take(200).collect::<String>()
-            ))
+        let result = if stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&stdout).map_err(|e| {
+                failed(format!(
+                    "the output of '{}' is not JSON ({e}): {}",
+                    self.argv[0],
+                    stdout.chars().take(200).collect::<String>()
+                ))
+            })?
+        };
+        Ok(if function {
+            lambda::invoke_response(result)
+        } else {
+            result
         })
     }
 }
@@ -291,13 +329,16 @@ mod tests {
             state_name: "T".into(),
             resource: crate::asl::resource::Resource::parse("arn:aws:states:::lambda:invoke")
                 .unwrap(),
-            input: serde_json::json!({"a": 1}),
+            input: serde_json::json!({"FunctionName": "f", "Payload": {"a": 1}}),
             execution_arn: "arn".into(),
             retry_count: 0,
         };
-        assert_eq!(cmd.run(&req).await.unwrap(), serde_json::json!({"a": 1}));
+        assert_eq!(
+            cmd.run(&req, None).await.unwrap()["Payload"],
+            serde_json::json!({"a": 1})
+        );
         let (_, cmd) = parse_binding("T=sh -c 'echo boom >&2; exit 3'").unwrap();
-        let e = cmd.run(&req).await.unwrap_err();
+        let e = cmd.run(&req, None).await.unwrap_err();
         assert_eq!(e.name(), "States.TaskFailed");
         assert_eq!(e.cause.as_deref(), Some("boom"));
     }

@@ -6,6 +6,7 @@
 
 pub mod callback;
 pub mod command;
+pub mod lambda;
 pub mod mock;
 pub mod s3;
 
@@ -63,6 +64,25 @@ pub struct LocalTasks {
     pub mocks: mock::Mocks,
     /// The local S3 folder (`--s3-dir`): `s3://BUCKET/KEY` is `DIR/BUCKET/KEY`.
     pub s3_dir: Option<std::path::PathBuf>,
+    /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
+    pub notice: Notice,
+}
+
+/// A function that shows a message to the user (`run` prints it on stderr).
+pub type NoticeSink = std::rc::Rc<dyn Fn(&str)>;
+
+/// Where a task's messages for the user go, if anywhere.
+#[derive(Clone, Default)]
+pub struct Notice(pub Option<NoticeSink>);
+
+impl std::fmt::Debug for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Notice(set)"
+        } else {
+            "Notice(none)"
+        })
+    }
 }
 
 /// The error of a Task that nothing on this machine can run.
@@ -77,7 +97,8 @@ impl TaskRunner for LocalTasks {
         match self.commands.get(&request.state_name) {
             Some(cmd) => {
                 let cmd = cmd.clone();
-                Box::pin(async move { cmd.run(&request).await })
+                let notice = self.notice.0.clone();
+                Box::pin(async move { cmd.run(&request, notice).await })
             }
             None => {
                 let e = unbound_task_error(&request.state_name, &request.resource);
