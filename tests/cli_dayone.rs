@@ -430,3 +430,61 @@ fn a_lambda_error_fails_as_aws_reports_a_function_error() {
     // Its stderr is forwarded on failure too.
     assert!(out.stderr.contains("[Charge] charging"), "{}", out.stderr);
 }
+
+#[test]
+fn inside_test_an_unmocked_task_is_advised_a_mock_not_a_flag_test_lacks() {
+    let sb = Sandbox::new();
+    let out = run_case(&sb, r#"{"name": "c", "expect": {"status": "SUCCEEDED"}}"#);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("'Fetch' is not mocked"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("--task"), "{}", out.stdout);
+}
+
+#[test]
+fn resume_takes_task_to_supply_or_replace_a_binding() {
+    let sb = Sandbox::new().lease_ms(300);
+    let def = sb.write(
+        "slow.asl.json",
+        r#"{"StartAt": "Publish", "States": {"Publish": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "End": true}}}"#,
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "r",
+        "--task",
+        "Publish=sleep 20",
+    ]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = sb.run(&["get-execution-history", "--execution-arn", "r"]);
+        if out.code == 0 && out.stdout.contains("TaskStarted") {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "the task never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    common::kill(&mut run);
+    let fixed = script(&sb, "fixed.sh", r#"echo '{"fixed": true}'"#);
+    let binding = format!("Publish={fixed}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let resume = |binding: &str| loop {
+        let out = sb.run(&["resume", "--execution-arn", "r", "--task", binding]);
+        if out.code == 2 && out.stderr.contains("lease") && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        break out;
+    };
+    resume("Pubish=true").assert_error(
+        2,
+        "no Task state named 'Pubish' (did you mean \"Publish\"?)",
+    );
+    let out = resume(&binding);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"fixed": true}));
+}

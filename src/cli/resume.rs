@@ -3,7 +3,7 @@
 
 use crate::cli::run::{interrupted, report_outcome, RunFormat};
 use crate::cli::{db, EXIT_USAGE};
-use crate::engine::runner::{resume_executions, ResumeTarget, RunError};
+use crate::engine::runner::{resume_executions_with, Bindings, ResumeTarget, RunError};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +24,10 @@ pub struct ResumeArgs {
     /// How hard each commit tries to survive a crash (see the README).
     #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
     pub durability: db::DurabilityArg,
+    /// Run a local program for a Task state: STATE=COMMAND (repeatable); supplies a binding the
+    /// run lacked or replaces the one it had, for this resume.
+    #[arg(long = "task", value_name = "STATE=COMMAND")]
+    pub tasks: Vec<String>,
     /// What to print: the output (text) or DescribeExecution's shape (json).
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
@@ -31,6 +35,26 @@ pub struct ResumeArgs {
 
 /// Runs `resume`.
 pub fn run(args: ResumeArgs) -> ExitCode {
+    let mut bindings = Bindings::new();
+    for binding in &args.tasks {
+        let checked = crate::tasks::command::parse_binding(binding)
+            .map_err(|e| e.to_string())
+            .and_then(|(state, command)| {
+                command
+                    .check_program()
+                    .map_err(|e| format!("--task {binding}: {e}"))?;
+                Ok((state, command.with_absolute_program()))
+            });
+        match checked {
+            Ok((state, command)) => {
+                bindings.insert(state, command);
+            }
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
     // Nothing can be resumed from a database that does not exist: say so, create nothing.
     let path = db::resolve(args.db.clone());
     if !path.is_file() {
@@ -63,7 +87,7 @@ pub fn run(args: ResumeArgs) -> ExitCode {
         None => ResumeTarget::All,
     };
     let notice = std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}"));
-    let resumed = match resume_executions(store.clone(), target, notice) {
+    let resumed = match resume_executions_with(store.clone(), target, notice, &bindings) {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
         Err(e @ RunError::ExecutionDoesNotExist { .. }) => {

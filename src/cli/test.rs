@@ -352,6 +352,7 @@ fn execute(
     let tasks = LocalTasks {
         mocks: p.mocks.clone(),
         s3_dir: p.s3_dir.clone(),
+        mocks_only: true,
         ..LocalTasks::default()
     };
     let local = tokio::task::LocalSet::new();

@@ -341,6 +341,21 @@ pub fn resume_executions(
     target: ResumeTarget,
     notice: NoticeFn,
 ) -> Result<Vec<Resumed>, RunError> {
+    resume_executions_with(store, target, notice, &Bindings::new())
+}
+
+/// `--task` bindings given to `resume`: state name → command (its program path absolute).
+pub type Bindings = std::collections::HashMap<String, crate::tasks::command::CommandLine>;
+
+/// Like [`resume_executions`], with `bindings` supplied or replacing the ones `run` stored,
+/// for the Task states of that name (a binding naming no Task state of a resumed machine is
+/// refused when one execution is resumed).
+pub fn resume_executions_with(
+    store: Arc<Store>,
+    target: ResumeTarget,
+    notice: NoticeFn,
+    bindings: &Bindings,
+) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
     let lease = lease_ms();
     let now = system_now();
@@ -378,7 +393,7 @@ pub fn resume_executions(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone(), &owner);
+        let prepared = prepare_resume(&store, record, notice.clone(), &owner, bindings, &target);
         match prepared {
             Ok((engine, dir, recorded)) => {
                 cwd = cwd.or(dir);
@@ -416,6 +431,8 @@ fn prepare_resume(
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
+    bindings: &Bindings,
+    target: &ResumeTarget,
 ) -> Result<(Engine, Option<String>, usize), RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
@@ -441,6 +458,24 @@ fn prepare_resume(
         tasks
             .commands
             .insert(state, command.with_database(store.path()));
+    }
+    let task_states: Vec<&str> = machine
+        .all_states()
+        .into_iter()
+        .filter(|s| s.type_name() == "Task")
+        .map(|s| s.name.as_str())
+        .collect();
+    for (state, command) in bindings {
+        if task_states.contains(&state.as_str()) {
+            tasks
+                .commands
+                .insert(state.clone(), command.clone().with_database(store.path()));
+        } else if matches!(target, ResumeTarget::One(_)) {
+            return Err(cannot(format!(
+                "--task {state}=...: the machine has no Task state named '{state}'{}",
+                crate::suggest::did_you_mean(state, task_states.iter().copied())
+            )));
+        }
     }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();

@@ -32,6 +32,17 @@ impl CommandLine {
         self
     }
 
+    /// This command with a relative program path (`./worker.sh`) made absolute against the
+    /// current directory, for a runner that works from another one (`resume`).
+    pub fn with_absolute_program(mut self) -> CommandLine {
+        if self.argv[0].contains('/') {
+            if let Ok(p) = std::path::absolute(&self.argv[0]) {
+                self.argv[0] = p.display().to_string();
+            }
+        }
+        self
+    }
+
     /// Checks that the program can be started: a path names an executable file, a bare name is
     /// found on `PATH`. A binding that cannot work is the user's setup, not the execution's
     /// business failure, so it is refused before anything runs.

@@ -64,6 +64,9 @@ pub struct LocalTasks {
     pub mocks: mock::Mocks,
     /// The local S3 folder (`--s3-dir`): `s3://BUCKET/KEY` is `DIR/BUCKET/KEY`.
     pub s3_dir: Option<std::path::PathBuf>,
+    /// Only mocks run tasks here (`sfn-local test`, which has no `--task`): the error of an
+    /// unmocked Task advises a mock instead of a binding.
+    pub mocks_only: bool,
     /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
     pub notice: Notice,
 }
@@ -99,6 +102,13 @@ impl TaskRunner for LocalTasks {
                 let cmd = cmd.clone();
                 let notice = self.notice.0.clone();
                 Box::pin(async move { cmd.run(&request, notice).await })
+            }
+            None if self.mocks_only => {
+                let e = StatesError::runtime(format!(
+                    "Task state '{}' is not mocked (resource {}): mock it in the case's \"mocks\" or in the test case of the spec's \"mockConfig\"",
+                    request.state_name, request.resource
+                ));
+                Box::pin(async move { Err(e) })
             }
             None => {
                 let e = unbound_task_error(&request.state_name, &request.resource);
