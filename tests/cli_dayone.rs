@@ -488,3 +488,34 @@ fn resume_takes_task_to_supply_or_replace_a_binding() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!({"fixed": true}));
 }
+
+#[test]
+fn the_default_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    let state_home = sb.path("state");
+    let out = sb.run_env(
+        &["run", def.to_str().unwrap()],
+        &[
+            ("SFN_LOCAL_DB", ""),
+            ("XDG_STATE_HOME", state_home.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state_home.join("sfn-local")), 0o700);
+    assert_eq!(mode(&state_home.join("sfn-local/sfn-local.db")), 0o600);
+    // A database named with --db is private too.
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--db",
+        sb.path("mine.db").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(mode(&sb.path("mine.db")), 0o600);
+}

@@ -80,9 +80,38 @@ pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingEr
         .map_err(|e| OpenExistingError::Failed(e.to_string()))
 }
 
+/// Creates a database file that does not exist yet readable and writable by its owner only
+/// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
+/// mode), and the default folder (`$XDG_STATE_HOME/sfn-local`) likewise owner-only. A folder
+/// the user named is left as it is. Failures are left to the open, which names the path.
+fn create_private(path: &std::path::Path, default_location: bool) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if path.exists() {
+        return;
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            if default_location {
+                builder.mode(0o700);
+            }
+            let _ = builder.create(parent);
+        }
+    }
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+}
+
 /// Opens the database, or says why not.
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
+    let default_location =
+        flag.is_none() && std::env::var_os("SFN_LOCAL_DB").is_none_or(|p| p.is_empty());
     let path = resolve(flag);
+    create_private(&path, default_location);
     Store::open(&path, options(durability))
         .map(Arc::new)
         .map_err(|e| format!("error: {e}"))

@@ -287,7 +287,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             args.definition.display()
         );
     }
-    let store = match db::open_with(Some(db_path), args.durability) {
+    let store = match db::open_with(args.db.clone(), args.durability) {
         Ok(s) => s,
         Err(e) => {
             errln!("{e}");
