@@ -519,3 +519,135 @@ fn the_default_database_is_readable_by_its_owner_only() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(mode(&sb.path("mine.db")), 0o600);
 }
+
+#[test]
+fn why_an_execution_failed_is_shown_behind_the_catch() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "pay.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish",
+                       "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "PaymentFailed"}], "End": true},
+            "PaymentFailed": {"Type": "Fail", "Error": "PaymentFailed", "Cause": "see the logs"}}}"#,
+    );
+    let charge = script(
+        &sb,
+        "charge.sh",
+        r#"echo '{"Error": "CardDeclined", "Cause": "insufficient funds"}' >&2; exit 1"#,
+    );
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "pay-1",
+        "--task",
+        &format!("Charge={charge}"),
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "failed at state 'Charge': CardDeclined: insufficient funds (caught; went on to 'PaymentFailed')"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("sfn-local: execution pay-1 FAILED"),
+        "{}",
+        out.stderr
+    );
+
+    let text = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "pay-1",
+        "--format",
+        "text",
+    ]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.contains("execution  pay-1 (FAILED)"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("why        failed at state 'Charge': CardDeclined"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("states     Charge → PaymentFailed"),
+        "{}",
+        text.stdout
+    );
+    // The default stays AWS's JSON.
+    assert_eq!(
+        sb.run(&["describe-execution", "--execution-arn", "pay-1"])
+            .json()["status"],
+        "FAILED"
+    );
+
+    let table = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "pay-1",
+        "--format",
+        "table",
+    ]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let failed = table
+        .stdout
+        .lines()
+        .find(|l| l.contains("TaskFailed"))
+        .unwrap();
+    assert!(
+        failed.contains("Charge") && failed.contains("CardDeclined: insufficient funds"),
+        "{failed}"
+    );
+    assert!(table.stdout.starts_with("ID"), "{}", table.stdout);
+}
+
+#[test]
+fn reads_take_the_aws_cli_output_and_query_options() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    for name in ["one", "two"] {
+        assert_eq!(
+            sb.run(&["run", def.to_str().unwrap(), "--name", name]).code,
+            0
+        );
+    }
+    let out = sb.run(&[
+        "list-executions",
+        "--query",
+        "executions[].name",
+        "--output",
+        "text",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "two\tone");
+    let out = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "one",
+        "--query",
+        "status",
+    ]);
+    assert_eq!(out.stdout.trim(), "\"SUCCEEDED\"");
+    let out = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "one",
+        "--query",
+        "length(events)",
+    ]);
+    assert_eq!(out.stdout.trim(), "4");
+    let out = sb.run(&["list-executions", "--query", "executions[?"]);
+    out.assert_error(14, "not JMESPath");
+    let out = sb.run(&["list-executions", "--format", "table"]);
+    assert!(out.stdout.starts_with("executionArn"), "{}", out.stdout);
+}

@@ -3,6 +3,7 @@
 
 use crate::api;
 use crate::cli::db;
+use crate::cli::output::{Format, OutputArgs};
 use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
 use clap::Args;
@@ -15,6 +16,9 @@ pub struct DescribeArgs {
     /// The execution's ARN (or its name).
     #[arg(long)]
     pub execution_arn: String,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -32,6 +36,9 @@ pub struct HistoryArgs {
     /// `--max-items`, `--starting-token`.
     #[command(flatten)]
     pub page: PageArgs,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -49,6 +56,9 @@ pub struct ListArgs {
     /// `--max-items`, `--starting-token`.
     #[command(flatten)]
     pub page: PageArgs,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -118,8 +128,18 @@ fn invalid_token(operation: &str, message: impl std::fmt::Display) -> ExitCode {
     )
 }
 
-fn print(v: &serde_json::Value) {
-    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// Prints a response as `--query`/`--output` say; a bad `--query` is a usage error.
+fn respond(operation: &str, out: &OutputArgs, response: &serde_json::Value) -> ExitCode {
+    match out.print_response(response) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => refuse(operation, "ValidationException", &e, exit::VALIDATION),
+    }
+}
+
+/// Prints text that already ends with a newline.
+fn print_text(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Runs `describe-execution`.
@@ -131,8 +151,23 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => {
-            print(&api::describe_execution(&e));
-            ExitCode::SUCCESS
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &api::describe_execution(&e));
+            }
+            match store.history(&e.execution_arn, false) {
+                Ok(events) => {
+                    if args.out.format == Some(Format::Table) {
+                        outln!(
+                            "{}",
+                            crate::cli::output::table(&api::describe_execution(&e))
+                        );
+                    } else {
+                        print_text(&crate::cli::summary::describe_text(&e, &events));
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(OP, err),
+            }
         }
         Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
         Err(e) => fail(OP, e),
@@ -150,7 +185,17 @@ pub fn history(args: HistoryArgs) -> ExitCode {
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
             Ok(events) => match args.page.page().slice(&events) {
                 Ok((events, next)) => {
-                    print(&api::with_next_token(api::execution_history(events), next));
+                    if args.out.wants_response() {
+                        return respond(
+                            OP,
+                            &args.out,
+                            &api::with_next_token(api::execution_history(events), next),
+                        );
+                    }
+                    print_text(&crate::cli::summary::history_table(events));
+                    if let Some(token) = next {
+                        outln!("NextToken: {token}");
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(e) => invalid_token(OP, e),
@@ -182,8 +227,7 @@ pub fn list(args: ListArgs) -> ExitCode {
                 "sfn-local: there is no database at {}; no executions",
                 path.display()
             );
-            print(&api::list_executions(&[]));
-            return ExitCode::SUCCESS;
+            return respond(OP, &args.out, &api::list_executions(&[]));
         }
         Err(e) => return fail(OP, e),
     };
@@ -200,7 +244,11 @@ pub fn list(args: ListArgs) -> ExitCode {
     };
     match args.page.page().slice(&list) {
         Ok((list, next)) => {
-            print(&api::with_next_token(api::list_executions(list), next));
+            let response = api::with_next_token(api::list_executions(list), next);
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &response);
+            }
+            outln!("{}", crate::cli::output::table(&response));
             ExitCode::SUCCESS
         }
         Err(e) => invalid_token(OP, e),

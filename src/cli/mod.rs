@@ -33,10 +33,12 @@ macro_rules! err {
 
 pub mod db;
 pub mod executions;
+pub mod output;
 pub mod report;
 pub mod resume;
 pub mod run;
 pub mod stop;
+pub mod summary;
 pub mod tasks;
 pub mod test;
 pub mod validate;

@@ -367,7 +367,17 @@ pub(crate) fn report_outcome(
             e.error.as_deref().unwrap_or("(none)"),
             e.cause.as_deref().unwrap_or("(none)")
         );
+        if let Ok(events) = store.history(execution_arn, false) {
+            if let Some(line) = crate::cli::summary::failure_line(&events) {
+                errln!("  {line}");
+            }
+        }
     }
+    let name = execution_arn.rsplit(':').next().unwrap_or(execution_arn);
+    errln!(
+        "sfn-local: execution {name} {}; why and how: sfn-local describe-execution --execution-arn {name} --format text",
+        outcome.status.as_str()
+    );
     match outcome.status {
         Status::Succeeded => ExitCode::SUCCESS,
         Status::Failed => ExitCode::from(EXIT_FAILED),
