@@ -651,3 +651,65 @@ fn reads_take_the_aws_cli_output_and_query_options() {
     let out = sb.run(&["list-executions", "--format", "table"]);
     assert!(out.stdout.starts_with("executionArn"), "{}", out.stdout);
 }
+
+#[test]
+fn start_execution_runs_in_the_background_and_files_work_as_in_the_aws_cli() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "wait.asl.json",
+        r#"{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 1, "Next": "P"}, "P": {"Type": "Pass", "End": true}}}"#,
+    );
+    let input = sb.write("input.json", r#"{"from": "a file"}"#);
+    let out = sb.run(&[
+        "start-execution",
+        &format!("file://{}", def.display()),
+        "--name",
+        "bg",
+        "--input",
+        &format!("file://{}", input.display()),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let started = out.json();
+    assert!(
+        started["executionArn"]
+            .as_str()
+            .unwrap()
+            .ends_with(":execution:wait:bg"),
+        "{started}"
+    );
+    assert!(started["startDate"].is_string());
+    // It runs on after start-execution returned.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let described = loop {
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", "bg"])
+            .json();
+        if d["status"] != "RUNNING" || std::time::Instant::now() > until {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    assert_eq!(described["output"], r#"{"from":"a file"}"#);
+    // A refusal of the runner is start-execution's.
+    let again = sb.run(&["start-execution", def.to_str().unwrap(), "--name", "bg"]);
+    again.assert_error(2, "ExecutionAlreadyExists");
+    // send-task-failure takes its cause from a file too.
+    let cause = sb.write("cause.txt", "from a file");
+    let out = sb.run(&[
+        "send-task-failure",
+        "--task-token",
+        &"A".repeat(64),
+        "--cause",
+        &format!("file://{}", cause.display()),
+    ]);
+    out.assert_error(10, "TaskDoesNotExist");
+    let out = sb.run(&[
+        "send-task-failure",
+        "--task-token",
+        &"A".repeat(64),
+        "--cause",
+        "file:///no/such/file",
+    ]);
+    out.assert_error(2, "/no/such/file");
+}

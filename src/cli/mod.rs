@@ -34,9 +34,11 @@ macro_rules! err {
 pub mod db;
 pub mod executions;
 pub mod output;
+pub mod param;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod start;
 pub mod stop;
 pub mod summary;
 pub mod tasks;
@@ -61,6 +63,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run an execution to its end and print its output.
     Run(run::RunArgs),
+    /// Start an execution in the background and print its executionArn and startDate.
+    StartExecution(start::StartArgs),
     /// Continue RUNNING executions whose runner is gone (killed, crashed, Ctrl-C).
     Resume(resume::ResumeArgs),
     /// Print an execution as AWS's DescribeExecution does.
@@ -91,6 +95,7 @@ impl Command {
         match self {
             Command::Validate(args) => validate::run(args),
             Command::Run(args) => run::run(args),
+            Command::StartExecution(args) => start::run(args),
             Command::Resume(args) => resume::run(args),
             Command::DescribeExecution(args) => executions::describe(args),
             Command::GetExecutionHistory(args) => executions::history(args),

@@ -20,8 +20,8 @@ use std::sync::Arc;
 pub struct RunArgs {
     /// The state machine definition (JSON).
     pub definition: PathBuf,
-    /// The execution input, as JSON text (default `{}`).
-    #[arg(long, conflicts_with = "input_file")]
+    /// The execution input, as JSON text (default `{}`), or `file://PATH`.
+    #[arg(long, conflicts_with = "input_file", value_parser = crate::cli::param::text_or_file)]
     pub input: Option<String>,
     /// Read the input from a file (`-` for stdin).
     #[arg(long, value_name = "FILE")]
@@ -194,6 +194,14 @@ pub(crate) fn bind_tasks(
 
 /// Runs `run`.
 pub fn run(mut args: RunArgs) -> ExitCode {
+    // The AWS CLI's habit: `file://machine.asl.json`.
+    if let Some(path) = args
+        .definition
+        .to_str()
+        .and_then(|d| d.strip_prefix("file://"))
+    {
+        args.definition = PathBuf::from(path);
+    }
     // `DEFINITION#CASE` chooses a mock test case, when the file itself has no `#` in its name.
     let mut test_case = args.test_case.clone();
     if !args.definition.exists() {

@@ -22,11 +22,11 @@ pub struct StopArgs {
     /// The execution's ARN (or its name).
     #[arg(long)]
     pub execution_arn: String,
-    /// The error recorded in `ExecutionAborted` (at most 256 characters).
-    #[arg(long)]
+    /// The error recorded in `ExecutionAborted` (at most 256 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub error: Option<String>,
-    /// The cause (at most 32,768 characters).
-    #[arg(long)]
+    /// The cause (at most 32,768 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub cause: Option<String>,
     /// The database.
     #[arg(long, value_name = "PATH")]

@@ -50,8 +50,8 @@ pub struct SuccessArgs {
     /// The token the worker received.
     #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
-    /// The task's result, as JSON text.
-    #[arg(long)]
+    /// The task's result, as JSON text, or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub task_output: String,
     /// The database.
     #[arg(long, value_name = "PATH")]
@@ -64,11 +64,11 @@ pub struct FailureArgs {
     /// The token the worker received.
     #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
-    /// The error name (at most 256 characters).
-    #[arg(long)]
+    /// The error name (at most 256 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub error: Option<String>,
-    /// The cause (at most 32,768 characters).
-    #[arg(long)]
+    /// The cause (at most 32,768 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub cause: Option<String>,
     /// The database.
     #[arg(long, value_name = "PATH")]
