@@ -31,6 +31,7 @@ macro_rules! err {
     }};
 }
 
+pub mod completions;
 pub mod db;
 pub mod executions;
 pub mod output;
@@ -85,6 +86,8 @@ pub enum Command {
     GetActivityTask(tasks::GetActivityArgs),
     /// List the tasks waiting for an answer, with their tokens and deadlines.
     ListTasks(tasks::ListTasksArgs),
+    /// Print shell completions: `source <(sfn-local completions bash)`.
+    Completions(completions::CompletionsArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
 }
@@ -107,6 +110,7 @@ impl Command {
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
+            Command::Completions(args) => completions::run(args),
         }
     }
 }

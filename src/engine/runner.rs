@@ -279,7 +279,22 @@ fn drive(
         },
     )));
     let result = local.block_on(&runtime, async {
-        let interrupt = Box::pin(tokio::signal::ctrl_c());
+        // Ctrl-C, or SIGTERM (`kill`, a CI runner cancelling a job): both leave the
+        // executions RUNNING and resumable.
+        let interrupt = Box::pin(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
         match futures_util::future::select(all, interrupt).await {
             futures_util::future::Either::Left((done, _)) => Some(done),
             futures_util::future::Either::Right((_, running)) => {
