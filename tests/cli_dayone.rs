@@ -713,3 +713,13 @@ fn start_execution_runs_in_the_background_and_files_work_as_in_the_aws_cli() {
     ]);
     out.assert_error(2, "/no/such/file");
 }
+
+#[test]
+fn completions_are_printed_for_the_common_shells() {
+    let sb = Sandbox::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = sb.run(&["completions", shell]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("describe-execution"), "{shell}");
+    }
+}
