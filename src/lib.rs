@@ -33,4 +33,5 @@ pub mod console;
 pub mod engine;
 pub mod graph;
 pub mod store;
+pub mod suggest;
 pub mod tasks;

@@ -263,6 +263,8 @@ fn test_cases_are_chosen_like_step_functions_local() {
     // A config without a test case chosen mocks nothing.
     let out = sb.run_env(&["run", &def], &[("SFN_MOCK_CONFIG", &mocks)]);
     out.assert_error(1, "no local binding");
+    // ...and says so, naming the option that chooses one.
+    out.assert_error(1, "no test case is chosen (--test-case NAME");
 }
 
 #[test]
@@ -271,10 +273,7 @@ fn a_binding_wins_over_a_mock_for_its_state() {
     let out = shop.run_case(
         "Happy",
         "bound",
-        &[
-            "--task",
-            r#"Charge=sh -c 'echo "{\"Payload\": {\"charged\": 99}}"'"#,
-        ],
+        &["--task", r#"Charge=sh -c 'echo "{\"charged\": 99}"'"#],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["charge"], json!({"charged": 99}));

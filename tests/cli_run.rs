@@ -206,7 +206,7 @@ fn task_states_run_bound_commands() {
     let def = sb.write(
         "task.json",
         r#"{"StartAt":"Double","States":{"Double":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
-            "Parameters":{"n.$":"$.n"},"ResultSelector":{"doubled.$":"$.n"},"ResultPath":"$.result","End":true}}}"#,
+            "Parameters":{"FunctionName":"double","Payload":{"n.$":"$.n"}},"ResultSelector":{"doubled.$":"$.Payload.n"},"ResultPath":"$.result","End":true}}}"#,
     );
     let script = sb.write("double.sh", "#!/bin/sh\nread input\necho \"$input\"\n");
     let binding = format!("Double=sh {}", script.display());
@@ -254,7 +254,7 @@ fn a_failing_command_names_its_error_from_stderr() {
 fn unknown_executions_are_reported() {
     let sb = Sandbox::new();
     let out = sb.run(&["describe-execution", "--execution-arn", "nope"]);
-    out.assert_error(2, "ExecutionDoesNotExist");
+    out.assert_error(15, "ExecutionDoesNotExist");
 }
 
 #[test]
@@ -262,7 +262,7 @@ fn an_unreadable_database_is_a_clear_error() {
     let sb = Sandbox::new();
     let bogus = sb.write("not-a-db.db", "this is not sqlite, just text that is long enough to have a header...................................................");
     let out = sb.run(&["list-executions", "--db", bogus.to_str().unwrap()]);
-    out.assert_error(2, "not an sfn-local database");
+    out.assert_error(1, "not an sfn-local database");
 }
 
 #[test]
@@ -344,5 +344,5 @@ fn listings_page_like_the_aws_cli_and_filter_by_state_machine() {
     assert!(rest.get("NextToken").is_none());
 
     let bad = sb.run(&["list-executions", "--starting-token", "forged"]);
-    bad.assert_error(2, "--starting-token");
+    bad.assert_error(11, "--starting-token");
 }

@@ -202,7 +202,7 @@ async fn map_runs_each_item_in_order() {
 #[tokio::test]
 async fn task_runs_a_local_command() {
     let (outcome, events) = run_with(
-        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}}}),
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","End":true}}}),
         json!({"n": 1}),
         tasks(&["T=sh -c 'cat; echo'"]),
         Arc::new(SystemClock::new(1.0)),
@@ -228,7 +228,7 @@ async fn task_runs_a_local_command() {
 async fn retries_then_catches_a_failing_task() {
     let (outcome, events) = run_with(
         json!({"StartAt":"T","States":{
-            "T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
                  "Retry":[{"ErrorEquals":["Oops"],"IntervalSeconds":1,"MaxAttempts":1}],
                  "Catch":[{"ErrorEquals":["States.ALL"],"Next":"H"}],"End":true},
             "H":{"Type":"Pass","End":true}}}),
@@ -276,7 +276,7 @@ async fn unbound_task_fails_saying_how_to_bind_it() {
 #[tokio::test]
 async fn task_timeout_raises_states_timeout() {
     let (outcome, events) = run_with(
-        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","TimeoutSeconds":5,"End":true}}}),
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","TimeoutSeconds":5,"End":true}}}),
         json!({}),
         tasks(&["T=sleep 30"]),
         Arc::new(SystemClock::new(0.01)),

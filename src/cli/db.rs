@@ -38,26 +38,80 @@ pub fn open(flag: Option<PathBuf>) -> Result<Arc<Store>, String> {
     open_with(flag, DurabilityArg::default())
 }
 
-/// Opens the database for commands that only read (describe, history, list): a database that
-/// cannot be written (read-only file or mount) or whose write lock another process holds (the
-/// read-write open checks the schema in a write transaction) is still readable.
-pub fn open_for_reading(flag: Option<PathBuf>) -> Result<Arc<Store>, String> {
+/// Why a database that must exist could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenExistingError {
+    /// There is no file at the path: nothing has run against this database.
+    #[error("there is no database at {} (nothing has run with this --db or SFN_LOCAL_DB)", .0.display())]
+    Missing(PathBuf),
+    /// The file is there but could not be opened.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Opens the database for commands that only read (describe, history, list): read-only, never
+/// creating a file or folder (a mistyped `--db` is an error naming the path, not a fresh empty
+/// database), and readable when the file cannot be written or another process holds its write
+/// lock. Only a database of an older schema is opened for writing, to migrate it.
+pub fn open_for_reading(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingError> {
     let path = resolve(flag);
-    let options = options(DurabilityArg::default());
-    match Store::open(&path, options) {
-        Ok(store) => Ok(Arc::new(store)),
-        Err(StoreError::ReadOnly { .. } | StoreError::Busy { .. }) => {
-            Store::open_read_only(&path, options)
-                .map(Arc::new)
-                .map_err(|e| format!("error: {e}"))
-        }
-        Err(e) => Err(format!("error: {e}")),
+    if !path.is_file() {
+        return Err(OpenExistingError::Missing(path));
     }
+    let options = options(DurabilityArg::default());
+    match Store::open_read_only(&path, options) {
+        Ok(store) => Ok(Arc::new(store)),
+        Err(StoreError::SchemaTooOld { .. }) => Store::open(&path, options)
+            .map(Arc::new)
+            .map_err(|e| OpenExistingError::Failed(e.to_string())),
+        Err(e) => Err(OpenExistingError::Failed(e.to_string())),
+    }
+}
+
+/// Opens a database that must already exist for writing (answers to task tokens, stops): a
+/// token or an execution cannot be in a database that was never created.
+pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingError> {
+    let path = resolve(flag);
+    if !path.is_file() {
+        return Err(OpenExistingError::Missing(path));
+    }
+    Store::open(&path, options(DurabilityArg::default()))
+        .map(Arc::new)
+        .map_err(|e| OpenExistingError::Failed(e.to_string()))
+}
+
+/// Creates a database file that does not exist yet readable and writable by its owner only
+/// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
+/// mode), and the default folder (`$XDG_STATE_HOME/sfn-local`) likewise owner-only. A folder
+/// the user named is left as it is. Failures are left to the open, which names the path.
+fn create_private(path: &std::path::Path, default_location: bool) {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if path.exists() {
+        return;
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            if default_location {
+                builder.mode(0o700);
+            }
+            let _ = builder.create(parent);
+        }
+    }
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
 }
 
 /// Opens the database, or says why not.
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
+    let default_location =
+        flag.is_none() && std::env::var_os("SFN_LOCAL_DB").is_none_or(|p| p.is_empty());
     let path = resolve(flag);
+    create_private(&path, default_location);
     Store::open(&path, options(durability))
         .map(Arc::new)
         .map_err(|e| format!("error: {e}"))

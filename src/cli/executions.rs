@@ -2,7 +2,9 @@
 //! the database, printing AWS's response shapes.
 
 use crate::api;
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::db;
+use crate::cli::output::{Format, OutputArgs};
+use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
 use clap::Args;
 use std::path::PathBuf;
@@ -14,6 +16,9 @@ pub struct DescribeArgs {
     /// The execution's ARN (or its name).
     #[arg(long)]
     pub execution_arn: String,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -31,6 +36,9 @@ pub struct HistoryArgs {
     /// `--max-items`, `--starting-token`.
     #[command(flatten)]
     pub page: PageArgs,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -48,6 +56,9 @@ pub struct ListArgs {
     /// `--max-items`, `--starting-token`.
     #[command(flatten)]
     pub page: PageArgs,
+    /// `--format json|text|table`, `--output`, `--query`.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// The database.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -73,55 +84,132 @@ impl PageArgs {
     }
 }
 
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {message}");
-    ExitCode::from(EXIT_USAGE)
+fn fail(operation: &str, message: impl std::fmt::Display) -> ExitCode {
+    refuse(
+        operation,
+        "ServiceFailure",
+        &message.to_string(),
+        exit::STORE,
+    )
 }
 
-fn print(v: &serde_json::Value) {
-    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// `ExecutionDoesNotExist`, naming the database looked in.
+fn no_execution(operation: &str, execution: &str, db: &std::path::Path) -> ExitCode {
+    refuse(
+        operation,
+        "ExecutionDoesNotExist",
+        &format!(
+            "Execution Does Not Exist: '{execution}' (in the database {})",
+            db.display()
+        ),
+        exit::EXECUTION_DOES_NOT_EXIST,
+    )
+}
+
+/// Opens the database for a read about one execution: a missing database holds no execution.
+fn open_for(
+    operation: &str,
+    execution: &str,
+    flag: Option<PathBuf>,
+) -> Result<std::sync::Arc<crate::store::Store>, ExitCode> {
+    db::open_for_reading(flag).map_err(|e| match e {
+        db::OpenExistingError::Missing(path) => no_execution(operation, execution, &path),
+        db::OpenExistingError::Failed(e) => fail(operation, e),
+    })
+}
+
+/// A `--starting-token` that no page printed.
+fn invalid_token(operation: &str, message: impl std::fmt::Display) -> ExitCode {
+    refuse(
+        operation,
+        "InvalidToken",
+        &message.to_string(),
+        exit::INVALID_TOKEN,
+    )
+}
+
+/// Prints a response as `--query`/`--output` say; a bad `--query` is a usage error.
+fn respond(operation: &str, out: &OutputArgs, response: &serde_json::Value) -> ExitCode {
+    match out.print_response(response) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => refuse(operation, "ValidationException", &e, exit::VALIDATION),
+    }
+}
+
+/// Prints text that already ends with a newline.
+fn print_text(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// Runs `describe-execution`.
 pub fn describe(args: DescribeArgs) -> ExitCode {
-    let store = match db::open_for_reading(args.db) {
+    const OP: &str = "DescribeExecution";
+    let store = match open_for(OP, &args.execution_arn, args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(code) => return code,
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => {
-            print(&api::describe_execution(&e));
-            ExitCode::SUCCESS
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &api::describe_execution(&e));
+            }
+            match store.history(&e.execution_arn, false) {
+                Ok(events) => {
+                    if args.out.format == Some(Format::Table) {
+                        outln!(
+                            "{}",
+                            crate::cli::output::table(&api::describe_execution(&e))
+                        );
+                    } else {
+                        print_text(&crate::cli::summary::describe_text(&e, &events));
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(OP, err),
+            }
         }
-        Ok(None) => fail(format!("ExecutionDoesNotExist: {}", args.execution_arn)),
-        Err(e) => fail(e),
+        Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
+        Err(e) => fail(OP, e),
     }
 }
 
 /// Runs `get-execution-history`.
 pub fn history(args: HistoryArgs) -> ExitCode {
-    let store = match db::open_for_reading(args.db) {
+    const OP: &str = "GetExecutionHistory";
+    let store = match open_for(OP, &args.execution_arn, args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(code) => return code,
     };
     match store.execution(&args.execution_arn) {
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
             Ok(events) => match args.page.page().slice(&events) {
                 Ok((events, next)) => {
-                    print(&api::with_next_token(api::execution_history(events), next));
+                    if args.out.wants_response() {
+                        return respond(
+                            OP,
+                            &args.out,
+                            &api::with_next_token(api::execution_history(events), next),
+                        );
+                    }
+                    print_text(&crate::cli::summary::history_table(events));
+                    if let Some(token) = next {
+                        outln!("NextToken: {token}");
+                    }
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(e),
+                Err(e) => invalid_token(OP, e),
             },
-            Err(e) => fail(e),
+            Err(e) => fail(OP, e),
         },
-        Ok(None) => fail(format!("ExecutionDoesNotExist: {}", args.execution_arn)),
-        Err(e) => fail(e),
+        Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
+        Err(e) => fail(OP, e),
     }
 }
 
 /// Runs `list-executions`.
 pub fn list(args: ListArgs) -> ExitCode {
+    const OP: &str = "ListExecutions";
     let status = match args
         .status_filter
         .as_deref()
@@ -129,15 +217,23 @@ pub fn list(args: ListArgs) -> ExitCode {
     {
         None => None,
         Some(Ok(s)) => Some(s),
-        Some(Err(e)) => return fail(e),
+        Some(Err(e)) => return refuse(OP, "ValidationException", &e.to_string(), exit::VALIDATION),
     };
     let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
-        Err(e) => return fail(e.trim_start_matches("error: ")),
+        Err(db::OpenExistingError::Missing(path)) => {
+            // No database, no executions; created by nothing but a run.
+            errln!(
+                "sfn-local: there is no database at {}; no executions",
+                path.display()
+            );
+            return respond(OP, &args.out, &api::list_executions(&[]));
+        }
+        Err(e) => return fail(OP, e),
     };
     let list = match store.list_executions(status) {
         Ok(list) => list,
-        Err(e) => return fail(e),
+        Err(e) => return fail(OP, e),
     };
     let list: Vec<_> = match &args.state_machine_arn {
         Some(machine) => list
@@ -148,9 +244,13 @@ pub fn list(args: ListArgs) -> ExitCode {
     };
     match args.page.page().slice(&list) {
         Ok((list, next)) => {
-            print(&api::with_next_token(api::list_executions(list), next));
+            let response = api::with_next_token(api::list_executions(list), next);
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &response);
+            }
+            outln!("{}", crate::cli::output::table(&response));
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => invalid_token(OP, e),
     }
 }

@@ -31,16 +31,21 @@ macro_rules! err {
     }};
 }
 
+pub mod completions;
 pub mod console;
 pub mod db;
 pub mod executions;
-pub mod redrive;
 pub mod graph;
+pub mod output;
+pub mod param;
 pub mod progress;
+pub mod redrive;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod start;
 pub mod stop;
+pub mod summary;
 pub mod tasks;
 pub mod test;
 pub mod test_state;
@@ -64,6 +69,8 @@ pub enum Command {
     Validate(validate::ValidateArgs),
     /// Run an execution to its end and print its output.
     Run(run::RunArgs),
+    /// Start an execution in the background and print its executionArn and startDate.
+    StartExecution(start::StartArgs),
     /// Continue RUNNING executions whose runner is gone (killed, crashed, Ctrl-C).
     Resume(resume::ResumeArgs),
     /// Continue a FAILED, TIMED_OUT or ABORTED execution from what did not succeed (AWS's RedriveExecution).
@@ -86,6 +93,8 @@ pub enum Command {
     GetActivityTask(tasks::GetActivityArgs),
     /// List the tasks waiting for an answer, with their tokens and deadlines.
     ListTasks(tasks::ListTasksArgs),
+    /// Print shell completions: `source <(sfn-local completions bash)`.
+    Completions(completions::CompletionsArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
     /// Run one state as AWS's TestState does: inspection data, mocks, Retry/Catch decisions.
@@ -102,6 +111,7 @@ impl Command {
         match self {
             Command::Validate(args) => validate::run(args),
             Command::Run(args) => run::run(args),
+            Command::StartExecution(args) => start::run(args),
             Command::Resume(args) => resume::run(args),
             Command::RedriveExecution(args) => redrive::run(args),
             Command::DescribeExecution(args) => executions::describe(args),
@@ -117,6 +127,7 @@ impl Command {
             Command::TestState(args) => test_state::run(args),
             Command::Graph(args) => graph::run(args),
             Command::Console(args) => console::run(args),
+            Command::Completions(args) => completions::run(args),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::cli::run::{interrupted, report_outcome, RunFormat};
 use crate::cli::{db, EXIT_USAGE};
-use crate::engine::runner::{resume_executions, ResumeTarget, RunError};
+use crate::engine::runner::{resume_executions_with, Bindings, ResumeTarget, RunError};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +24,10 @@ pub struct ResumeArgs {
     /// How hard each commit tries to survive a crash (see the README).
     #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
     pub durability: db::DurabilityArg,
+    /// Run a local program for a Task state: STATE=COMMAND (repeatable); supplies a binding the
+    /// run lacked or replaces the one it had, for this resume.
+    #[arg(long = "task", value_name = "STATE=COMMAND")]
+    pub tasks: Vec<String>,
     /// What to print: the output (text) or DescribeExecution's shape (json).
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
@@ -37,7 +41,47 @@ pub struct ResumeArgs {
 
 /// Runs `resume`.
 pub fn run(args: ResumeArgs) -> ExitCode {
-    let store = match db::open_with(args.db.clone(), args.durability) {
+    let mut bindings = Bindings::new();
+    for binding in &args.tasks {
+        let checked = crate::tasks::command::parse_binding(binding)
+            .map_err(|e| e.to_string())
+            .and_then(|(state, command)| {
+                command
+                    .check_program()
+                    .map_err(|e| format!("--task {binding}: {e}"))?;
+                Ok((state, command.with_absolute_program()))
+            });
+        match checked {
+            Ok((state, command)) => {
+                bindings.insert(state, command);
+            }
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    // Nothing can be resumed from a database that does not exist: say so, create nothing.
+    let path = db::resolve(args.db.clone());
+    if !path.is_file() {
+        if let Some(arn) = &args.execution_arn {
+            return crate::cli::tasks::refuse(
+                "ResumeExecution",
+                "ExecutionDoesNotExist",
+                &format!(
+                    "Execution Does Not Exist: '{arn}' ({} does not exist)",
+                    path.display()
+                ),
+                crate::cli::tasks::exit::EXECUTION_DOES_NOT_EXIST,
+            );
+        }
+        errln!(
+            "sfn-local: there is no database at {}; nothing to resume",
+            path.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let store = match db::open_with(Some(path), args.durability) {
         Ok(s) => s,
         Err(e) => {
             errln!("{e}");
@@ -60,11 +104,19 @@ pub fn run(args: ResumeArgs) -> ExitCode {
     };
     let progress = crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json)
         .then(|| crate::cli::progress::Progress::start(store.clone(), watched, args.verbose));
-    let resumed = resume_executions(store.clone(), target, notice);
+    let resumed = resume_executions_with(store.clone(), target, notice, &bindings);
     drop(progress);
     let resumed = match resumed {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
+        Err(e @ RunError::ExecutionDoesNotExist { .. }) => {
+            return crate::cli::tasks::refuse(
+                "ResumeExecution",
+                "ExecutionDoesNotExist",
+                &e.to_string(),
+                crate::cli::tasks::exit::EXECUTION_DOES_NOT_EXIST,
+            )
+        }
         Err(e) => {
             errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);

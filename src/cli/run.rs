@@ -20,8 +20,8 @@ use std::sync::Arc;
 pub struct RunArgs {
     /// The state machine definition (JSON).
     pub definition: PathBuf,
-    /// The execution input, as JSON text (default `{}`).
-    #[arg(long, conflicts_with = "input_file")]
+    /// The execution input, as JSON text (default `{}`), or `file://PATH`.
+    #[arg(long, conflicts_with = "input_file", value_parser = crate::cli::param::text_or_file)]
     pub input: Option<String>,
     /// Read the input from a file (`-` for stdin).
     #[arg(long, value_name = "FILE")]
@@ -163,8 +163,51 @@ fn load_mocks(
     Ok(mocks)
 }
 
+/// Parses and checks `--task STATE=COMMAND` bindings before anything runs: the state must be a
+/// Task state of the machine (a typo gets "did you mean"), the program must exist and be
+/// executable. Each command is told the database (`SFN_LOCAL_DB`) its workers must answer.
+pub(crate) fn bind_tasks(
+    machine: &asl::StateMachine,
+    bindings: &[String],
+    db_path: &std::path::Path,
+) -> Result<std::collections::HashMap<String, crate::tasks::command::CommandLine>, String> {
+    let mut commands = std::collections::HashMap::new();
+    let states = machine.all_states();
+    for binding in bindings {
+        let (state, command) = parse_binding(binding).map_err(|e| e.to_string())?;
+        let is_task = states
+            .iter()
+            .any(|s| s.name == state && s.type_name() == "Task");
+        if !is_task {
+            let hint = crate::suggest::did_you_mean(
+                &state,
+                states
+                    .iter()
+                    .filter(|s| s.type_name() == "Task")
+                    .map(|s| s.name.as_str()),
+            );
+            return Err(format!(
+                "--task {binding}: the machine has no Task state named '{state}'{hint}"
+            ));
+        }
+        command
+            .check_program()
+            .map_err(|e| format!("--task {binding}: {e}"))?;
+        commands.insert(state, command.with_database(db_path));
+    }
+    Ok(commands)
+}
+
 /// Runs `run`.
 pub fn run(mut args: RunArgs) -> ExitCode {
+    // The AWS CLI's habit: `file://machine.asl.json`.
+    if let Some(path) = args
+        .definition
+        .to_str()
+        .and_then(|d| d.strip_prefix("file://"))
+    {
+        args.definition = PathBuf::from(path);
+    }
     // `DEFINITION#CASE` chooses a mock test case, when the file itself has no `#` in its name.
     let mut test_case = args.test_case.clone();
     if !args.definition.exists() {
@@ -239,28 +282,24 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         s3_dir: args.s3_dir.clone(),
         ..LocalTasks::default()
     };
-    for binding in &args.tasks {
-        match parse_binding(binding) {
-            Ok((state, command)) => {
-                let is_task = machine
-                    .all_states()
-                    .iter()
-                    .any(|s| s.name == state && s.type_name() == "Task");
-                if !is_task {
-                    return usage(format!(
-                        "--task {binding}: the machine has no Task state named '{state}'"
-                    ));
-                }
-                tasks.commands.insert(state, command);
-            }
-            Err(e) => return usage(e),
-        }
+    let db_path = db::resolve(args.db.clone());
+    match bind_tasks(&machine, &args.tasks, &db_path) {
+        Ok(commands) => tasks.commands = commands,
+        Err(e) => return usage(e),
     }
     if let Some(case) = &test_case {
         match load_mocks(args.mock_config.as_deref(), &machine_name, case, &machine) {
             Ok(mocks) => tasks.mocks = mocks,
             Err(e) => return usage(e),
         }
+    }
+    if let (None, Some(file)) = (&test_case, &args.mock_config) {
+        // Step Functions Local mocks nothing without a test case; a silent no-op misleads.
+        errln!(
+            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
+            file.display(),
+            args.definition.display()
+        );
     }
     let store = match db::open_with(args.db.clone(), args.durability) {
         Ok(s) => s,
@@ -352,7 +391,17 @@ pub(crate) fn report_outcome(
             e.error.as_deref().unwrap_or("(none)"),
             e.cause.as_deref().unwrap_or("(none)")
         );
+        if let Ok(events) = store.history(execution_arn, false) {
+            if let Some(line) = crate::cli::summary::failure_line(&events) {
+                errln!("  {line}");
+            }
+        }
     }
+    let name = execution_arn.rsplit(':').next().unwrap_or(execution_arn);
+    errln!(
+        "sfn-local: execution {name} {}; why and how: sfn-local describe-execution --execution-arn {name} --format text",
+        outcome.status.as_str()
+    );
     match outcome.status {
         Status::Succeeded => ExitCode::SUCCESS,
         Status::Failed => ExitCode::from(EXIT_FAILED),

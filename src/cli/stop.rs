@@ -22,11 +22,11 @@ pub struct StopArgs {
     /// The execution's ARN (or its name).
     #[arg(long)]
     pub execution_arn: String,
-    /// The error recorded in `ExecutionAborted` (at most 256 characters).
-    #[arg(long)]
+    /// The error recorded in `ExecutionAborted` (at most 256 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub error: Option<String>,
-    /// The cause (at most 32,768 characters).
-    #[arg(long)]
+    /// The cause (at most 32,768 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub cause: Option<String>,
     /// The database.
     #[arg(long, value_name = "PATH")]
@@ -43,16 +43,21 @@ pub fn run(args: StopArgs) -> ExitCode {
     if let Err(code) = check_error_cause(OP, args.error.as_deref(), args.cause.as_deref()) {
         return code;
     }
-    let store = match db::open(args.db) {
+    let store = match db::open_existing(args.db) {
         Ok(s) => s,
-        Err(e) => {
+        Err(db::OpenExistingError::Missing(path)) => {
             return refuse(
                 OP,
-                "ServiceFailure",
-                e.trim_start_matches("error: "),
-                exit::STORE,
+                "ExecutionDoesNotExist",
+                &format!(
+                    "Execution Does Not Exist: '{}' ({} does not exist)",
+                    args.execution_arn,
+                    path.display()
+                ),
+                exit::EXECUTION_DOES_NOT_EXIST,
             )
         }
+        Err(e) => return refuse(OP, "ServiceFailure", &e.to_string(), exit::STORE),
     };
     let requested = system_now();
     let arn = match store.request_stop(
@@ -80,7 +85,11 @@ pub fn run(args: StopArgs) -> ExitCode {
             return refuse(
                 OP,
                 "ExecutionDoesNotExist",
-                &format!("Execution Does Not Exist: '{}'", args.execution_arn),
+                &format!(
+                    "Execution Does Not Exist: '{}' (in the database {})",
+                    args.execution_arn,
+                    store.path().display()
+                ),
                 exit::EXECUTION_DOES_NOT_EXIST,
             )
         }

@@ -50,8 +50,8 @@ pub struct SuccessArgs {
     /// The token the worker received.
     #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
-    /// The task's result, as JSON text.
-    #[arg(long)]
+    /// The task's result, as JSON text, or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub task_output: String,
     /// The database.
     #[arg(long, value_name = "PATH")]
@@ -64,11 +64,11 @@ pub struct FailureArgs {
     /// The token the worker received.
     #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
-    /// The error name (at most 256 characters).
-    #[arg(long)]
+    /// The error name (at most 256 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub error: Option<String>,
-    /// The cause (at most 32,768 characters).
-    #[arg(long)]
+    /// The cause (at most 32,768 characters), or `file://PATH`.
+    #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub cause: Option<String>,
     /// The database.
     #[arg(long, value_name = "PATH")]
@@ -153,18 +153,29 @@ fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: TaskAnswer)
             exit::INVALID_TOKEN,
         );
     }
-    let store = match open(operation, db) {
+    let no_task = |path: &std::path::Path, why: &str| {
+        refuse(
+            operation,
+            "TaskDoesNotExist",
+            &format!(
+                "No task with this token exists in the database {}{why}; a worker answers the database its execution runs in (--db or SFN_LOCAL_DB; sfn-local gives the workers it starts SFN_LOCAL_DB)",
+                path.display()
+            ),
+            exit::TASK_DOES_NOT_EXIST,
+        )
+    };
+    let store = match db::open_existing(db) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(db::OpenExistingError::Missing(path)) => {
+            return no_task(&path, ", which does not exist")
+        }
+        Err(db::OpenExistingError::Failed(e)) => {
+            return refuse(operation, "ServiceFailure", &e, exit::STORE)
+        }
     };
     match store.answer_token(token, &answer, system_now()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(AnswerError::TaskDoesNotExist) => refuse(
-            operation,
-            "TaskDoesNotExist",
-            "No task with this token exists in this database.",
-            exit::TASK_DOES_NOT_EXIST,
-        ),
+        Err(AnswerError::TaskDoesNotExist) => no_task(store.path(), ""),
         Err(AnswerError::TaskTimedOut) => refuse(
             operation,
             "TaskTimedOut",
@@ -375,9 +386,21 @@ fn task_json(t: &TokenRecord) -> Value {
 /// Runs `list-tasks`: the tasks waiting for an answer.
 pub fn list(args: ListTasksArgs) -> ExitCode {
     const OP: &str = "ListTasks";
-    let store = match open(OP, args.db) {
+    let store = match db::open_for_reading(args.db) {
         Ok(s) => s,
-        Err(code) => return code,
+        Err(db::OpenExistingError::Missing(path)) if args.execution_arn.is_some() => {
+            return refuse(
+                OP,
+                "ExecutionDoesNotExist",
+                &format!(
+                    "Execution Does Not Exist: '{}' ({} does not exist)",
+                    args.execution_arn.as_deref().unwrap_or_default(),
+                    path.display()
+                ),
+                exit::EXECUTION_DOES_NOT_EXIST,
+            )
+        }
+        Err(e) => return refuse(OP, "ServiceFailure", &e.to_string(), exit::STORE),
     };
     let arn = match &args.execution_arn {
         None => None,
@@ -387,7 +410,10 @@ pub fn list(args: ListTasksArgs) -> ExitCode {
                 return refuse(
                     OP,
                     "ExecutionDoesNotExist",
-                    &format!("Execution Does Not Exist: '{a}'"),
+                    &format!(
+                        "Execution Does Not Exist: '{a}' (in the database {})",
+                        store.path().display()
+                    ),
                     exit::EXECUTION_DOES_NOT_EXIST,
                 )
             }

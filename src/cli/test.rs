@@ -138,6 +138,9 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         Ok(v) => v,
         Err(e) => return broken(e),
     };
+    if let Err(e) = check_spec(&spec) {
+        return broken(format!("{suite}: {e}"));
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     let Some(def_rel) = spec["definition"].as_str() else {
         return broken(format!("{suite}: \"definition\" (a path) is required"));
@@ -192,6 +195,11 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
     let Some(cases) = spec["cases"].as_array() else {
         return broken(format!("{suite}: \"cases\" (an array) is required"));
     };
+    if cases.is_empty() {
+        return broken(format!(
+            "{suite}: \"cases\" is empty, so the spec tests nothing"
+        ));
+    }
     cases
         .iter()
         .enumerate()
@@ -201,7 +209,11 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("case {}", i + 1));
             let prepared = (|| {
+                check_case(case)?;
                 let mut mocks = match case["testCase"].as_str() {
+                    Some(_) if spec.get("mockConfig").is_none() => {
+                        return Err("\"testCase\" names a test case of the spec's \"mockConfig\", which the spec lacks".into())
+                    }
                     Some(tc) => config.test_case(&machine_name, tc)?,
                     None => Mocks::default(),
                 };
@@ -216,11 +228,6 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                     mocks.check_against(&machine)?;
                 }
                 let expect = case["expect"].clone();
-                if !expect.is_object() {
-                    return Err(
-                        "\"expect\" (an object with at least \"status\") is required".into(),
-                    );
-                }
                 Ok(Prepared {
                     machine: machine.clone(),
                     machine_name: machine_name.clone(),
@@ -377,6 +384,140 @@ fn check_state(
     failures
 }
 
+/// The keys of a spec, of a case and of a case's `expect`.
+const SPEC_KEYS: &[&str] = &[
+    "definition",
+    "stateMachineName",
+    "mockConfig",
+    "timeScale",
+    "cases",
+];
+const CASE_KEYS: &[&str] = &["name", "input", "testCase", "mocks", "expect"];
+/// The keys of a case that tests one state (`"state"`), and of its `expect`.
+const STATE_CASE_KEYS: &[&str] = &[
+    "name",
+    "state",
+    "input",
+    "mock",
+    "context",
+    "variables",
+    "stateConfiguration",
+    "inspectionLevel",
+    "roleArn",
+    "expect",
+];
+const STATE_EXPECT_KEYS: &[&str] = &[
+    "status",
+    "output",
+    "outputContains",
+    "error",
+    "cause",
+    "causeContains",
+    "nextState",
+    "inspectionData",
+];
+/// The statuses TestState answers with.
+const TEST_STATE_STATUSES: &[&str] = &["SUCCEEDED", "FAILED", "RETRIABLE", "CAUGHT_ERROR"];
+const EXPECT_KEYS: &[&str] = &[
+    "status",
+    "output",
+    "outputContains",
+    "error",
+    "cause",
+    "causeContains",
+    "states",
+];
+/// The statuses an execution can end with.
+const END_STATUSES: &[&str] = &["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"];
+
+/// Refuses what a spec's top level gets wrong: unknown keys (a misspelled setting must not be
+/// silently ignored) and mistyped values.
+fn check_spec(spec: &Value) -> Result<(), String> {
+    let obj = spec
+        .as_object()
+        .ok_or("a test spec must be a JSON object")?;
+    crate::suggest::check_keys(obj, SPEC_KEYS, "the spec")?;
+    for key in ["definition", "stateMachineName", "mockConfig"] {
+        if obj.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("\"{key}\" must be a string"));
+        }
+    }
+    if obj
+        .get("timeScale")
+        .is_some_and(|v| !v.as_f64().is_some_and(|f| f.is_finite() && f >= 0.0))
+    {
+        return Err("\"timeScale\" must be a non-negative number".into());
+    }
+    Ok(())
+}
+
+/// Refuses what a case gets wrong: unknown keys in the case or its `expect`, a `status` that is
+/// not an end status, mistyped expectations, and an `expect` that expects nothing (a case that
+/// cannot fail is not a test).
+fn check_case(case: &Value) -> Result<(), String> {
+    let obj = case
+        .as_object()
+        .ok_or("a case must be a JSON object with \"name\", \"input\" and \"expect\"")?;
+    let (case_keys, expect_keys, statuses) = if obj.contains_key("state") {
+        (STATE_CASE_KEYS, STATE_EXPECT_KEYS, TEST_STATE_STATUSES)
+    } else {
+        (CASE_KEYS, EXPECT_KEYS, END_STATUSES)
+    };
+    crate::suggest::check_keys(obj, case_keys, "the case")?;
+    for key in ["name", "testCase"] {
+        if obj.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("\"{key}\" must be a string"));
+        }
+    }
+    let expect = match obj.get("expect") {
+        Some(Value::Object(e)) => e,
+        _ => {
+            return Err(format!(
+                "\"expect\" (an object with one or more of {}) is required",
+                expect_keys.join(", ")
+            ))
+        }
+    };
+    crate::suggest::check_keys(expect, expect_keys, "\"expect\"")?;
+    if expect.is_empty() {
+        return Err(format!(
+            "\"expect\" is empty, so the case could never fail; expect one or more of {}",
+            expect_keys.join(", ")
+        ));
+    }
+    if let Some(status) = expect.get("status") {
+        let ok = status.as_str().is_some_and(|s| statuses.contains(&s));
+        if !ok {
+            let hint = status
+                .as_str()
+                .map(|s| crate::suggest::did_you_mean(s, statuses.iter().copied()))
+                .unwrap_or_default();
+            return Err(format!(
+                "\"expect\".\"status\" is {status}{hint}; it must be one of {}",
+                statuses.join(", ")
+            ));
+        }
+    }
+    for key in ["error", "cause"] {
+        if expect
+            .get(key)
+            .is_some_and(|v| !v.is_string() && !v.is_null())
+        {
+            return Err(format!("\"expect\".\"{key}\" must be a string or null"));
+        }
+    }
+    if expect.get("causeContains").is_some_and(|v| !v.is_string()) {
+        return Err("\"expect\".\"causeContains\" must be a string".into());
+    }
+    if expect
+        .get("states")
+        .is_some_and(|v| !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
+    {
+        return Err("\"expect\".\"states\" must be an array of state names".into());
+    }
+    Ok(())
+}
+
 /// Runs one case to its end (or the case timeout) in this thread.
 fn execute(
     p: &Prepared,
@@ -399,6 +540,7 @@ fn execute(
     let tasks = LocalTasks {
         mocks: p.mocks.clone(),
         s3_dir: p.s3_dir.clone(),
+        mocks_only: true,
         ..LocalTasks::default()
     };
     let local = tokio::task::LocalSet::new();

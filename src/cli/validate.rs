@@ -25,7 +25,8 @@ pub struct ValidateArgs {
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Reports for people: the source, underlined.
+    /// Reports for people: the source, underlined (`text`, as in every command; `human` too).
+    #[value(name = "text", alias = "human")]
     Human,
     /// AWS's ValidateStateMachineDefinition response shape.
     Json,

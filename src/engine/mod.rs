@@ -4,6 +4,7 @@
 //! store), in AWS's shape.
 
 pub mod context;
+pub mod diagnosis;
 pub mod execution;
 pub mod history;
 pub mod map_journal;

@@ -67,6 +67,14 @@ pub enum RunError {
     /// compiles).
     #[error("{0}")]
     CannotResume(String),
+    /// No execution has this ARN or name (AWS: ExecutionDoesNotExist).
+    #[error("Execution Does Not Exist: '{execution}' (in the database {database})")]
+    ExecutionDoesNotExist {
+        /// The ARN or name asked for.
+        execution: String,
+        /// The database looked in.
+        database: String,
+    },
     /// The runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] std::io::Error),
@@ -228,6 +236,8 @@ fn build_engine(
     recorded: Option<Vec<crate::store::EventRecord>>,
     owner: &str,
 ) -> Engine {
+    let mut tasks = tasks;
+    tasks.notice = crate::tasks::Notice(Some(notice.clone()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
     let history = History::new(next_id, Box::new(sink), options.max_history_events);
@@ -269,7 +279,22 @@ fn drive(
         },
     )));
     let result = local.block_on(&runtime, async {
-        let interrupt = Box::pin(tokio::signal::ctrl_c());
+        // Ctrl-C, or SIGTERM (`kill`, a CI runner cancelling a job): both leave the
+        // executions RUNNING and resumable.
+        let interrupt = Box::pin(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        });
         match futures_util::future::select(all, interrupt).await {
             futures_util::future::Either::Left((done, _)) => Some(done),
             futures_util::future::Either::Right((_, running)) => {
@@ -331,6 +356,21 @@ pub fn resume_executions(
     target: ResumeTarget,
     notice: NoticeFn,
 ) -> Result<Vec<Resumed>, RunError> {
+    resume_executions_with(store, target, notice, &Bindings::new())
+}
+
+/// `--task` bindings given to `resume`: state name → command (its program path absolute).
+pub type Bindings = std::collections::HashMap<String, crate::tasks::command::CommandLine>;
+
+/// Like [`resume_executions`], with `bindings` supplied or replacing the ones `run` stored,
+/// for the Task states of that name (a binding naming no Task state of a resumed machine is
+/// refused when one execution is resumed).
+pub fn resume_executions_with(
+    store: Arc<Store>,
+    target: ResumeTarget,
+    notice: NoticeFn,
+    bindings: &Bindings,
+) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
     let lease = lease_ms();
     let now = system_now();
@@ -344,9 +384,10 @@ pub fn resume_executions(
                 )))
             }
             None => {
-                return Err(RunError::CannotResume(format!(
-                    "ExecutionDoesNotExist: {arn}"
-                )))
+                return Err(RunError::ExecutionDoesNotExist {
+                    execution: arn.clone(),
+                    database: store.path().display().to_string(),
+                })
             }
         },
         ResumeTarget::All => store.running_executions()?,
@@ -367,7 +408,7 @@ pub fn resume_executions(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone(), &owner);
+        let prepared = prepare_resume(&store, record, notice.clone(), &owner, bindings, &target);
         match prepared {
             Ok((engine, dir, recorded)) => {
                 cwd = cwd.or(dir);
@@ -405,6 +446,8 @@ fn prepare_resume(
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
+    bindings: &Bindings,
+    target: &ResumeTarget,
 ) -> Result<(Engine, Option<String>, usize), RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
@@ -427,7 +470,27 @@ fn prepare_resume(
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
-        tasks.commands.insert(state, command);
+        tasks
+            .commands
+            .insert(state, command.with_database(store.path()));
+    }
+    let task_states: Vec<&str> = machine
+        .all_states()
+        .into_iter()
+        .filter(|s| s.type_name() == "Task")
+        .map(|s| s.name.as_str())
+        .collect();
+    for (state, command) in bindings {
+        if task_states.contains(&state.as_str()) {
+            tasks
+                .commands
+                .insert(state.clone(), command.clone().with_database(store.path()));
+        } else if matches!(target, ResumeTarget::One(_)) {
+            return Err(cannot(format!(
+                "--task {state}=...: the machine has no Task state named '{state}'{}",
+                crate::suggest::did_you_mean(state, task_states.iter().copied())
+            )));
+        }
     }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();

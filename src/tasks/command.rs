@@ -20,6 +20,82 @@ pub type WorkerWatch = std::pin::Pin<Box<dyn std::future::Future<Output = String
 pub struct CommandLine {
     /// Program and arguments.
     pub argv: Vec<String>,
+    /// The database the execution uses (`SFN_LOCAL_DB` in the program's environment), so a
+    /// worker's `send-task-*` answers the same database whatever `--db` said.
+    pub database: Option<std::path::PathBuf>,
+}
+
+impl CommandLine {
+    /// This command, told which database its execution uses.
+    pub fn with_database(mut self, path: &std::path::Path) -> CommandLine {
+        self.database = Some(std::path::absolute(path).unwrap_or_else(|_| path.to_owned()));
+        self
+    }
+
+    /// This command with a relative program path (`./worker.sh`) made absolute against the
+    /// current directory, for a runner that works from another one (`resume`).
+    pub fn with_absolute_program(mut self) -> CommandLine {
+        if self.argv[0].contains('/') {
+            if let Ok(p) = std::path::absolute(&self.argv[0]) {
+                self.argv[0] = p.display().to_string();
+            }
+        }
+        self
+    }
+
+    /// Checks that the program can be started: a path names an executable file, a bare name is
+    /// found on `PATH`. A binding that cannot work is the user's setup, not the execution's
+    /// business failure, so it is refused before anything runs.
+    pub fn check_program(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let program = &self.argv[0];
+        let executable = |p: &std::path::Path| {
+            std::fs::metadata(p)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        };
+        if program.contains('/') {
+            let p = std::path::Path::new(program);
+            return match std::fs::metadata(p) {
+                Err(_) => Err(format!("'{program}' does not exist")),
+                Ok(m) if m.is_dir() => Err(format!("'{program}' is a folder, not a program")),
+                Ok(_) if !executable(p) => Err(format!(
+                    "'{program}' is not executable (chmod +x {program})"
+                )),
+                Ok(_) => Ok(()),
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        if std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+            Ok(())
+        } else {
+            Err(format!(
+                "'{program}' is not a program on PATH (a script in this folder is ./{program})"
+            ))
+        }
+    }
+
+    /// The program's environment besides the caller's: the state, the execution, the attempt,
+    /// the database, and the execution's region and account (from its ARN), so every `sfn-local`
+    /// the program calls and every AWS SDK it uses sees the execution's own.
+    fn environment(&self, request: &TaskRequest) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            ("SFN_STATE_NAME", request.state_name.clone()),
+            ("SFN_EXECUTION_ARN", request.execution_arn.clone()),
+            ("SFN_RETRY_COUNT", request.retry_count.to_string()),
+        ];
+        if let Some(db) = &self.database {
+            env.push(("SFN_LOCAL_DB", db.display().to_string()));
+        }
+        // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
+        let parts: Vec<&str> = request.execution_arn.splitn(6, ':').collect();
+        if let [_, _, _, region, account, _] = parts.as_slice() {
+            env.push(("AWS_REGION", (*region).to_owned()));
+            env.push(("AWS_DEFAULT_REGION", (*region).to_owned()));
+            env.push(("SFN_LOCAL_ACCOUNT_ID", (*account).to_owned()));
+        }
+        env
+    }
 }
 
 /// Why a `--task` binding is malformed.
@@ -53,26 +129,52 @@ pub fn parse_binding(binding: &str) -> Result<(String, CommandLine), BindingErro
             why: "the state name and the command must not be empty".into(),
         });
     }
-    Ok((state.to_owned(), CommandLine { argv }))
+    Ok((
+        state.to_owned(),
+        CommandLine {
+            argv,
+            database: None,
+        },
+    ))
 }
 
 impl CommandLine {
-    /// Runs the command for one attempt.
-    pub async fn run(&self, request: &TaskRequest) -> Result<Value, StatesError> {
+    /// Runs the command for one attempt. For `lambda:invoke` the command is the function: it
+    /// gets the `Payload` and its result is wrapped in Lambda's `Invoke` response
+    /// ([`crate::tasks::lambda`]). Its stderr lines are forwarded to `notice`, prefixed with the
+    /// state's name, whether it succeeds or fails.
+    pub async fn run(
+        &self,
+        request: &TaskRequest,
+        notice: Option<crate::tasks::NoticeSink>,
+    ) -> Result<Value, StatesError> {
+        use crate::tasks::lambda;
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
-        let mut child = tokio::process::Command::new(&self.argv[0])
+        let function = lambda::is_invoke(&request.resource);
+        let (stdin_value, function_name) = if function {
+            (
+                lambda::event(&request.input),
+                lambda::function_name(&request.input),
+            )
+        } else {
+            (request.input.clone(), None)
+        };
+        let mut command = tokio::process::Command::new(&self.argv[0]);
+        command
             .args(&self.argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("SFN_STATE_NAME", &request.state_name)
-            .env("SFN_EXECUTION_ARN", &request.execution_arn)
-            .env("SFN_RETRY_COUNT", request.retry_count.to_string())
-            .kill_on_drop(true)
+            .envs(self.environment(request))
+            .kill_on_drop(true);
+        if let Some(name) = &function_name {
+            command.env("AWS_LAMBDA_FUNCTION_NAME", name);
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| failed(format!("cannot start '{}': {e}", self.argv[0])))?;
         if let Some(mut stdin) = child.stdin.take() {
-            let input = request.input.to_string();
+            let input = stdin_value.to_string();
             // A program that does not read its input is fine: ignore a broken pipe.
             let _ = stdin.write_all(input.as_bytes()).await;
         }
@@ -81,8 +183,18 @@ impl CommandLine {
             .await
             .map_err(|e| failed(format!("'{}' failed: {e}", self.argv[0])))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Some(notice) = &notice {
+            for line in stderr.lines() {
+                notice(&format!("[{}] {line}", request.state_name));
+            }
+        }
         if !out.status.success() {
-            return Err(error_from_stderr(&stderr).unwrap_or_else(|| {
+            let named = if function {
+                lambda::function_error(&stderr).or_else(|| error_from_stderr(&stderr))
+            } else {
+                error_from_stderr(&stderr)
+            };
+            return Err(named.unwrap_or_else(|| {
                 let status = out
                     .status
                     .code()
@@ -96,15 +208,21 @@ impl CommandLine {
             }));
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
-        if stdout.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&stdout).map_err(|e| {
-            failed(format!(
-                "the output of '{}' is not JSON ({e}): {}",
-                self.argv[0],
-                stdout.chars().take(200).collect::<String>()
-            ))
+        let result = if stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&stdout).map_err(|e| {
+                failed(format!(
+                    "the output of '{}' is not JSON ({e}): {}",
+                    self.argv[0],
+                    stdout.chars().take(200).collect::<String>()
+                ))
+            })?
+        };
+        Ok(if function {
+            lambda::invoke_response(result)
+        } else {
+            result
         })
     }
 }
@@ -131,9 +249,7 @@ impl CommandLine {
             // caller's pipes open.
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .env("SFN_STATE_NAME", &request.state_name)
-            .env("SFN_EXECUTION_ARN", &request.execution_arn)
-            .env("SFN_RETRY_COUNT", request.retry_count.to_string())
+            .envs(self.environment(request))
             .env("SFN_TASK_TOKEN", token)
             .kill_on_drop(false)
             .spawn()
@@ -224,13 +340,16 @@ mod tests {
             state_name: "T".into(),
             resource: crate::asl::resource::Resource::parse("arn:aws:states:::lambda:invoke")
                 .unwrap(),
-            input: serde_json::json!({"a": 1}),
+            input: serde_json::json!({"FunctionName": "f", "Payload": {"a": 1}}),
             execution_arn: "arn".into(),
             retry_count: 0,
         };
-        assert_eq!(cmd.run(&req).await.unwrap(), serde_json::json!({"a": 1}));
+        assert_eq!(
+            cmd.run(&req, None).await.unwrap()["Payload"],
+            serde_json::json!({"a": 1})
+        );
         let (_, cmd) = parse_binding("T=sh -c 'echo boom >&2; exit 3'").unwrap();
-        let e = cmd.run(&req).await.unwrap_err();
+        let e = cmd.run(&req, None).await.unwrap_err();
         assert_eq!(e.name(), "States.TaskFailed");
         assert_eq!(e.cause.as_deref(), Some("boom"));
     }

@@ -125,13 +125,11 @@ fn parse_answer(v: &Value) -> Result<MockAnswer, String> {
     let obj = v
         .as_object()
         .ok_or("an entry must be an object with \"Return\" or \"Throw\"")?;
-    for k in obj.keys() {
-        if !["Return", "Throw", "Delay", "NeverAnswers"].contains(&k.as_str()) {
-            return Err(format!(
-                "unknown key \"{k}\" (expected \"Return\", \"Throw\", \"Delay\" or \"NeverAnswers\")"
-            ));
-        }
-    }
+    crate::suggest::check_keys(
+        obj,
+        &["Return", "Throw", "Delay", "NeverAnswers"],
+        "the entry",
+    )?;
     let never = match obj.get("NeverAnswers") {
         None | Some(Value::Bool(false)) => false,
         Some(Value::Bool(true)) => true,
@@ -143,6 +141,7 @@ fn parse_answer(v: &Value) -> Result<MockAnswer, String> {
             let t = t
                 .as_object()
                 .ok_or("\"Throw\" must be an object with \"Error\" and \"Cause\"")?;
+            crate::suggest::check_keys(t, &["Error", "Cause"], "\"Throw\"")?;
             let text = |k: &str| -> Result<Option<String>, String> {
                 match t.get(k) {
                     None | Some(Value::Null) => Ok(None),
@@ -200,6 +199,11 @@ impl MockConfig {
     pub fn from_value(v: &Value) -> Result<MockConfig, String> {
         let empty = Map::new();
         let top = v.as_object().ok_or("a mock config must be a JSON object")?;
+        crate::suggest::check_keys(
+            top,
+            &["StateMachines", "MockedResponses"],
+            "the mock config",
+        )?;
         let mut config = MockConfig::default();
         let responses = match top.get("MockedResponses") {
             None => &empty,
@@ -217,6 +221,13 @@ impl MockConfig {
             Some(m) => m.as_object().ok_or("\"StateMachines\" must be an object")?,
         };
         for (machine, m) in machines {
+            if let Some(m) = m.as_object() {
+                crate::suggest::check_keys(
+                    m,
+                    &["TestCases"],
+                    &format!("state machine '{machine}'"),
+                )?;
+            }
             let cases = m
                 .get("TestCases")
                 .and_then(Value::as_object)
@@ -232,8 +243,12 @@ impl MockConfig {
                         format!("test case '{machine}#{case}', state '{state}': the value must be the name of a mocked response")
                     })?;
                     if !config.responses.contains_key(response) {
+                        let hint = crate::suggest::did_you_mean(
+                            response,
+                            config.responses.keys().map(String::as_str),
+                        );
                         return Err(format!(
-                            "test case '{machine}#{case}', state '{state}': no mocked response named '{response}' in \"MockedResponses\""
+                            "test case '{machine}#{case}', state '{state}': no mocked response named '{response}' in \"MockedResponses\"{hint}"
                         ));
                     }
                     map.insert(state.clone(), response.to_owned());
@@ -249,13 +264,15 @@ impl MockConfig {
     pub fn test_case(&self, machine: &str, case: &str) -> Result<Mocks, String> {
         let cases = self.machines.get(machine).ok_or_else(|| {
             format!(
-                "the mock config has no state machine named '{machine}' (it has: {})",
+                "the mock config has no state machine named '{machine}'{} (it has: {})",
+                crate::suggest::did_you_mean(machine, self.machines.keys().map(String::as_str)),
                 list(self.machines.keys())
             )
         })?;
         let states = cases.get(case).ok_or_else(|| {
             format!(
-                "state machine '{machine}' has no test case named '{case}' in the mock config (it has: {})",
+                "state machine '{machine}' has no test case named '{case}' in the mock config{} (it has: {})",
+                crate::suggest::did_you_mean(case, cases.keys().map(String::as_str)),
                 list(cases.keys())
             )
         })?;
@@ -358,7 +375,8 @@ impl Mocks {
                 }
                 None => {
                     return Err(format!(
-                        "the mocks name state '{name}', which the state machine does not have"
+                        "the mocks name state '{name}', which the state machine does not have{}",
+                        crate::suggest::did_you_mean(name, states.iter().map(|s| s.name.as_str()))
                     ))
                 }
             }

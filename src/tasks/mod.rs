@@ -6,6 +6,7 @@
 
 pub mod callback;
 pub mod command;
+pub mod lambda;
 pub mod mock;
 pub mod s3;
 
@@ -63,6 +64,28 @@ pub struct LocalTasks {
     pub mocks: mock::Mocks,
     /// The local S3 folder (`--s3-dir`): `s3://BUCKET/KEY` is `DIR/BUCKET/KEY`.
     pub s3_dir: Option<std::path::PathBuf>,
+    /// Only mocks run tasks here (`sfn-local test`, which has no `--task`): the error of an
+    /// unmocked Task advises a mock instead of a binding.
+    pub mocks_only: bool,
+    /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
+    pub notice: Notice,
+}
+
+/// A function that shows a message to the user (`run` prints it on stderr).
+pub type NoticeSink = std::rc::Rc<dyn Fn(&str)>;
+
+/// Where a task's messages for the user go, if anywhere.
+#[derive(Clone, Default)]
+pub struct Notice(pub Option<NoticeSink>);
+
+impl std::fmt::Debug for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Notice(set)"
+        } else {
+            "Notice(none)"
+        })
+    }
 }
 
 /// The error of a Task that nothing on this machine can run.
@@ -77,7 +100,15 @@ impl TaskRunner for LocalTasks {
         match self.commands.get(&request.state_name) {
             Some(cmd) => {
                 let cmd = cmd.clone();
-                Box::pin(async move { cmd.run(&request).await })
+                let notice = self.notice.0.clone();
+                Box::pin(async move { cmd.run(&request, notice).await })
+            }
+            None if self.mocks_only => {
+                let e = StatesError::runtime(format!(
+                    "Task state '{}' is not mocked (resource {}): mock it in the case's \"mocks\" or in the test case of the spec's \"mockConfig\"",
+                    request.state_name, request.resource
+                ));
+                Box::pin(async move { Err(e) })
             }
             None => {
                 let e = unbound_task_error(&request.state_name, &request.resource);

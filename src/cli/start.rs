@@ -1,0 +1,108 @@
+//! `sfn-local start-execution DEFINITION [run's options]`: start an execution in the background,
+//! as the AWS CLI's `start-execution` does, and print its `executionArn` and `startDate`.
+//!
+//! The execution is driven by a `sfn-local run` of its own, started in a new process group (a
+//! Ctrl-C in this terminal does not reach it) with the same options, whose lease and durability
+//! are `run`'s: `describe-execution`, `list-tasks`, `send-task-*` and `stop-execution` work on it
+//! from any shell, and `resume` takes it over if that runner dies.
+
+use crate::api;
+use crate::cli::{db, run::RunArgs, EXIT_USAGE};
+use clap::Args;
+use std::process::{ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// Arguments of `start-execution`: those of `run`.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// As for `run`.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// How long the background runner gets to store the execution (it validates first).
+const START_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Runs `start-execution`.
+pub fn run(args: StartArgs) -> ExitCode {
+    let name = args
+        .run
+        .name
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    // The runner gets exactly the options given here (and the name chosen).
+    let given: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip_while(|a| a != "start-execution")
+        .skip(1)
+        .collect();
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            errln!("error: cannot find the sfn-local binary to start the runner: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut command = std::process::Command::new(exe);
+    command.arg("run").args(&given);
+    if args.run.name.is_none() {
+        command.args(["--name", &name]);
+    }
+    use std::os::unix::process::CommandExt;
+    let mut child = match command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            errln!("error: cannot start the runner: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let until = Instant::now() + START_PATIENCE;
+    // An older execution of the same name is not ours (the runner refuses the name).
+    let since = crate::clock::system_now() - 1000;
+    let find = |args: &StartArgs, name: &str| find(args, name).filter(|r| r.start_date_ms >= since);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // The runner ended before we saw the execution: a refusal (bad definition, input,
+            // binding) or an execution that ended at once. Either way, say what it said.
+            let mut said = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                use std::io::Read;
+                let _ = stderr.read_to_string(&mut said);
+            }
+            if let Some(record) = find(&args, &name) {
+                outln!("{}", started(&record));
+                return ExitCode::SUCCESS;
+            }
+            err!("{said}");
+            return ExitCode::from(status.code().unwrap_or(1).clamp(1, 255) as u8);
+        }
+        if let Some(record) = find(&args, &name) {
+            outln!("{}", started(&record));
+            return ExitCode::SUCCESS;
+        }
+        if Instant::now() > until {
+            errln!("error: the runner did not store the execution within {} s; it keeps trying (pid {})", START_PATIENCE.as_secs(), child.id());
+            return ExitCode::from(1);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn find(args: &StartArgs, name: &str) -> Option<crate::store::ExecutionRecord> {
+    let store = db::open_for_reading(args.run.db.clone()).ok()?;
+    store.execution(name).ok().flatten()
+}
+
+fn started(record: &crate::store::ExecutionRecord) -> String {
+    let described = api::describe_execution(record);
+    serde_json::to_string_pretty(&serde_json::json!({
+        "executionArn": described["executionArn"],
+        "startDate": described["startDate"],
+    }))
+    .unwrap_or_default()
+}

@@ -1,0 +1,170 @@
+//! Lambda as AWS's optimized integration (`arn:aws:states:::lambda:invoke`) presents it: a
+//! local command stands in for the *function*, and sfn-local builds the `Invoke` response AWS
+//! hands the state around the function's result.
+//!
+//! - The command receives the event: the `Payload` of the effective input (`{}` when the state
+//!   passes none, as Lambda gives a function invoked without a payload), and
+//!   `AWS_LAMBDA_FUNCTION_NAME` names the function, as in Lambda's runtime.
+//! - What it prints is the function's result: the task's result is [`invoke_response`] around it
+//!   (`ExecutedVersion`, `Payload`, `SdkHttpMetadata`, `SdkResponseMetadata`, `StatusCode`), so
+//!   `$.Payload.x` and `ResultSelector`s written for AWS work unchanged.
+//! - A non-zero exit whose last stderr line is Lambda's own error shape,
+//!   `{"errorType": "...", "errorMessage": "..."}`, fails as AWS reports a function error: the
+//!   error is the `errorType`, the cause that object as JSON text (with a `requestId`).
+
+use crate::asl::error::StatesError;
+use crate::asl::resource::{IntegrationPattern, Resource, ResourceKind};
+use serde_json::{json, Map, Value};
+
+/// Whether `resource` is the request/response `lambda:invoke` integration, whose command is a
+/// function (the callback pattern's command is a worker, the legacy function ARN passes input
+/// and result unchanged).
+pub fn is_invoke(resource: &Resource) -> bool {
+    matches!(
+        &resource.kind,
+        ResourceKind::Integration { service, action, pattern: IntegrationPattern::RequestResponse }
+            if service == "lambda" && action == "invoke"
+    )
+}
+
+/// The event a function receives from the effective input of a `lambda:invoke` state.
+pub fn event(input: &Value) -> Value {
+    input.get("Payload").cloned().unwrap_or_else(|| json!({}))
+}
+
+/// The function's name from the state's `FunctionName` (a name, or an ARN whose name part is
+/// taken), for `AWS_LAMBDA_FUNCTION_NAME`.
+pub fn function_name(input: &Value) -> Option<String> {
+    let name = input.get("FunctionName")?.as_str()?;
+    let name = match name.split_once(":function:") {
+        Some((_, rest)) => rest.split(':').next().unwrap_or(rest),
+        None => name,
+    };
+    Some(name.to_owned())
+}
+
+fn request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Lambda's `Invoke` response as Step Functions hands it to a `lambda:invoke` state, around the
+/// function's result `payload` (AWS's key order and headers, as recorded on AWS).
+pub fn invoke_response(payload: Value) -> Value {
+    let request_id = request_id();
+    let length = payload.to_string().len().to_string();
+    let date = chrono::Utc::now()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let random: String = uuid::Uuid::new_v4().simple().to_string();
+    let trace = format!(
+        "root=1-{:08x}-{};sampled=0",
+        chrono::Utc::now().timestamp(),
+        &random[..24]
+    );
+    json!({
+        "ExecutedVersion": "$LATEST",
+        "Payload": payload,
+        "SdkHttpMetadata": {
+            "AllHttpHeaders": {
+                "X-Amz-Executed-Version": ["$LATEST"],
+                "x-amzn-Remapped-Content-Length": ["0"],
+                "Connection": ["keep-alive"],
+                "x-amzn-RequestId": [request_id],
+                "Content-Length": [length],
+                "Date": [date],
+                "X-Amzn-Trace-Id": [trace],
+                "Content-Type": ["application/json"]
+            },
+            "HttpHeaders": {
+                "Connection": "keep-alive",
+                "Content-Length": length,
+                "Content-Type": "application/json",
+                "Date": date,
+                "X-Amz-Executed-Version": "$LATEST",
+                "x-amzn-Remapped-Content-Length": "0",
+                "x-amzn-RequestId": request_id,
+                "X-Amzn-Trace-Id": trace
+            },
+            "HttpStatusCode": 200
+        },
+        "SdkResponseMetadata": {"RequestId": request_id},
+        "StatusCode": 200
+    })
+}
+
+/// A function error from the last non-empty stderr line, when it is Lambda's error shape
+/// (`errorType`, and usually `errorMessage`, `stackTrace`): AWS names the error by the
+/// `errorType` and gives the object, as JSON text, as the cause.
+pub fn function_error(stderr: &str) -> Option<StatesError> {
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
+    let Value::Object(obj) = serde_json::from_str::<Value>(last.trim()).ok()? else {
+        return None;
+    };
+    let error_type = obj.get("errorType")?.as_str()?.to_owned();
+    // AWS's order: errorMessage, errorType, requestId, stackTrace, then anything else.
+    let mut cause = Map::new();
+    cause.insert(
+        "errorMessage".into(),
+        obj.get("errorMessage").cloned().unwrap_or(json!("")),
+    );
+    cause.insert("errorType".into(), json!(error_type));
+    cause.insert("requestId".into(), json!(request_id()));
+    if let Some(trace) = obj.get("stackTrace") {
+        cause.insert("stackTrace".into(), trace.clone());
+    }
+    for (k, v) in &obj {
+        if !cause.contains_key(k) {
+            cause.insert(k.clone(), v.clone());
+        }
+    }
+    Some(StatesError {
+        error: Some(error_type),
+        cause: Some(Value::Object(cause).to_string()),
+        heartbeat: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_response_wraps_the_payload_as_aws_does() {
+        let r = invoke_response(json!({"ok": true}));
+        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "ExecutedVersion",
+                "Payload",
+                "SdkHttpMetadata",
+                "SdkResponseMetadata",
+                "StatusCode"
+            ]
+        );
+        assert_eq!(r["Payload"], json!({"ok": true}));
+        assert_eq!(r["StatusCode"], 200);
+        assert_eq!(r["SdkHttpMetadata"]["HttpHeaders"]["Content-Length"], "11");
+        assert_eq!(
+            r["SdkResponseMetadata"]["RequestId"],
+            r["SdkHttpMetadata"]["HttpHeaders"]["x-amzn-RequestId"]
+        );
+    }
+
+    #[test]
+    fn lambda_errors_are_named_by_their_type() {
+        let e =
+            function_error("log\n{\"errorType\":\"CardDeclined\",\"errorMessage\":\"no funds\"}\n")
+                .unwrap();
+        assert_eq!(e.error.as_deref(), Some("CardDeclined"));
+        let cause: Value = serde_json::from_str(e.cause.as_deref().unwrap()).unwrap();
+        assert_eq!(cause["errorMessage"], "no funds");
+        assert!(cause["requestId"].is_string());
+        assert!(function_error("{\"Error\":\"E\"}").is_none());
+        assert_eq!(
+            function_name(&json!({"FunctionName": "arn:aws:lambda:us-east-1:1:function:f:PROD"}))
+                .as_deref(),
+            Some("f")
+        );
+    }
+}

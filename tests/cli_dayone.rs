@@ -1,0 +1,725 @@
+//! Day-one usability (issue #18): what a new user does from the README must not fail silently,
+//! pass falsely or need a guess. Each test does what the user did, through the real binary.
+
+mod common;
+
+use common::Sandbox;
+
+/// A machine whose one Task is a Lambda function, the most common first machine.
+const LAMBDA_MACHINE: &str = r#"{
+  "StartAt": "Fetch",
+  "States": {
+    "Fetch": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+              "Parameters": {"FunctionName": "fetch", "Payload.$": "$"},
+              "OutputPath": "$.Payload", "Next": "Done"},
+    "Done": {"Type": "Pass", "End": true}
+  }
+}"#;
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or_default()
+}
+
+/// Runs a spec whose one case is `case` against [`LAMBDA_MACHINE`] with a mock config.
+fn run_case(sb: &Sandbox, case: &str) -> common::Output {
+    sb.write("m.asl.json", LAMBDA_MACHINE);
+    sb.write(
+        "m.mocks.json",
+        r#"{"StateMachines": {"m": {"TestCases": {"Ok": {"Fetch": "R"}}}},
+            "MockedResponses": {"R": {"0": {"Return": {"Payload": {"a": 1}}}}}}"#,
+    );
+    let spec = sb.write(
+        "m.sfntest.json",
+        &format!(
+            r#"{{"definition": "m.asl.json", "mockConfig": "m.mocks.json", "cases": [{case}]}}"#
+        ),
+    );
+    sb.run(&["test", spec.to_str().unwrap()])
+}
+
+#[test]
+fn misspelled_spec_keys_fail_the_case_and_name_the_key() {
+    let sb = Sandbox::new();
+    // The execution SUCCEEDS: a case expecting FAILED under a misspelled key passed before.
+    for (case, key, hint) in [
+        (
+            r#"{"name": "c", "testCase": "Ok", "expect": {"Status": "FAILED"}}"#,
+            "Status",
+            "status",
+        ),
+        (
+            r#"{"name": "c", "testCase": "Ok", "expect": {"status": "SUCCEEDED", "outputcontains": {"a": 2}}}"#,
+            "outputcontains",
+            "outputContains",
+        ),
+        (
+            r#"{"name": "c", "testcase": "Ok", "expect": {"status": "SUCCEEDED"}}"#,
+            "testcase",
+            "testCase",
+        ),
+    ] {
+        let out = run_case(&sb, case);
+        assert_eq!(out.code, 1, "{case}\n{}{}", out.stdout, out.stderr);
+        assert_eq!(
+            last_line(&out.stdout),
+            "0 passed, 1 failed",
+            "{}",
+            out.stdout
+        );
+        assert!(
+            out.stdout
+                .contains(&format!("unknown key \"{key}\" (did you mean \"{hint}\"?)")),
+            "{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn statuses_are_checked_and_empty_expectations_refused() {
+    let sb = Sandbox::new();
+    let out = run_case(
+        &sb,
+        r#"{"name": "c", "testCase": "Ok", "expect": {"status": "FAILD"}}"#,
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("\"FAILD\" (did you mean \"FAILED\"?); it must be one of SUCCEEDED, FAILED, TIMED_OUT, ABORTED"),
+        "{}",
+        out.stdout
+    );
+    let out = run_case(&sb, r#"{"name": "c", "testCase": "Ok", "expect": {}}"#);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("\"expect\" is empty"), "{}", out.stdout);
+    let out = run_case(&sb, r#"{"name": "c", "testCase": "Ok"}"#);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("\"expect\" (an object"),
+        "{}",
+        out.stdout
+    );
+    // The well-spelled case passes.
+    let out = run_case(
+        &sb,
+        r#"{"name": "c", "testCase": "Ok", "expect": {"status": "SUCCEEDED", "output": {"a": 1}}}"#,
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn misspelled_spec_and_mock_config_keys_are_errors() {
+    let sb = Sandbox::new();
+    sb.write("m.asl.json", LAMBDA_MACHINE);
+    let spec = sb.write(
+        "top.sfntest.json",
+        r#"{"definition": "m.asl.json", "mockconfig": "m.mocks.json", "cases": []}"#,
+    );
+    let out = sb.run(&["test", spec.to_str().unwrap()]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .contains("unknown key \"mockconfig\" (did you mean \"mockConfig\"?)"),
+        "{}",
+        out.stdout
+    );
+
+    for (config, key) in [
+        (
+            r#"{"StateMachines": {"m": {"TestCase": {}}}, "MockedResponses": {}}"#,
+            "TestCase",
+        ),
+        (
+            r#"{"StateMachine": {}, "MockedResponses": {}}"#,
+            "StateMachine",
+        ),
+        (
+            r#"{"MockedResponses": {"R": {"0": {"Retrun": 1}}}}"#,
+            "Retrun",
+        ),
+        (
+            r#"{"MockedResponses": {"R": {"0": {"Throw": {"Error": "E", "cause": "c"}}}}}"#,
+            "cause",
+        ),
+    ] {
+        sb.write("bad.mocks.json", config);
+        let spec = sb.write(
+            "bad.sfntest.json",
+            r#"{"definition": "m.asl.json", "mockConfig": "bad.mocks.json", "cases": [
+                {"name": "c", "expect": {"status": "SUCCEEDED"}}]}"#,
+        );
+        let out = sb.run(&["test", spec.to_str().unwrap()]);
+        assert_eq!(out.code, 1, "{config}");
+        assert!(
+            out.stdout.contains(&format!("unknown key \"{key}\"")),
+            "{config}\n{}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("did you mean"), "{}", out.stdout);
+        // `run --mock-config` reads the same files just as strictly.
+        let out = sb.run(&[
+            "run",
+            sb.path("m.asl.json").to_str().unwrap(),
+            "--mock-config",
+            sb.path("bad.mocks.json").to_str().unwrap(),
+            "--test-case",
+            "Ok",
+        ]);
+        out.assert_error(2, &format!("unknown key \"{key}\""));
+    }
+}
+
+/// Writes an executable script into the sandbox.
+fn script(sb: &Sandbox, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = sb.write(name, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+const CALLBACK_MACHINE: &str = r#"{
+  "StartAt": "Wait",
+  "States": {
+    "Wait": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+             "Parameters": {"FunctionName": "f", "Payload": {"token.$": "$$.Task.Token"}},
+             "TimeoutSeconds": 30, "End": true}
+  }
+}"#;
+
+#[test]
+fn workers_answer_the_database_given_with_db_and_see_the_region() {
+    let sb = Sandbox::with_workers();
+    let def = sb.write("cb.asl.json", CALLBACK_MACHINE);
+    // The worker calls sfn-local with no --db: only the environment tells it where to answer.
+    let worker = script(
+        &sb,
+        "worker.sh",
+        r#""$SFN_LOCAL" send-task-success --task-token "$SFN_TASK_TOKEN" --task-output "{\"db\":\"$SFN_LOCAL_DB\",\"region\":\"$AWS_REGION\",\"account\":\"$SFN_LOCAL_ACCOUNT_ID\"}""#,
+    );
+    let other = sb.path("other.db");
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--db",
+        other.to_str().unwrap(),
+        "--region",
+        "eu-west-1",
+        "--account-id",
+        "111122223333",
+        "--task",
+        &format!("Wait={worker}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = out.json();
+    assert_eq!(got["db"], other.display().to_string());
+    assert_eq!(got["region"], "eu-west-1");
+    assert_eq!(got["account"], "111122223333");
+    // The sandbox's own database (SFN_LOCAL_DB of the caller) was never created.
+    assert!(!sb.db().exists());
+}
+
+#[test]
+fn an_unknown_token_names_the_database_it_looked_in() {
+    let sb = Sandbox::new();
+    let token = "A".repeat(64);
+    let out = sb.run(&[
+        "send-task-success",
+        "--task-token",
+        &token,
+        "--task-output",
+        "{}",
+    ]);
+    out.assert_error(10, "TaskDoesNotExist");
+    assert!(
+        out.stderr.contains(&sb.db().display().to_string()),
+        "{}",
+        out.stderr
+    );
+    assert!(!sb.db().exists(), "answering must not create a database");
+}
+
+#[test]
+fn misconfigured_bindings_are_refused_before_the_execution_starts() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "m.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                       "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Failed"}], "End": true},
+            "Failed": {"Type": "Fail", "Error": "PaymentFailed"}}}"#,
+    );
+    let not_executable = sb.write("plain.sh", "#!/bin/sh\necho {}\n");
+    for (binding, message) in [
+        (
+            "Charge=./missing.sh".to_owned(),
+            "'./missing.sh' does not exist",
+        ),
+        (
+            format!("Charge={}", not_executable.display()),
+            "is not executable (chmod +x",
+        ),
+        (
+            "Charge=no-such-program-anywhere".to_owned(),
+            "is not a program on PATH",
+        ),
+        (
+            "Chrage=true".to_owned(),
+            "no Task state named 'Chrage' (did you mean \"Charge\"?)",
+        ),
+    ] {
+        let out = sb.run(&["run", def.to_str().unwrap(), "--task", &binding]);
+        out.assert_error(2, message);
+        assert!(!sb.db().exists(), "nothing is stored: {binding}");
+    }
+}
+
+#[test]
+fn reads_never_create_a_database_and_share_exit_statuses() {
+    let sb = Sandbox::new();
+    let missing = sb.path("no/such/x.db");
+    for args in [
+        vec!["describe-execution", "--execution-arn", "x"],
+        vec!["get-execution-history", "--execution-arn", "x"],
+        vec!["stop-execution", "--execution-arn", "x"],
+        vec!["list-tasks", "--execution-arn", "x"],
+        vec!["resume", "--execution-arn", "x"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--db", missing.to_str().unwrap()]);
+        let out = sb.run(&args);
+        out.assert_error(15, "(ExecutionDoesNotExist)");
+        assert!(
+            out.stderr.contains(missing.to_str().unwrap()),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = sb.run(&["list-executions", "--db", missing.to_str().unwrap()]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stderr.contains(missing.to_str().unwrap()),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["executions"], serde_json::json!([]));
+    assert!(!sb.path("no").exists(), "a read created a folder");
+
+    // With a database, an unknown execution is the same status everywhere.
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    assert_eq!(sb.run(&["run", def.to_str().unwrap()]).code, 0);
+    for cmd in [
+        "describe-execution",
+        "get-execution-history",
+        "stop-execution",
+        "list-tasks",
+        "resume",
+    ] {
+        let out = sb.run(&[cmd, "--execution-arn", "nope"]);
+        out.assert_error(15, "ExecutionDoesNotExist");
+        assert!(
+            out.stderr.contains(&sb.db().display().to_string()),
+            "{cmd}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_lambda_function_bound_with_task_gets_its_event_and_returns_its_result() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "order.asl.json",
+        r#"{"StartAt": "Price", "States": {
+            "Price": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                      "Parameters": {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:price", "Payload": {"qty.$": "$.qty"}},
+                      "ResultSelector": {"total.$": "$.Payload.total", "status.$": "$.StatusCode"},
+                      "Next": "Legacy"},
+            "Legacy": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:echo", "End": true}}}"#,
+    );
+    // The function as a user writes it: the event in, the result out, a log line on stderr.
+    let price = script(
+        &sb,
+        "price.sh",
+        r#"read event; echo "pricing $event for $AWS_LAMBDA_FUNCTION_NAME" >&2; echo "{\"total\": 42, \"event\": $event}""#,
+    );
+    let echo = script(&sb, "echo.sh", "cat");
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "priced",
+        "--input",
+        r#"{"qty": 3}"#,
+        "--task",
+        &format!("Price={price}"),
+        "--task",
+        &format!("Legacy={echo}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // ResultSelector written for AWS works; the legacy resource passes it on unchanged.
+    assert_eq!(out.json(), serde_json::json!({"total": 42, "status": 200}));
+    // The function's stderr is forwarded, prefixed with the state.
+    assert!(
+        out.stderr.contains("[Price] pricing {\"qty\":3} for price"),
+        "{}",
+        out.stderr
+    );
+    let events = sb.history("priced");
+    let succeeded = events
+        .iter()
+        .find(|e| e["type"] == "TaskSucceeded")
+        .unwrap();
+    let output: serde_json::Value = serde_json::from_str(
+        succeeded["taskSucceededEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = output
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "ExecutedVersion",
+            "Payload",
+            "SdkHttpMetadata",
+            "SdkResponseMetadata",
+            "StatusCode"
+        ]
+    );
+    assert_eq!(
+        output["Payload"],
+        serde_json::json!({"total": 42, "event": {"qty": 3}})
+    );
+}
+
+#[test]
+fn a_lambda_error_fails_as_aws_reports_a_function_error() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "charge.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                       "Parameters": {"FunctionName": "charge", "Payload.$": "$"},
+                       "Catch": [{"ErrorEquals": ["CardDeclined"], "Next": "Declined"}], "End": true},
+            "Declined": {"Type": "Pass", "End": true}}}"#,
+    );
+    let charge = script(
+        &sb,
+        "charge.sh",
+        r#"echo 'charging' >&2; echo '{"errorType": "CardDeclined", "errorMessage": "insufficient funds"}' >&2; exit 1"#,
+    );
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--task",
+        &format!("Charge={charge}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = out.json();
+    assert_eq!(got["Error"], "CardDeclined");
+    let cause: serde_json::Value = serde_json::from_str(got["Cause"].as_str().unwrap()).unwrap();
+    assert_eq!(cause["errorMessage"], "insufficient funds");
+    assert_eq!(cause["errorType"], "CardDeclined");
+    // Its stderr is forwarded on failure too.
+    assert!(out.stderr.contains("[Charge] charging"), "{}", out.stderr);
+}
+
+#[test]
+fn inside_test_an_unmocked_task_is_advised_a_mock_not_a_flag_test_lacks() {
+    let sb = Sandbox::new();
+    let out = run_case(&sb, r#"{"name": "c", "expect": {"status": "SUCCEEDED"}}"#);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("'Fetch' is not mocked"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("--task"), "{}", out.stdout);
+}
+
+#[test]
+fn resume_takes_task_to_supply_or_replace_a_binding() {
+    let sb = Sandbox::new().lease_ms(300);
+    let def = sb.write(
+        "slow.asl.json",
+        r#"{"StartAt": "Publish", "States": {"Publish": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "End": true}}}"#,
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "r",
+        "--task",
+        "Publish=sleep 20",
+    ]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = sb.run(&["get-execution-history", "--execution-arn", "r"]);
+        if out.code == 0 && out.stdout.contains("TaskStarted") {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "the task never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    common::kill(&mut run);
+    let fixed = script(&sb, "fixed.sh", r#"echo '{"fixed": true}'"#);
+    let binding = format!("Publish={fixed}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let resume = |binding: &str| loop {
+        let out = sb.run(&["resume", "--execution-arn", "r", "--task", binding]);
+        if out.code == 2 && out.stderr.contains("lease") && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        break out;
+    };
+    resume("Pubish=true").assert_error(
+        2,
+        "no Task state named 'Pubish' (did you mean \"Publish\"?)",
+    );
+    let out = resume(&binding);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"fixed": true}));
+}
+
+#[test]
+fn the_default_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    let state_home = sb.path("state");
+    let out = sb.run_env(
+        &["run", def.to_str().unwrap()],
+        &[
+            ("SFN_LOCAL_DB", ""),
+            ("XDG_STATE_HOME", state_home.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state_home.join("sfn-local")), 0o700);
+    assert_eq!(mode(&state_home.join("sfn-local/sfn-local.db")), 0o600);
+    // A database named with --db is private too.
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--db",
+        sb.path("mine.db").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(mode(&sb.path("mine.db")), 0o600);
+}
+
+#[test]
+fn why_an_execution_failed_is_shown_behind_the_catch() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "pay.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish",
+                       "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "PaymentFailed"}], "End": true},
+            "PaymentFailed": {"Type": "Fail", "Error": "PaymentFailed", "Cause": "see the logs"}}}"#,
+    );
+    let charge = script(
+        &sb,
+        "charge.sh",
+        r#"echo '{"Error": "CardDeclined", "Cause": "insufficient funds"}' >&2; exit 1"#,
+    );
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "pay-1",
+        "--task",
+        &format!("Charge={charge}"),
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "failed at state 'Charge': CardDeclined: insufficient funds (caught; went on to 'PaymentFailed')"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("sfn-local: execution pay-1 FAILED"),
+        "{}",
+        out.stderr
+    );
+
+    let text = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "pay-1",
+        "--format",
+        "text",
+    ]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.contains("execution  pay-1 (FAILED)"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("why        failed at state 'Charge': CardDeclined"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("states     Charge → PaymentFailed"),
+        "{}",
+        text.stdout
+    );
+    // The default stays AWS's JSON.
+    assert_eq!(
+        sb.run(&["describe-execution", "--execution-arn", "pay-1"])
+            .json()["status"],
+        "FAILED"
+    );
+
+    let table = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "pay-1",
+        "--format",
+        "table",
+    ]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let failed = table
+        .stdout
+        .lines()
+        .find(|l| l.contains("TaskFailed"))
+        .unwrap();
+    assert!(
+        failed.contains("Charge") && failed.contains("CardDeclined: insufficient funds"),
+        "{failed}"
+    );
+    assert!(table.stdout.starts_with("ID"), "{}", table.stdout);
+}
+
+#[test]
+fn reads_take_the_aws_cli_output_and_query_options() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    for name in ["one", "two"] {
+        assert_eq!(
+            sb.run(&["run", def.to_str().unwrap(), "--name", name]).code,
+            0
+        );
+    }
+    let out = sb.run(&[
+        "list-executions",
+        "--query",
+        "executions[].name",
+        "--output",
+        "text",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "two\tone");
+    let out = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "one",
+        "--query",
+        "status",
+    ]);
+    assert_eq!(out.stdout.trim(), "\"SUCCEEDED\"");
+    let out = sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        "one",
+        "--query",
+        "length(events)",
+    ]);
+    assert_eq!(out.stdout.trim(), "4");
+    let out = sb.run(&["list-executions", "--query", "executions[?"]);
+    out.assert_error(14, "not JMESPath");
+    let out = sb.run(&["list-executions", "--format", "table"]);
+    assert!(out.stdout.starts_with("executionArn"), "{}", out.stdout);
+}
+
+#[test]
+fn start_execution_runs_in_the_background_and_files_work_as_in_the_aws_cli() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "wait.asl.json",
+        r#"{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 1, "Next": "P"}, "P": {"Type": "Pass", "End": true}}}"#,
+    );
+    let input = sb.write("input.json", r#"{"from": "a file"}"#);
+    let out = sb.run(&[
+        "start-execution",
+        &format!("file://{}", def.display()),
+        "--name",
+        "bg",
+        "--input",
+        &format!("file://{}", input.display()),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let started = out.json();
+    assert!(
+        started["executionArn"]
+            .as_str()
+            .unwrap()
+            .ends_with(":execution:wait:bg"),
+        "{started}"
+    );
+    assert!(started["startDate"].is_string());
+    // It runs on after start-execution returned.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let described = loop {
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", "bg"])
+            .json();
+        if d["status"] != "RUNNING" || std::time::Instant::now() > until {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    assert_eq!(described["output"], r#"{"from":"a file"}"#);
+    // A refusal of the runner is start-execution's.
+    let again = sb.run(&["start-execution", def.to_str().unwrap(), "--name", "bg"]);
+    again.assert_error(2, "ExecutionAlreadyExists");
+    // send-task-failure takes its cause from a file too.
+    let cause = sb.write("cause.txt", "from a file");
+    let out = sb.run(&[
+        "send-task-failure",
+        "--task-token",
+        &"A".repeat(64),
+        "--cause",
+        &format!("file://{}", cause.display()),
+    ]);
+    out.assert_error(10, "TaskDoesNotExist");
+    let out = sb.run(&[
+        "send-task-failure",
+        "--task-token",
+        &"A".repeat(64),
+        "--cause",
+        "file:///no/such/file",
+    ]);
+    out.assert_error(2, "/no/such/file");
+}
+
+#[test]
+fn completions_are_printed_for_the_common_shells() {
+    let sb = Sandbox::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = sb.run(&["completions", shell]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("describe-execution"), "{shell}");
+    }
+}
