@@ -30,5 +30,6 @@ pub mod asl;
 pub mod cli;
 pub mod clock;
 pub mod engine;
+pub mod serve;
 pub mod store;
 pub mod tasks;

@@ -36,6 +36,7 @@ pub mod executions;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod serve;
 pub mod stop;
 pub mod tasks;
 pub mod test;
@@ -81,6 +82,8 @@ pub enum Command {
     ListTasks(tasks::ListTasksArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
+    /// Serve the AWS Step Functions API on localhost (for the AWS CLI, SDKs, Step Functions Local suites).
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -100,6 +103,7 @@ impl Command {
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
+            Command::Serve(args) => serve::run(args),
         }
     }
 }

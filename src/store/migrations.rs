@@ -31,6 +31,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: include_str!("migrations/V4__map_run_children.sql"),
     },
+    Migration {
+        version: 5,
+        sql: include_str!("migrations/V5__api_resources.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

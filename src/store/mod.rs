@@ -57,6 +57,7 @@ mod leases;
 mod lock;
 mod map_runs;
 mod migrations;
+mod resources;
 mod tokens;
 mod writer;
 
@@ -71,6 +72,7 @@ pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
+pub use resources::{ActivityRecord, StateMachineRecord};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
