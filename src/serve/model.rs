@@ -138,20 +138,10 @@ fn check(shape_name: &str, value: &Value, path: &str) -> Result<(), ApiError> {
                 ));
             }
         }
-        "boolean" => {
-            if !value.is_boolean() {
-                return Err(wrong_type("a boolean"));
-            }
-        }
-        "float" | "double" => {
-            if !value.is_number() {
-                return Err(wrong_type("a number"));
-            }
-        }
-        "timestamp" => {
-            if !(value.is_number() || value.is_string()) {
-                return Err(wrong_type("a timestamp"));
-            }
+        "boolean" if !value.is_boolean() => return Err(wrong_type("a boolean")),
+        "float" | "double" if !value.is_number() => return Err(wrong_type("a number")),
+        "timestamp" if !(value.is_number() || value.is_string()) => {
+            return Err(wrong_type("a timestamp"))
         }
         _ => {}
     }

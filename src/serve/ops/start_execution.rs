@@ -64,7 +64,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
     if let Some(existing) = server.store.execution(&info.execution_arn)? {
         if !sync
             && existing.status == ExecutionStatus::Running
-            && existing.input == input.to_string()
+            && serde_json::from_str::<Value>(&existing.input).ok().as_ref() == Some(&input)
         {
             return Ok(Prepared::Repeat(existing));
         }
