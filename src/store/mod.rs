@@ -72,7 +72,7 @@ pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
-pub use resources::{ActivityRecord, StateMachineRecord};
+pub use resources::{ActivityRecord, AliasRecord, StateMachineRecord, VersionRecord};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,

@@ -276,3 +276,256 @@ fn put_tags(
     }
     Ok(())
 }
+
+/// A published version of a state machine (immutable).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:NAME:N`.
+    pub arn: String,
+    /// The state machine's ARN.
+    pub state_machine_arn: String,
+    /// 1, 2, ...
+    pub version: i64,
+    /// The machine as it was.
+    pub machine: StateMachineRecord,
+    /// `versionDescription`.
+    pub description: Option<String>,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+}
+
+/// An alias routing executions to one or two versions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AliasRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:NAME:ALIAS`.
+    pub arn: String,
+    /// The state machine's ARN.
+    pub state_machine_arn: String,
+    /// The alias's name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// `routingConfiguration` as JSON: `[{"stateMachineVersionArn", "weight"}]`.
+    pub routing: String,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+    /// The last update, ms since the Unix epoch.
+    pub update_date_ms: Option<i64>,
+}
+
+const VERSION_COLUMNS: &str = "v.arn, v.state_machine_arn, v.version, v.type, v.definition, \
+     v.role_arn, v.settings, v.revision_id, v.description, v.creation_date, m.name";
+
+fn version_from_row(row: &Row<'_>) -> rusqlite::Result<VersionRecord> {
+    let created: i64 = row.get(9)?;
+    Ok(VersionRecord {
+        arn: row.get(0)?,
+        state_machine_arn: row.get(1)?,
+        version: row.get(2)?,
+        machine: StateMachineRecord {
+            arn: row.get(0)?,
+            name: row.get::<_, Option<String>>(10)?.unwrap_or_default(),
+            machine_type: row.get(3)?,
+            definition: row.get(4)?,
+            role_arn: row.get(5)?,
+            settings: row.get(6)?,
+            revision_id: row.get(7)?,
+            creation_date_ms: created,
+            update_date_ms: None,
+        },
+        description: row.get(8)?,
+        creation_date_ms: created,
+    })
+}
+
+const ALIAS_COLUMNS: &str =
+    "arn, state_machine_arn, name, description, routing, creation_date, update_date";
+
+fn alias_from_row(row: &Row<'_>) -> rusqlite::Result<AliasRecord> {
+    Ok(AliasRecord {
+        arn: row.get(0)?,
+        state_machine_arn: row.get(1)?,
+        name: row.get(2)?,
+        description: row.get(3)?,
+        routing: row.get(4)?,
+        creation_date_ms: row.get(5)?,
+        update_date_ms: row.get(6)?,
+    })
+}
+
+impl Store {
+    /// Publishes the machine's current revision as its next version, or answers the latest
+    /// version if it already is that revision (AWS publishes nothing new then). `None` if the
+    /// machine does not exist.
+    pub fn publish_version(
+        &self,
+        state_machine_arn: &str,
+        description: Option<&str>,
+        now: i64,
+    ) -> Result<Option<VersionRecord>> {
+        let published = self.write_now("publish version", |tx| {
+            let machine = tx
+                .query_row(
+                    &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
+                    [state_machine_arn],
+                    machine_from_row,
+                )
+                .optional()?;
+            let Some(machine) = machine else {
+                return Ok(None);
+            };
+            let latest: Option<(String, i64, String)> = tx
+                .query_row(
+                    "SELECT arn, version, revision_id FROM state_machine_versions
+                     WHERE state_machine_arn = ?1 ORDER BY version DESC LIMIT 1",
+                    [state_machine_arn],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()?;
+            if let Some((arn, _, revision)) = &latest {
+                if *revision == machine.revision_id {
+                    return Ok(Some(arn.clone()));
+                }
+            }
+            let version = latest.map_or(1, |(_, v, _)| v + 1);
+            let arn = format!("{state_machine_arn}:{version}");
+            tx.execute(
+                "INSERT INTO state_machine_versions (arn, state_machine_arn, version, type, definition,
+                     role_arn, settings, revision_id, description, creation_date)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    arn,
+                    state_machine_arn,
+                    version,
+                    machine.machine_type,
+                    machine.definition,
+                    machine.role_arn,
+                    machine.settings,
+                    machine.revision_id,
+                    description,
+                    now
+                ],
+            )?;
+            Ok(Some(arn))
+        })?;
+        match published {
+            Some(arn) => self.version(&arn),
+            None => Ok(None),
+        }
+    }
+
+    /// One version by ARN.
+    pub fn version(&self, arn: &str) -> Result<Option<VersionRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT {VERSION_COLUMNS} FROM state_machine_versions v
+                     LEFT JOIN state_machines m ON m.arn = v.state_machine_arn WHERE v.arn = ?1"
+                ),
+                [arn],
+                version_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read version", e))
+        })
+    }
+
+    /// A machine's versions, newest first.
+    pub fn versions(&self, state_machine_arn: &str) -> Result<Vec<VersionRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {VERSION_COLUMNS} FROM state_machine_versions v
+                     LEFT JOIN state_machines m ON m.arn = v.state_machine_arn
+                     WHERE v.state_machine_arn = ?1 ORDER BY v.version DESC"
+                ))
+                .map_err(|e| self.sqlite("list versions", e))?;
+            let rows = stmt
+                .query_map([state_machine_arn], version_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list versions", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Deletes a version; `false` if it did not exist.
+    pub fn delete_version(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete version", |tx| {
+            Ok(tx.execute("DELETE FROM state_machine_versions WHERE arn = ?1", [arn])? == 1)
+        })
+    }
+
+    /// Stores a new alias; `false` (and nothing stored) if its ARN is taken.
+    pub fn insert_alias(&self, alias: &AliasRecord) -> Result<bool> {
+        self.write_now("create alias", |tx| {
+            Ok(tx.execute(
+                &format!(
+                    "INSERT INTO state_machine_aliases ({ALIAS_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (arn) DO NOTHING"
+                ),
+                params![
+                    alias.arn,
+                    alias.state_machine_arn,
+                    alias.name,
+                    alias.description,
+                    alias.routing,
+                    alias.creation_date_ms,
+                    alias.update_date_ms
+                ],
+            )? == 1)
+        })
+    }
+
+    /// Replaces an alias's description, routing and update date; `false` if it does not exist.
+    pub fn update_alias(&self, alias: &AliasRecord) -> Result<bool> {
+        self.write_now("update alias", |tx| {
+            Ok(tx.execute(
+                "UPDATE state_machine_aliases SET description = ?2, routing = ?3, update_date = ?4
+                 WHERE arn = ?1",
+                params![
+                    alias.arn,
+                    alias.description,
+                    alias.routing,
+                    alias.update_date_ms
+                ],
+            )? == 1)
+        })
+    }
+
+    /// One alias by ARN.
+    pub fn alias(&self, arn: &str) -> Result<Option<AliasRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                &format!("SELECT {ALIAS_COLUMNS} FROM state_machine_aliases WHERE arn = ?1"),
+                [arn],
+                alias_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read alias", e))
+        })
+    }
+
+    /// A machine's aliases, by name.
+    pub fn aliases(&self, state_machine_arn: &str) -> Result<Vec<AliasRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {ALIAS_COLUMNS} FROM state_machine_aliases
+                     WHERE state_machine_arn = ?1 ORDER BY name"
+                ))
+                .map_err(|e| self.sqlite("list aliases", e))?;
+            let rows = stmt
+                .query_map([state_machine_arn], alias_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list aliases", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Deletes an alias; `false` if it did not exist.
+    pub fn delete_alias(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete alias", |tx| {
+            Ok(tx.execute("DELETE FROM state_machine_aliases WHERE arn = ?1", [arn])? == 1)
+        })
+    }
+}

@@ -102,4 +102,43 @@ try:
     raise AssertionError("no error")
 except sfn.exceptions.ActivityDoesNotExist:
     pass
+# Versions, and aliases routing executions to them.
+v1 = sfn.publish_state_machine_version(stateMachineArn=m, description="first")["stateMachineVersionArn"]
+assert v1 == m + ":1", v1
+assert sfn.publish_state_machine_version(stateMachineArn=m)["stateMachineVersionArn"] == v1  # nothing changed
+bye = definition.replace("hello", "bye")
+sfn.update_state_machine(stateMachineArn=m, definition=bye)
+v2 = sfn.publish_state_machine_version(stateMachineArn=m)["stateMachineVersionArn"]
+listed = [v["stateMachineVersionArn"] for v in sfn.list_state_machine_versions(stateMachineArn=m)["stateMachineVersions"]]
+assert listed == [v2, v1], listed
+live = sfn.create_state_machine_alias(
+    name="live", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 100}])["stateMachineAliasArn"]
+assert live == m + ":live", live
+
+
+def output_of(arn):
+    e = sfn.start_execution(stateMachineArn=arn, input='{"who": "x"}')["executionArn"]
+    return json.loads(final(e)["output"])["greeting"]
+
+
+assert output_of(live) == "hello x"
+assert output_of(v2) == "bye x"
+sfn.update_state_machine_alias(stateMachineAliasArn=live,
+                               routingConfiguration=[{"stateMachineVersionArn": v2, "weight": 100}])
+assert output_of(live) == "bye x"
+d = sfn.describe_state_machine_alias(stateMachineAliasArn=live)
+assert d["routingConfiguration"] == [{"stateMachineVersionArn": v2, "weight": 100}], d
+try:
+    sfn.delete_state_machine_version(stateMachineVersionArn=v2)
+    raise AssertionError("no error")
+except sfn.exceptions.ConflictException:
+    pass
+try:
+    sfn.create_state_machine_alias(name="half", routingConfiguration=[{"stateMachineVersionArn": v1, "weight": 50}])
+    raise AssertionError("no error")
+except sfn.exceptions.ValidationException:
+    pass
+sfn.delete_state_machine_alias(stateMachineAliasArn=live)
+assert sfn.list_state_machine_aliases(stateMachineArn=m)["stateMachineAliases"] == []
+sfn.delete_state_machine_version(stateMachineVersionArn=v1)
 print("boto3: all checks passed")

@@ -56,5 +56,15 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
             )),
         };
     }
-    Ok(json!({ "stateMachineArn": arn, "creationDate": epoch_seconds(record.creation_date_ms) }))
+    let mut answer =
+        json!({ "stateMachineArn": arn, "creationDate": epoch_seconds(record.creation_date_ms) });
+    if request.bool("publish") == Some(true) {
+        let published = super::publish_state_machine_version::publish(
+            server,
+            &arn,
+            request.str("versionDescription"),
+        )?;
+        answer["stateMachineVersionArn"] = published["stateMachineVersionArn"].clone();
+    }
+    Ok(answer)
 }

@@ -3,19 +3,26 @@
 
 pub mod create_activity;
 pub mod create_state_machine;
+pub mod create_state_machine_alias;
 pub mod delete_activity;
 pub mod delete_state_machine;
+pub mod delete_state_machine_alias;
+pub mod delete_state_machine_version;
 pub mod describe_activity;
 pub mod describe_execution;
 pub mod describe_state_machine;
+pub mod describe_state_machine_alias;
 pub mod describe_state_machine_for_execution;
 pub mod get_activity_task;
 pub mod get_execution_history;
 pub mod list_activities;
 pub mod list_executions;
+pub mod list_state_machine_aliases;
+pub mod list_state_machine_versions;
 pub mod list_state_machines;
 pub mod list_tags_for_resource;
 pub mod not_built;
+pub mod publish_state_machine_version;
 pub mod send_task_failure;
 pub mod send_task_heartbeat;
 pub mod send_task_success;
@@ -25,6 +32,7 @@ pub mod stop_execution;
 pub mod tag_resource;
 pub mod untag_resource;
 pub mod update_state_machine;
+pub mod update_state_machine_alias;
 pub mod validate_state_machine_definition;
 
 use crate::asl::MachineType;
@@ -127,6 +135,81 @@ pub fn taggable(server: &Server, arn: &str) -> Result<(), ApiError> {
             format!("Resource not found: '{arn}'"),
         ))
     }
+}
+
+/// A version of a state machine, or AWS's `ResourceNotFound`.
+pub fn version(server: &Server, arn: &str) -> Result<crate::store::VersionRecord, ApiError> {
+    let parts = parse_arn(arn, "stateMachine")?;
+    if !parts.qualifier.as_deref().is_some_and(is_version_number) {
+        return Err(ApiError::invalid_arn(arn));
+    }
+    server
+        .store
+        .version(arn)?
+        .ok_or_else(|| ApiError::new("ResourceNotFound", format!("Resource not found: '{arn}'")))
+}
+
+/// An alias of a state machine, or AWS's `ResourceNotFound`.
+pub fn alias(server: &Server, arn: &str) -> Result<crate::store::AliasRecord, ApiError> {
+    let parts = parse_arn(arn, "stateMachine")?;
+    if parts.qualifier.as_deref().is_none_or(is_version_number) {
+        return Err(ApiError::invalid_arn(arn));
+    }
+    server
+        .store
+        .alias(arn)?
+        .ok_or_else(|| ApiError::new("ResourceNotFound", format!("Resource not found: '{arn}'")))
+}
+
+/// A qualifier naming a version (digits) rather than an alias.
+pub fn is_version_number(qualifier: &str) -> bool {
+    !qualifier.is_empty() && qualifier.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The machine ARN of a version or alias ARN (`...:stateMachine:NAME:QUALIFIER`).
+pub fn unqualified(arn: &str) -> &str {
+    match arn.match_indices(':').nth(6) {
+        Some((i, _)) => &arn[..i],
+        None => arn,
+    }
+}
+
+/// Checks a `routingConfiguration` as AWS does (one or two versions of this machine, weights
+/// adding up to 100) and returns it as stored JSON.
+pub fn routing(
+    server: &Server,
+    machine_arn: &str,
+    value: Option<&Value>,
+) -> Result<String, ApiError> {
+    let invalid = |why: &str| {
+        ApiError::new(
+            "ValidationException",
+            format!("Invalid routingConfiguration: {why}"),
+        )
+    };
+    let routes = value
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("it is required"))?;
+    let mut total = 0;
+    let mut seen = Vec::new();
+    for route in routes {
+        let arn = route["stateMachineVersionArn"].as_str().unwrap_or("");
+        if unqualified(arn) != machine_arn {
+            return Err(invalid(&format!(
+                "'{arn}' is not a version of {machine_arn}"
+            )));
+        }
+        version(server, arn)?;
+        if seen.contains(&arn) {
+            return Err(invalid("a version may appear only once"));
+        }
+        seen.push(arn);
+        total += route["weight"].as_i64().unwrap_or(0);
+    }
+    if total != 100 {
+        return Err(invalid("the weights must add up to 100"));
+    }
+    Ok(Value::Array(routes.clone()).to_string())
 }
 
 /// `type` (STANDARD unless EXPRESS).

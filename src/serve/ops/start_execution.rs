@@ -28,13 +28,14 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
         _ => (text, None),
     };
     let parts = parse_arn(arn, "stateMachine")?;
-    if parts.qualifier.is_some() {
-        return Err(ApiError::new(
-            "ValidationException",
-            format!("sfn-local serve does not run state machine versions or aliases yet: '{arn}'"),
-        ));
-    }
-    let machine = state_machine(server, arn)?;
+    let machine = match parts.qualifier.as_deref() {
+        None => state_machine(server, arn)?,
+        Some(q) if super::is_version_number(q) => super::version(server, arn)?.machine,
+        Some(_) => {
+            let alias = super::alias(server, arn)?;
+            super::version(server, &route(&alias.routing))?.machine
+        }
+    };
     if sync && machine.machine_type != "EXPRESS" {
         return Err(ApiError::new(
             "StateMachineTypeNotSupported",
@@ -77,6 +78,26 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
         input,
         test_case: test_case.map(str::to_owned),
     }))
+}
+
+/// The version an alias starts now: one of its routes, chosen at random by weight.
+fn route(routing: &str) -> String {
+    let routes: Vec<Value> = serde_json::from_str(routing).unwrap_or_default();
+    let mut pick = (uuid::Uuid::new_v4().as_u128() % 100) as i64;
+    for r in &routes {
+        pick -= r["weight"].as_i64().unwrap_or(0);
+        if pick < 0 {
+            return r["stateMachineVersionArn"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+        }
+    }
+    routes
+        .first()
+        .and_then(|r| r["stateMachineVersionArn"].as_str())
+        .unwrap_or("")
+        .to_owned()
 }
 
 /// Handles the call.

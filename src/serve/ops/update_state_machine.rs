@@ -41,5 +41,14 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
             format!("State Machine Does Not Exist: '{}'", machine.arn),
         ));
     }
-    Ok(json!({ "updateDate": epoch_seconds(now), "revisionId": machine.revision_id }))
+    let mut answer = json!({ "updateDate": epoch_seconds(now), "revisionId": machine.revision_id });
+    if request.bool("publish") == Some(true) {
+        let published = super::publish_state_machine_version::publish(
+            server,
+            &machine.arn,
+            request.str("versionDescription"),
+        )?;
+        answer["stateMachineVersionArn"] = published["stateMachineVersionArn"].clone();
+    }
+    Ok(answer)
 }
