@@ -43,6 +43,7 @@ pub mod redrive;
 pub mod report;
 pub mod resume;
 pub mod run;
+pub mod serve;
 pub mod start;
 pub mod stop;
 pub mod summary;
@@ -103,6 +104,8 @@ pub enum Command {
     Graph(graph::GraphArgs),
     /// Open the console in the browser: executions on their graphs, events, waiting tasks.
     Console(console::ConsoleArgs),
+    /// Serve the AWS Step Functions API on localhost (for the AWS CLI, SDKs, Step Functions Local suites).
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -128,6 +131,7 @@ impl Command {
             Command::Graph(args) => graph::run(args),
             Command::Console(args) => console::run(args),
             Command::Completions(args) => completions::run(args),
+            Command::Serve(args) => serve::run(args),
         }
     }
 }

@@ -428,7 +428,8 @@ fn file_json(file: &FileReport<'_>, with_path: bool) -> Map<String, Value> {
     object
 }
 
-fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
+/// One diagnostic in AWS's ValidateStateMachineDefinition shape (also served over HTTP).
+pub(crate) fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
     let mut object = Map::new();
     object.insert("severity".to_owned(), json!(diagnostic.severity));
     object.insert("code".to_owned(), json!(diagnostic.code.as_str()));

@@ -131,13 +131,14 @@ struct RunConfig {
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
 /// dropped (an engine busy with a long pure computation does not let its lease lapse).
-struct LeaseKeeper {
+pub struct LeaseKeeper {
     stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl LeaseKeeper {
-    fn start(store: Arc<Store>, owner: String, lease_ms: i64) -> LeaseKeeper {
+    /// Starts renewing `owner`'s leases for `lease_ms` at a time.
+    pub fn start(store: Arc<Store>, owner: String, lease_ms: i64) -> LeaseKeeper {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let every = std::time::Duration::from_millis((lease_ms / 3).max(10) as u64);
         let thread = std::thread::Builder::new()
@@ -171,12 +172,72 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
     if store.execution(&request.info.execution_arn)?.is_some() {
         return Err(RunError::AlreadyExists(request.info.name.clone()));
     }
+    let owner = new_owner();
+    let lease = lease_ms();
+    let (row, request) = execution_row(request, &owner, lease);
+    store.create_execution(row).wait_blocking()?;
+    let engine = engine_for(&store, request, &owner);
+    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
+    outcomes
+        .pop()
+        .ok_or_else(|| RunError::History("no outcome".into()))
+}
+
+/// Creates the execution's row, leased to `owner`, and builds its engine without running it:
+/// for a host that drives many executions side by side on its own runtime (`serve`), which
+/// then awaits `engine.run()` and `engine.committed()` and keeps the lease alive with a
+/// [`LeaseKeeper`]. Refused with [`RunError::AlreadyExists`] if the ARN is taken.
+pub async fn start_engine(
+    store: &Arc<Store>,
+    request: RunRequest,
+    owner: &str,
+) -> Result<Engine, RunError> {
+    let (row, request) = execution_row(request, owner, lease_ms());
+    match store.create_execution(row).wait().await {
+        Ok(()) => Ok(engine_for(store, request, owner)),
+        Err(StoreError::ExecutionAlreadyExists { .. }) => {
+            Err(RunError::AlreadyExists(request.info.name.clone()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Takes over one running execution whose runner is gone, for `owner`, and builds its engine
+/// continuing from its last committed event (the host runs it, as after [`start_engine`]).
+/// `Ok(None)`: another live runner holds it.
+pub fn resume_engine(
+    store: &Arc<Store>,
+    record: crate::store::ExecutionRecord,
+    notice: NoticeFn,
+    owner: &str,
+) -> Result<Option<Engine>, RunError> {
+    let now = system_now();
+    if !store.acquire_lease(&record.execution_arn, owner, now, now + lease_ms())? {
+        return Ok(None);
+    }
+    let arn = record.execution_arn.clone();
+    match prepare_resume(
+        store,
+        record,
+        notice,
+        owner,
+        &Bindings::new(),
+        &ResumeTarget::All,
+    ) {
+        Ok((engine, _, _)) => Ok(Some(engine)),
+        Err(e) => {
+            let _ = store.release_lease(&arn, owner);
+            Err(e)
+        }
+    }
+}
+
+/// The new execution's row, and what is left of the request to build its engine.
+fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution, RunRequest) {
     let timeout_at = request
         .machine
         .timeout_seconds
         .map(|t| request.info.start_time + (t as i64) * 1000);
-    let owner = new_owner();
-    let lease = lease_ms();
     let config = RunConfig {
         time_scale: request.time_scale,
         tasks: request.task_bindings.clone(),
@@ -185,26 +246,28 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
             .ok()
             .map(|d| d.display().to_string()),
     };
-    store
-        .create_execution(NewExecution {
-            execution_arn: request.info.execution_arn.clone(),
-            name: request.info.name.clone(),
-            state_machine_arn: request.info.state_machine_arn.clone(),
-            state_machine_name: request.info.state_machine_name.clone(),
-            definition: request.definition,
-            input: request.input.to_string(),
-            start_date_ms: request.info.start_time,
-            role_arn: Some(request.info.role_arn.clone()),
-            timeout_at_ms: timeout_at,
-            position: None,
-            owner: Some(owner.clone()),
-            lease_expires_at_ms: Some(system_now() + lease),
-            run_config: serde_json::to_string(&config).ok(),
-            events: Vec::new(),
-        })
-        .wait_blocking()?;
-    let engine = build_engine(
-        &store,
+    let row = NewExecution {
+        execution_arn: request.info.execution_arn.clone(),
+        name: request.info.name.clone(),
+        state_machine_arn: request.info.state_machine_arn.clone(),
+        state_machine_name: request.info.state_machine_name.clone(),
+        definition: request.definition.clone(),
+        input: request.input.to_string(),
+        start_date_ms: request.info.start_time,
+        role_arn: Some(request.info.role_arn.clone()),
+        timeout_at_ms: timeout_at,
+        position: None,
+        owner: Some(owner.to_owned()),
+        lease_expires_at_ms: Some(system_now() + lease),
+        run_config: serde_json::to_string(&config).ok(),
+        events: Vec::new(),
+    };
+    (row, request)
+}
+
+fn engine_for(store: &Arc<Store>, request: RunRequest, owner: &str) -> Engine {
+    build_engine(
+        store,
         request.machine,
         request.info,
         request.input,
@@ -214,12 +277,8 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         request.notice,
         1,
         None,
-        &owner,
-    );
-    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
-    outcomes
-        .pop()
-        .ok_or_else(|| RunError::History("no outcome".into()))
+        owner,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

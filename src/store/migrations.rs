@@ -35,6 +35,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 5,
         sql: include_str!("migrations/V5__redrive.sql"),
     },
+    Migration {
+        version: 6,
+        sql: include_str!("migrations/V6__api_resources.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

@@ -58,6 +58,7 @@ mod lock;
 mod map_runs;
 mod migrations;
 mod redrive;
+mod resources;
 mod tokens;
 mod writer;
 
@@ -73,6 +74,7 @@ pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, Unk
 pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
 pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
+pub use resources::{ActivityRecord, AliasRecord, StateMachineRecord, VersionRecord};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,

@@ -1,0 +1,298 @@
+//! `sfn-local serve`: the AWS Step Functions API on localhost, so the AWS CLI, the SDKs and
+//! suites written for Step Functions Local reach sfn-local unchanged but for the endpoint URL.
+//!
+//! The protocol is AWS JSON 1.0 ([`protocol`]): `POST /` with `X-Amz-Target:
+//! AWSStepFunctions.<Operation>`. A request is checked against botocore's model ([`model`]),
+//! then handed to its operation ([`operation::Operation`], one handler per file under `ops/`,
+//! like mini-redis's commands), which decodes it, calls the library and encodes the answer.
+//! Executions run in this process, many at once, on a small pool of threads ([`pool`]), in the
+//! same database as every CLI command, driven by the engine's own runner
+//! ([`crate::engine::runner::start_engine`]). On start the server resumes executions whose
+//! runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
+//! so everything stays resumable.
+
+pub mod executions;
+pub mod model;
+pub mod operation;
+mod ops;
+pub mod pool;
+pub mod protocol;
+
+use crate::engine::runner::{lease_ms, new_owner, resume_engine, LeaseKeeper};
+use crate::store::{ExecutionRecord, ExecutionStatus, Store};
+use crate::tasks::command::CommandLine;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use operation::{Operation, Request};
+use pool::ExecutionPool;
+use protocol::ApiError;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A `--task MACHINE:STATE=COMMAND` binding: a local program for one Task state of one state
+/// machine.
+#[derive(Debug, Clone)]
+pub struct MachineTask {
+    /// The state machine's name.
+    pub machine: String,
+    /// The Task state's name.
+    pub state: String,
+    /// The program.
+    pub command: CommandLine,
+    /// `STATE=COMMAND`, as stored with each execution for `resume`.
+    pub binding: String,
+}
+
+impl MachineTask {
+    /// Parses `MACHINE:STATE=COMMAND`.
+    pub fn parse(text: &str) -> Result<MachineTask, String> {
+        let (target, command) = text
+            .split_once('=')
+            .ok_or_else(|| format!("--task {text}: expected MACHINE:STATE=COMMAND"))?;
+        let (machine, state) = target.split_once(':').ok_or_else(|| {
+            format!("--task {text}: name the state machine too: MACHINE:STATE=COMMAND")
+        })?;
+        let binding = format!("{state}={command}");
+        let (state, command) = crate::tasks::command::parse_binding(&binding)
+            .map_err(|e| format!("--task {text}: {e}"))?;
+        Ok(MachineTask {
+            machine: machine.to_owned(),
+            state,
+            command,
+            binding,
+        })
+    }
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// The region of ARNs when a request is not signed.
+    pub region: String,
+    /// The account of ARNs.
+    pub account_id: String,
+    /// Multiplies every duration executions wait for.
+    pub time_scale: f64,
+    /// Step Functions Local's MockConfigFile, for `stateMachineArn#TestCase`.
+    pub mock_config: Option<PathBuf>,
+    /// `--task` bindings.
+    pub tasks: Vec<MachineTask>,
+    /// The history cap.
+    pub max_history_events: i64,
+    /// How many execution threads.
+    pub threads: usize,
+}
+
+/// The shared state of every request: the store, the configuration and the execution threads.
+pub struct Server {
+    /// The database shared with the CLI.
+    pub store: Arc<Store>,
+    /// How the server runs.
+    pub config: ServeConfig,
+    pool: ExecutionPool,
+    /// This process's lease owner id.
+    owner: String,
+    /// Flips to `true` when the server stops: long polls answer at once.
+    stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address is taken or not ours.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The runtime or a thread could not start, or the listener failed.
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The largest request body read (a 1 MB definition, JSON-escaped, fits).
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens.
+pub fn run(
+    store: Arc<Store>,
+    config: ServeConfig,
+    ready: impl FnOnce(SocketAddr, usize),
+) -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sfn-local-http")
+        .enable_all()
+        .build()?;
+    let pool = ExecutionPool::start(config.threads)?;
+    let owner = new_owner();
+    let keeper = LeaseKeeper::start(store.clone(), owner.clone(), lease_ms());
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let bind = config.bind;
+    let server = Arc::new(Server {
+        store: store.clone(),
+        config,
+        pool,
+        owner: owner.clone(),
+        stopping,
+    });
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .map_err(|source| ServeError::Bind { addr: bind, source })?;
+        let addr = listener.local_addr()?;
+        let resumed = server.resume_orphans();
+        ready(addr, resumed);
+        // The API on `POST /`; the console's pages on `GET /` and `/console/...` of the same port.
+        let app = Router::new()
+            .route("/", post(api))
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .with_state(server.clone())
+            .merge(crate::console::router(store.clone()));
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                let _ = stop.send(true);
+            })
+            .await?;
+        Ok::<(), ServeError>(())
+    })?;
+    // Everything submitted is committed, then the executions are left RUNNING for the next
+    // server (or `sfn-local resume`) to take at once.
+    drop(keeper);
+    let _ = store.flush().wait_blocking();
+    if let Ok(running) = store.running_executions() {
+        for r in running
+            .iter()
+            .filter(|r| r.owner.as_deref() == Some(&owner))
+        {
+            let _ = store.release_lease(&r.execution_arn, &owner);
+        }
+    }
+    Ok(())
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM (docker stop, systemd).
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+}
+
+/// `POST /`: one API call.
+async fn api(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
+    match call(&server, &headers, &body).await {
+        Ok(mut answer) => {
+            protocol::wire_timestamps(&mut answer);
+            protocol::ok(answer)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn call(server: &Arc<Server>, headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|t| t.to_str().ok())
+        .unwrap_or("");
+    let name = target.strip_prefix("AWSStepFunctions.").unwrap_or("");
+    let operation = Operation::from_name(name).ok_or_else(|| {
+        ApiError::new(
+            "UnknownOperationException",
+            if target.is_empty() {
+                "Missing X-Amz-Target: expected AWSStepFunctions.<Operation>".to_owned()
+            } else {
+                format!("Unknown operation {target}")
+            },
+        )
+    })?;
+    let input: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::new(
+                "SerializationException",
+                format!("The request body is not valid JSON: {e}"),
+            )
+        })?
+    };
+    model::validate(operation.name(), &input)?;
+    let region = protocol::signed_region(headers).unwrap_or_else(|| server.config.region.clone());
+    operation
+        .handle(
+            server,
+            Request {
+                operation: operation.name(),
+                input,
+                region,
+            },
+        )
+        .await
+}
+
+impl Server {
+    /// Resumes the running executions whose runner is gone; returns how many.
+    fn resume_orphans(self: &Arc<Self>) -> usize {
+        let Ok(running) = self.store.running_executions() else {
+            return 0;
+        };
+        let now = crate::clock::system_now();
+        let mut resumed = 0;
+        for record in running {
+            let lapsed =
+                record.owner.is_none() || record.lease_expires_at_ms.is_none_or(|t| t < now);
+            if !lapsed || record.status != ExecutionStatus::Running {
+                continue;
+            }
+            resumed += 1;
+            self.resume(record);
+        }
+        resumed
+    }
+
+    /// Drives a RUNNING execution whose runner is gone (after a crash, or reopened by a redrive)
+    /// on an execution thread, taking its lease first.
+    fn resume(self: &Arc<Self>, record: ExecutionRecord) {
+        let server = self.clone();
+        self.pool.spawn(Box::new(move || {
+            tokio::task::spawn_local(async move {
+                let arn = record.execution_arn.clone();
+                match resume_engine(
+                    &server.store,
+                    record,
+                    executions::notice(&arn),
+                    &server.owner,
+                ) {
+                    Ok(Some(engine)) => executions::drive(&server, &arn, engine).await,
+                    Ok(None) => {}
+                    Err(e) => executions::say(&format!("cannot resume {arn}: {e}")),
+                }
+            });
+        }));
+    }
+}

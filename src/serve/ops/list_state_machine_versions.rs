@@ -1,0 +1,29 @@
+//! `ListStateMachineVersions`, newest first, paged.
+
+use crate::serve::operation::Request;
+use crate::serve::protocol::{epoch_seconds, page, ApiError};
+use crate::serve::Server;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Handles the call.
+pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
+    let arn = request.required("stateMachineArn")?;
+    super::parse_arn(arn, "stateMachine")?;
+    let all = server.store.versions(arn)?;
+    let (items, next) = page(
+        &all,
+        request.u64("maxResults"),
+        request.str("nextToken"),
+        100,
+    )?;
+    let items: Vec<Value> = items
+        .iter()
+        .map(|v| json!({ "stateMachineVersionArn": v.arn, "creationDate": epoch_seconds(v.creation_date_ms) }))
+        .collect();
+    let mut answer = json!({ "stateMachineVersions": items });
+    if let Some(token) = next {
+        answer["nextToken"] = token.into();
+    }
+    Ok(answer)
+}

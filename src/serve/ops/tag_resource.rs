@@ -1,0 +1,15 @@
+//! `TagResource`.
+
+use crate::serve::operation::Request;
+use crate::serve::protocol::ApiError;
+use crate::serve::Server;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Handles the call.
+pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
+    let arn = request.required("resourceArn")?;
+    super::taggable(server, arn)?;
+    server.store.tag_resource(arn, &super::tags(&request))?;
+    Ok(json!({}))
+}

@@ -1,0 +1,531 @@
+//! What the API creates besides executions (migration V5): state machines, their versions and
+//! aliases, activities and tags. Each write is one short IMMEDIATE transaction; the CLI and the
+//! server read the same rows.
+
+use super::{Result, Store};
+use rusqlite::{params, OptionalExtension, Row};
+
+/// A state machine created through the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateMachineRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:NAME`.
+    pub arn: String,
+    /// Its name.
+    pub name: String,
+    /// `STANDARD` or `EXPRESS`.
+    pub machine_type: String,
+    /// The definition as written.
+    pub definition: String,
+    /// The role ARN (stored and echoed, never assumed).
+    pub role_arn: String,
+    /// A JSON object of the settings only AWS acts on (loggingConfiguration,
+    /// tracingConfiguration, encryptionConfiguration), echoed back as sent.
+    pub settings: String,
+    /// Changes with every update.
+    pub revision_id: String,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+    /// The last update, ms since the Unix epoch.
+    pub update_date_ms: Option<i64>,
+}
+
+/// An activity created through the API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:activity:NAME`.
+    pub arn: String,
+    /// Its name.
+    pub name: String,
+    /// A JSON object of settings echoed back (encryptionConfiguration).
+    pub settings: String,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+}
+
+const MACHINE_COLUMNS: &str =
+    "arn, name, type, definition, role_arn, settings, revision_id, creation_date, update_date";
+
+fn machine_from_row(row: &Row<'_>) -> rusqlite::Result<StateMachineRecord> {
+    Ok(StateMachineRecord {
+        arn: row.get(0)?,
+        name: row.get(1)?,
+        machine_type: row.get(2)?,
+        definition: row.get(3)?,
+        role_arn: row.get(4)?,
+        settings: row.get(5)?,
+        revision_id: row.get(6)?,
+        creation_date_ms: row.get(7)?,
+        update_date_ms: row.get(8)?,
+    })
+}
+
+fn activity_from_row(row: &Row<'_>) -> rusqlite::Result<ActivityRecord> {
+    Ok(ActivityRecord {
+        arn: row.get(0)?,
+        name: row.get(1)?,
+        settings: row.get(2)?,
+        creation_date_ms: row.get(3)?,
+    })
+}
+
+impl Store {
+    /// Stores a new state machine with its tags; `false` (and nothing stored) if its ARN is
+    /// taken.
+    pub fn insert_state_machine(
+        &self,
+        machine: &StateMachineRecord,
+        tags: &[(String, String)],
+    ) -> Result<bool> {
+        self.write_now("create state machine", |tx| {
+            let inserted = tx.execute(
+                &format!(
+                    "INSERT INTO state_machines ({MACHINE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                     ON CONFLICT (arn) DO NOTHING"
+                ),
+                params![
+                    machine.arn,
+                    machine.name,
+                    machine.machine_type,
+                    machine.definition,
+                    machine.role_arn,
+                    machine.settings,
+                    machine.revision_id,
+                    machine.creation_date_ms,
+                    machine.update_date_ms
+                ],
+            )? == 1;
+            if inserted {
+                put_tags(tx, &machine.arn, tags)?;
+            }
+            Ok(inserted)
+        })
+    }
+
+    /// Replaces a state machine's definition, role, settings, revision and update date;
+    /// `false` if it does not exist.
+    pub fn update_state_machine(&self, machine: &StateMachineRecord) -> Result<bool> {
+        self.write_now("update state machine", |tx| {
+            Ok(tx.execute(
+                "UPDATE state_machines SET definition = ?2, role_arn = ?3, settings = ?4,
+                     revision_id = ?5, update_date = ?6 WHERE arn = ?1",
+                params![
+                    machine.arn,
+                    machine.definition,
+                    machine.role_arn,
+                    machine.settings,
+                    machine.revision_id,
+                    machine.update_date_ms
+                ],
+            )? == 1)
+        })
+    }
+
+    /// Deletes a state machine, its versions, aliases and tags; `false` if it did not exist.
+    /// Its executions stay (AWS lets running ones finish).
+    pub fn delete_state_machine(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete state machine", |tx| {
+            let deleted = tx.execute("DELETE FROM state_machines WHERE arn = ?1", [arn])? == 1;
+            tx.execute(
+                "DELETE FROM state_machine_versions WHERE state_machine_arn = ?1",
+                [arn],
+            )?;
+            tx.execute(
+                "DELETE FROM state_machine_aliases WHERE state_machine_arn = ?1",
+                [arn],
+            )?;
+            tx.execute("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
+            Ok(deleted)
+        })
+    }
+
+    /// One state machine by ARN.
+    pub fn state_machine(&self, arn: &str) -> Result<Option<StateMachineRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
+                [arn],
+                machine_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read state machine", e))
+        })
+    }
+
+    /// Every state machine, by name.
+    pub fn state_machines(&self) -> Result<Vec<StateMachineRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM state_machines ORDER BY name, arn"
+                ))
+                .map_err(|e| self.sqlite("list state machines", e))?;
+            let rows = stmt
+                .query_map([], machine_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list state machines", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Stores a new activity with its tags; `false` (and nothing stored) if its ARN is taken.
+    pub fn insert_activity(
+        &self,
+        activity: &ActivityRecord,
+        tags: &[(String, String)],
+    ) -> Result<bool> {
+        self.write_now("create activity", |tx| {
+            let inserted = tx.execute(
+                "INSERT INTO activities (arn, name, settings, creation_date) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (arn) DO NOTHING",
+                params![
+                    activity.arn,
+                    activity.name,
+                    activity.settings,
+                    activity.creation_date_ms
+                ],
+            )? == 1;
+            if inserted {
+                put_tags(tx, &activity.arn, tags)?;
+            }
+            Ok(inserted)
+        })
+    }
+
+    /// One activity by ARN.
+    pub fn activity(&self, arn: &str) -> Result<Option<ActivityRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT arn, name, settings, creation_date FROM activities WHERE arn = ?1",
+                [arn],
+                activity_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read activity", e))
+        })
+    }
+
+    /// Every activity, by name.
+    pub fn activities(&self) -> Result<Vec<ActivityRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT arn, name, settings, creation_date FROM activities ORDER BY name, arn",
+                )
+                .map_err(|e| self.sqlite("list activities", e))?;
+            let rows = stmt
+                .query_map([], activity_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list activities", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Deletes an activity and its tags; `false` if it did not exist.
+    pub fn delete_activity(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete activity", |tx| {
+            let deleted = tx.execute("DELETE FROM activities WHERE arn = ?1", [arn])? == 1;
+            tx.execute("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
+            Ok(deleted)
+        })
+    }
+
+    /// Adds or overwrites tags of a resource.
+    pub fn tag_resource(&self, arn: &str, tags: &[(String, String)]) -> Result<()> {
+        self.write_now("tag resource", |tx| put_tags(tx, arn, tags))
+    }
+
+    /// Removes tags of a resource by key (absent keys are ignored, as AWS does).
+    pub fn untag_resource(&self, arn: &str, keys: &[String]) -> Result<()> {
+        self.write_now("untag resource", |tx| {
+            for key in keys {
+                tx.execute(
+                    "DELETE FROM tags WHERE resource_arn = ?1 AND key = ?2",
+                    params![arn, key],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A resource's tags, by key.
+    pub fn tags(&self, arn: &str) -> Result<Vec<(String, String)>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare("SELECT key, value FROM tags WHERE resource_arn = ?1 ORDER BY key")
+                .map_err(|e| self.sqlite("list tags", e))?;
+            let rows = stmt
+                .query_map([arn], |row| Ok((row.get(0)?, row.get(1)?)))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list tags", e))?;
+            Ok(rows)
+        })
+    }
+}
+
+fn put_tags(
+    tx: &rusqlite::Transaction<'_>,
+    arn: &str,
+    tags: &[(String, String)],
+) -> rusqlite::Result<()> {
+    for (key, value) in tags {
+        tx.execute(
+            "INSERT INTO tags (resource_arn, key, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT (resource_arn, key) DO UPDATE SET value = excluded.value",
+            params![arn, key, value],
+        )?;
+    }
+    Ok(())
+}
+
+/// A published version of a state machine (immutable).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:NAME:N`.
+    pub arn: String,
+    /// The state machine's ARN.
+    pub state_machine_arn: String,
+    /// 1, 2, ...
+    pub version: i64,
+    /// The machine as it was.
+    pub machine: StateMachineRecord,
+    /// `versionDescription`.
+    pub description: Option<String>,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+}
+
+/// An alias routing executions to one or two versions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AliasRecord {
+    /// `arn:aws:states:REGION:ACCOUNT:stateMachine:NAME:ALIAS`.
+    pub arn: String,
+    /// The state machine's ARN.
+    pub state_machine_arn: String,
+    /// The alias's name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// `routingConfiguration` as JSON: `[{"stateMachineVersionArn", "weight"}]`.
+    pub routing: String,
+    /// ms since the Unix epoch.
+    pub creation_date_ms: i64,
+    /// The last update, ms since the Unix epoch.
+    pub update_date_ms: Option<i64>,
+}
+
+const VERSION_COLUMNS: &str = "v.arn, v.state_machine_arn, v.version, v.type, v.definition, \
+     v.role_arn, v.settings, v.revision_id, v.description, v.creation_date, m.name";
+
+fn version_from_row(row: &Row<'_>) -> rusqlite::Result<VersionRecord> {
+    let created: i64 = row.get(9)?;
+    Ok(VersionRecord {
+        arn: row.get(0)?,
+        state_machine_arn: row.get(1)?,
+        version: row.get(2)?,
+        machine: StateMachineRecord {
+            arn: row.get(0)?,
+            name: row.get::<_, Option<String>>(10)?.unwrap_or_default(),
+            machine_type: row.get(3)?,
+            definition: row.get(4)?,
+            role_arn: row.get(5)?,
+            settings: row.get(6)?,
+            revision_id: row.get(7)?,
+            creation_date_ms: created,
+            update_date_ms: None,
+        },
+        description: row.get(8)?,
+        creation_date_ms: created,
+    })
+}
+
+const ALIAS_COLUMNS: &str =
+    "arn, state_machine_arn, name, description, routing, creation_date, update_date";
+
+fn alias_from_row(row: &Row<'_>) -> rusqlite::Result<AliasRecord> {
+    Ok(AliasRecord {
+        arn: row.get(0)?,
+        state_machine_arn: row.get(1)?,
+        name: row.get(2)?,
+        description: row.get(3)?,
+        routing: row.get(4)?,
+        creation_date_ms: row.get(5)?,
+        update_date_ms: row.get(6)?,
+    })
+}
+
+impl Store {
+    /// Publishes the machine's current revision as its next version, or answers the latest
+    /// version if it already is that revision (AWS publishes nothing new then). `None` if the
+    /// machine does not exist.
+    pub fn publish_version(
+        &self,
+        state_machine_arn: &str,
+        description: Option<&str>,
+        now: i64,
+    ) -> Result<Option<VersionRecord>> {
+        let published = self.write_now("publish version", |tx| {
+            let machine = tx
+                .query_row(
+                    &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
+                    [state_machine_arn],
+                    machine_from_row,
+                )
+                .optional()?;
+            let Some(machine) = machine else {
+                return Ok(None);
+            };
+            let latest: Option<(String, i64, String)> = tx
+                .query_row(
+                    "SELECT arn, version, revision_id FROM state_machine_versions
+                     WHERE state_machine_arn = ?1 ORDER BY version DESC LIMIT 1",
+                    [state_machine_arn],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()?;
+            if let Some((arn, _, revision)) = &latest {
+                if *revision == machine.revision_id {
+                    return Ok(Some(arn.clone()));
+                }
+            }
+            let version = latest.map_or(1, |(_, v, _)| v + 1);
+            let arn = format!("{state_machine_arn}:{version}");
+            tx.execute(
+                "INSERT INTO state_machine_versions (arn, state_machine_arn, version, type, definition,
+                     role_arn, settings, revision_id, description, creation_date)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    arn,
+                    state_machine_arn,
+                    version,
+                    machine.machine_type,
+                    machine.definition,
+                    machine.role_arn,
+                    machine.settings,
+                    machine.revision_id,
+                    description,
+                    now
+                ],
+            )?;
+            Ok(Some(arn))
+        })?;
+        match published {
+            Some(arn) => self.version(&arn),
+            None => Ok(None),
+        }
+    }
+
+    /// One version by ARN.
+    pub fn version(&self, arn: &str) -> Result<Option<VersionRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT {VERSION_COLUMNS} FROM state_machine_versions v
+                     LEFT JOIN state_machines m ON m.arn = v.state_machine_arn WHERE v.arn = ?1"
+                ),
+                [arn],
+                version_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read version", e))
+        })
+    }
+
+    /// A machine's versions, newest first.
+    pub fn versions(&self, state_machine_arn: &str) -> Result<Vec<VersionRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {VERSION_COLUMNS} FROM state_machine_versions v
+                     LEFT JOIN state_machines m ON m.arn = v.state_machine_arn
+                     WHERE v.state_machine_arn = ?1 ORDER BY v.version DESC"
+                ))
+                .map_err(|e| self.sqlite("list versions", e))?;
+            let rows = stmt
+                .query_map([state_machine_arn], version_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list versions", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Deletes a version; `false` if it did not exist.
+    pub fn delete_version(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete version", |tx| {
+            Ok(tx.execute("DELETE FROM state_machine_versions WHERE arn = ?1", [arn])? == 1)
+        })
+    }
+
+    /// Stores a new alias; `false` (and nothing stored) if its ARN is taken.
+    pub fn insert_alias(&self, alias: &AliasRecord) -> Result<bool> {
+        self.write_now("create alias", |tx| {
+            Ok(tx.execute(
+                &format!(
+                    "INSERT INTO state_machine_aliases ({ALIAS_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (arn) DO NOTHING"
+                ),
+                params![
+                    alias.arn,
+                    alias.state_machine_arn,
+                    alias.name,
+                    alias.description,
+                    alias.routing,
+                    alias.creation_date_ms,
+                    alias.update_date_ms
+                ],
+            )? == 1)
+        })
+    }
+
+    /// Replaces an alias's description, routing and update date; `false` if it does not exist.
+    pub fn update_alias(&self, alias: &AliasRecord) -> Result<bool> {
+        self.write_now("update alias", |tx| {
+            Ok(tx.execute(
+                "UPDATE state_machine_aliases SET description = ?2, routing = ?3, update_date = ?4
+                 WHERE arn = ?1",
+                params![
+                    alias.arn,
+                    alias.description,
+                    alias.routing,
+                    alias.update_date_ms
+                ],
+            )? == 1)
+        })
+    }
+
+    /// One alias by ARN.
+    pub fn alias(&self, arn: &str) -> Result<Option<AliasRecord>> {
+        self.read(|conn| {
+            conn.query_row(
+                &format!("SELECT {ALIAS_COLUMNS} FROM state_machine_aliases WHERE arn = ?1"),
+                [arn],
+                alias_from_row,
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read alias", e))
+        })
+    }
+
+    /// A machine's aliases, by name.
+    pub fn aliases(&self, state_machine_arn: &str) -> Result<Vec<AliasRecord>> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {ALIAS_COLUMNS} FROM state_machine_aliases
+                     WHERE state_machine_arn = ?1 ORDER BY name"
+                ))
+                .map_err(|e| self.sqlite("list aliases", e))?;
+            let rows = stmt
+                .query_map([state_machine_arn], alias_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.sqlite("list aliases", e))?;
+            Ok(rows)
+        })
+    }
+
+    /// Deletes an alias; `false` if it did not exist.
+    pub fn delete_alias(&self, arn: &str) -> Result<bool> {
+        self.write_now("delete alias", |tx| {
+            Ok(tx.execute("DELETE FROM state_machine_aliases WHERE arn = ?1", [arn])? == 1)
+        })
+    }
+}

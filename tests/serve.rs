@@ -1,0 +1,359 @@
+//! `sfn-local serve` driven by real clients in real processes: the AWS CLI (with a shell
+//! worker), boto3 and the JavaScript SDK v3, each unchanged but for the endpoint URL; raw HTTP
+//! for the protocol's error shapes; and a SIGTERM'd server whose successor resumes its
+//! executions.
+
+mod common;
+
+use common::{bin, deps_dir, deps_node_modules, deps_python_bin, Sandbox};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `sfn-local serve`, killed when dropped.
+struct Served {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+fn here() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve")
+}
+
+/// The sandbox's environment for the server, its workers and the clients: fake credentials,
+/// the region, the AWS CLI on PATH, and where the server listens.
+fn sandbox(port: u16) -> Sandbox {
+    let path = format!(
+        "{}:{}",
+        deps_python_bin("aws").parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Sandbox::new()
+        .env("PATH", path)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("AWS_PAGER", "")
+        .env("ENDPOINT", format!("http://127.0.0.1:{port}"))
+        .env("SFN_LOCAL", bin())
+}
+
+impl Served {
+    fn start(sandbox: &Sandbox, port: u16, extra: &[&str]) -> Served {
+        let port_text = port.to_string();
+        let mut child = sandbox
+            .command()
+            .args(["serve", "--port", &port_text])
+            .args(extra)
+            .spawn()
+            .expect("spawn sfn-local serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr");
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let served = Served {
+            child,
+            port,
+            stderr,
+        };
+        let until = Instant::now() + Duration::from_secs(60);
+        while !served.log().contains("listening on") {
+            assert!(
+                Instant::now() < until,
+                "serve did not start: {}",
+                served.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        served
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then waits for the exit.
+    fn terminate(mut self) -> (ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        let status = self.child.wait().expect("wait");
+        std::thread::sleep(Duration::from_millis(50));
+        (status, self.log())
+    }
+
+    /// One raw API call: the status and the body as JSON.
+    fn call(&self, target: &str, body: &str) -> (u16, Value) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {target}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let status: u16 = response[9..12].parse().expect("status");
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a client script with the sandbox's environment; asserts it passed.
+fn client(
+    sandbox: &Sandbox,
+    served: &Served,
+    program: &Path,
+    args: &[&str],
+    extra_env: &[(&str, &Path)],
+) {
+    let mut c = Command::new(program);
+    c.args(args)
+        .env("SFN_LOCAL_DB", sandbox.db())
+        .env("OUT_DIR", sandbox.dir.path())
+        .stdin(Stdio::null());
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    // The sandbox's variables (credentials, PATH, ENDPOINT) come from a command it built.
+    let template = sandbox.command();
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let out = c.output().expect("run client");
+    assert!(
+        out.status.success(),
+        "{} failed\nstdout:\n{}\nstderr:\n{}\nserver:\n{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        served.log()
+    );
+}
+
+#[test]
+fn the_aws_cli_drives_workers_activities_mocks_and_sync_executions() {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let worker = format!(
+        "Callback:Double={}",
+        here().join("callback-worker.sh").display()
+    );
+    let mocks = here().join("mocks.json");
+    let served = Served::start(
+        &sandbox,
+        port,
+        &["--task", &worker, "--mock-config", mocks.to_str().unwrap()],
+    );
+    client(&sandbox, &served, &here().join("aws-cli.sh"), &[], &[]);
+}
+
+#[test]
+fn boto3_sees_aws_shapes_and_exceptions() {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let served = Served::start(&sandbox, port, &[]);
+    let script = here().join("boto3_client.py");
+    client(
+        &sandbox,
+        &served,
+        &deps_python_bin("python"),
+        &[
+            script.to_str().unwrap(),
+            &served.endpoint(),
+            here().to_str().unwrap(),
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn the_javascript_sdk_sees_aws_shapes_and_exceptions() {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let served = Served::start(&sandbox, port, &[]);
+    let _ = deps_dir();
+    let script = here().join("js_client.cjs");
+    client(
+        &sandbox,
+        &served,
+        Path::new("node"),
+        &[
+            script.to_str().unwrap(),
+            &served.endpoint(),
+            here().to_str().unwrap(),
+        ],
+        &[("NODE_PATH", &deps_node_modules())],
+    );
+}
+
+#[test]
+fn bad_requests_get_aws_errors_and_store_nothing() {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let served = Served::start(&sandbox, port, &[]);
+    let (status, body) = served.call("AWSStepFunctions.NoSuchThing", "{}");
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("UnknownOperationException"))
+    );
+    let (status, body) = served.call("AWSStepFunctions.ListStateMachines", "{not json");
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("SerializationException"))
+    );
+    let (status, body) = served.call("AWSStepFunctions.StartExecution", "{}");
+    assert_eq!(status, 400);
+    assert_eq!(body["__type"], "ValidationException");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("'stateMachineArn'"),
+        "{body}"
+    );
+    let (status, body) = served.call(
+        "AWSStepFunctions.CreateStateMachine",
+        r#"{"name": "M", "definition": "{}", "roleArn": "arn:aws:iam::1:role/r", "type": "SLOW"}"#,
+    );
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("ValidationException"))
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("'type'"),
+        "{body}"
+    );
+    let big = "x".repeat(1_048_577);
+    let request =
+        serde_json::json!({"name": "Big", "definition": big, "roleArn": "arn:aws:iam::1:role/r"});
+    let (status, body) = served.call("AWSStepFunctions.CreateStateMachine", &request.to_string());
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("ValidationException"))
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("'definition'"),
+        "{body}"
+    );
+    let (status, body) = served.call(
+        "AWSStepFunctions.CreateStateMachine",
+        r#"{"name": "bad name", "definition": "{}", "roleArn": "arn:aws:iam::1:role/r"}"#,
+    );
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("InvalidName"))
+    );
+    let (status, body) = served.call(
+        "AWSStepFunctions.DescribeExecution",
+        r#"{"executionArn": "nope"}"#,
+    );
+    assert_eq!((status, body["__type"].as_str()), (400, Some("InvalidArn")));
+    let (status, body) = served.call("AWSStepFunctions.TestState", r#"{"definition": "{}"}"#);
+    assert_eq!(status, 400);
+    assert!(
+        body["message"].as_str().unwrap().contains("TestState"),
+        "{body}"
+    );
+    let (_, listed) = served.call("AWSStepFunctions.ListStateMachines", "{}");
+    assert_eq!(listed["stateMachines"], serde_json::json!([]));
+}
+
+#[test]
+fn sigterm_leaves_executions_resumable_and_the_next_server_resumes_them() {
+    let port = free_port();
+    let sandbox = sandbox(port).lease_ms(300);
+    let served = Served::start(&sandbox, port, &[]);
+    let definition = std::fs::read_to_string(here().join("callback.asl.json")).unwrap();
+    let request = serde_json::json!({"name": "Waits", "definition": definition, "roleArn": "arn:aws:iam::1:role/r"});
+    let (status, created) =
+        served.call("AWSStepFunctions.CreateStateMachine", &request.to_string());
+    assert_eq!(status, 200, "{created}");
+    let start = serde_json::json!({"stateMachineArn": created["stateMachineArn"], "name": "w-1", "input": "{\"n\": 2}"});
+    let (status, started) = served.call("AWSStepFunctions.StartExecution", &start.to_string());
+    assert_eq!(status, 200, "{started}");
+    let arn = started["executionArn"].as_str().unwrap().to_owned();
+    // Wait until the task token is out, then stop the server.
+    let token = wait_for_token(&sandbox);
+    let (status, log) = served.terminate();
+    assert!(status.success(), "serve exited {status:?}: {log}");
+    let described = sandbox
+        .run(&["describe-execution", "--execution-arn", &arn])
+        .json();
+    assert_eq!(described["status"], "RUNNING");
+    // A new server takes the execution over; the worker's answer (from the CLI) finishes it.
+    std::thread::sleep(Duration::from_millis(400));
+    let served = Served::start(&sandbox, port, &[]);
+    assert!(
+        served.log().contains("resumed 1 execution"),
+        "{}",
+        served.log()
+    );
+    let answered = sandbox.run(&[
+        "send-task-success",
+        "--task-token",
+        &token,
+        "--task-output",
+        "{\"ok\":1}",
+    ]);
+    assert_eq!(answered.code, 0, "{}", answered.stderr);
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, d) = served.call(
+            "AWSStepFunctions.DescribeExecution",
+            &serde_json::json!({"executionArn": arn}).to_string(),
+        );
+        if d["status"] != "RUNNING" {
+            assert_eq!(d["status"], "SUCCEEDED", "{d}");
+            assert_eq!(d["output"], "{\"ok\":1}");
+            break;
+        }
+        assert!(Instant::now() < until, "not resumed: {}", served.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_for_token(sandbox: &Sandbox) -> String {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let tasks = sandbox.run(&["list-tasks", "--format", "json"]).json();
+        if let Some(token) = tasks["tasks"][0]["taskToken"].as_str() {
+            return token.to_owned();
+        }
+        assert!(Instant::now() < until, "no task token");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
