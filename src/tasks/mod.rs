@@ -6,6 +6,7 @@
 
 pub mod callback;
 pub mod command;
+pub mod managed;
 pub mod mock;
 pub mod s3;
 
