@@ -40,6 +40,7 @@ pub mod stop;
 pub mod tasks;
 pub mod test;
 pub mod validate;
+pub mod worker;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
 #[derive(Debug, Parser)]
@@ -79,6 +80,9 @@ pub enum Command {
     GetActivityTask(tasks::GetActivityArgs),
     /// List the tasks waiting for an answer, with their tokens and deadlines.
     ListTasks(tasks::ListTasksArgs),
+    /// Run a command for each task of an activity: heartbeats, cancellation and answers done
+    /// for it.
+    Worker(worker::WorkerArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
 }
@@ -98,6 +102,7 @@ impl Command {
             Command::SendTaskFailure(args) => tasks::failure(args),
             Command::SendTaskHeartbeat(args) => tasks::heartbeat(args),
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
+            Command::Worker(args) => worker::run(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
         }

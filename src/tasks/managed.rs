@@ -701,6 +701,108 @@ impl Spawned {
     }
 }
 
+/// `sfn-local worker`: takes an activity's tasks and runs a handler for each, up to
+/// `concurrency` at once.
+#[derive(Debug, Clone)]
+pub struct ActivityWorker {
+    /// The activity.
+    pub activity_arn: String,
+    /// Recorded in `ActivityStarted`.
+    pub worker_name: Option<String>,
+    /// The handler.
+    pub command: CommandLine,
+    /// How handlers are supervised.
+    pub options: ManagedOptions,
+    /// How many handlers run at once (at least 1).
+    pub concurrency: usize,
+    /// Stop after taking this many tasks (and finishing them).
+    pub max_tasks: Option<u64>,
+}
+
+impl ActivityWorker {
+    /// Takes tasks until `shutdown` resolves (or `max_tasks` were taken), then waits for the
+    /// running handlers to finish. Returns how many tasks it took.
+    pub async fn run(
+        &self,
+        channel: &dyn ActivityChannel,
+        clock: &dyn Clock,
+        notice: Notice,
+        shutdown: impl Future<Output = ()>,
+    ) -> u64 {
+        use futures_util::stream::{FuturesUnordered, StreamExt};
+        let no_beats = OnceNotice::default();
+        let mut running = FuturesUnordered::new();
+        let mut taken = 0u64;
+        let mut stopping = false;
+        let channel_env = channel.handler_env();
+        tokio::pin!(shutdown);
+        loop {
+            let can_take = !stopping
+                && running.len() < self.concurrency.max(1)
+                && self.max_tasks.is_none_or(|m| taken < m);
+            if !can_take && running.is_empty() {
+                break;
+            }
+            // Dropping a pending `next_task` is safe for the database (a claim is one
+            // transaction, made inside a single poll).
+            tokio::select! {
+                _ = &mut shutdown, if !stopping => {
+                    stopping = true;
+                    if !running.is_empty() {
+                        notice(&format!(
+                            "stopping: taking no new tasks; waiting for {} running handler(s)",
+                            running.len()
+                        ));
+                    }
+                }
+                Some(()) = running.next(), if !running.is_empty() => {}
+                got = channel.next_task(&self.activity_arn, self.worker_name.as_deref()), if can_take => {
+                    match got {
+                        Ok(Some(task)) => {
+                            taken += 1;
+                            let token = task.token.clone();
+                            let label = task.label.clone();
+                            match spawn(&self.command, task, &channel_env) {
+                                Ok(spawned) => {
+                                    notice(&format!(
+                                        "took a task for {label}; handler pid {}",
+                                        spawned.pid()
+                                    ));
+                                    let notice = notice.clone();
+                                    let no_beats = &no_beats;
+                                    let program = &self.command.argv[0];
+                                    let options = self.options;
+                                    running.push(async move {
+                                        let pid = spawned.pid();
+                                        let verdict = spawned
+                                            .supervise(channel, clock, options, no_beats, notice.clone())
+                                            .await;
+                                        notice(&format!(
+                                            "handler '{program}' (pid {pid}) for {label} {verdict}"
+                                        ));
+                                    });
+                                }
+                                Err(e) => {
+                                    let cause = format!("cannot start '{}': {e}", self.command.argv[0]);
+                                    notice(&format!("{label}: {cause}"));
+                                    let (answer, _) = failure(HANDLER_FAILED.into(), cause);
+                                    let _ = channel.answer(&token, answer).await;
+                                }
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            notice(&format!("cannot take a task: {e}; trying again in a second"));
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+            }
+        }
+        taken
+    }
+}
+
 /// A `SendTaskFailure` within AWS's limits (error 256, cause 32,768 characters).
 fn failure(error: String, cause: String) -> (TaskAnswer, Verdict) {
     let error: String = error.chars().take(256).collect();
