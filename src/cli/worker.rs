@@ -5,12 +5,15 @@
 //! answer from the handler's exit. Ctrl-C (or SIGTERM) stops taking tasks and waits for the
 //! running handlers.
 
+use crate::asl::model::StateKind;
 use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::tasks::{exit, refuse};
 use crate::cli::{db, EXIT_USAGE};
 use crate::clock::{Clock, SystemClock};
-use crate::tasks::command::CommandLine;
-use crate::tasks::managed::{parse_seconds, ActivityWorker, HeartbeatMode, ManagedOptions, StoreChannel};
+use crate::tasks::command::{parse_binding, BindingError, CommandLine};
+use crate::tasks::managed::{
+    parse_seconds, ActivityWorker, HeartbeatMode, ManagedBindings, ManagedOptions, StoreChannel,
+};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,7 +44,12 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// The handler: the task input on stdin, `SFN_TASK_TOKEN` set, the result on stdout.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
 }
 
@@ -126,4 +134,64 @@ pub fn run(args: WorkerArgs) -> ExitCode {
         worker.run(&channel, clock.as_ref(), notice, shutdown).await
     });
     ExitCode::SUCCESS
+}
+
+/// Checks `--worker STATE=COMMAND` bindings of `run` against the machine: each names a
+/// `.waitForTaskToken` Task that no `--task` binding also names.
+pub(crate) fn bindings(
+    machine: &crate::asl::StateMachine,
+    bindings: &[String],
+    task_bindings: &[String],
+    options: ManagedOptions,
+) -> Result<ManagedBindings, String> {
+    let mut out = ManagedBindings {
+        commands: Default::default(),
+        options,
+    };
+    for binding in bindings {
+        if !binding.contains('=') {
+            return Err(format!("--worker expects STATE=COMMAND, got '{binding}'"));
+        }
+        let (state, command) = parse_binding(binding).map_err(|e| match e {
+            BindingError::BadCommand { why, .. } => format!("--worker '{binding}': {why}"),
+            other => other.to_string(),
+        })?;
+        let task = machine
+            .all_states()
+            .into_iter()
+            .find_map(|s| match &s.kind {
+                StateKind::Task(t) if s.name == state => Some(t),
+                _ => None,
+            });
+        let Some(task) = task else {
+            return Err(format!(
+                "--worker {binding}: the machine has no Task state named '{state}'"
+            ));
+        };
+        match &task.resource.kind {
+            ResourceKind::Activity { .. } => {
+                return Err(format!(
+                    "--worker {binding}: '{state}' is an activity; serve it with: sfn-local worker --activity-arn {} -- COMMAND",
+                    task.resource.arn
+                ))
+            }
+            _ if !task.resource.waits_for_token() => {
+                return Err(format!(
+                    "--worker {binding}: '{state}' does not wait for a task token (its resource {} has no .waitForTaskToken); bind it with --task",
+                    task.resource.arn
+                ))
+            }
+            _ => {}
+        }
+        if task_bindings
+            .iter()
+            .any(|t| t.split_once('=').is_some_and(|(s, _)| s == state))
+        {
+            return Err(format!(
+                "--worker {binding}: '{state}' is also bound with --task; choose one"
+            ));
+        }
+        out.commands.insert(state, command);
+    }
+    Ok(out)
 }

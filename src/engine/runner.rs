@@ -10,7 +10,8 @@ use crate::engine::map_journal::MapRunJournal;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
 use crate::store::{NewExecution, Store, StoreError};
-use crate::tasks::callback::{NoticeFn, TokenBroker};
+use crate::tasks::callback::{HandlerSet, NoticeFn, TokenBroker};
+use crate::tasks::managed::{HeartbeatMode, ManagedBindings, ManagedOptions};
 use crate::tasks::LocalTasks;
 use serde_json::Value;
 use std::rc::Rc;
@@ -32,6 +33,10 @@ pub struct RunRequest {
     pub tasks: LocalTasks,
     /// The same bindings as written (`STATE=COMMAND`), stored so `resume` binds them again.
     pub task_bindings: Vec<String>,
+    /// `--worker` bindings: managed handlers of callback states.
+    pub workers: ManagedBindings,
+    /// The same bindings as written, stored so `resume` binds them again.
+    pub worker_bindings: Vec<String>,
     /// Engine options (history cap).
     pub options: EngineOptions,
     /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
@@ -119,6 +124,15 @@ struct RunConfig {
     tasks: Vec<String>,
     max_history_events: i64,
     cwd: Option<String>,
+    /// `--worker` bindings (absent in configurations stored before they existed).
+    #[serde(default)]
+    workers: Vec<String>,
+    /// `--heartbeat manual` for them.
+    #[serde(default)]
+    manual_heartbeat: bool,
+    /// `--kill-after` for them, in milliseconds.
+    #[serde(default)]
+    kill_after_ms: Option<u64>,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -176,6 +190,9 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         cwd: std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string()),
+        workers: request.worker_bindings.clone(),
+        manual_heartbeat: request.workers.options.heartbeat == HeartbeatMode::Manual,
+        kill_after_ms: Some(request.workers.options.kill_after.as_millis() as u64),
     };
     store
         .create_execution(NewExecution {
@@ -195,6 +212,7 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
             events: Vec::new(),
         })
         .wait_blocking()?;
+    let handlers = HandlerSet::default();
     let engine = build_engine(
         &store,
         request.machine,
@@ -202,13 +220,14 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         request.input,
         request.time_scale,
         request.tasks,
+        (request.workers, &handlers),
         request.options,
         request.notice,
         1,
         None,
         &owner,
     );
-    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
+    let mut outcomes = drive(&store, vec![engine], &handlers, &owner, lease)?;
     outcomes
         .pop()
         .ok_or_else(|| RunError::History("no outcome".into()))
@@ -222,6 +241,7 @@ fn build_engine(
     input: Value,
     time_scale: f64,
     tasks: LocalTasks,
+    (workers, handlers): (ManagedBindings, &HandlerSet),
     options: EngineOptions,
     notice: NoticeFn,
     next_id: i64,
@@ -236,7 +256,8 @@ fn build_engine(
         &info.execution_arn,
         tasks.commands.clone(),
         notice,
-    );
+    )
+    .with_managed(workers, handlers.clone());
     let journal = MapRunJournal::new(store.clone(), &info.execution_arn);
     let engine = Engine::new(machine, info, input, history, clock, Rc::new(tasks))
         .with_tokens(Rc::new(broker))
@@ -253,6 +274,7 @@ fn build_engine(
 fn drive(
     store: &Arc<Store>,
     engines: Vec<Engine>,
+    handlers: &HandlerSet,
     owner: &str,
     lease: i64,
 ) -> Result<Vec<Outcome>, RunError> {
@@ -271,7 +293,15 @@ fn drive(
     let result = local.block_on(&runtime, async {
         let interrupt = Box::pin(tokio::signal::ctrl_c());
         match futures_util::future::select(all, interrupt).await {
-            futures_util::future::Either::Left((done, _)) => Some(done),
+            futures_util::future::Either::Left((done, _)) => {
+                // The executions ended and closed their tokens: the managed handlers still
+                // running are being cancelled; wait for that (at most --kill-after).
+                let running: Vec<_> = handlers.borrow_mut().drain(..).collect();
+                for handle in running {
+                    let _ = handle.await;
+                }
+                Some(done)
+            }
             futures_util::future::Either::Right((_, running)) => {
                 // Not dropped: dropping would write aborted events and close task tokens,
                 // which a resume needs open. The process is about to end anyway.
@@ -353,6 +383,7 @@ pub fn resume_executions(
     };
     let mut engines = Vec::new();
     let mut cwd = None;
+    let handlers = HandlerSet::default();
     for record in records {
         if !store.acquire_lease(&record.execution_arn, &owner, now, now + lease)? {
             let fresh = store.execution(&record.execution_arn)?;
@@ -367,7 +398,7 @@ pub fn resume_executions(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone(), &owner);
+        let prepared = prepare_resume(&store, record, notice.clone(), &handlers, &owner);
         match prepared {
             Ok((engine, dir, recorded)) => {
                 cwd = cwd.or(dir);
@@ -388,7 +419,7 @@ pub fn resume_executions(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let outcomes = drive(&store, engines, &owner, lease)?;
+    let outcomes = drive(&store, engines, &handlers, &owner, lease)?;
     Ok(heads
         .into_iter()
         .zip(outcomes)
@@ -404,6 +435,7 @@ fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
+    handlers: &HandlerSet,
     owner: &str,
 ) -> Result<(Engine, Option<String>, usize), RunError> {
     let arn = record.execution_arn.clone();
@@ -421,6 +453,9 @@ fn prepare_resume(
             tasks: Vec::new(),
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
             cwd: None,
+            workers: Vec::new(),
+            manual_heartbeat: false,
+            kill_after_ms: None,
         },
     };
     let mut tasks = LocalTasks::default();
@@ -428,6 +463,25 @@ fn prepare_resume(
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
         tasks.commands.insert(state, command);
+    }
+    let mut workers = ManagedBindings {
+        commands: Default::default(),
+        options: ManagedOptions {
+            heartbeat: if config.manual_heartbeat {
+                HeartbeatMode::Manual
+            } else {
+                HeartbeatMode::Auto
+            },
+            kill_after: config
+                .kill_after_ms
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(ManagedOptions::default().kill_after),
+        },
+    };
+    for binding in &config.workers {
+        let (state, command) = crate::tasks::command::parse_binding(binding)
+            .map_err(|e| cannot(format!("its worker binding {binding:?} is invalid: {e}")))?;
+        workers.commands.insert(state, command);
     }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
@@ -453,6 +507,7 @@ fn prepare_resume(
         input,
         config.time_scale,
         tasks,
+        (workers, handlers),
         EngineOptions {
             max_history_events: config.max_history_events,
         },

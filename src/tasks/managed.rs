@@ -83,6 +83,15 @@ impl Default for ManagedOptions {
     }
 }
 
+/// `--worker STATE=COMMAND` bindings of `run`/`resume` and how their handlers are supervised.
+#[derive(Debug, Clone, Default)]
+pub struct ManagedBindings {
+    /// State name → handler.
+    pub commands: std::collections::HashMap<String, CommandLine>,
+    /// Supervision.
+    pub options: ManagedOptions,
+}
+
 /// One task handed to a handler.
 #[derive(Debug, Clone)]
 pub struct Assignment {
@@ -656,6 +665,8 @@ impl Spawned {
             Phase::Working => {}
         }
         if let Some(signal) = status.signal() {
+            // What it started works for a task nobody will answer: end it with its leader.
+            signal_group(pid, Signal::SIGKILL);
             return Verdict::Silent { signal };
         }
         // Look once more before answering: the handler may have answered by itself, or the task
