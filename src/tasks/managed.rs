@@ -650,6 +650,11 @@ impl Spawned {
                 return Verdict::Undelivered(format!("the handler could not be waited for: {e}"))
             }
         };
+        if status.signal().is_some() {
+            // What a crashed handler started works for a task nobody will answer (and may hold
+            // its pipes): end it with its leader.
+            signal_group(pid, Signal::SIGKILL);
+        }
         // The pipes close when the handler exits, unless something it started holds them: give
         // them a moment, then go on with what came.
         let (_, (stdout, stdout_len), stderr_tail) = match io_done {
@@ -665,8 +670,6 @@ impl Spawned {
             Phase::Working => {}
         }
         if let Some(signal) = status.signal() {
-            // What it started works for a task nobody will answer: end it with its leader.
-            signal_group(pid, Signal::SIGKILL);
             return Verdict::Silent { signal };
         }
         // Look once more before answering: the handler may have answered by itself, or the task
