@@ -659,10 +659,9 @@ impl Spawned {
         // them a moment, then go on with what came.
         let (_, (stdout, stdout_len), stderr_tail) = match io_done {
             Some(done) => done,
-            None => match tokio::time::timeout(Duration::from_secs(1), &mut io).await {
-                Ok(done) => done,
-                Err(_) => ((), (Vec::new(), 0), String::new()),
-            },
+            None => tokio::time::timeout(Duration::from_secs(1), &mut io)
+                .await
+                .unwrap_or_default(),
         };
         match phase {
             Phase::Cancelled { why, killed, .. } => return Verdict::Discarded { why, killed },
