@@ -448,3 +448,64 @@ fn resume_binds_the_managed_handler_again() {
         out.stderr
     );
 }
+
+#[test]
+fn bad_bindings_and_arns_are_refused_before_anything_runs() {
+    let sb = sandbox();
+    let def = json!({
+        "StartAt": "Call",
+        "States": {
+            "Call": { "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                      "Parameters": { "QueueUrl": "q", "MessageBody": { "t.$": "$$.Task.Token" } },
+                      "Next": "Act" },
+            "Act": { "Type": "Task", "Resource": ACTIVITY, "Next": "Plain" },
+            "Plain": { "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true }
+        }
+    });
+    let path = sb.write("bad.asl.json", &def.to_string());
+    let path = path.to_str().unwrap();
+    for (binding, extra, message) in [
+        ("Call", None, "--worker expects STATE=COMMAND"),
+        ("Nope=true", None, "no Task state named 'Nope'"),
+        ("Act=true", None, "sfn-local worker --activity-arn"),
+        ("Plain=true", None, "does not wait for a task token"),
+        ("Call=true", Some("Call=false"), "also bound with --task"),
+        ("Call='unbalanced", None, "--worker 'Call='unbalanced'"),
+    ] {
+        let mut args = vec!["run", path, "--worker", binding];
+        if let Some(task) = extra {
+            args.extend(["--task", task]);
+        }
+        sb.run(&args).assert_error(2, message);
+    }
+    let none = sb.run(&["list-executions"]);
+    assert!(!none.stdout.contains("arn:"), "{}", none.stdout);
+    sb.run(&[
+        "worker",
+        "--activity-arn",
+        "arn:aws:states:::lambda:invoke",
+        "--",
+        "true",
+    ])
+    .assert_error(16, "InvalidArn");
+    sb.run(&[
+        "worker",
+        "--activity-arn",
+        ACTIVITY,
+        "--concurrency",
+        "0",
+        "--",
+        "true",
+    ])
+    .assert_error(2, "--concurrency");
+    sb.run(&[
+        "worker",
+        "--activity-arn",
+        ACTIVITY,
+        "--kill-after",
+        "-1",
+        "--",
+        "true",
+    ])
+    .assert_error(2, "--kill-after");
+}

@@ -596,9 +596,16 @@ impl Spawned {
                                         match channel.heartbeat(token).await {
                                             Ok(()) => {}
                                             Err(ChannelError::TaskOver(why)) => {
-                                                phase = cancel(format!(
-                                                    "a heartbeat was refused: {why}"
-                                                ));
+                                                // Refused because the handler just answered by
+                                                // itself is not a cancellation.
+                                                phase = match channel.look(token).await {
+                                                    Ok(TaskLook::Answered) => Phase::Answered {
+                                                        until: now + kill_after_ms,
+                                                    },
+                                                    _ => cancel(format!(
+                                                        "a heartbeat was refused: {why}"
+                                                    )),
+                                                };
                                             }
                                             Err(ChannelError::Unavailable(why)) => {
                                                 notice(&format!(
