@@ -10,12 +10,17 @@
 #     the handler got SIGTERM (goal: within 1 s).
 #
 #   benches/worker-heartbeat.sh [N]      (default N=10 rounds of 2 and 3; 200 heartbeats)
+#   SFN_LOCAL_BIN=target/debug/sfn-local benches/worker-heartbeat.sh   (an existing binary)
 # Needs python3 (its sqlite3 module and a precise timer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10}
-cargo build --release --quiet
-bin=$PWD/target/release/sfn-local
+if [ -n "${SFN_LOCAL_BIN:-}" ]; then
+  bin=$SFN_LOCAL_BIN            # e.g. target/debug/sfn-local when a release build is too dear
+else
+  cargo build --release --quiet
+  bin=$PWD/target/release/sfn-local
+fi
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT

@@ -754,13 +754,17 @@ impl ActivityWorker {
         let mut running = FuturesUnordered::new();
         let mut taken = 0u64;
         let mut stopping = false;
+        // After a failed poll, a pause (the handlers keep being supervised meanwhile).
+        let mut pause_until: Option<tokio::time::Instant> = None;
         let channel_env = channel.handler_env();
         tokio::pin!(shutdown);
         loop {
+            let paused = pause_until.is_some_and(|t| tokio::time::Instant::now() < t);
             let can_take = !stopping
+                && !paused
                 && running.len() < self.concurrency.max(1)
                 && self.max_tasks.is_none_or(|m| taken < m);
-            if !can_take && running.is_empty() {
+            if !can_take && !paused && running.is_empty() {
                 break;
             }
             // Dropping a pending `next_task` is safe for the database (a claim is one
@@ -776,6 +780,9 @@ impl ActivityWorker {
                     }
                 }
                 Some(()) = running.next(), if !running.is_empty() => {}
+                _ = tokio::time::sleep_until(pause_until.unwrap_or_else(tokio::time::Instant::now)), if paused => {
+                    pause_until = None;
+                }
                 got = channel.next_task(&self.activity_arn, self.worker_name.as_deref()), if can_take => {
                     match got {
                         Ok(Some(task)) => {
@@ -813,7 +820,7 @@ impl ActivityWorker {
                         Ok(None) => {}
                         Err(e) => {
                             notice(&format!("cannot take a task: {e}; trying again in a second"));
-                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            pause_until = Some(tokio::time::Instant::now() + Duration::from_secs(1));
                         }
                     }
                 }
