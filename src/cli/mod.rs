@@ -51,6 +51,7 @@ pub mod tasks;
 pub mod test;
 pub mod test_state;
 pub mod validate;
+pub mod worker;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
 #[derive(Debug, Parser)]
@@ -96,6 +97,9 @@ pub enum Command {
     ListTasks(tasks::ListTasksArgs),
     /// Print shell completions: `source <(sfn-local completions bash)`.
     Completions(completions::CompletionsArgs),
+    /// Run a command for each task of an activity: heartbeats, cancellation and answers done
+    /// for it.
+    Worker(worker::WorkerArgs),
     /// Run test suites (`*.sfntest.json`) against mocked Tasks; report like a test runner.
     Test(test::TestArgs),
     /// Run one state as AWS's TestState does: inspection data, mocks, Retry/Catch decisions.
@@ -125,6 +129,7 @@ impl Command {
             Command::SendTaskFailure(args) => tasks::failure(args),
             Command::SendTaskHeartbeat(args) => tasks::heartbeat(args),
             Command::GetActivityTask(args) => tasks::get_activity_task(args),
+            Command::Worker(args) => worker::run(args),
             Command::ListTasks(args) => tasks::list(args),
             Command::Test(args) => test::run(args),
             Command::TestState(args) => test_state::run(args),

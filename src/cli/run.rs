@@ -63,6 +63,16 @@ pub struct RunArgs {
     /// Run a local program for a Task state: STATE=COMMAND (repeatable).
     #[arg(long = "task", value_name = "STATE=COMMAND")]
     pub tasks: Vec<String>,
+    /// Run a managed handler for a `.waitForTaskToken` state: STATE=COMMAND (repeatable). Its
+    /// stdout answers the task; heartbeats and cancellation are done for it (see "Workers").
+    #[arg(long = "worker", value_name = "STATE=COMMAND")]
+    pub workers: Vec<String>,
+    /// Who beats for `--worker` handlers: `auto` (sfn-local) or `manual` (the handler).
+    #[arg(long, value_enum, default_value_t = crate::tasks::managed::HeartbeatMode::Auto)]
+    pub heartbeat: crate::tasks::managed::HeartbeatMode,
+    /// Seconds between SIGTERM and SIGKILL for a `--worker` handler whose task is over.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::tasks::managed::parse_seconds)]
+    pub kill_after: std::time::Duration,
     /// The history cap (AWS: 25000). 0 removes it, for workloads AWS could not run.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
@@ -287,6 +297,18 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         Ok(commands) => tasks.commands = commands,
         Err(e) => return usage(e),
     }
+    let workers = match crate::cli::worker::bindings(
+        &machine,
+        &args.workers,
+        &args.tasks,
+        crate::tasks::managed::ManagedOptions {
+            heartbeat: args.heartbeat,
+            kill_after: args.kill_after,
+        },
+    ) {
+        Ok(w) => w,
+        Err(e) => return usage(e),
+    };
     if let Some(case) = &test_case {
         match load_mocks(args.mock_config.as_deref(), &machine_name, case, &machine) {
             Ok(mocks) => tasks.mocks = mocks,
@@ -325,6 +347,8 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         time_scale: args.time_scale,
         tasks,
         task_bindings: args.tasks.clone(),
+        workers,
+        worker_bindings: args.workers.clone(),
         options: EngineOptions {
             max_history_events: args.max_history_events,
         },

@@ -10,7 +10,8 @@ use crate::engine::map_journal::MapRunJournal;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
 use crate::store::{NewExecution, Store, StoreError};
-use crate::tasks::callback::{NoticeFn, TokenBroker};
+use crate::tasks::callback::{HandlerSet, NoticeFn, TokenBroker};
+use crate::tasks::managed::{HeartbeatMode, ManagedBindings, ManagedOptions};
 use crate::tasks::LocalTasks;
 use serde_json::Value;
 use std::rc::Rc;
@@ -32,6 +33,10 @@ pub struct RunRequest {
     pub tasks: LocalTasks,
     /// The same bindings as written (`STATE=COMMAND`), stored so `resume` binds them again.
     pub task_bindings: Vec<String>,
+    /// `--worker` bindings: managed handlers of callback states.
+    pub workers: ManagedBindings,
+    /// The same bindings as written, stored so `resume` binds them again.
+    pub worker_bindings: Vec<String>,
     /// Engine options (history cap).
     pub options: EngineOptions,
     /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
@@ -127,6 +132,15 @@ struct RunConfig {
     tasks: Vec<String>,
     max_history_events: i64,
     cwd: Option<String>,
+    /// `--worker` bindings (absent in configurations stored before they existed).
+    #[serde(default)]
+    workers: Vec<String>,
+    /// `--heartbeat manual` for them.
+    #[serde(default)]
+    manual_heartbeat: bool,
+    /// `--kill-after` for them, in milliseconds.
+    #[serde(default)]
+    kill_after_ms: Option<u64>,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -176,8 +190,9 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
     let lease = lease_ms();
     let (row, request) = execution_row(request, &owner, lease);
     store.create_execution(row).wait_blocking()?;
-    let engine = engine_for(&store, request, &owner);
-    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
+    let handlers = HandlerSet::default();
+    let engine = engine_for(&store, request, &owner, &handlers);
+    let mut outcomes = drive(&store, vec![engine], &handlers, &owner, lease)?;
     outcomes
         .pop()
         .ok_or_else(|| RunError::History("no outcome".into()))
@@ -194,7 +209,7 @@ pub async fn start_engine(
 ) -> Result<Engine, RunError> {
     let (row, request) = execution_row(request, owner, lease_ms());
     match store.create_execution(row).wait().await {
-        Ok(()) => Ok(engine_for(store, request, owner)),
+        Ok(()) => Ok(engine_for(store, request, owner, &HandlerSet::default())),
         Err(StoreError::ExecutionAlreadyExists { .. }) => {
             Err(RunError::AlreadyExists(request.info.name.clone()))
         }
@@ -223,6 +238,7 @@ pub fn resume_engine(
         owner,
         &Bindings::new(),
         &ResumeTarget::All,
+        &HandlerSet::default(),
     ) {
         Ok((engine, _, _)) => Ok(Some(engine)),
         Err(e) => {
@@ -245,6 +261,9 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         cwd: std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string()),
+        workers: request.worker_bindings.clone(),
+        manual_heartbeat: request.workers.options.heartbeat == HeartbeatMode::Manual,
+        kill_after_ms: Some(request.workers.options.kill_after.as_millis() as u64),
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -265,7 +284,12 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
     (row, request)
 }
 
-fn engine_for(store: &Arc<Store>, request: RunRequest, owner: &str) -> Engine {
+fn engine_for(
+    store: &Arc<Store>,
+    request: RunRequest,
+    owner: &str,
+    handlers: &HandlerSet,
+) -> Engine {
     build_engine(
         store,
         request.machine,
@@ -273,6 +297,7 @@ fn engine_for(store: &Arc<Store>, request: RunRequest, owner: &str) -> Engine {
         request.input,
         request.time_scale,
         request.tasks,
+        (request.workers, handlers),
         request.options,
         request.notice,
         1,
@@ -289,6 +314,7 @@ fn build_engine(
     input: Value,
     time_scale: f64,
     tasks: LocalTasks,
+    (workers, handlers): (ManagedBindings, &HandlerSet),
     options: EngineOptions,
     notice: NoticeFn,
     next_id: i64,
@@ -305,7 +331,8 @@ fn build_engine(
         &info.execution_arn,
         tasks.commands.clone(),
         notice,
-    );
+    )
+    .with_managed(workers, handlers.clone());
     let journal = MapRunJournal::new(store.clone(), &info.execution_arn);
     let engine = Engine::new(machine, info, input, history, clock, Rc::new(tasks))
         .with_tokens(Rc::new(broker))
@@ -322,6 +349,7 @@ fn build_engine(
 fn drive(
     store: &Arc<Store>,
     engines: Vec<Engine>,
+    handlers: &HandlerSet,
     owner: &str,
     lease: i64,
 ) -> Result<Vec<Outcome>, RunError> {
@@ -355,7 +383,15 @@ fn drive(
             }
         });
         match futures_util::future::select(all, interrupt).await {
-            futures_util::future::Either::Left((done, _)) => Some(done),
+            futures_util::future::Either::Left((done, _)) => {
+                // The executions ended and closed their tokens: the managed handlers still
+                // running are being cancelled; wait for that (at most --kill-after).
+                let running: Vec<_> = handlers.borrow_mut().drain(..).collect();
+                for handle in running {
+                    let _ = handle.await;
+                }
+                Some(done)
+            }
             futures_util::future::Either::Right((_, running)) => {
                 // Not dropped: dropping would write aborted events and close task tokens,
                 // which a resume needs open. The process is about to end anyway.
@@ -453,6 +489,7 @@ pub fn resume_executions_with(
     };
     let mut engines = Vec::new();
     let mut cwd = None;
+    let handlers = HandlerSet::default();
     for record in records {
         if !store.acquire_lease(&record.execution_arn, &owner, now, now + lease)? {
             let fresh = store.execution(&record.execution_arn)?;
@@ -467,7 +504,15 @@ pub fn resume_executions_with(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone(), &owner, bindings, &target);
+        let prepared = prepare_resume(
+            &store,
+            record,
+            notice.clone(),
+            &owner,
+            bindings,
+            &target,
+            &handlers,
+        );
         match prepared {
             Ok((engine, dir, recorded)) => {
                 cwd = cwd.or(dir);
@@ -488,7 +533,7 @@ pub fn resume_executions_with(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let outcomes = drive(&store, engines, &owner, lease)?;
+    let outcomes = drive(&store, engines, &handlers, &owner, lease)?;
     Ok(heads
         .into_iter()
         .zip(outcomes)
@@ -507,6 +552,7 @@ fn prepare_resume(
     owner: &str,
     bindings: &Bindings,
     target: &ResumeTarget,
+    handlers: &HandlerSet,
 ) -> Result<(Engine, Option<String>, usize), RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
@@ -523,6 +569,9 @@ fn prepare_resume(
             tasks: Vec::new(),
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
             cwd: None,
+            workers: Vec::new(),
+            manual_heartbeat: false,
+            kill_after_ms: None,
         },
     };
     let mut tasks = LocalTasks::default();
@@ -550,6 +599,25 @@ fn prepare_resume(
                 crate::suggest::did_you_mean(state, task_states.iter().copied())
             )));
         }
+    }
+    let mut workers = ManagedBindings {
+        commands: Default::default(),
+        options: ManagedOptions {
+            heartbeat: if config.manual_heartbeat {
+                HeartbeatMode::Manual
+            } else {
+                HeartbeatMode::Auto
+            },
+            kill_after: config
+                .kill_after_ms
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(ManagedOptions::default().kill_after),
+        },
+    };
+    for binding in &config.workers {
+        let (state, command) = crate::tasks::command::parse_binding(binding)
+            .map_err(|e| cannot(format!("its worker binding {binding:?} is invalid: {e}")))?;
+        workers.commands.insert(state, command);
     }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
@@ -579,6 +647,7 @@ fn prepare_resume(
         input,
         config.time_scale,
         tasks,
+        (workers, handlers),
         EngineOptions {
             max_history_events: config.max_history_events,
         },

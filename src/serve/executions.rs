@@ -165,6 +165,8 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         time_scale: server.config.time_scale,
         tasks,
         task_bindings: bindings,
+        workers: Default::default(),
+        worker_bindings: Vec::new(),
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
         },

@@ -154,6 +154,8 @@ pub struct TokenRecord {
     pub timeout_at: Option<i64>,
     /// Absolute heartbeat deadline (moves with each heartbeat).
     pub heartbeat_at: Option<i64>,
+    /// The heartbeat window in real (scaled) milliseconds: how often a managed worker beats.
+    pub heartbeat_ms: Option<i64>,
     /// `send-task-success`'s output (JSON text).
     pub output: Option<String>,
     /// `send-task-failure`'s error.
@@ -247,7 +249,7 @@ const BEFORE_DEADLINES: &str = "(timeout_at IS NULL OR timeout_at > :now) \
 const TOKEN_COLUMNS: &str = "t.token, e.execution_arn, t.state_name, t.attempt, t.kind, \
      t.activity_arn, t.status, t.input, t.worker_name, t.created_at, t.started_at, \
      t.timeout_seconds, t.heartbeat_seconds, t.timeout_at, t.heartbeat_at, t.output, t.error, \
-     t.cause, t.expired_by";
+     t.cause, t.expired_by, t.heartbeat_ms";
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<TokenRecord> {
     let bad = |i: usize, s: String| {
@@ -282,6 +284,7 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<TokenRecord> {
         heartbeat_seconds: row.get::<_, Option<i64>>(12)?.map(|n| n.max(0) as u64),
         timeout_at: row.get(13)?,
         heartbeat_at: row.get(14)?,
+        heartbeat_ms: row.get(19)?,
         output: row.get(15)?,
         error: row.get(16)?,
         cause: row.get(17)?,

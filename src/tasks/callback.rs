@@ -9,9 +9,13 @@
 //! (and the deadline moves) or loses (and gets `TaskTimedOut`), never both.
 
 use crate::asl::error::{names, StatesError};
-use crate::clock::{Clock, Millis};
+use crate::clock::{Clock, Millis, SystemClock};
 use crate::store::{Expiry, NewTaskToken, Store, StoreError, TokenKind, TokenRecord, TokenStatus};
 use crate::tasks::command::CommandLine;
+use crate::tasks::managed::{
+    self, Assignment, ManagedBindings, OnceNotice, StoreChannel, TaskChannel,
+};
+use crate::tasks::TaskRequest;
 use base64::Engine as _;
 use serde_json::Value;
 use std::cell::Cell;
@@ -105,8 +109,15 @@ pub struct TokenBroker {
     execution_arn: String,
     /// `--task STATE=COMMAND` bindings: workers to start for `.waitForTaskToken` states.
     workers: HashMap<String, CommandLine>,
+    /// `--worker STATE=COMMAND` bindings: managed handlers for `.waitForTaskToken` states.
+    managed: ManagedBindings,
+    handlers: HandlerSet,
+    no_beats: Rc<OnceNotice>,
     notice: NoticeFn,
 }
+
+/// The supervisors of the managed handlers a runner started.
+pub type HandlerSet = Rc<std::cell::RefCell<Vec<tokio::task::JoinHandle<()>>>>;
 
 impl TokenBroker {
     /// A broker for `execution_arn`, which must already be stored.
@@ -120,6 +131,9 @@ impl TokenBroker {
             store,
             execution_arn: execution_arn.to_owned(),
             workers,
+            managed: ManagedBindings::default(),
+            handlers: HandlerSet::default(),
+            no_beats: Rc::default(),
             notice,
         }
     }
@@ -142,6 +156,68 @@ impl TokenBroker {
     /// The command bound to a state, if any.
     pub fn worker_for(&self, state: &str) -> Option<&CommandLine> {
         self.workers.get(state)
+    }
+
+    /// Binds `--worker STATE=COMMAND` handlers; `handlers` collects their supervisors so the
+    /// runner can wait for them before it exits.
+    pub fn with_managed(mut self, bindings: ManagedBindings, handlers: HandlerSet) -> Self {
+        self.managed = bindings;
+        self.handlers = handlers;
+        self
+    }
+
+    /// The managed handler bound to a state, if any.
+    pub fn managed_for(&self, state: &str) -> Option<&CommandLine> {
+        self.managed.commands.get(state)
+    }
+
+    /// Starts `command` as the managed handler of a callback attempt holding `token`, and its
+    /// supervisor beside the execution (it outlives the attempt, to cancel the handler when the
+    /// attempt is over). Returns the handler's pid. Must run inside the runner's `LocalSet`.
+    pub fn start_managed(
+        &self,
+        command: &CommandLine,
+        request: &TaskRequest,
+        token: &str,
+    ) -> Result<u32, StatesError> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(1.0));
+        let channel = StoreChannel::new(self.store.clone(), clock.clone());
+        let assignment = Assignment {
+            token: token.to_owned(),
+            input: request.input.to_string(),
+            env: vec![
+                ("SFN_STATE_NAME".into(), request.state_name.clone()),
+                ("SFN_EXECUTION_ARN".into(), request.execution_arn.clone()),
+                ("SFN_RETRY_COUNT".into(), request.retry_count.to_string()),
+            ],
+            label: format!(
+                "state '{}' (attempt {})",
+                request.state_name,
+                request.retry_count + 1
+            ),
+        };
+        let spawned = managed::spawn(command, assignment, &channel.handler_env()).map_err(|e| {
+            StatesError::new(
+                names::TASK_FAILED,
+                format!("cannot start '{}': {e}", command.argv[0]),
+            )
+        })?;
+        let pid = spawned.pid();
+        let options = self.managed.options;
+        let no_beats = self.no_beats.clone();
+        let notice = self.notice.clone();
+        let program = command.argv[0].clone();
+        let label = format!("state '{}'", request.state_name);
+        let handle = tokio::task::spawn_local(async move {
+            let verdict = spawned
+                .supervise(&channel, clock.as_ref(), options, &no_beats, notice.clone())
+                .await;
+            notice(&format!(
+                "handler '{program}' (pid {pid}) for {label} {verdict}"
+            ));
+        });
+        self.handlers.borrow_mut().push(handle);
+        Ok(pid)
     }
 
     /// Stores a token; committed when this returns, so a worker may see it.

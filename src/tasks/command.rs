@@ -295,7 +295,7 @@ impl CommandLine {
 }
 
 /// `{"Error": ..., "Cause": ...}` on the last non-empty line of stderr.
-fn error_from_stderr(stderr: &str) -> Option<StatesError> {
+pub(crate) fn error_from_stderr(stderr: &str) -> Option<StatesError> {
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
     let v: Value = serde_json::from_str(last.trim()).ok()?;
     let obj = v.as_object()?;

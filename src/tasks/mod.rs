@@ -7,6 +7,7 @@
 pub mod callback;
 pub mod command;
 pub mod lambda;
+pub mod managed;
 pub mod mock;
 pub mod s3;
 

@@ -139,7 +139,10 @@ impl Engine {
                     attempt + 1,
                     token
                 ));
-            } else if let Some(command) = broker.worker_for(&cx.state.name) {
+            } else if let Some(command) = broker
+                .worker_for(&cx.state.name)
+                .or_else(|| broker.managed_for(&cx.state.name))
+            {
                 let request = TaskRequest {
                     state_name: cx.state.name.clone(),
                     resource: t.resource.clone(),
@@ -147,11 +150,20 @@ impl Engine {
                     execution_arn: self.info.execution_arn.clone(),
                     retry_count: attempt,
                 };
-                let notice = broker.notice_fn();
-                match command.spawn_worker(&request, token.as_str(), notice) {
+                // A `--worker` handler is supervised apart from this attempt (it must be
+                // cancelled when the attempt is over); a `--task` worker is watched here.
+                let started = match broker.managed_for(&cx.state.name) {
+                    Some(_) => broker
+                        .start_managed(command, &request, token.as_str())
+                        .map(|pid| (Some(pid), None)),
+                    None => command
+                        .spawn_worker(&request, token.as_str(), broker.notice_fn())
+                        .map(|(pid, watch)| (pid, Some(watch))),
+                };
+                match started {
                     Ok((pid, watch)) => {
                         submitted = json!({ "Worker": command.argv[0], "Pid": pid });
-                        worker = Some(watch);
+                        worker = watch;
                     }
                     Err(e) => {
                         // The worker never got the token: the submission failed, as an
