@@ -87,8 +87,11 @@ impl<'a> Resolver<'a> {
             .iter()
             .any(|d| matches!(d.location, Location::Text { .. } | Location::None));
         Resolver {
-            index: SpanIndex::new(file.text),
-            syntax: if needs_syntax {
+            index: match crate::asl::SourceFormat::detect(Some(file.path), file.text) {
+                crate::asl::SourceFormat::Yaml => SpanIndex::new_yaml(file.text),
+                crate::asl::SourceFormat::Json => SpanIndex::new(file.text),
+            },
+            syntax: if needs_syntax && !crate::asl::yaml::is_yaml_name(file.path) {
                 parse_json(file.text).err()
             } else {
                 None
