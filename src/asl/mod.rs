@@ -14,6 +14,7 @@ pub mod jsonata;
 pub mod model;
 pub mod parse;
 pub mod path;
+pub mod path_filter;
 pub mod resource;
 pub mod source;
 pub mod substitution;
