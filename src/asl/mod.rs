@@ -3,6 +3,7 @@
 //!
 //! No I/O and no async here: the engine drives evaluation, the CLI reports diagnostics.
 
+pub mod cfn;
 pub mod choice;
 #[cfg(test)]
 mod corpus_tests;

@@ -12,11 +12,11 @@
 //! ([`crate::asl::path_filter`]), slices are `[from:to]` without a step, and a member name in
 //! brackets may hold escaped quotes (`['it\'s']`).
 
-use crate::asl::path_filter::Filter;
-use std::borrow::Cow;
 use crate::asl::error::{names, StatesError};
 use crate::asl::eval::Env;
+use crate::asl::path_filter::Filter;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Which value a path starts from.
@@ -379,7 +379,12 @@ fn collect_notes(segments: &[Segment], out: &mut Vec<String>) {
 
 /// Applies `segments` to `here`, pushing every match (Jayway's indefinite evaluation: members
 /// that are missing are passed over, not errors).
-fn apply<'v>(segments: &[Segment], here: &'v Value, root: &'v Value, out: &mut Vec<Cow<'v, Value>>) {
+fn apply<'v>(
+    segments: &[Segment],
+    here: &'v Value,
+    root: &'v Value,
+    out: &mut Vec<Cow<'v, Value>>,
+) {
     let Some((first, rest)) = segments.split_first() else {
         out.push(Cow::Borrowed(here));
         return;
@@ -641,7 +646,9 @@ fn parse_bracket(s: &str) -> Result<(Segment, &str), String> {
     if inner.contains(':') {
         let parts: Vec<&str> = inner.split(':').map(str::trim).collect();
         let [from, to] = parts[..] else {
-            return Err(format!("'[{inner}]': a slice is [from:to] (Jayway has no step)"));
+            return Err(format!(
+                "'[{inner}]': a slice is [from:to] (Jayway has no step)"
+            ));
         };
         let bound = |t: &str| -> Result<Option<i64>, String> {
             if t.is_empty() {
@@ -952,7 +959,12 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{t}: {e}"))
                 .select_from(&doc, &doc)
         };
-        let authors = json!(["Nigel Rees", "Evelyn Waugh", "Herman Melville", "J. R. R. Tolkien"]);
+        let authors = json!([
+            "Nigel Rees",
+            "Evelyn Waugh",
+            "Herman Melville",
+            "J. R. R. Tolkien"
+        ]);
         assert_eq!(sel("$.store.book[*].author"), Some(authors.clone()));
         assert_eq!(sel("$..author"), Some(authors));
         assert_eq!(
@@ -966,12 +978,27 @@ mod tests {
         );
         assert_eq!(titles(sel("$..book[2]")), ["Moby Dick"]);
         assert_eq!(titles(sel("$..book[-2]")), ["Moby Dick"]);
-        assert_eq!(titles(sel("$..book[0,1]")), ["Sayings of the Century", "Sword of Honour"]);
-        assert_eq!(titles(sel("$..book[:2]")), ["Sayings of the Century", "Sword of Honour"]);
+        assert_eq!(
+            titles(sel("$..book[0,1]")),
+            ["Sayings of the Century", "Sword of Honour"]
+        );
+        assert_eq!(
+            titles(sel("$..book[:2]")),
+            ["Sayings of the Century", "Sword of Honour"]
+        );
         assert_eq!(titles(sel("$..book[1:2]")), ["Sword of Honour"]);
-        assert_eq!(titles(sel("$..book[-2:]")), ["Moby Dick", "The Lord of the Rings"]);
-        assert_eq!(titles(sel("$..book[2:]")), ["Moby Dick", "The Lord of the Rings"]);
-        assert_eq!(titles(sel("$..book[?(@.isbn)]")), ["Moby Dick", "The Lord of the Rings"]);
+        assert_eq!(
+            titles(sel("$..book[-2:]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$..book[2:]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$..book[?(@.isbn)]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
         assert_eq!(
             titles(sel("$.store.book[?(@.price < 10)]")),
             ["Sayings of the Century", "Moby Dick"]
@@ -980,9 +1007,14 @@ mod tests {
             titles(sel("$..book[?(@.price <= $['expensive'])]")),
             ["Sayings of the Century", "Moby Dick"]
         );
-        assert_eq!(titles(sel("$..book[?(@.author =~ /.*REES/i)]")), ["Sayings of the Century"]);
         assert_eq!(
-            titles(sel("$.store.book[?(@.category == 'fiction' && @.price > 20)]")),
+            titles(sel("$..book[?(@.author =~ /.*REES/i)]")),
+            ["Sayings of the Century"]
+        );
+        assert_eq!(
+            titles(sel(
+                "$.store.book[?(@.category == 'fiction' && @.price > 20)]"
+            )),
             ["The Lord of the Rings"]
         );
         assert_eq!(
@@ -1030,7 +1062,10 @@ mod tests {
         let p = |t: &str| Path::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
         // `.[`: a bracket after a dot.
         assert!(p("$.[0]").is_definite());
-        assert_eq!(p("$.[0]").select_from(&input, &input), Some(input[0].clone()));
+        assert_eq!(
+            p("$.[0]").select_from(&input, &input),
+            Some(input[0].clone())
+        );
         let snaps = json!({"Snapshots": [{"State": "completed"}]});
         assert_eq!(
             p("$.Snapshots.[0].State").select_from(&snaps, &snaps),
@@ -1047,11 +1082,17 @@ mod tests {
         );
         // A filter on an array at the root, and a filter applied to an object.
         let ous = json!([{"OU": 0}, {"OU": 3}]);
-        assert_eq!(p("$.[?(@.OU > 0)]").select_from(&ous, &ous), Some(json!([{"OU": 3}])));
+        assert_eq!(
+            p("$.[?(@.OU > 0)]").select_from(&ous, &ous),
+            Some(json!([{"OU": 3}]))
+        );
         // Escaped quotes inside a bracketed name.
         let odd = json!({"it's": 1, "say \"hi\"": 2});
         assert_eq!(p("$['it\\'s']").select_from(&odd, &odd), Some(json!(1)));
-        assert_eq!(p("$[\"say \\\"hi\\\"\"]").select_from(&odd, &odd), Some(json!(2)));
+        assert_eq!(
+            p("$[\"say \\\"hi\\\"\"]").select_from(&odd, &odd),
+            Some(json!(2))
+        );
         // An unquoted word: read as the string its author meant, with a note for validate.
         let labels = json!({"Labels": [{"Name": "Receipt"}, {"Name": "Other"}]});
         let unquoted = p("$.Labels[?(@.Name==Receipt)]");
@@ -1060,14 +1101,22 @@ mod tests {
             Some(json!([{"Name": "Receipt"}]))
         );
         assert_eq!(unquoted.dialect_notes().len(), 1);
-        assert!(p("$.Labels[?(@.Name=='Receipt')]").dialect_notes().is_empty());
+        assert!(p("$.Labels[?(@.Name=='Receipt')]")
+            .dialect_notes()
+            .is_empty());
         // A filter may compare with the document root.
         let doc = json!({"agent_id": 2, "approaches": [{"workerId": 1, "approach": "a"}, {"workerId": 2, "approach": "b"}]});
         assert_eq!(
             p("$.approaches[?(@.workerId == $.agent_id)].approach").select_from(&doc, &doc),
             Some(json!(["b"]))
         );
-        for bad in ["$[1:2:3]", "$[foo]", "$[?(@.a == )]", "$['a' 'b']", "$[?@.a]"] {
+        for bad in [
+            "$[1:2:3]",
+            "$[foo]",
+            "$[?(@.a == )]",
+            "$['a' 'b']",
+            "$[?@.a]",
+        ] {
             assert!(Path::parse(bad).is_err(), "{bad} should not parse");
         }
     }

@@ -39,14 +39,21 @@ enum Expr {
     Or(Vec<Expr>),
     And(Vec<Expr>),
     Not(Box<Expr>),
-    Exists { path: Box<Path>, relative: bool, want: bool },
+    Exists {
+        path: Box<Path>,
+        relative: bool,
+        want: bool,
+    },
     Relation(Operand, Op, Operand),
 }
 
 #[derive(Debug, Clone)]
 enum Operand {
     /// `@…` (relative: true) or `$…`.
-    Path { path: Box<Path>, relative: bool },
+    Path {
+        path: Box<Path>,
+        relative: bool,
+    },
     Literal(Value),
     Regex(regex::Regex),
 }
@@ -98,7 +105,9 @@ impl Filter {
     pub fn parse(text: &str) -> Result<Filter, String> {
         let t = text.trim();
         if !(t.starts_with('(') && t.ends_with(')')) {
-            return Err(format!("a filter must be written [?( ... )], not [?{text}]"));
+            return Err(format!(
+                "a filter must be written [?( ... )], not [?{text}]"
+            ));
         }
         let mut p = Parser {
             s: t,
@@ -108,10 +117,7 @@ impl Filter {
         let expr = p.or()?;
         p.blanks();
         if p.pos < p.s.len() {
-            return Err(format!(
-                "unexpected '{}' in filter {text}",
-                &p.s[p.pos..]
-            ));
+            return Err(format!("unexpected '{}' in filter {text}", &p.s[p.pos..]));
         }
         Ok(Filter {
             expr,
@@ -161,7 +167,11 @@ impl<'s> Parser<'s> {
         while self.eat("||") {
             ops.push(self.and()?);
         }
-        Ok(if ops.len() == 1 { ops.remove(0) } else { Expr::Or(ops) })
+        Ok(if ops.len() == 1 {
+            ops.remove(0)
+        } else {
+            Expr::Or(ops)
+        })
     }
 
     fn and(&mut self) -> Result<Expr, String> {
@@ -169,7 +179,11 @@ impl<'s> Parser<'s> {
         while self.eat("&&") {
             ops.push(self.operand()?);
         }
-        Ok(if ops.len() == 1 { ops.remove(0) } else { Expr::And(ops) })
+        Ok(if ops.len() == 1 {
+            ops.remove(0)
+        } else {
+            Expr::And(ops)
+        })
     }
 
     fn operand(&mut self) -> Result<Expr, String> {
@@ -249,8 +263,8 @@ impl<'s> Parser<'s> {
                 } else {
                     text.to_owned()
                 };
-                let path = Path::parse(&as_root)
-                    .map_err(|e| format!("in filter path '{text}': {e}"))?;
+                let path =
+                    Path::parse(&as_root).map_err(|e| format!("in filter path '{text}': {e}"))?;
                 Ok(Operand::Path {
                     path: Box::new(path),
                     relative,
@@ -279,8 +293,7 @@ impl<'s> Parser<'s> {
                 Ok(Operand::Literal(Value::String(out)))
             }
             '{' | '[' => {
-                let mut stream =
-                    serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+                let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
                 let v = stream
                     .next()
                     .and_then(Result::ok)
@@ -318,7 +331,9 @@ impl<'s> Parser<'s> {
             _ => {
                 let word: String = rest
                     .chars()
-                    .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '&' | '|' | '=' | '!' | '<' | '>'))
+                    .take_while(|c| {
+                        !c.is_whitespace() && !matches!(c, ')' | '&' | '|' | '=' | '!' | '<' | '>')
+                    })
                     .collect();
                 if word.is_empty() {
                     return Err(format!("unexpected '{rest}' in filter"));
@@ -333,7 +348,11 @@ impl<'s> Parser<'s> {
                 if let Ok(n) = word.parse::<i64>() {
                     return Ok(Operand::Literal(Value::from(n)));
                 }
-                if let Some(n) = word.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                if let Some(n) = word
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                {
                     return Ok(Operand::Literal(Value::Number(n)));
                 }
                 self.notes.push(format!(

@@ -13,12 +13,15 @@
 
 use crate::asl::diagnostic::{Code, Diagnostics, JsonPointer};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Values for `${Name}` placeholders.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Substitutions {
     values: BTreeMap<String, String>,
+    /// Names with a value only CloudFormation knows (`!GetAtt`, `!Ref`, `${AWS::Region}`):
+    /// stand-ins without a warning when validating.
+    deferred: BTreeSet<String>,
 }
 
 /// What to do with a placeholder that has no value.
@@ -39,6 +42,23 @@ impl Substitutions {
     /// Sets one value (a later value for the same name wins).
     pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) {
         self.values.insert(name.into(), value.into());
+    }
+
+    /// Marks `name` as having a value only known at deploy time.
+    pub fn defer(&mut self, name: impl Into<String>) {
+        self.deferred.insert(name.into());
+    }
+
+    /// Whether `name` has a deploy-time value and no local one.
+    pub fn is_deferred(&self, name: &str) -> bool {
+        !self.values.contains_key(name) && self.deferred.contains(name)
+    }
+
+    /// Adds `other`'s values and deferred names; `other` wins.
+    pub fn extend(&mut self, other: &Substitutions) {
+        self.deferred.extend(other.deferred.iter().cloned());
+        self.values
+            .extend(other.values.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 
     /// The value of `name`, if given.
@@ -63,8 +83,8 @@ impl Substitutions {
 
     /// Reads a map of names to values (JSON or YAML, as `--definition-substitutions` takes it).
     /// Strings are taken as they are; numbers and booleans as their JSON text; anything else
-    /// (a CloudFormation intrinsic such as `{"Ref": "X"}` or `{"Fn::GetAtt": ...}`) has no
-    /// value here and is left unresolved.
+    /// (a CloudFormation intrinsic such as `{"Ref": "X"}` or `{"Fn::GetAtt": ...}`) has a value
+    /// only at deploy time: validate uses a stand-in without a warning, run refuses it.
     pub fn from_map(map: &Map<String, Value>) -> Self {
         let mut subs = Substitutions::new();
         for (name, value) in map {
@@ -72,7 +92,7 @@ impl Substitutions {
                 Value::String(s) => subs.insert(name, s),
                 Value::Number(n) => subs.insert(name, n.to_string()),
                 Value::Bool(b) => subs.insert(name, b.to_string()),
-                _ => {}
+                _ => subs.defer(name),
             }
         }
         subs
@@ -186,6 +206,14 @@ fn walk(
     }
 }
 
+/// The names of the `${Name}` placeholders of a string, in order.
+pub fn placeholder_names(s: &str) -> Vec<String> {
+    placeholders(s)
+        .into_iter()
+        .map(|(_, n)| n.to_owned())
+        .collect()
+}
+
 /// The placeholders of a string: (byte range of `${...}`, name). `${!x}` is CloudFormation's
 /// escape for a literal `${x}` and is not a placeholder.
 fn placeholders(s: &str) -> Vec<(std::ops::Range<usize>, &str)> {
@@ -240,7 +268,14 @@ fn replace(
             Value::String(t) => format!("'{t}'"),
             other => other.to_string(),
         };
+        let deferred = subs.is_deferred(name);
         match unresolved {
+            Unresolved::StandIn if deferred => {}
+            Unresolved::Refuse if deferred => diags.error(
+                Code::UnresolvedSubstitution,
+                at,
+                format!("${{{name}}} has a value only CloudFormation knows at deploy time: give it with --sub {name}=VALUE"),
+            ),
             Unresolved::StandIn => diags.warning(
                 Code::UnresolvedSubstitution,
                 at,
@@ -366,6 +401,7 @@ mod tests {
         assert_eq!(s.get("A"), Some("x"));
         assert_eq!(s.get("B"), Some("3"));
         assert_eq!(s.get("C"), None);
+        assert!(s.is_deferred("C"));
         assert_eq!(
             Substitutions::from_text("{\"A\": \"y\"}").unwrap().get("A"),
             Some("y")

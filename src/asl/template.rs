@@ -189,7 +189,11 @@ fn compile_dynamic(key: &str, v: &Value, at: &JsonPointer, diags: &mut Diagnosti
         Value::String(s) if s.starts_with('$') => Path::parse(s)
             .map(|path| {
                 for note in path.dialect_notes() {
-                    diags.warning(crate::asl::diagnostic::Code::JsonPathDialect, &at.key(key), note);
+                    diags.warning(
+                        crate::asl::diagnostic::Code::JsonPathDialect,
+                        &at.key(key),
+                        note,
+                    );
                 }
                 Node::Path {
                     field: field.clone(),

@@ -1,7 +1,7 @@
 //! `sfn-local validate FILE_OR_DIR...`: a CI gate with AWS's verdicts at line and column.
 
 use crate::asl::{MachineType, Unresolved};
-use crate::cli::definition::{load_file, SubstitutionArgs};
+use crate::cli::definition::{load_any, SubstitutionArgs};
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use clap::{Args, ValueEnum};
@@ -92,6 +92,10 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     };
     if value.get("States").is_some() && value.get("StartAt").is_some() {
         Ok(())
+    } else if crate::asl::cfn::is_template_with_machines(&value) {
+        Ok(())
+    } else if value.get("Resources").is_some() {
+        Err("a template with no state machine".to_owned())
     } else {
         Err("not a state machine (no top-level States and StartAt)".to_owned())
     }
@@ -138,16 +142,22 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let mut loaded = Vec::with_capacity(files.len());
+    let mut notes = Vec::new();
     for f in &files {
-        match load_file(f, machine_type, &subs, Unresolved::StandIn) {
-            Ok((text, definition)) => {
-                loaded.push((f.display().to_string(), text, definition.diagnostics))
-            }
+        match load_any(f, machine_type, &subs, Unresolved::StandIn, &mut notes) {
+            Ok(found) => loaded.extend(
+                found
+                    .into_iter()
+                    .map(|l| (l.label, l.text, l.definition.diagnostics)),
+            ),
             Err(e) => {
                 errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         }
+    }
+    for note in &notes {
+        errln!("note: {note}");
     }
     let reports: Vec<FileReport<'_>> = loaded
         .iter()
