@@ -125,11 +125,16 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         return broken(format!("{suite}: \"definition\" (a path) is required"));
     };
     let def_path = base.join(def_rel);
-    let text = match std::fs::read_to_string(&def_path) {
-        Ok(t) => t,
-        Err(e) => return broken(format!("cannot read {}: {e}", def_path.display())),
+    // JSON or YAML; a `${Name}` placeholder without a value is refused, as by `run`.
+    let (machine, diags) = match crate::cli::definition::load_file(
+        &def_path,
+        MachineType::Standard,
+        &asl::Substitutions::new(),
+        asl::Unresolved::Refuse,
+    ) {
+        Ok((_, loaded)) => (loaded.machine, loaded.diagnostics),
+        Err(e) => return broken(e),
     };
-    let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
     let Some(machine) = machine else {
         let first = diags
             .iter()

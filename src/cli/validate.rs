@@ -85,7 +85,7 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     let value = if yaml {
         crate::asl::yaml::parse(&text)
             .map(|d| d.value)
-            .map_err(|_| "not valid YAML".to_owned())?
+            .map_err(|e| format!("not valid YAML ({e})"))?
     } else {
         serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
             .map_err(|_| "not valid JSON (and not named *.asl.json)".to_owned())?

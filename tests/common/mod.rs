@@ -42,7 +42,10 @@ pub fn realworld_dir() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!("note: {} is missing; real-world test skipped", dir.display());
+    eprintln!(
+        "note: {} is missing; real-world test skipped",
+        dir.display()
+    );
     None
 }
 
