@@ -171,11 +171,9 @@ fn walk(
     count: &mut usize,
 ) {
     match value {
-        Value::String(s) => {
-            if s.contains("${") {
-                if let Some(new) = replace(s, at, key, subs, unresolved, diags, count) {
-                    *value = new;
-                }
+        Value::String(s) if s.contains("${") => {
+            if let Some(new) = replace(s, at, key, subs, unresolved, diags, count) {
+                *value = new;
             }
         }
         Value::Array(items) => {

@@ -90,9 +90,8 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
         serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
             .map_err(|_| "not valid JSON (and not named *.asl.json)".to_owned())?
     };
-    if value.get("States").is_some() && value.get("StartAt").is_some() {
-        Ok(())
-    } else if crate::asl::cfn::is_template_with_machines(&value) {
+    let machine = value.get("States").is_some() && value.get("StartAt").is_some();
+    if machine || crate::asl::cfn::is_template_with_machines(&value) {
         Ok(())
     } else if value.get("Resources").is_some() {
         Err("a template with no state machine".to_owned())
