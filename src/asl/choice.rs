@@ -497,8 +497,8 @@ fn evaluate_node(node: &Node, env: &Env<'_>) -> Result<bool, StatesError> {
             let value: Option<&Value> = match found {
                 None => None,
                 Some(Found::One(v)) => Some(v),
-                Some(Found::Many(vs)) => {
-                    owned = Value::Array(vs.into_iter().cloned().collect());
+                Some(found) => {
+                    owned = found.into_value();
                     Some(&owned)
                 }
             };

@@ -53,6 +53,15 @@ pub enum Code {
     /// A JSONata expression reads a variable no state in reach assigns (WARNING: AWS accepts
     /// the definition and the expression yields nothing at run time). sfn-local's own code.
     UnassignedVariable,
+    /// A `${Name}` placeholder (SAM/CloudFormation `DefinitionSubstitutions`) with no value:
+    /// WARNING for `validate` (checked with a stand-in), ERROR for `run`. sfn-local's own code.
+    UnresolvedSubstitution,
+    /// A `States.`-prefixed error name that is not one of AWS's documented names (WARNING:
+    /// deployed definitions use such names and AWS accepts them). sfn-local's own code.
+    UnknownStatesError,
+    /// A JSONPath that Jayway (AWS's evaluator) may not read as its author meant (WARNING:
+    /// AWS accepts such definitions). sfn-local's own code.
+    JsonPathDialect,
 }
 
 impl Code {
@@ -74,6 +83,9 @@ impl Code {
             Code::MissingTaskToken => "MISSING_TASK_TOKEN",
             Code::DuplicateJsonKey => "DUPLICATE_JSON_KEY",
             Code::UnassignedVariable => "UNASSIGNED_VARIABLE",
+            Code::UnresolvedSubstitution => "UNRESOLVED_SUBSTITUTION",
+            Code::UnknownStatesError => "UNKNOWN_STATES_ERROR",
+            Code::JsonPathDialect => "JSONPATH_DIALECT",
         }
     }
 }

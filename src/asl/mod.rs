@@ -3,6 +3,7 @@
 //!
 //! No I/O and no async here: the engine drives evaluation, the CLI reports diagnostics.
 
+pub mod cfn;
 pub mod choice;
 #[cfg(test)]
 mod corpus_tests;
@@ -14,14 +15,137 @@ pub mod jsonata;
 pub mod model;
 pub mod parse;
 pub mod path;
+pub mod path_filter;
 pub mod resource;
 pub mod source;
+pub mod substitution;
 pub mod template;
 pub mod variables;
+pub mod yaml;
 
 pub use diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer, Severity};
 pub use error::StatesError;
 pub use model::{MachineType, QueryLanguage, StateMachine};
+pub use substitution::{Substitutions, Unresolved};
+
+/// How a definition's text is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// JSON, as AWS takes it.
+    Json,
+    /// YAML (`*.asl.yaml`, the AWS Toolkit's other format).
+    Yaml,
+}
+
+impl SourceFormat {
+    /// The format of a file: by its name (`.yaml`/`.yml`), else by its content.
+    pub fn detect(name: Option<&str>, text: &str) -> SourceFormat {
+        match name {
+            Some(n) if yaml::is_yaml_name(n) => SourceFormat::Yaml,
+            Some(n) if n.to_ascii_lowercase().ends_with(".json") => SourceFormat::Json,
+            _ if yaml::looks_like_yaml(text) => SourceFormat::Yaml,
+            _ => SourceFormat::Json,
+        }
+    }
+}
+
+/// How to read a definition: its type, and values for its `${Name}` placeholders.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadOptions<'a> {
+    /// STANDARD or EXPRESS.
+    pub machine_type: MachineType,
+    /// Values for `${Name}` placeholders.
+    pub substitutions: &'a Substitutions,
+    /// What a placeholder without a value does.
+    pub unresolved: Unresolved,
+}
+
+/// A definition read from a file: what every command that takes a definition file needs.
+#[derive(Debug)]
+pub struct LoadedDefinition {
+    /// The compiled machine, when there is no ERROR.
+    pub machine: Option<StateMachine>,
+    /// Everything found, with pointers into the definition as written.
+    pub diagnostics: Diagnostics,
+    /// The definition as the JSON text AWS would hold (placeholders replaced), when it parsed:
+    /// what `run` stores and what a YAML definition becomes.
+    pub json: Option<String>,
+}
+
+/// Reads a definition written in JSON or YAML, fills in its `${Name}` placeholders, then
+/// validates and compiles it. Never panics. The one entry point for `validate`, `run`, `test`,
+/// `graph` and `serve` when they read a definition from a file.
+pub fn load_text(text: &str, format: SourceFormat, options: LoadOptions<'_>) -> LoadedDefinition {
+    let mut diags = Diagnostics::default();
+    let parsed = match format {
+        SourceFormat::Json => {
+            source::parse_json(text).map_err(|e| source::syntax_diagnostic(text, &e))
+        }
+        SourceFormat::Yaml => yaml_definition(text),
+    };
+    let mut value = match parsed {
+        Ok(v) => v,
+        Err(d) => {
+            diags.push(d);
+            return LoadedDefinition {
+                machine: None,
+                diagnostics: diags,
+                json: None,
+            };
+        }
+    };
+    if format == SourceFormat::Json {
+        duplicate_keys(text, &mut diags);
+    }
+    substitution::apply(
+        &mut value,
+        options.substitutions,
+        options.unresolved,
+        &mut diags,
+    );
+    load_value(value, options.machine_type, diags)
+}
+
+/// Validates and compiles a definition already read into a value (a template's inline
+/// `Definition`, a substituted `DefinitionString`), adding to `diags`.
+pub fn load_value(
+    value: serde_json::Value,
+    machine_type: MachineType,
+    mut diags: Diagnostics,
+) -> LoadedDefinition {
+    let json = serde_json::to_string_pretty(&value).ok();
+    let machine = parse::parse_machine(&value, machine_type, &mut diags);
+    let machine = if diags.has_errors() { None } else { machine };
+    LoadedDefinition {
+        machine,
+        diagnostics: diags,
+        json,
+    }
+}
+
+/// A YAML definition as a JSON object, or the diagnostic saying why it is not one.
+fn yaml_definition(text: &str) -> Result<serde_json::Value, Diagnostic> {
+    match yaml::parse(text) {
+        Ok(doc) if doc.value.is_object() => Ok(doc.value),
+        Ok(_) => Err(Diagnostic {
+            severity: Severity::Error,
+            code: Code::SchemaValidationFailed,
+            message: source::NOT_AN_OBJECT_MESSAGE.to_owned(),
+            location: diagnostic::Location::Text { line: 1, column: 1 },
+            related: Vec::new(),
+        }),
+        Err(e) => Err(Diagnostic {
+            severity: Severity::Error,
+            code: Code::InvalidJsonDescription,
+            message: format!("not valid YAML: {}", e.message),
+            location: diagnostic::Location::Text {
+                line: e.line,
+                column: e.column,
+            },
+            related: Vec::new(),
+        }),
+    }
+}
 
 /// Validates a definition given as text: JSON syntax, then every rule. Never panics.
 pub fn validate_text(text: &str, machine_type: MachineType) -> Diagnostics {

@@ -488,7 +488,12 @@ impl Parser<'_> {
             Path::parse(text)
         };
         match parsed {
-            Ok(p) => Some(p),
+            Ok(p) => {
+                for note in p.dialect_notes() {
+                    self.diags.warning(Code::JsonPathDialect, at, note);
+                }
+                Some(p)
+            }
             Err(e) => {
                 let kind = if reference {
                     "a valid reference path"
@@ -614,10 +619,14 @@ impl Parser<'_> {
         for (i, item) in items.iter().enumerate() {
             match item.as_str() {
                 Some(name) => {
+                    // A WARNING, not an ERROR: AWS accepts such names (deployed definitions
+                    // in AWS's own samples catch `States.TaskFailedId`), and a Fail state or a
+                    // task may raise them.
                     if name.starts_with("States.") && !names::PREDEFINED.contains(&name) {
-                        self.diags.schema(
+                        self.diags.warning(
+                            Code::UnknownStatesError,
                             &at.index(i),
-                            format!("'{name}' is not a predefined error name: names starting with 'States.' are reserved for AWS's own errors"),
+                            format!("'{name}' is not one of AWS's predefined error names (names starting with 'States.' are reserved for AWS's own errors); it matches only an error raised with exactly this name"),
                         );
                     }
                     out.push(name.to_owned());

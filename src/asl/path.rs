@@ -5,16 +5,18 @@
 //! (`$.items[*].id`, filters) may select many and yield an array.
 //!
 //! Paths are compiled once. A definite path becomes a `Vec<Step>` walked directly over the
-//! value, which is what nearly every real path is. Anything else (wildcards, deep scan, slices,
-//! unions, filters) is handed to `jsonpath-rust`, compiled once into its `JpQuery`: AWS speaks
-//! Jayway's dialect, which is close enough to RFC 9535 for these forms, and a second evaluator
-//! of our own would buy nothing. Names in dot notation are re-rendered in bracket notation
-//! first, so Jayway-style names such as `$.input-value` survive the stricter RFC grammar.
+//! value, which is what nearly every real path is. Anything else is evaluated here too, in
+//! Jayway JsonPath's dialect, because that is what AWS runs: `.[` is a bracket (`$.[0]`,
+//! `$.a.[0].b`), several quoted names in one bracket (`$['a','b']`) make one object of those
+//! members when they end the path, filters follow Jayway's grammar and value rules
+//! ([`crate::asl::path_filter`]), slices are `[from:to]` without a step, and a member name in
+//! brackets may hold escaped quotes (`['it\'s']`).
 
 use crate::asl::error::{names, StatesError};
 use crate::asl::eval::Env;
-use jsonpath_rust::parser::model::JpQuery;
+use crate::asl::path_filter::Filter;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// Which value a path starts from.
@@ -61,8 +63,14 @@ enum Segment {
     Wildcard,
     /// `..` followed by a name, `*` or a bracket.
     Descend(Box<Segment>),
-    /// Bracket contents we do not interpret ourselves (slices, unions, filters).
-    Raw(String),
+    /// `[from:to]`, either end optional, negative counting from the end.
+    Slice(Option<i64>, Option<i64>),
+    /// `[0,2]`: several indexes.
+    Indices(Vec<i64>),
+    /// `['a','b']`: several names.
+    Names(Vec<String>),
+    /// `[?( ... )]`.
+    Filter(Box<Filter>),
 }
 
 /// How a compiled path finds its values.
@@ -70,8 +78,8 @@ enum Segment {
 enum Query {
     /// Walk the steps; at most one value.
     Definite(Vec<Step>),
-    /// Let `jsonpath-rust` find every match.
-    Indefinite(Box<JpQuery>),
+    /// Evaluate the segments, Jayway's way.
+    Indefinite(Vec<Segment>),
 }
 
 /// A compiled JSONPath.
@@ -99,13 +107,7 @@ impl Path {
                     .collect(),
             )
         } else {
-            let mut normal = String::from("$");
-            for s in &segments {
-                render_segment(&mut normal, s);
-            }
-            let compiled = jsonpath_rust::parser::parse_json_path(&normal)
-                .map_err(|e| PathError::new(format!("'{text}' is not a valid JSONPath: {e}")))?;
-            Query::Indefinite(Box::new(compiled))
+            Query::Indefinite(segments)
         };
         Ok(Path {
             text: text.to_owned(),
@@ -169,21 +171,54 @@ impl Path {
     /// Selects from the environment. A definite path yields the value or `None` when nothing is
     /// there; an indefinite one yields `Some(array)` of every match (possibly empty).
     pub fn select(&self, env: &Env<'_>) -> Option<Value> {
-        self.select_ref(env).map(|found| match found {
-            Found::One(v) => v.clone(),
-            Found::Many(vs) => Value::Array(vs.into_iter().cloned().collect()),
-        })
+        self.select_ref(env).map(Found::into_value)
     }
 
     /// Like [`Path::select`], borrowing when the path is definite.
     pub fn select_in<'v>(&self, value: &'v Value) -> Option<Found<'v>> {
+        self.select_with_root(value, value)
+    }
+
+    /// Selects from `value`, with `root` as what `$` means inside filters.
+    fn select_with_root<'v>(&self, value: &'v Value, root: &'v Value) -> Option<Found<'v>> {
         match &self.query {
             Query::Definite(steps) => walk(value, steps).map(Found::One),
-            Query::Indefinite(q) => {
-                let refs = jsonpath_rust::query::js_path_process(q, value).unwrap_or_default();
-                Some(Found::Many(refs.into_iter().map(|r| r.val).collect()))
+            Query::Indefinite(segments) => {
+                if let Some((Segment::Names(names), before)) = segments.split_last() {
+                    // Jayway: names merged at the end of an otherwise definite path give one
+                    // object, not a list.
+                    if before.iter().all(|s| matches!(s, Segment::Step(_))) {
+                        let steps: Vec<Step> = before
+                            .iter()
+                            .filter_map(|s| match s {
+                                Segment::Step(st) => Some(st.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let at = walk(value, &steps)?;
+                        return merge_names(at, names).map(Found::Owned);
+                    }
+                }
+                let mut out = Vec::new();
+                apply(segments, value, root, &mut out);
+                Some(Found::Many(out))
             }
         }
+    }
+
+    /// What the path selects starting at `start` (with `root` as `$` in filters), owned.
+    pub(crate) fn select_from(&self, start: &Value, root: &Value) -> Option<Value> {
+        self.select_with_root(start, root).map(Found::into_value)
+    }
+
+    /// Where sfn-local reads this path differently from Jayway JsonPath (validate reports
+    /// them as WARNINGs).
+    pub fn dialect_notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Query::Indefinite(segments) = &self.query {
+            collect_notes(segments, &mut out);
+        }
+        out
     }
 
     /// Like [`Path::select`], borrowing the match of a definite path.
@@ -298,13 +333,156 @@ impl Path {
     }
 }
 
-/// What a path selected, borrowed from the value it walked.
+/// What a path selected, borrowed from the value it walked where it can be.
 #[derive(Debug)]
 pub enum Found<'v> {
     /// A definite path's single match.
     One(&'v Value),
     /// Every match of an indefinite path (possibly none).
-    Many(Vec<&'v Value>),
+    Many(Vec<Cow<'v, Value>>),
+    /// A value the path made: Jayway's object of several names (`$.a['b','c']`).
+    Owned(Value),
+}
+
+impl Found<'_> {
+    /// The selection as one value: a list for [`Found::Many`].
+    pub fn into_value(self) -> Value {
+        match self {
+            Found::One(v) => v.clone(),
+            Found::Many(vs) => Value::Array(vs.into_iter().map(Cow::into_owned).collect()),
+            Found::Owned(v) => v,
+        }
+    }
+}
+
+/// Jayway's object of several members: those present, in the order asked.
+fn merge_names(at: &Value, names: &[String]) -> Option<Value> {
+    let map = at.as_object()?;
+    let mut out = Map::new();
+    for n in names {
+        if let Some(v) = map.get(n) {
+            out.insert(n.clone(), v.clone());
+        }
+    }
+    Some(Value::Object(out))
+}
+
+fn collect_notes(segments: &[Segment], out: &mut Vec<String>) {
+    for s in segments {
+        match s {
+            Segment::Filter(f) => out.extend(f.notes().iter().cloned()),
+            Segment::Descend(inner) => collect_notes(std::slice::from_ref(inner), out),
+            _ => {}
+        }
+    }
+}
+
+/// Applies `segments` to `here`, pushing every match (Jayway's indefinite evaluation: members
+/// that are missing are passed over, not errors).
+fn apply<'v>(
+    segments: &[Segment],
+    here: &'v Value,
+    root: &'v Value,
+    out: &mut Vec<Cow<'v, Value>>,
+) {
+    let Some((first, rest)) = segments.split_first() else {
+        out.push(Cow::Borrowed(here));
+        return;
+    };
+    match first {
+        Segment::Names(names) if rest.is_empty() => {
+            if let Some(v) = merge_names(here, names) {
+                out.push(Cow::Owned(v));
+            }
+        }
+        Segment::Names(names) => {
+            if let Value::Object(map) = here {
+                for n in names {
+                    if let Some(v) = map.get(n) {
+                        apply(rest, v, root, out);
+                    }
+                }
+            }
+        }
+        Segment::Descend(inner) => descend(inner, rest, here, root, out),
+        seg => {
+            for next in step_into(seg, here, root) {
+                apply(rest, next, root, out);
+            }
+        }
+    }
+}
+
+/// `..x`: applies `x` (then `rest`) at `here` and at every value below it, parents first.
+fn descend<'v>(
+    inner: &Segment,
+    rest: &[Segment],
+    here: &'v Value,
+    root: &'v Value,
+    out: &mut Vec<Cow<'v, Value>>,
+) {
+    match inner {
+        Segment::Wildcard => {
+            // `..*`: every value below `here`.
+            for child in children(here) {
+                apply(rest, child, root, out);
+                descend(inner, rest, child, root, out);
+            }
+        }
+        _ => {
+            let mut chain = vec![inner.clone()];
+            chain.extend(rest.iter().cloned());
+            apply(&chain, here, root, out);
+            for child in children(here) {
+                if child.is_object() || child.is_array() {
+                    descend(inner, rest, child, root, out);
+                }
+            }
+        }
+    }
+}
+
+fn children(v: &Value) -> Vec<&Value> {
+    match v {
+        Value::Object(map) => map.values().collect(),
+        Value::Array(items) => items.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The values one segment leads to from `here`.
+fn step_into<'v>(seg: &Segment, here: &'v Value, root: &'v Value) -> Vec<&'v Value> {
+    match (seg, here) {
+        (Segment::Step(step), _) => walk(here, std::slice::from_ref(step)).into_iter().collect(),
+        (Segment::Wildcard, _) => children(here),
+        (Segment::Indices(ix), Value::Array(items)) => ix
+            .iter()
+            .filter_map(|i| resolve_index(*i, items.len()).and_then(|i| items.get(i)))
+            .collect(),
+        (Segment::Slice(from, to), Value::Array(items)) => {
+            let len = items.len() as i64;
+            let clamp = |i: i64| if i < 0 { (len + i).max(0) } else { i.min(len) };
+            let start = from.map_or(0, clamp);
+            let end = to.map_or(len, clamp);
+            if start >= end {
+                Vec::new()
+            } else {
+                items[start as usize..end as usize].iter().collect()
+            }
+        }
+        // Jayway tests an object against a filter itself, and an array's elements each.
+        (Segment::Filter(f), Value::Array(items)) => {
+            items.iter().filter(|i| f.matches(i, root)).collect()
+        }
+        (Segment::Filter(f), Value::Object(_)) => {
+            if f.matches(here, root) {
+                vec![here]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Compact JSON text, as AWS quotes values in causes.
@@ -407,10 +585,10 @@ fn parse_segments(mut rest: &str) -> Result<Vec<Segment>, String> {
     let mut out = Vec::new();
     while !rest.is_empty() {
         let (seg, tail) = if let Some(after) = rest.strip_prefix("..") {
-            let (inner, tail) = parse_after_dot(after, true)?;
+            let (inner, tail) = parse_after_dot(after)?;
             (Segment::Descend(Box::new(inner)), tail)
         } else if let Some(after) = rest.strip_prefix('.') {
-            parse_after_dot(after, false)?
+            parse_after_dot(after)?
         } else if rest.starts_with('[') {
             parse_bracket(rest)?
         } else {
@@ -422,12 +600,13 @@ fn parse_segments(mut rest: &str) -> Result<Vec<Segment>, String> {
     Ok(out)
 }
 
-/// After `.` (or `..`): a name, `*`, or (after `..` only) a bracket.
-fn parse_after_dot(s: &str, descend: bool) -> Result<(Segment, &str), String> {
+/// After `.` (or `..`): a name, `*`, or a bracket.
+fn parse_after_dot(s: &str) -> Result<(Segment, &str), String> {
     if let Some(tail) = s.strip_prefix('*') {
         return Ok((Segment::Wildcard, tail));
     }
-    if descend && s.starts_with('[') {
+    // Jayway reads `.[` as `[` (`$.[0]`, `$.a.[0].b`), after `.` as after `..`.
+    if s.starts_with('[') {
         return parse_bracket(s);
     }
     let end = s.find(['.', '[']).unwrap_or(s.len());
@@ -452,15 +631,83 @@ fn parse_bracket(s: &str) -> Result<(Segment, &str), String> {
     if inner == "*" {
         return Ok((Segment::Wildcard, tail));
     }
-    if let Some(name) = single_quoted(inner) {
-        return Ok((Segment::Step(Step::Name(name)), tail));
+    if let Some(filter) = inner.strip_prefix('?') {
+        let f = Filter::parse(filter)?;
+        return Ok((Segment::Filter(Box::new(f)), tail));
     }
-    let digits = inner.strip_prefix('-').unwrap_or(inner);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        let index = inner.parse::<i64>().map_err(|e| e.to_string())?;
-        return Ok((Segment::Step(Step::Index(index)), tail));
+    if inner.starts_with(['\'', '"']) {
+        let mut names = quoted_names(inner)?;
+        return Ok(if names.len() == 1 {
+            (Segment::Step(Step::Name(names.remove(0))), tail)
+        } else {
+            (Segment::Names(names), tail)
+        });
     }
-    Ok((Segment::Raw(inner.to_owned()), tail))
+    if inner.contains(':') {
+        let parts: Vec<&str> = inner.split(':').map(str::trim).collect();
+        let [from, to] = parts[..] else {
+            return Err(format!(
+                "'[{inner}]': a slice is [from:to] (Jayway has no step)"
+            ));
+        };
+        let bound = |t: &str| -> Result<Option<i64>, String> {
+            if t.is_empty() {
+                Ok(None)
+            } else {
+                t.parse::<i64>()
+                    .map(Some)
+                    .map_err(|_| format!("'[{inner}]': '{t}' is not an index"))
+            }
+        };
+        return Ok((Segment::Slice(bound(from)?, bound(to)?), tail));
+    }
+    let mut indices = Vec::new();
+    for part in inner.split(',').map(str::trim) {
+        let digits = part.strip_prefix('-').unwrap_or(part);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "'[{inner}]' is not an index, a slice, quoted names, '*' or a filter"
+            ));
+        }
+        indices.push(part.parse::<i64>().map_err(|e| e.to_string())?);
+    }
+    Ok(if indices.len() == 1 {
+        (Segment::Step(Step::Index(indices[0])), tail)
+    } else {
+        (Segment::Indices(indices), tail)
+    })
+}
+
+/// `'a'`, `'a', "b"`: quoted names separated by commas, with `\'`-style escapes.
+fn quoted_names(inner: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let q = match chars.next() {
+            Some(q @ ('\'' | '"')) => q,
+            _ => return Err(format!("'[{inner}]': names in brackets must be quoted")),
+        };
+        let mut name = String::new();
+        loop {
+            match chars.next() {
+                None => return Err(format!("'[{inner}]': unclosed quote")),
+                Some('\\') => match chars.next() {
+                    Some(c) => name.push(c),
+                    None => return Err(format!("'[{inner}]': unclosed quote")),
+                },
+                Some(c) if c == q => break,
+                Some(c) => name.push(c),
+            }
+        }
+        names.push(name);
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        match chars.next() {
+            None => return Ok(names),
+            Some(',') => {}
+            Some(c) => return Err(format!("'[{inner}]': unexpected '{c}' after a name")),
+        }
+    }
 }
 
 /// The index of the `]` that closes the `[` at 0, skipping quoted text and nested brackets.
@@ -492,50 +739,6 @@ fn matching_bracket(s: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// `'name'` or `"name"` as the whole bracket content (with `\'`-style escapes).
-fn single_quoted(inner: &str) -> Option<String> {
-    let q = inner.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let body = inner.strip_prefix(q)?.strip_suffix(q)?;
-    let mut out = String::with_capacity(body.len());
-    let mut chars = body.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => out.push(chars.next()?),
-            c if c == q => return None, // a union such as 'a','b'
-            c => out.push(c),
-        }
-    }
-    Some(out)
-}
-
-fn render_segment(out: &mut String, seg: &Segment) {
-    match seg {
-        Segment::Step(Step::Name(n)) => {
-            out.push_str("['");
-            for c in n.chars() {
-                if c == '\'' || c == '\\' {
-                    out.push('\\');
-                }
-                out.push(c);
-            }
-            out.push_str("']");
-        }
-        Segment::Step(Step::Index(i)) => {
-            let _ = write!(out, "[{i}]");
-        }
-        Segment::Wildcard => out.push_str("[*]"),
-        Segment::Descend(inner) => {
-            out.push_str("..");
-            render_segment(out, inner);
-        }
-        Segment::Raw(r) => {
-            out.push('[');
-            out.push_str(r);
-            out.push(']');
-        }
-    }
 }
 
 #[cfg(test)]
@@ -722,5 +925,199 @@ mod tests {
             .contains("Expected to find an object with property ['t'] in path $['s']"));
         assert!(Path::parse("$.a").map(|p| p.is_task_token()) == Ok(false));
         assert!(Path::parse("$$.Task.Token").map(|p| p.is_task_token()) == Ok(true));
+    }
+
+    /// Jayway JsonPath's README: its document and its example paths with their results.
+    fn jayway_store() -> Value {
+        json!({
+            "store": {
+                "book": [
+                    {"category": "reference", "author": "Nigel Rees", "title": "Sayings of the Century", "price": 8.95},
+                    {"category": "fiction", "author": "Evelyn Waugh", "title": "Sword of Honour", "price": 12.99},
+                    {"category": "fiction", "author": "Herman Melville", "title": "Moby Dick", "isbn": "0-553-21311-3", "price": 8.99},
+                    {"category": "fiction", "author": "J. R. R. Tolkien", "title": "The Lord of the Rings", "isbn": "0-395-19395-8", "price": 22.99}
+                ],
+                "bicycle": {"color": "red", "price": 19.95}
+            },
+            "expensive": 10
+        })
+    }
+
+    fn titles(v: Option<Value>) -> Vec<String> {
+        v.and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|b| b["title"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn jayway_readme_examples() {
+        let doc = jayway_store();
+        let sel = |t: &str| {
+            Path::parse(t)
+                .unwrap_or_else(|e| panic!("{t}: {e}"))
+                .select_from(&doc, &doc)
+        };
+        let authors = json!([
+            "Nigel Rees",
+            "Evelyn Waugh",
+            "Herman Melville",
+            "J. R. R. Tolkien"
+        ]);
+        assert_eq!(sel("$.store.book[*].author"), Some(authors.clone()));
+        assert_eq!(sel("$..author"), Some(authors));
+        assert_eq!(
+            sel("$.store.*").unwrap().as_array().unwrap().len(),
+            2,
+            "the books and the bicycle"
+        );
+        assert_eq!(
+            sel("$.store..price"),
+            Some(json!([8.95, 12.99, 8.99, 22.99, 19.95]))
+        );
+        assert_eq!(titles(sel("$..book[2]")), ["Moby Dick"]);
+        assert_eq!(titles(sel("$..book[-2]")), ["Moby Dick"]);
+        assert_eq!(
+            titles(sel("$..book[0,1]")),
+            ["Sayings of the Century", "Sword of Honour"]
+        );
+        assert_eq!(
+            titles(sel("$..book[:2]")),
+            ["Sayings of the Century", "Sword of Honour"]
+        );
+        assert_eq!(titles(sel("$..book[1:2]")), ["Sword of Honour"]);
+        assert_eq!(
+            titles(sel("$..book[-2:]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$..book[2:]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$..book[?(@.isbn)]")),
+            ["Moby Dick", "The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$.store.book[?(@.price < 10)]")),
+            ["Sayings of the Century", "Moby Dick"]
+        );
+        assert_eq!(
+            titles(sel("$..book[?(@.price <= $['expensive'])]")),
+            ["Sayings of the Century", "Moby Dick"]
+        );
+        assert_eq!(
+            titles(sel("$..book[?(@.author =~ /.*REES/i)]")),
+            ["Sayings of the Century"]
+        );
+        assert_eq!(
+            titles(sel(
+                "$.store.book[?(@.category == 'fiction' && @.price > 20)]"
+            )),
+            ["The Lord of the Rings"]
+        );
+        assert_eq!(
+            titles(sel("$.store.book[?(!@.isbn)]")),
+            ["Sayings of the Century", "Sword of Honour"]
+        );
+        assert_eq!(sel("$..*").unwrap().as_array().unwrap().len(), 28);
+    }
+
+    #[test]
+    fn jayway_filter_operators() {
+        let doc = json!([
+            {"size": "S", "tags": ["a", "b"], "n": 1, "s": "1"},
+            {"size": "M", "tags": [], "n": 2, "s": "two"},
+            {"size": "L", "tags": ["c"], "n": 3}
+        ]);
+        let count = |t: &str| {
+            Path::parse(t)
+                .unwrap_or_else(|e| panic!("{t}: {e}"))
+                .select_from(&doc, &doc)
+                .and_then(|v| v.as_array().map(Vec::len))
+                .unwrap_or(0)
+        };
+        assert_eq!(count("$[?(@.size in ['S', 'M'])]"), 2);
+        assert_eq!(count("$[?(@.size nin ['S', 'M'])]"), 1);
+        assert_eq!(count("$[?(@.tags subsetof ['a', 'b', 'c'])]"), 3);
+        assert_eq!(count("$[?(@.tags anyof ['c', 'x'])]"), 1);
+        assert_eq!(count("$[?(@.tags noneof ['a'])]"), 2);
+        assert_eq!(count("$[?(@.tags size 2)]"), 1);
+        assert_eq!(count("$[?(@.tags empty true)]"), 1);
+        assert_eq!(count("$[?(@.tags contains 'c')]"), 1);
+        // Jayway's value rules: a number equals a string of the same text; a missing member is
+        // undefined, unequal to everything; ordering needs two numbers or two strings.
+        assert_eq!(count("$[?(@.n == '1')]"), 1);
+        assert_eq!(count("$[?(@.s == 1)]"), 1);
+        assert_eq!(count("$[?(@.s != 'two')]"), 2);
+        assert_eq!(count("$[?(@.n > '1')]"), 0);
+        assert_eq!(count("$[?(@.n > 1 || @.size == 'S')]"), 3);
+        assert_eq!(count("$[?((@.n > 1) && !(@.size == 'L'))]"), 1);
+    }
+
+    #[test]
+    fn jayway_dialect_forms_aws_runs() {
+        let input = json!([{"bucket": "b1", "key": "k1", "x": 0}, {"bucket": "b2", "key": "k2"}]);
+        let p = |t: &str| Path::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        // `.[`: a bracket after a dot.
+        assert!(p("$.[0]").is_definite());
+        assert_eq!(
+            p("$.[0]").select_from(&input, &input),
+            Some(input[0].clone())
+        );
+        let snaps = json!({"Snapshots": [{"State": "completed"}]});
+        assert_eq!(
+            p("$.Snapshots.[0].State").select_from(&snaps, &snaps),
+            Some(json!("completed"))
+        );
+        // Several names: one object each, of those members.
+        assert_eq!(
+            p("$.[*].['bucket', 'key']").select_from(&input, &input),
+            Some(json!([{"bucket": "b1", "key": "k1"}, {"bucket": "b2", "key": "k2"}]))
+        );
+        assert_eq!(
+            p("$[0]['bucket','key']").select_from(&input, &input),
+            Some(json!({"bucket": "b1", "key": "k1"}))
+        );
+        // A filter on an array at the root, and a filter applied to an object.
+        let ous = json!([{"OU": 0}, {"OU": 3}]);
+        assert_eq!(
+            p("$.[?(@.OU > 0)]").select_from(&ous, &ous),
+            Some(json!([{"OU": 3}]))
+        );
+        // Escaped quotes inside a bracketed name.
+        let odd = json!({"it's": 1, "say \"hi\"": 2});
+        assert_eq!(p("$['it\\'s']").select_from(&odd, &odd), Some(json!(1)));
+        assert_eq!(
+            p("$[\"say \\\"hi\\\"\"]").select_from(&odd, &odd),
+            Some(json!(2))
+        );
+        // An unquoted word: read as the string its author meant, with a note for validate.
+        let labels = json!({"Labels": [{"Name": "Receipt"}, {"Name": "Other"}]});
+        let unquoted = p("$.Labels[?(@.Name==Receipt)]");
+        assert_eq!(
+            unquoted.select_from(&labels, &labels),
+            Some(json!([{"Name": "Receipt"}]))
+        );
+        assert_eq!(unquoted.dialect_notes().len(), 1);
+        assert!(p("$.Labels[?(@.Name=='Receipt')]")
+            .dialect_notes()
+            .is_empty());
+        // A filter may compare with the document root.
+        let doc = json!({"agent_id": 2, "approaches": [{"workerId": 1, "approach": "a"}, {"workerId": 2, "approach": "b"}]});
+        assert_eq!(
+            p("$.approaches[?(@.workerId == $.agent_id)].approach").select_from(&doc, &doc),
+            Some(json!(["b"]))
+        );
+        for bad in [
+            "$[1:2:3]",
+            "$[foo]",
+            "$[?(@.a == )]",
+            "$['a' 'b']",
+            "$[?@.a]",
+        ] {
+            assert!(Path::parse(bad).is_err(), "{bad} should not parse");
+        }
     }
 }

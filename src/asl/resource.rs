@@ -336,7 +336,12 @@ impl Resource {
         }
         let (service, region, account, rest) = (parts[2], parts[3], parts[4], parts[5]);
         let kind = match service {
-            "states" if region.is_empty() && account.is_empty() => {
+            // AWS also runs integrations written with a region and account
+            // (`arn:aws:states:us-east-1:123456789012:aws-sdk:s3:getObject`, as published in
+            // AWS's own samples); they mean the same integration.
+            "states"
+                if (region.is_empty() && account.is_empty()) || rest.starts_with("aws-sdk:") =>
+            {
                 // arn:aws:states:::sqs:sendMessage.waitForTaskToken; aws-sdk has a service part too.
                 let (svc, action) = match rest.strip_prefix("aws-sdk:") {
                     Some(sdk) => {

@@ -221,6 +221,8 @@ pub struct SpanIndex<'t> {
     tree: Tree,
     duplicates: Vec<(JsonPointer, Range<usize>)>,
     lines: Lines,
+    /// For a YAML text, the spans its reader recorded (the JSON scanner has nothing to say).
+    yaml: Option<HashMap<JsonPointer, NodeSpans>>,
 }
 
 impl<'t> SpanIndex<'t> {
@@ -233,6 +235,22 @@ impl<'t> SpanIndex<'t> {
             tree: scanner.out.tree,
             duplicates: scanner.out.duplicates,
             lines: Lines::new(text),
+            yaml: None,
+        }
+    }
+
+    /// Indexes a YAML text (an unreadable one indexes nothing: diagnostics land at line 1).
+    pub fn new_yaml(text: &'t str) -> Self {
+        SpanIndex {
+            text,
+            tree: Scanner::new("").out.tree,
+            duplicates: Vec::new(),
+            lines: Lines::new(text),
+            yaml: Some(
+                crate::asl::yaml::parse(text)
+                    .map(|d| d.spans)
+                    .unwrap_or_default(),
+            ),
         }
     }
 
@@ -243,6 +261,9 @@ impl<'t> SpanIndex<'t> {
 
     /// The spans recorded for exactly this pointer.
     pub fn node(&self, pointer: &JsonPointer) -> Option<&NodeSpans> {
+        if let Some(yaml) = &self.yaml {
+            return yaml.get(pointer);
+        }
         self.tree.find(pointer)
     }
 

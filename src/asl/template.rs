@@ -187,9 +187,18 @@ fn compile_dynamic(key: &str, v: &Value, at: &JsonPointer, diags: &mut Diagnosti
     // AWS's message first (tests compare it), then why, for a person.
     let compiled: Result<Node, String> = match v {
         Value::String(s) if s.starts_with('$') => Path::parse(s)
-            .map(|path| Node::Path {
-                field: field.clone(),
-                path,
+            .map(|path| {
+                for note in path.dialect_notes() {
+                    diags.warning(
+                        crate::asl::diagnostic::Code::JsonPathDialect,
+                        &at.key(key),
+                        note,
+                    );
+                }
+                Node::Path {
+                    field: field.clone(),
+                    path,
+                }
             })
             .map_err(|e| e.to_string()),
         Value::String(s) if Call::looks_like(s) => {

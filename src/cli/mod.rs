@@ -34,6 +34,7 @@ macro_rules! err {
 pub mod completions;
 pub mod console;
 pub mod db;
+pub mod definition;
 pub mod executions;
 pub mod graph;
 pub mod output;
@@ -166,10 +167,46 @@ pub(crate) fn files_under(
     paths: &[std::path::PathBuf],
     wanted: &dyn Fn(&std::path::Path) -> bool,
 ) -> Result<Vec<std::path::PathBuf>, String> {
+    walk_files(paths, &|p| {
+        if wanted(p) {
+            Ok(())
+        } else {
+            Err(String::new())
+        }
+    })
+    .map(|w| w.files)
+}
+
+/// What a folder walk found: the files to read, and what it passed over with the reason.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// Files named by the arguments, and the files `pick` accepted inside folders.
+    pub files: Vec<std::path::PathBuf>,
+    /// Files and folders passed over, with why (for `--verbose`).
+    pub skipped: Vec<(std::path::PathBuf, String)>,
+}
+
+/// Folders a walk never enters: dependencies, build output, version control, hidden folders.
+fn skipped_folder(name: &str) -> Option<&'static str> {
+    match name {
+        "node_modules" => Some("dependencies (node_modules)"),
+        "target" => Some("build output (target)"),
+        ".git" => Some("version control (.git)"),
+        _ if name.starts_with('.') => Some("hidden folder"),
+        _ => None,
+    }
+}
+
+/// Like [`files_under`], and says why each file inside a folder was passed over: `pick` returns
+/// `Err(reason)` for a file it does not want. Files named directly are always taken.
+pub(crate) fn walk_files(
+    paths: &[std::path::PathBuf],
+    pick: &dyn Fn(&std::path::Path) -> Result<(), String>,
+) -> Result<Walk, String> {
     fn walk(
         dir: &std::path::Path,
-        wanted: &dyn Fn(&std::path::Path) -> bool,
-        out: &mut Vec<std::path::PathBuf>,
+        pick: &dyn Fn(&std::path::Path) -> Result<(), String>,
+        out: &mut Walk,
     ) -> Result<(), String> {
         let entries =
             std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
@@ -177,19 +214,26 @@ pub(crate) fn files_under(
         found.sort();
         for p in found {
             if p.is_dir() {
-                walk(&p, wanted, out)?;
-            } else if wanted(&p) {
-                out.push(p);
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                match skipped_folder(&name) {
+                    Some(why) => out.skipped.push((p.clone(), why.to_owned())),
+                    None => walk(&p, pick, out)?,
+                }
+            } else {
+                match pick(&p) {
+                    Ok(()) => out.files.push(p),
+                    Err(why) => out.skipped.push((p, why)),
+                }
             }
         }
         Ok(())
     }
-    let mut out = Vec::new();
+    let mut out = Walk::default();
     for p in paths {
         if p.is_dir() {
-            walk(p, wanted, &mut out)?;
+            walk(p, pick, &mut out)?;
         } else {
-            out.push(p.clone());
+            out.files.push(p.clone());
         }
     }
     Ok(out)

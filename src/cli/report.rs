@@ -73,6 +73,12 @@ struct Place {
     label: Option<String>,
 }
 
+/// How a report's text is written; a template's state machine is labelled `FILE#LogicalId`.
+fn source_format(file: &FileReport<'_>) -> crate::asl::SourceFormat {
+    let name = file.path.split('#').next().unwrap_or(file.path);
+    crate::asl::SourceFormat::detect(Some(name), file.text)
+}
+
 /// Resolves locations in one file; the index and the syntax error are computed once.
 struct Resolver<'a> {
     index: SpanIndex<'a>,
@@ -87,8 +93,11 @@ impl<'a> Resolver<'a> {
             .iter()
             .any(|d| matches!(d.location, Location::Text { .. } | Location::None));
         Resolver {
-            index: SpanIndex::new(file.text),
-            syntax: if needs_syntax {
+            index: match source_format(file) {
+                crate::asl::SourceFormat::Yaml => SpanIndex::new_yaml(file.text),
+                crate::asl::SourceFormat::Json => SpanIndex::new(file.text),
+            },
+            syntax: if needs_syntax && source_format(file) == crate::asl::SourceFormat::Json {
                 parse_json(file.text).err()
             } else {
                 None

@@ -1,7 +1,7 @@
 //! `sfn-local run DEFINITION`: run an execution to its end and print its output.
 
 use crate::api;
-use crate::asl::{self, MachineType};
+use crate::asl;
 use crate::cli::report::{self, FileReport};
 use crate::cli::{db, EXIT_USAGE};
 use crate::engine::context::ExecutionInfo;
@@ -18,8 +18,18 @@ use std::sync::Arc;
 /// Arguments of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The state machine definition (JSON).
-    pub definition: PathBuf,
+    /// The state machine definition (JSON or YAML).
+    #[arg(required_unless_present = "template")]
+    pub definition: Option<PathBuf>,
+    /// Run a state machine of this SAM or CloudFormation template instead.
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "definition")]
+    pub template: Option<PathBuf>,
+    /// The logical ID of the template's state machine to run.
+    #[arg(long, value_name = "LOGICAL_ID", requires = "template")]
+    pub state_machine: Option<String>,
+    /// Values for `${NAME}` placeholders.
+    #[command(flatten)]
+    pub substitutions: crate::cli::definition::SubstitutionArgs,
     /// The execution input, as JSON text (default `{}`), or `file://PATH`.
     #[arg(long, conflicts_with = "input_file", value_parser = crate::cli::param::text_or_file)]
     pub input: Option<String>,
@@ -121,18 +131,6 @@ fn region(flag: Option<String>) -> String {
 }
 
 /// The state machine name a file gives: `orders.asl.json` → `orders`.
-fn machine_name(path: &std::path::Path) -> String {
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "StateMachine".into());
-    let stem = file
-        .strip_suffix(".asl.json")
-        .or_else(|| file.strip_suffix(".json"))
-        .unwrap_or(&file);
-    stem.to_owned()
-}
-
 fn read_input(args: &RunArgs) -> Result<String, String> {
     match (&args.input, &args.input_file) {
         (Some(text), _) => Ok(text.clone()),
@@ -213,19 +211,20 @@ pub fn run(mut args: RunArgs) -> ExitCode {
     // The AWS CLI's habit: `file://machine.asl.json`.
     if let Some(path) = args
         .definition
-        .to_str()
+        .as_deref()
+        .and_then(|d| d.to_str())
         .and_then(|d| d.strip_prefix("file://"))
     {
-        args.definition = PathBuf::from(path);
+        args.definition = Some(PathBuf::from(path));
     }
     // `DEFINITION#CASE` chooses a mock test case, when the file itself has no `#` in its name.
     let mut test_case = args.test_case.clone();
-    if !args.definition.exists() {
-        let text = args.definition.to_string_lossy().into_owned();
+    if let Some(definition) = args.definition.clone().filter(|d| !d.exists()) {
+        let text = definition.to_string_lossy().into_owned();
         if let (path, Some(case)) = crate::tasks::mock::split_test_case(&text) {
             if !text.starts_with("arn:") {
                 test_case = test_case.or(Some(case.to_owned()));
-                args.definition = PathBuf::from(path);
+                args.definition = Some(PathBuf::from(path));
             }
         }
     }
@@ -234,24 +233,34 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         test_case = test_case.or(case.map(str::to_owned));
         args.state_machine_name = Some(name.to_owned());
     }
-    let text = match std::fs::read_to_string(&args.definition) {
-        Ok(t) => t,
-        Err(e) => return usage(format!("cannot read {}: {e}", args.definition.display())),
+    let subs = match args.substitutions.substitutions() {
+        Ok(s) => s,
+        Err(e) => return usage(e),
     };
-    let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
-    let path = args.definition.display().to_string();
+    let (loaded, default_name) = match crate::cli::definition::load_for_run(
+        args.definition.as_deref(),
+        args.template.as_deref(),
+        args.state_machine.as_deref(),
+        &subs,
+    ) {
+        Ok(l) => l,
+        Err(e) => return usage(e),
+    };
+    let path = loaded.label.clone();
+    let diags = &loaded.definition.diagnostics;
     if !diags.is_empty() {
         let report = report::render_human(
             &[FileReport {
                 path: &path,
-                text: &text,
-                diagnostics: &diags,
+                text: &loaded.text,
+                diagnostics: diags,
             }],
             false,
         );
         err!("{report}");
     }
-    let Some(machine) = machine else {
+    let (Some(text), Some(machine)) = (loaded.stored_definition(), loaded.definition.machine)
+    else {
         errln!("error: {path} is not a valid state machine; nothing was run");
         return ExitCode::from(EXIT_USAGE);
     };
@@ -273,10 +282,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         .name
         .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let machine_name = args
-        .state_machine_name
-        .clone()
-        .unwrap_or_else(|| machine_name(&args.definition));
+    let machine_name = args.state_machine_name.clone().unwrap_or(default_name);
     for (what, value) in [
         ("execution name", &name),
         ("state machine name", &machine_name),
@@ -320,7 +326,11 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         errln!(
             "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
             file.display(),
-            args.definition.display()
+            args.definition
+                .as_deref()
+                .or(args.template.as_deref())
+                .unwrap_or(std::path::Path::new("DEFINITION"))
+                .display()
         );
     }
     let store = match db::open_with(args.db.clone(), args.durability) {

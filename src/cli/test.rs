@@ -146,11 +146,18 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         return broken(format!("{suite}: \"definition\" (a path) is required"));
     };
     let def_path = base.join(def_rel);
-    let text = match std::fs::read_to_string(&def_path) {
-        Ok(t) => t,
-        Err(e) => return broken(format!("cannot read {}: {e}", def_path.display())),
+    // JSON or YAML; a `${Name}` placeholder without a value is refused, as by `run`.
+    let (machine, diags, json) = match crate::cli::definition::load_file(
+        &def_path,
+        MachineType::Standard,
+        &asl::Substitutions::new(),
+        asl::Unresolved::Refuse,
+    ) {
+        Ok((_, loaded)) => (loaded.machine, loaded.diagnostics, loaded.json),
+        Err(e) => return broken(e),
     };
-    let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
+    // The definition as AWS holds it (JSON, placeholders filled), for "state" cases.
+    let text = json.unwrap_or_default();
     let Some(machine) = machine else {
         let first = diags
             .iter()

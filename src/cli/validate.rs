@@ -1,6 +1,7 @@
 //! `sfn-local validate FILE_OR_DIR...`: a CI gate with AWS's verdicts at line and column.
 
-use crate::asl::{self, MachineType};
+use crate::asl::{MachineType, Unresolved};
+use crate::cli::definition::{load_any, SubstitutionArgs};
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use clap::{Args, ValueEnum};
@@ -11,9 +12,16 @@ use std::process::ExitCode;
 /// Arguments of `validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Definition files, or folders to search for `*.json` and `*.asl.json`.
+    /// Definition files (JSON or YAML), or folders to search for state machines
+    /// (`*.asl.json`, `*.asl.yaml`, other JSON/YAML files with top-level States and StartAt).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     pub paths: Vec<PathBuf>,
+    /// List the files and folders a folder walk passed over, and why (on stderr).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Values for `${NAME}` placeholders.
+    #[command(flatten)]
+    pub substitutions: SubstitutionArgs,
     /// How to print the diagnostics.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -52,16 +60,55 @@ fn is_companion(p: &Path) -> bool {
     name.ends_with(crate::cli::test::SPEC_SUFFIX) || name.ends_with(crate::cli::test::MOCKS_SUFFIX)
 }
 
-/// Finds the definition files named by the arguments: files as given, folders walked
-/// recursively for `*.json` (which covers `*.asl.json`; test specs and mock configs are
-/// skipped), sorted for a stable report.
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// Why a file inside a folder is not a state machine to validate, or `Ok` when it is one:
+/// `*.asl.json`/`*.asl.yaml`/`*.asl.yml` always are; other JSON and YAML files are when their
+/// top level has both `States` and `StartAt`.
+pub fn pick_definition(p: &Path) -> Result<(), String> {
+    let name = p
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_ascii_lowercase();
+    if is_companion(p) {
+        return Err("a test spec or mock config".to_owned());
+    }
+    if [".asl.json", ".asl.yaml", ".asl.yml"]
+        .iter()
+        .any(|s| name.ends_with(s))
+    {
+        return Ok(());
+    }
+    let yaml = crate::asl::yaml::is_yaml_name(&name);
+    if !yaml && !name.ends_with(".json") {
+        return Err("not JSON or YAML".to_owned());
+    }
+    let text = std::fs::read_to_string(p).map_err(|e| format!("unreadable: {e}"))?;
+    let value = if yaml {
+        crate::asl::yaml::parse(&text)
+            .map(|d| d.value)
+            .map_err(|e| format!("not valid YAML ({e})"))?
+    } else {
+        serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
+            .map_err(|_| "not valid JSON (and not named *.asl.json)".to_owned())?
+    };
+    let machine = value.get("States").is_some() && value.get("StartAt").is_some();
+    if machine || crate::asl::cfn::is_template_with_machines(&value) {
+        Ok(())
+    } else if value.get("Resources").is_some() {
+        Err("a template with no state machine".to_owned())
+    } else {
+        Err("not a state machine (no top-level States and StartAt)".to_owned())
+    }
+}
+
+/// Finds the definition files named by the arguments: files as given, folders walked for
+/// state machines only (see [`pick_definition`]), skipping dependency, build, version-control
+/// and hidden folders. Also returns what was passed over, with why.
+pub(crate) fn collect_files(paths: &[PathBuf]) -> Result<crate::cli::Walk, String> {
     if let Some(missing) = paths.iter().find(|p| !p.exists()) {
         return Err(format!("{}: no such file or directory", missing.display()));
     }
-    crate::cli::files_under(paths, &|p| {
-        p.extension().is_some_and(|x| x == "json") && !is_companion(p)
-    })
+    crate::cli::walk_files(paths, &pick_definition)
 }
 
 /// Runs `validate`.
@@ -70,35 +117,47 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         TypeArg::Standard => MachineType::Standard,
         TypeArg::Express => MachineType::Express,
     };
-    let files = match collect_files(&args.paths) {
+    let subs = match args.substitutions.substitutions() {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let walk = match collect_files(&args.paths) {
         Ok(f) => f,
         Err(e) => {
             errln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if args.verbose {
+        for (p, why) in &walk.skipped {
+            errln!("skipped {}: {why}", p.display());
+        }
+    }
+    let files = walk.files;
     if files.is_empty() {
-        errln!("error: no *.json definitions found");
+        errln!("error: no state machine definitions found (*.asl.json, *.asl.yaml, or JSON/YAML with States and StartAt)");
         return ExitCode::from(EXIT_USAGE);
     }
     let mut loaded = Vec::with_capacity(files.len());
+    let mut notes = Vec::new();
     for f in &files {
-        match std::fs::read(f) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => {
-                    let diags = asl::validate_text(&text, machine_type);
-                    loaded.push((f.display().to_string(), text, diags));
-                }
-                Err(_) => {
-                    errln!("error: {}: not UTF-8 text", f.display());
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            },
+        match load_any(f, machine_type, &subs, Unresolved::StandIn, &mut notes) {
+            Ok(found) => loaded.extend(
+                found
+                    .into_iter()
+                    .map(|l| (l.label, l.text, l.definition.diagnostics)),
+            ),
             Err(e) => {
-                errln!("error: cannot read {}: {e}", f.display());
+                errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         }
+    }
+    for note in &notes {
+        errln!("note: {note}");
     }
     let reports: Vec<FileReport<'_>> = loaded
         .iter()

@@ -29,6 +29,26 @@ pub fn conformance_cases() -> Option<PathBuf> {
     None
 }
 
+/// `../shared/realworld`, beside the repository: published definitions and SAM templates.
+/// Missing in CI is a failure; missing on a developer's machine skips with a note.
+pub fn realworld_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realworld");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "the real-world definitions are missing at {}: CI must run with ../shared beside the repository",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "note: {} is missing; real-world test skipped",
+        dir.display()
+    );
+    None
+}
+
 /// Where `.ci/deps` installed the real clients and peers (AWS CLI, boto3, moto, the JavaScript
 /// SDK): `$SFN_LOCAL_DEPS`, else `.deps/` in the repository. Tests of real clients need them;
 /// missing is a failure with the command that installs them, never a skip.

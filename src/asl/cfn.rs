@@ -1,0 +1,326 @@
+//! State machines inside SAM and CloudFormation templates.
+//!
+//! A template (JSON or YAML, short-form tags read by [`crate::asl::yaml`]) declares state
+//! machines as resources:
+//!
+//! - `AWS::Serverless::StateMachine` (SAM): `Definition` (the definition inline, as YAML or
+//!   JSON), or `DefinitionUri` (a local file beside the template; an S3 location cannot be read
+//!   locally), with `DefinitionSubstitutions`.
+//! - `AWS::StepFunctions::StateMachine`: `Definition` (inline), `DefinitionString` (JSON text,
+//!   possibly built with `Fn::Sub` or `Fn::Join`), with `DefinitionSubstitutions`.
+//!
+//! What CloudFormation only knows at deploy time (`!Ref`, `!GetAtt`, `!Sub` of other resources,
+//! `${AWS::Region}`) becomes a *deferred* substitution: a stand-in shaped for its field, with no
+//! warning, since the template does give it a value.
+
+use crate::asl::diagnostic::JsonPointer;
+use crate::asl::substitution::Substitutions;
+use serde_json::{Map, Value};
+
+/// The resource types that are state machines.
+pub const STATE_MACHINE_TYPES: [&str; 2] = [
+    "AWS::Serverless::StateMachine",
+    "AWS::StepFunctions::StateMachine",
+];
+
+/// Where a template's state machine keeps its definition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefinitionSource {
+    /// `Definition`: the definition inline, at `pointer` in the template.
+    Inline {
+        /// The definition (intrinsics inside it already replaced by stand-ins).
+        value: Value,
+        /// Where it is in the template.
+        pointer: JsonPointer,
+    },
+    /// `DefinitionString`: JSON text, at `pointer` in the template.
+    Text {
+        /// The text, with `Fn::Join` parts joined (intrinsic parts as `${...}` placeholders).
+        text: String,
+        /// Where it is in the template.
+        pointer: JsonPointer,
+    },
+    /// `DefinitionUri` naming a local file (relative to the template's folder).
+    File(String),
+    /// A definition that cannot be read locally (an S3 location), with why.
+    Unreadable(String),
+}
+
+/// One state machine of a template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateMachine {
+    /// Its logical ID (the key under `Resources`).
+    pub logical_id: String,
+    /// Its resource type.
+    pub resource_type: String,
+    /// Where its definition is.
+    pub source: DefinitionSource,
+    /// Values for its placeholders; deploy-time values are deferred.
+    pub substitutions: Substitutions,
+    /// `Type` (`STANDARD` or `EXPRESS`), when the template says.
+    pub machine_type: Option<String>,
+}
+
+/// Whether a parsed file is a template holding at least one state machine.
+pub fn is_template_with_machines(value: &Value) -> bool {
+    value
+        .get("Resources")
+        .and_then(Value::as_object)
+        .is_some_and(|r| r.values().any(is_state_machine))
+}
+
+fn is_state_machine(resource: &Value) -> bool {
+    resource
+        .get("Type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| STATE_MACHINE_TYPES.contains(&t))
+}
+
+/// Every state machine the template declares, in the template's order.
+pub fn state_machines(template: &Value) -> Vec<TemplateMachine> {
+    let Some(resources) = template.get("Resources").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (id, resource) in resources {
+        if !is_state_machine(resource) {
+            continue;
+        }
+        let resource_type = resource["Type"].as_str().unwrap_or_default().to_owned();
+        let empty = Map::new();
+        let props = resource
+            .get("Properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let at = JsonPointer::root()
+            .key("Resources")
+            .key(id)
+            .key("Properties");
+        let mut subs = Substitutions::new();
+        if let Some(Value::Object(map)) = props.get("DefinitionSubstitutions") {
+            for (name, v) in map {
+                match v {
+                    Value::String(s) if !s.contains("${") => subs.insert(name, s),
+                    Value::Number(n) => subs.insert(name, n.to_string()),
+                    Value::Bool(b) => subs.insert(name, b.to_string()),
+                    // `!Ref`, `!GetAtt`, `!Sub`: known at deploy time.
+                    _ => subs.defer(name),
+                }
+            }
+        }
+        let source = if let Some(def) = props.get("Definition") {
+            let mut value = def.clone();
+            stand_in_intrinsics(&mut value, None);
+            DefinitionSource::Inline {
+                value,
+                pointer: at.key("Definition"),
+            }
+        } else if let Some(def) = props.get("DefinitionString") {
+            match definition_string(def, &mut subs) {
+                Some(text) => DefinitionSource::Text {
+                    text,
+                    pointer: at.key("DefinitionString"),
+                },
+                None => DefinitionSource::Unreadable(
+                    "DefinitionString is an intrinsic sfn-local cannot read (only a string, Fn::Sub and Fn::Join)".to_owned(),
+                ),
+            }
+        } else if let Some(uri) = props.get("DefinitionUri") {
+            match uri {
+                Value::String(s) if s.starts_with("s3://") => {
+                    DefinitionSource::Unreadable(format!("DefinitionUri {s} is in S3"))
+                }
+                Value::String(s) => DefinitionSource::File(s.clone()),
+                _ => DefinitionSource::Unreadable(
+                    "DefinitionUri is an S3 location (Bucket/Key)".to_owned(),
+                ),
+            }
+        } else if props.contains_key("DefinitionS3Location") {
+            DefinitionSource::Unreadable("DefinitionS3Location is in S3".to_owned())
+        } else {
+            DefinitionSource::Unreadable(
+                "no Definition, DefinitionString or DefinitionUri".to_owned(),
+            )
+        };
+        let machine_type = props
+            .get("Type")
+            .or_else(|| props.get("StateMachineType"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        out.push(TemplateMachine {
+            logical_id: id.clone(),
+            resource_type,
+            source,
+            substitutions: subs,
+            machine_type,
+        });
+    }
+    out
+}
+
+/// The text of a `DefinitionString`: a string, `Fn::Sub` (string, or [string, map]) or
+/// `Fn::Join` ([delimiter, [parts]]). Variables of `Fn::Sub` given as plain strings become
+/// values; the rest (other resources, pseudo parameters) are deferred.
+fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
+    match def {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(map) if map.len() == 1 => {
+            let (name, arg) = map.iter().next()?;
+            match (name.as_str(), arg) {
+                ("Fn::Sub", Value::String(s)) => {
+                    defer_all(s, subs);
+                    Some(s.clone())
+                }
+                ("Fn::Sub", Value::Array(items)) => {
+                    let s = items.first()?.as_str()?;
+                    if let Some(Value::Object(vars)) = items.get(1) {
+                        for (k, v) in vars {
+                            match v {
+                                Value::String(t) if !t.contains("${") => subs.insert(k, t),
+                                _ => subs.defer(k),
+                            }
+                        }
+                    }
+                    defer_all(s, subs);
+                    Some(s.to_owned())
+                }
+                ("Fn::Join", Value::Array(items)) => {
+                    let delimiter = items.first()?.as_str()?;
+                    let parts = items.get(1)?.as_array()?;
+                    let mut out = Vec::new();
+                    for (i, part) in parts.iter().enumerate() {
+                        match part {
+                            Value::String(s) => out.push(s.clone()),
+                            other => {
+                                let name = format!("{}{}", intrinsic_name(other), i);
+                                subs.defer(&name);
+                                out.push(format!("${{{name}}}"));
+                            }
+                        }
+                    }
+                    let text = out.join(delimiter);
+                    Some(text)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Defers every `${Name}` of `s` that has no value yet (Fn::Sub's references to parameters,
+/// resources and pseudo parameters).
+fn defer_all(s: &str, subs: &mut Substitutions) {
+    for name in crate::asl::substitution::placeholder_names(s) {
+        if subs.get(&name).is_none() {
+            subs.defer(&name);
+        }
+    }
+}
+
+/// A short name for an intrinsic, for stand-ins: `Ref-X`, `GetAtt-X`.
+fn intrinsic_name(v: &Value) -> String {
+    let Some((name, arg)) = v.as_object().and_then(|m| m.iter().next()) else {
+        return "Value".to_owned();
+    };
+    let what = name.trim_start_matches("Fn::");
+    let target = match arg {
+        Value::String(s) => s
+            .split(['.', ':', '$', '{', '}'])
+            .find(|p| !p.is_empty())
+            .unwrap_or(""),
+        Value::Array(items) => items.first().and_then(Value::as_str).unwrap_or(""),
+        _ => "",
+    };
+    let plain: String = format!("{what}-{target}")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    plain
+}
+
+/// Whether a value is a CloudFormation intrinsic: an object of one key, `Ref` or `Fn::...`.
+fn is_intrinsic(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| {
+        m.len() == 1
+            && m.keys()
+                .next()
+                .is_some_and(|k| k == "Ref" || k.starts_with("Fn::"))
+    })
+}
+
+/// Replaces intrinsics inside an inline definition with stand-ins shaped for their field (an
+/// ARN for `Resource` and `*Arn` fields, else a name).
+fn stand_in_intrinsics(v: &mut Value, key: Option<&str>) {
+    if is_intrinsic(v) {
+        let name = intrinsic_name(v);
+        *v = match key {
+            Some("Resource") => Value::String(format!(
+                "arn:aws:lambda:us-east-1:123456789012:function:{name}"
+            )),
+            Some(k) if k.ends_with("Arn") || k.ends_with("ARN") => Value::String(format!(
+                "arn:aws:states:us-east-1:123456789012:stateMachine:{name}"
+            )),
+            _ => Value::String(name),
+        };
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                stand_in_intrinsics(child, Some(k));
+            }
+        }
+        Value::Array(items) => {
+            for child in items {
+                stand_in_intrinsics(child, None);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn finds_sam_and_cloudformation_machines() {
+        let t = json!({"Resources": {
+            "Fn": {"Type": "AWS::Serverless::Function"},
+            "A": {"Type": "AWS::Serverless::StateMachine", "Properties": {
+                "DefinitionUri": "statemachine/a.asl.json",
+                "DefinitionSubstitutions": {"FnArn": {"Fn::GetAtt": ["Fn", "Arn"]}, "Table": "t"}}},
+            "B": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+                "DefinitionString": {"Fn::Sub": "{\"StartAt\": \"${AWS::Region}\"}"}}},
+            "C": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+                "DefinitionString": {"Fn::Join": ["", ["{\"R\": \"", {"Ref": "X"}, "\"}"]]}}},
+            "D": {"Type": "AWS::Serverless::StateMachine", "Properties": {
+                "Definition": {"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": {"Fn::GetAtt": ["Fn", "Arn"]}, "End": true}}}}}
+        }});
+        let found = state_machines(&t);
+        assert_eq!(found.len(), 4);
+        assert_eq!(
+            found[0].source,
+            DefinitionSource::File("statemachine/a.asl.json".into())
+        );
+        assert_eq!(found[0].substitutions.get("Table"), Some("t"));
+        assert!(found[0].substitutions.is_deferred("FnArn"));
+        assert!(found[1].substitutions.is_deferred("AWS::Region"));
+        match &found[2].source {
+            DefinitionSource::Text { text, .. } => assert_eq!(text, "{\"R\": \"${Ref-X1}\"}"),
+            other => panic!("{other:?}"),
+        }
+        match &found[3].source {
+            DefinitionSource::Inline { value, pointer } => {
+                assert_eq!(pointer.to_string(), "/Resources/D/Properties/Definition");
+                assert_eq!(
+                    value["States"]["S"]["Resource"],
+                    "arn:aws:lambda:us-east-1:123456789012:function:GetAtt-Fn"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

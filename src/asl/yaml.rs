@@ -1,0 +1,379 @@
+//! YAML definitions and templates: read into the same `serde_json::Value` a JSON definition
+//! gives, keeping where each value was written so diagnostics land at YAML line and column.
+//!
+//! Built on yaml-rust2's event parser (not a serde deserializer) because the events carry the
+//! source position of every node and keep the tags: CloudFormation's short forms (`!Ref X`,
+//! `!GetAtt A.B`, `!Sub ...`) become their long forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A",
+//! "B"]}`, `{"Fn::Sub": ...}`), as CloudFormation itself reads them.
+//!
+//! Scalars follow YAML 1.2's core schema: plain `null`/`~`/empty, `true`/`false`, integers and
+//! floats are typed; anything quoted or block-styled is a string. Aliases are expanded, with a
+//! bound on the expanded size so no input can exhaust memory.
+
+use crate::asl::diagnostic::JsonPointer;
+use crate::asl::source::NodeSpans;
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+use std::ops::Range;
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// Most nodes a document may expand to (aliases included): far above any real definition,
+/// far below what would exhaust memory.
+const MAX_NODES: usize = 1_000_000;
+/// Deepest nesting accepted (the JSON reader's limit is of the same order).
+const MAX_DEPTH: usize = 256;
+
+/// A YAML document read as JSON, with where each value was written.
+#[derive(Debug, Clone)]
+pub struct YamlDocument {
+    /// The value, as the same document written in JSON would give.
+    pub value: Value,
+    /// Byte spans of every node, by JSON pointer (keys of mapping entries included).
+    pub spans: HashMap<JsonPointer, NodeSpans>,
+}
+
+/// Why a text is not a YAML document we can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct YamlError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Whether a file name says YAML (`.yaml`, `.yml`).
+pub fn is_yaml_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".yaml") || lower.ends_with(".yml")
+}
+
+/// Whether text that is not named is more likely YAML than JSON: its first significant
+/// character does not open a JSON object or array.
+pub fn looks_like_yaml(text: &str) -> bool {
+    let body = text.trim_start_matches('\u{feff}');
+    let first = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    !matches!(first.and_then(|l| l.chars().next()), Some('{' | '[') | None)
+}
+
+/// Parses one YAML document (a stream holding more than one is an error).
+pub fn parse(text: &str) -> Result<YamlDocument, YamlError> {
+    let mut reader = Reader {
+        parser: Parser::new_from_str(text),
+        offsets: CharOffsets::new(text),
+        text,
+        spans: HashMap::new(),
+        anchors: HashMap::new(),
+        nodes: 0,
+    };
+    reader.document()
+}
+
+/// Char index → byte offset (yaml-rust2's markers count characters).
+struct CharOffsets {
+    /// Byte offset of every char, only built when the text is not ASCII.
+    table: Option<Vec<usize>>,
+    len: usize,
+}
+
+impl CharOffsets {
+    fn new(text: &str) -> Self {
+        CharOffsets {
+            table: (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect()),
+            len: text.len(),
+        }
+    }
+
+    fn byte(&self, char_index: usize) -> usize {
+        match &self.table {
+            None => char_index.min(self.len),
+            Some(t) => t.get(char_index).copied().unwrap_or(self.len),
+        }
+    }
+}
+
+struct Reader<'t> {
+    parser: Parser<std::str::Chars<'t>>,
+    offsets: CharOffsets,
+    text: &'t str,
+    spans: HashMap<JsonPointer, NodeSpans>,
+    anchors: HashMap<usize, Value>,
+    nodes: usize,
+}
+
+impl Reader<'_> {
+    fn error_at(&self, mark: &Marker, message: impl Into<String>) -> YamlError {
+        YamlError {
+            line: mark.line().max(1),
+            column: mark.col() + 1,
+            message: message.into(),
+        }
+    }
+
+    fn next(&mut self) -> Result<(Event, Marker), YamlError> {
+        self.parser.next_token().map_err(|e| YamlError {
+            line: e.marker().line().max(1),
+            column: e.marker().col() + 1,
+            message: e.info().to_owned(),
+        })
+    }
+
+    fn document(&mut self) -> Result<YamlDocument, YamlError> {
+        let mut value = None;
+        loop {
+            let (event, mark) = self.next()?;
+            match event {
+                Event::StreamStart | Event::DocumentStart | Event::DocumentEnd | Event::Nothing => {
+                }
+                Event::StreamEnd => break,
+                event => {
+                    if value.is_some() {
+                        return Err(self.error_at(
+                            &mark,
+                            "more than one YAML document: a definition is one document",
+                        ));
+                    }
+                    value = Some(self.node(event, mark, &JsonPointer::root(), None, 0)?);
+                }
+            }
+        }
+        Ok(YamlDocument {
+            value: value.unwrap_or(Value::Null),
+            spans: std::mem::take(&mut self.spans),
+        })
+    }
+
+    fn count(&mut self, mark: &Marker, n: usize) -> Result<(), YamlError> {
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > MAX_NODES {
+            return Err(self.error_at(mark, "the document expands to too many values (aliases?)"));
+        }
+        Ok(())
+    }
+
+    /// Reads the node that `event` starts; `key` is the span of its mapping key, if any.
+    fn node(
+        &mut self,
+        event: Event,
+        mark: Marker,
+        at: &JsonPointer,
+        key: Option<Range<usize>>,
+        depth: usize,
+    ) -> Result<Value, YamlError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error_at(&mark, "nested too deeply"));
+        }
+        self.count(&mark, 1)?;
+        let start = self.offsets.byte(mark.index());
+        let (value, end, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let len = text.len()
+                    + match style {
+                        TScalarStyle::SingleQuoted | TScalarStyle::DoubleQuoted => 2,
+                        _ => 0,
+                    };
+                let tag = tag.map(|t| (t.handle, t.suffix));
+                let value = scalar(text, style, tag.as_ref());
+                (value, (start + len).min(self.text.len()), anchor)
+            }
+            Event::SequenceStart(anchor, tag) => {
+                let mut items = Vec::new();
+                let end = loop {
+                    let (event, mark) = self.next()?;
+                    if let Event::SequenceEnd = event {
+                        break self.offsets.byte(mark.index());
+                    }
+                    let item_at = at.index(items.len());
+                    items.push(self.node(event, mark, &item_at, None, depth + 1)?);
+                };
+                (
+                    tagged(Value::Array(items), tag.map(|t| (t.handle, t.suffix))),
+                    end,
+                    anchor,
+                )
+            }
+            Event::MappingStart(anchor, tag) => {
+                let mut map = Map::new();
+                let end = loop {
+                    let (event, mark) = self.next()?;
+                    let name = match event {
+                        Event::MappingEnd => break self.offsets.byte(mark.index()),
+                        Event::Scalar(text, ..) => text,
+                        Event::Alias(id) => match self.anchors.get(&id) {
+                            Some(Value::String(s)) => s.clone(),
+                            _ => return Err(self.error_at(&mark, "a mapping key must be a string")),
+                        },
+                        _ => return Err(self.error_at(&mark, "a mapping key must be a string")),
+                    };
+                    let key_start = self.offsets.byte(mark.index());
+                    let key_span = key_start..(key_start + name.len()).min(self.text.len());
+                    let (event, vmark) = self.next()?;
+                    let member_at = at.key(&name);
+                    let value = self.node(event, vmark, &member_at, Some(key_span), depth + 1)?;
+                    // The last of a repeated key wins, as in JSON.
+                    map.insert(name, value);
+                };
+                (
+                    tagged(Value::Object(map), tag.map(|t| (t.handle, t.suffix))),
+                    end,
+                    anchor,
+                )
+            }
+            Event::Alias(id) => {
+                let Some(value) = self.anchors.get(&id).cloned() else {
+                    return Err(self.error_at(&mark, "an alias names no anchor"));
+                };
+                self.count(&mark, approximate_size(&value))?;
+                (value, start, 0)
+            }
+            other => {
+                return Err(self.error_at(&mark, format!("unexpected YAML event {other:?}")));
+            }
+        };
+        if anchor > 0 {
+            self.anchors.insert(anchor, value.clone());
+        }
+        self.spans.insert(
+            at.clone(),
+            NodeSpans {
+                key,
+                value: start..end.max(start),
+            },
+        );
+        Ok(value)
+    }
+}
+
+fn approximate_size(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(approximate_size).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(approximate_size).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// A scalar's value: typed when plain and untagged, else a string (or what its tag says).
+fn scalar(text: String, style: TScalarStyle, tag: Option<&(String, String)>) -> Value {
+    if let Some(tag) = tag {
+        let standard = tag.0 == "!!" || tag.0 == "tag:yaml.org,2002:";
+        return match (standard, tag.1.as_str()) {
+            (true, "str") => Value::String(text),
+            (true, _) => plain(text),
+            (false, _) => tagged(Value::String(text), Some(tag.clone())),
+        };
+    }
+    match style {
+        TScalarStyle::Plain => plain(text),
+        _ => Value::String(text),
+    }
+}
+
+/// YAML 1.2 core schema for a plain scalar.
+fn plain(text: String) -> Value {
+    match text.as_str() {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(i) = text.parse::<i64>() {
+            return Value::Number(i.into());
+        }
+    }
+    let numeric = digits
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && digits.bytes().any(|b| b.is_ascii_digit());
+    if numeric {
+        if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+            return Value::Number(n);
+        }
+    }
+    Value::String(text)
+}
+
+/// Applies a CloudFormation short-form tag: `!Ref x` is `{"Ref": x}`, `!GetAtt a.b` is
+/// `{"Fn::GetAtt": ["a", "b"]}`, `!Condition c` is `{"Condition": c}`, any other `!Name v`
+/// is `{"Fn::Name": v}`. Other tags leave the value as it is.
+fn tagged(value: Value, tag: Option<(String, String)>) -> Value {
+    let Some((handle, suffix)) = tag else {
+        return value;
+    };
+    if handle != "!" || suffix.is_empty() {
+        return value;
+    }
+    let (name, value) = match suffix.as_str() {
+        "Ref" | "Condition" => (suffix.clone(), value),
+        "GetAtt" => match value {
+            Value::String(s) => match s.split_once('.') {
+                Some((res, attr)) => ("Fn::GetAtt".to_owned(), serde_json::json!([res, attr])),
+                None => ("Fn::GetAtt".to_owned(), Value::String(s)),
+            },
+            other => ("Fn::GetAtt".to_owned(), other),
+        },
+        _ => (format!("Fn::{suffix}"), value),
+    };
+    let mut map = Map::new();
+    map.insert(name, value);
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_a_definition_with_types_and_positions() {
+        let text = "StartAt: A\nStates:\n  A:\n    Type: Pass\n    Result: {n: 1, f: 1.5, b: true, z: ~, s: '1'}\n    End: true\n";
+        let doc = parse(text).unwrap();
+        assert_eq!(
+            doc.value,
+            json!({"StartAt": "A", "States": {"A": {"Type": "Pass", "Result": {"n": 1, "f": 1.5, "b": true, "z": null, "s": "1"}, "End": true}}})
+        );
+        let at = JsonPointer::root().key("States").key("A").key("Type");
+        let node = &doc.spans[&at];
+        assert_eq!(&text[node.key.clone().unwrap()], "Type");
+        assert_eq!(&text[node.value.clone()], "Pass");
+    }
+
+    #[test]
+    fn cloudformation_short_forms_become_long_forms() {
+        let doc = parse(
+            "a: !Ref X\nb: !GetAtt Fn.Arn\nc: !Sub 'arn:${AWS::Region}'\nd: !Join ['', [a, b]]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.value,
+            json!({"a": {"Ref": "X"}, "b": {"Fn::GetAtt": ["Fn", "Arn"]}, "c": {"Fn::Sub": "arn:${AWS::Region}"}, "d": {"Fn::Join": ["", ["a", "b"]]}})
+        );
+    }
+
+    #[test]
+    fn bad_yaml_and_alias_bombs_are_errors() {
+        assert!(parse("a: [1, 2\n").is_err());
+        assert!(parse("a: 1\n---\nb: 2\n").is_err());
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n",
+                p = i - 1
+            ));
+        }
+        assert!(parse(&bomb).is_err());
+    }
+
+    #[test]
+    fn detects_yaml_by_content() {
+        assert!(!looks_like_yaml("  {\"a\": 1}"));
+        assert!(looks_like_yaml("# c\nStartAt: A\n"));
+    }
+}
