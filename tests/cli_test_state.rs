@@ -190,7 +190,7 @@ fn every_json_option_reads_file_urls_and_a_task_runs_its_bound_command() {
     let sb = Sandbox::new();
     let machine = sb.write(
         "machine.json",
-        r#"{"StartAt":"Price","States":{"Price":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","ResultSelector":{"price.$":"$.price","who.$":"$$.Execution.Name"},"End":true}}}"#,
+        r#"{"StartAt":"Price","States":{"Price":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","ResultSelector":{"price.$":"$.Payload.price","who.$":"$$.Execution.Name"},"End":true}}}"#,
     );
     let input = sb.write("input.json", r#"{"sku":"x"}"#);
     let context = sb.write("context.json", r#"{"Execution":{"Name":"e-1"}}"#);
