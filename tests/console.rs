@@ -354,11 +354,17 @@ impl Browser {
             .map(str::to_owned)
     }
 
+    /// The text of the element `css` selects, read in one script call: the page's live refresh
+    /// replaces elements, so a found element can be stale by the time its text is asked for.
     fn text(&self, css: &str) -> Option<String> {
-        let id = self.find(css)?;
-        self.call("GET", &format!("/element/{id}/text"), Value::Null)
-            .as_str()
-            .map(str::to_owned)
+        let script = "const e = document.querySelector(arguments[0]); return e ? e.textContent.trim() : null;";
+        self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": script, "args": [css]}),
+        )
+        .as_str()
+        .map(str::to_owned)
     }
 
     fn screenshot(&self, file: &std::path::Path) {

@@ -257,10 +257,19 @@ fn graph_of_an_invalid_definition_says_why_and_exits_2() {
 }
 
 #[test]
-fn graph_of_an_unknown_execution_exits_2() {
+fn graph_of_an_unknown_execution_is_execution_does_not_exist() {
     let sandbox = Sandbox::new();
+    // No database yet, then a database without that execution: both are AWS's error, with
+    // the exit status every command gives it.
     let out = sandbox.run(&["graph", "--execution-arn", "nope"]);
-    out.assert_error(2, "ExecutionDoesNotExist");
+    out.assert_error(15, "ExecutionDoesNotExist");
+    let file = sandbox.write(
+        "m.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    assert_eq!(sandbox.run(&["run", file.to_str().unwrap()]).code, 0);
+    let out = sandbox.run(&["graph", "--execution-arn", "nope"]);
+    out.assert_error(15, "ExecutionDoesNotExist");
 }
 
 /// The `<g>` tag of the state named `name` in an SVG, and its `<title>`.

@@ -283,11 +283,19 @@ fn bad_requests_get_aws_errors_and_store_nothing() {
     );
     assert_eq!((status, body["__type"].as_str()), (400, Some("InvalidArn")));
     let (status, body) = served.call("AWSStepFunctions.TestState", r#"{"definition": "{}"}"#);
-    assert_eq!(status, 400);
-    assert!(
-        body["message"].as_str().unwrap().contains("TestState"),
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("InvalidDefinition")),
         "{body}"
     );
+    // TestState is the engine's, the same as `sfn-local test-state`.
+    let (status, body) = served.call(
+        "AWSStepFunctions.TestState",
+        r#"{"definition": "{\"Type\":\"Pass\",\"Result\":{\"n\":1},\"End\":true}", "input": "{}"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "SUCCEEDED", "{body}");
+    assert_eq!(body["output"], r#"{"n":1}"#, "{body}");
     let (_, listed) = served.call("AWSStepFunctions.ListStateMachines", "{}");
     assert_eq!(listed["stateMachines"], serde_json::json!([]));
 }

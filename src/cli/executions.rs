@@ -94,7 +94,7 @@ fn fail(operation: &str, message: impl std::fmt::Display) -> ExitCode {
 }
 
 /// `ExecutionDoesNotExist`, naming the database looked in.
-fn no_execution(operation: &str, execution: &str, db: &std::path::Path) -> ExitCode {
+pub(crate) fn no_execution(operation: &str, execution: &str, db: &std::path::Path) -> ExitCode {
     refuse(
         operation,
         "ExecutionDoesNotExist",
@@ -107,7 +107,7 @@ fn no_execution(operation: &str, execution: &str, db: &std::path::Path) -> ExitC
 }
 
 /// Opens the database for a read about one execution: a missing database holds no execution.
-fn open_for(
+pub(crate) fn open_for(
     operation: &str,
     execution: &str,
     flag: Option<PathBuf>,

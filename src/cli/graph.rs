@@ -46,15 +46,17 @@ pub struct GraphArgs {
 /// Runs `graph`.
 pub fn run(args: GraphArgs) -> ExitCode {
     let (graph, overlay, name) = if let Some(arn) = &args.execution_arn {
-        let store = match db::open_for_reading(args.db.clone()) {
+        // The same answers as describe-execution: a missing database holds no execution.
+        const OP: &str = "DescribeExecution";
+        let store = match crate::cli::executions::open_for(OP, arn, args.db.clone()) {
             Ok(s) => s,
-            Err(e) => {
-                errln!("{e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
+            Err(code) => return code,
         };
         match ExecutionPicture::load(&store, arn, crate::clock::system_now()) {
             Ok(p) => (p.graph, Some(p.overlay), p.record.state_machine_name),
+            Err(crate::graph::GraphError::NoExecution(_)) => {
+                return crate::cli::executions::no_execution(OP, arn, store.path());
+            }
             Err(e) => {
                 errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
