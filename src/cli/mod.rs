@@ -33,6 +33,7 @@ macro_rules! err {
 
 pub mod db;
 pub mod executions;
+pub mod machines;
 pub mod report;
 pub mod resume;
 pub mod run;

@@ -3,7 +3,7 @@
 
 use crate::cli::run::{interrupted, report_outcome, RunFormat};
 use crate::cli::{db, EXIT_USAGE};
-use crate::engine::runner::{resume_executions, ResumeTarget, RunError};
+use crate::engine::runner::{resume_with_machines, ResumeTarget, RunError};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +27,10 @@ pub struct ResumeArgs {
     /// What to print: the output (text) or DescribeExecution's shape (json).
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
+    /// State machines that `states:startExecution*` tasks may start, besides those `run` knew
+    /// (stored with each execution).
+    #[command(flatten)]
+    pub machines: crate::cli::machines::MachineArgs,
 }
 
 /// Runs `resume`.
@@ -42,8 +46,15 @@ pub fn run(args: ResumeArgs) -> ExitCode {
         Some(arn) => ResumeTarget::One(arn),
         None => ResumeTarget::All,
     };
+    let machines = match args.machines.load(None) {
+        Ok(m) => m,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let notice = std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}"));
-    let resumed = match resume_executions(store.clone(), target, notice) {
+    let resumed = match resume_with_machines(store.clone(), target, notice, machines) {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),
         Err(e) => {

@@ -70,6 +70,9 @@ pub struct RunArgs {
     /// file `DIR/BUCKET/KEY`.
     #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
     pub s3_dir: Option<PathBuf>,
+    /// State machines that `states:startExecution*` tasks start as child executions.
+    #[command(flatten)]
+    pub machines: crate::cli::machines::MachineArgs,
 }
 
 /// Output formats of `run`.
@@ -105,7 +108,7 @@ fn region(flag: Option<String>) -> String {
 }
 
 /// The state machine name a file gives: `orders.asl.json` → `orders`.
-fn machine_name(path: &std::path::Path) -> String {
+pub(crate) fn machine_name(path: &std::path::Path) -> String {
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -233,12 +236,17 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         s3_dir: args.s3_dir.clone(),
         ..LocalTasks::default()
     };
+    let machines = match args.machines.load(None) {
+        Ok(m) => m,
+        Err(e) => return usage(e),
+    };
     for binding in &args.tasks {
         match parse_binding(binding) {
             Ok((state, command)) => {
-                let is_task = machine
-                    .all_states()
-                    .iter()
+                // A binding serves the state of that name in the machine or any child.
+                let is_task = std::iter::once(&machine)
+                    .chain(machines.values().map(|k| k.machine.as_ref()))
+                    .flat_map(|m| m.all_states())
                     .any(|s| s.name == state && s.type_name() == "Task");
                 if !is_task {
                     return usage(format!(
@@ -284,6 +292,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             max_history_events: args.max_history_events,
         },
         notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
+        machines,
     };
     let outcome = match run_execution(store.clone(), request) {
         Ok(o) => o,

@@ -6,6 +6,7 @@ use crate::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
+use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::map_journal::MapRunJournal;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
@@ -13,6 +14,7 @@ use crate::store::{NewExecution, Store, StoreError};
 use crate::tasks::callback::{NoticeFn, TokenBroker};
 use crate::tasks::LocalTasks;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -36,6 +38,8 @@ pub struct RunRequest {
     pub options: EngineOptions,
     /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
     pub notice: NoticeFn,
+    /// The state machines `states:startExecution*` tasks may start (`--machine`, `--machines`).
+    pub machines: KnownMachines,
 }
 
 /// Why an execution could not run to its end.
@@ -119,6 +123,13 @@ struct RunConfig {
     tasks: Vec<String>,
     max_history_events: i64,
     cwd: Option<String>,
+    /// The known state machines (name → definition), so a resumed execution can still start
+    /// (or find again) its children.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    machines: BTreeMap<String, String>,
+    /// The execution whose `states:startExecution*` task started this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -169,6 +180,25 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         .map(|t| request.info.start_time + (t as i64) * 1000);
     let owner = new_owner();
     let lease = lease_ms();
+    let children = LocalChildren::new(ChildSetup {
+        machines: request.machines.clone(),
+        store: Some(store.clone()),
+        owner: owner.clone(),
+        time_scale: request.time_scale,
+        tasks: LocalTasks {
+            mocks: Default::default(),
+            ..request.tasks.clone()
+        },
+        task_bindings: request.task_bindings.clone(),
+        options: request.options.clone(),
+        notice: request.notice.clone(),
+        region: request.info.region.clone(),
+        account: request.info.account.clone(),
+    });
+    let mut tasks = request.tasks;
+    if !request.machines.is_empty() {
+        tasks.children = children.tasks().children;
+    }
     let config = RunConfig {
         time_scale: request.time_scale,
         tasks: request.task_bindings.clone(),
@@ -176,6 +206,8 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         cwd: std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string()),
+        machines: children.definitions(),
+        parent: None,
     };
     store
         .create_execution(NewExecution {
@@ -201,14 +233,14 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         request.info,
         request.input,
         request.time_scale,
-        request.tasks,
+        tasks,
         request.options,
         request.notice,
         1,
         None,
         &owner,
     );
-    let mut outcomes = drive(&store, vec![engine], &owner, lease)?;
+    let mut outcomes = drive(&store, vec![engine], vec![children], &owner, lease)?;
     outcomes
         .pop()
         .ok_or_else(|| RunError::History("no outcome".into()))
@@ -253,6 +285,7 @@ fn build_engine(
 fn drive(
     store: &Arc<Store>,
     engines: Vec<Engine>,
+    children: Vec<Rc<LocalChildren>>,
     owner: &str,
     lease: i64,
 ) -> Result<Vec<Outcome>, RunError> {
@@ -261,13 +294,22 @@ fn drive(
         .build()?;
     let keeper = LeaseKeeper::start(store.clone(), owner.to_owned(), lease);
     let local = tokio::task::LocalSet::new();
-    let all = Box::pin(futures_util::future::join_all(engines.iter().map(
-        |engine| async move {
+    let children = &children;
+    let engines_ref = &engines;
+    let all = Box::pin(async move {
+        let done = futures_util::future::join_all(engines_ref.iter().map(|engine| async move {
             let outcome = engine.run().await;
             let committed = engine.committed().await;
             (outcome, committed)
-        },
-    )));
+        }))
+        .await;
+        // Children started by request-response tasks run on after their parents' tasks:
+        // the runner waits for them too.
+        for c in children {
+            c.settle().await;
+        }
+        done
+    });
     let result = local.block_on(&runtime, async {
         let interrupt = Box::pin(tokio::signal::ctrl_c());
         match futures_util::future::select(all, interrupt).await {
@@ -331,6 +373,17 @@ pub fn resume_executions(
     target: ResumeTarget,
     notice: NoticeFn,
 ) -> Result<Vec<Resumed>, RunError> {
+    resume_with_machines(store, target, notice, KnownMachines::new())
+}
+
+/// [`resume_executions`], with state machines known besides those stored with each execution
+/// (`resume --machine`, `--machines`; these win over stored ones of the same name).
+pub fn resume_with_machines(
+    store: Arc<Store>,
+    target: ResumeTarget,
+    notice: NoticeFn,
+    machines: KnownMachines,
+) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
     let lease = lease_ms();
     let now = system_now();
@@ -349,9 +402,26 @@ pub fn resume_executions(
                 )))
             }
         },
-        ResumeTarget::All => store.running_executions()?,
+        ResumeTarget::All => {
+            let running = store.running_executions()?;
+            let arns: std::collections::HashSet<String> =
+                running.iter().map(|r| r.execution_arn.clone()).collect();
+            // A child whose parent is running is found again by that parent.
+            let mut roots = Vec::new();
+            for r in running {
+                let parent = store
+                    .run_config(&r.execution_arn)?
+                    .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
+                    .and_then(|c| c.parent);
+                if !parent.is_some_and(|p| arns.contains(&p)) {
+                    roots.push(r);
+                }
+            }
+            roots
+        }
     };
     let mut engines = Vec::new();
+    let mut registries = Vec::new();
     let mut cwd = None;
     for record in records {
         if !store.acquire_lease(&record.execution_arn, &owner, now, now + lease)? {
@@ -367,11 +437,12 @@ pub fn resume_executions(
             continue;
         }
         let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(&store, record, notice.clone(), &owner);
+        let prepared = prepare_resume(&store, record, notice.clone(), &owner, &machines);
         match prepared {
-            Ok((engine, dir, recorded)) => {
+            Ok((engine, dir, recorded, children)) => {
                 cwd = cwd.or(dir);
                 engines.push((engine, recorded));
+                registries.extend(children);
             }
             Err(e) => {
                 let _ = store.release_lease(&arn, &owner);
@@ -388,7 +459,7 @@ pub fn resume_executions(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let outcomes = drive(&store, engines, &owner, lease)?;
+    let outcomes = drive(&store, engines, registries, &owner, lease)?;
     Ok(heads
         .into_iter()
         .zip(outcomes)
@@ -400,12 +471,15 @@ pub fn resume_executions(
         .collect())
 }
 
+type Prepared = (Engine, Option<String>, usize, Option<Rc<LocalChildren>>);
+
 fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
-) -> Result<(Engine, Option<String>, usize), RunError> {
+    extra: &KnownMachines,
+) -> Result<Prepared, RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
     let (machine, _) =
@@ -421,6 +495,8 @@ fn prepare_resume(
             tasks: Vec::new(),
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
             cwd: None,
+            machines: BTreeMap::new(),
+            parent: None,
         },
     };
     let mut tasks = LocalTasks::default();
@@ -443,6 +519,27 @@ fn prepare_resume(
         record.role_arn.as_deref(),
         record.start_date_ms,
     );
+    let options = EngineOptions {
+        max_history_events: config.max_history_events,
+    };
+    let mut known = crate::engine::children::compile_known(&config.machines);
+    known.extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
+    let children = (!known.is_empty()).then(|| {
+        let registry = LocalChildren::new(ChildSetup {
+            machines: known,
+            store: Some(store.clone()),
+            owner: owner.to_owned(),
+            time_scale: config.time_scale,
+            tasks: tasks.clone(),
+            task_bindings: config.tasks.clone(),
+            options: options.clone(),
+            notice: notice.clone(),
+            region: region.clone(),
+            account: account.clone(),
+        });
+        tasks.children = registry.tasks().children;
+        registry
+    });
     let events = store.history(&arn, false)?;
     let next_id = events.last().map_or(1, |e| e.id + 1);
     let recorded = events.len();
@@ -453,15 +550,88 @@ fn prepare_resume(
         input,
         config.time_scale,
         tasks,
-        EngineOptions {
-            max_history_events: config.max_history_events,
-        },
+        options,
         notice,
         next_id,
         Some(events),
         owner,
     );
-    Ok((engine, config.cwd, recorded))
+    Ok((engine, config.cwd, recorded, children))
+}
+
+/// Creates a child execution's row (owned by the parent's runner, naming its parent) and its
+/// engine, ready to run.
+pub(crate) fn create_child(
+    store: &Arc<Store>,
+    setup: &ChildSetup,
+    known: &KnownMachine,
+    info: ExecutionInfo,
+    input: Value,
+    tasks: LocalTasks,
+    parent: &str,
+) -> Result<Engine, RunError> {
+    let config = RunConfig {
+        time_scale: setup.time_scale,
+        tasks: setup.task_bindings.clone(),
+        max_history_events: setup.options.max_history_events,
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
+        machines: setup
+            .machines
+            .iter()
+            .map(|(n, m)| (n.clone(), m.definition.clone()))
+            .collect(),
+        parent: Some(parent.to_owned()),
+    };
+    let timeout_at = known
+        .machine
+        .timeout_seconds
+        .map(|t| info.start_time + (t as i64) * 1000);
+    // Blocks this thread for one commit: the child must exist before StartExecution answers.
+    store
+        .create_execution(NewExecution {
+            execution_arn: info.execution_arn.clone(),
+            name: info.name.clone(),
+            state_machine_arn: info.state_machine_arn.clone(),
+            state_machine_name: info.state_machine_name.clone(),
+            definition: known.definition.clone(),
+            input: input.to_string(),
+            start_date_ms: info.start_time,
+            role_arn: Some(info.role_arn.clone()),
+            timeout_at_ms: timeout_at,
+            position: None,
+            owner: Some(setup.owner.clone()),
+            lease_expires_at_ms: Some(system_now() + lease_ms()),
+            run_config: serde_json::to_string(&config).ok(),
+            events: Vec::new(),
+        })
+        .wait_blocking()?;
+    Ok(build_engine(
+        store,
+        known.machine.clone(),
+        info,
+        input,
+        setup.time_scale,
+        tasks,
+        setup.options.clone(),
+        setup.notice.clone(),
+        1,
+        None,
+        &setup.owner,
+    ))
+}
+
+/// The engine (and its own children's registry) of a child left RUNNING by a dead runner,
+/// for the resumed parent that finds it again; the caller holds its lease.
+pub(crate) fn resume_child(
+    store: &Arc<Store>,
+    record: crate::store::ExecutionRecord,
+    notice: NoticeFn,
+    owner: &str,
+) -> Result<(Engine, Option<Rc<LocalChildren>>), RunError> {
+    let (engine, _, _, children) = prepare_resume(store, record, notice, owner, &KnownMachines::new())?;
+    Ok((engine, children))
 }
 
 #[cfg(test)]
