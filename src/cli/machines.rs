@@ -54,10 +54,14 @@ impl MachineArgs {
             let dir = at(dir);
             let entries = std::fs::read_dir(&dir)
                 .map_err(|e| format!("--machines {}: {e}", dir.display()))?;
-            let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            let mut files: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
             files.sort();
             for file in files {
-                let name = file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = file
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 let skipped = name.ends_with(crate::cli::test::SPEC_SUFFIX)
                     || name.ends_with(crate::cli::test::MOCKS_SUFFIX)
                     || !name.ends_with(".json")

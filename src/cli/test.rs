@@ -249,21 +249,22 @@ fn execute(
         s3_dir: p.s3_dir.clone(),
         ..LocalTasks::default()
     };
-    let children = crate::engine::children::LocalChildren::new(crate::engine::children::ChildSetup {
-        machines: p.machines.clone(),
-        store: None,
-        owner: "sfn-local-test".into(),
-        time_scale: p.time_scale,
-        tasks: LocalTasks {
-            s3_dir: p.s3_dir.clone(),
-            ..LocalTasks::default()
-        },
-        task_bindings: Vec::new(),
-        options: EngineOptions::default(),
-        notice: Rc::new(|_: &str| {}),
-        region: "us-east-1".into(),
-        account: "123456789012".into(),
-    });
+    let children =
+        crate::engine::children::LocalChildren::new(crate::engine::children::ChildSetup {
+            machines: p.machines.clone(),
+            store: None,
+            owner: "sfn-local-test".into(),
+            time_scale: p.time_scale,
+            tasks: LocalTasks {
+                s3_dir: p.s3_dir.clone(),
+                ..LocalTasks::default()
+            },
+            task_bindings: Vec::new(),
+            options: EngineOptions::default(),
+            notice: Rc::new(|_: &str| {}),
+            region: "us-east-1".into(),
+            account: "123456789012".into(),
+        });
     if !p.machines.is_empty() {
         tasks.children = children.tasks().children;
     }

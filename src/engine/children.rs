@@ -16,7 +16,7 @@ use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::Engine;
 use crate::engine::history::{History, MemorySink};
 use crate::engine::EngineOptions;
-use crate::store::{ExecutionRecord, ExecutionStatus, Store, StopRequest};
+use crate::store::{ExecutionRecord, ExecutionStatus, StopRequest, Store};
 use crate::tasks::callback::NoticeFn;
 use crate::tasks::nested::{
     execution_already_exists, machine_does_not_exist, ChildEnded, ChildExecutions, ChildStarted,
@@ -47,8 +47,7 @@ pub fn compile_known(texts: &BTreeMap<String, String>) -> KnownMachines {
     texts
         .iter()
         .filter_map(|(name, text)| {
-            let (machine, _) =
-                crate::asl::compile_text(text, crate::asl::MachineType::Standard);
+            let (machine, _) = crate::asl::compile_text(text, crate::asl::MachineType::Standard);
             machine.map(|m| {
                 (
                     name.clone(),
@@ -262,11 +261,8 @@ impl LocalChildren {
                     };
                 }
                 let sink = MemorySink::default();
-                let history = History::new(
-                    1,
-                    Box::new(sink),
-                    self.setup.options.max_history_events,
-                );
+                let history =
+                    History::new(1, Box::new(sink), self.setup.options.max_history_events);
                 let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(self.setup.time_scale));
                 let start_date = info.start_time;
                 let engine = Engine::new(
@@ -365,7 +361,10 @@ impl ChildExecutions for LocalChildren {
         Box::pin(async move { result })
     }
 
-    fn wait(&self, execution_arn: &str) -> LocalBoxFuture<'static, Result<ChildEnded, StatesError>> {
+    fn wait(
+        &self,
+        execution_arn: &str,
+    ) -> LocalBoxFuture<'static, Result<ChildEnded, StatesError>> {
         let me = self.me.upgrade();
         let arn = execution_arn.to_owned();
         Box::pin(async move {

@@ -3,10 +3,10 @@
 
 use crate::asl::StateMachine;
 use crate::clock::{system_now, Clock, SystemClock};
+use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
-use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::map_journal::MapRunJournal;
 use crate::engine::store_sink::StoreSink;
 use crate::engine::EngineOptions;
@@ -630,7 +630,8 @@ pub(crate) fn resume_child(
     notice: NoticeFn,
     owner: &str,
 ) -> Result<(Engine, Option<Rc<LocalChildren>>), RunError> {
-    let (engine, _, _, children) = prepare_resume(store, record, notice, owner, &KnownMachines::new())?;
+    let (engine, _, _, children) =
+        prepare_resume(store, record, notice, owner, &KnownMachines::new())?;
     Ok((engine, children))
 }
 

@@ -70,10 +70,14 @@ pub struct ChildEnded {
 pub trait ChildExecutions {
     /// Starts `request` (or finds the child a resumed attempt started). Fails with AWS's
     /// `StepFunctions.StateMachineDoesNotExistException` for a machine it does not know.
-    fn start(&self, request: StartChild) -> LocalBoxFuture<'static, Result<ChildStarted, StatesError>>;
+    fn start(
+        &self,
+        request: StartChild,
+    ) -> LocalBoxFuture<'static, Result<ChildStarted, StatesError>>;
 
     /// Resolves when the child ends.
-    fn wait(&self, execution_arn: &str) -> LocalBoxFuture<'static, Result<ChildEnded, StatesError>>;
+    fn wait(&self, execution_arn: &str)
+        -> LocalBoxFuture<'static, Result<ChildEnded, StatesError>>;
 
     /// Stops a running child (its `.sync` parent task was stopped or aborted).
     fn stop(&self, execution_arn: &str);
@@ -148,9 +152,8 @@ pub fn start_request(
     // Input: an object as is, JSON text parsed, absent or null an empty object (as AWS).
     let input = match params.get("Input") {
         None | Some(Value::Null) => json!({}),
-        Some(Value::String(text)) => serde_json::from_str(text).map_err(|e| {
-            invalid(&format!("Invalid State Machine Execution Input: '{e}'"))
-        })?,
+        Some(Value::String(text)) => serde_json::from_str(text)
+            .map_err(|e| invalid(&format!("Invalid State Machine Execution Input: '{e}'")))?,
         Some(v) => v.clone(),
     };
     let name = match params.get("Name") {
@@ -163,7 +166,8 @@ pub fn start_request(
         }
     };
     // AWS's naming rules (as `run --name` checks them).
-    let bad_char = |c: char| c.is_whitespace() || c.is_control() || "<>{}[]?*\"#%\\^|~`$&,;:/".contains(c);
+    let bad_char =
+        |c: char| c.is_whitespace() || c.is_control() || "<>{}[]?*\"#%\\^|~`$&,;:/".contains(c);
     if name.is_empty() || name.chars().count() > 80 || name.chars().any(bad_char) {
         return Err(invalid(&format!("Invalid Name: '{name}'")));
     }

@@ -177,14 +177,11 @@ impl Engine {
                     retry_count: attempt,
                 };
                 let resumed = self.recorded(&scheduled_key).is_some();
-                let started = match crate::tasks::nested::start_request(
-                    &request,
-                    &scheduled_key,
-                    resumed,
-                ) {
-                    Ok(start) => children.start(start).await,
-                    Err(e) => Err(e),
-                };
+                let started =
+                    match crate::tasks::nested::start_request(&request, &scheduled_key, resumed) {
+                        Ok(start) => children.start(start).await,
+                        Err(e) => Err(e),
+                    };
                 match started {
                     Ok(started) => submitted = crate::tasks::nested::start_response(&started),
                     Err(e) => {

@@ -263,7 +263,12 @@ impl Engine {
             submitted: (!submitted_recorded).then_some(submitted_tx),
         };
         let job_prev = std::cell::Cell::new(prev);
-        let run = self.run_submitted(kind, self.tasks.run_job(request, job), submitted_rx, &job_prev);
+        let run = self.run_submitted(
+            kind,
+            self.tasks.run_job(request, job),
+            submitted_rx,
+            &job_prev,
+        );
         let result = match timeout {
             Some(secs) => {
                 let deadline = self.last_ts.get()
@@ -301,8 +306,9 @@ impl Engine {
                     None => std::future::pending().await,
                 }
             };
+            // The submission first: a job that ends at once has still been submitted.
             tokio::select! {
-                r = &mut run => return Ok(r),
+                biased;
                 response = waiting => {
                     submitted = None;
                     if let Some(response) = response {
@@ -313,6 +319,17 @@ impl Engine {
                         )?;
                         prev.set(id);
                     }
+                }
+                r = &mut run => {
+                    if let Some(Ok(response)) = submitted.as_mut().map(|rx| rx.try_recv()) {
+                        let id = self.push(
+                            prev.get(),
+                            EventType::TaskSubmitted,
+                            Some(integration_details(kind).payload("output", response.to_string()).build()),
+                        )?;
+                        prev.set(id);
+                    }
+                    return Ok(r);
                 }
             }
         }
