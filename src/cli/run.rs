@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// State machines that `states:startExecution*` tasks start as child executions.
     #[command(flatten)]
     pub machines: crate::cli::machines::MachineArgs,
+    /// Call a service's integrations at a local endpoint: SERVICE=URL (repeatable; `all=URL`
+    /// for one endpoint serving every service). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ...
+    #[arg(long = "endpoint", value_name = "SERVICE=URL")]
+    pub endpoints: Vec<String>,
 }
 
 /// Output formats of `run`.
@@ -240,6 +244,10 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage(e),
     };
+    match crate::tasks::aws::Endpoints::parse(&args.endpoints, |k| std::env::var(k).ok()) {
+        Ok(e) => tasks.endpoints = e,
+        Err(e) => return usage(e),
+    }
     for binding in &args.tasks {
         match parse_binding(binding) {
             Ok((state, command)) => {

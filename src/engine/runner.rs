@@ -130,6 +130,9 @@ struct RunConfig {
     /// The execution whose `states:startExecution*` task started this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent: Option<String>,
+    /// `--endpoint` bindings (`SERVICE=URL`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    endpoints: Vec<String>,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -208,6 +211,7 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
             .map(|d| d.display().to_string()),
         machines: children.definitions(),
         parent: None,
+        endpoints: tasks.endpoints.bindings(),
     };
     store
         .create_execution(NewExecution {
@@ -497,6 +501,7 @@ fn prepare_resume(
             cwd: None,
             machines: BTreeMap::new(),
             parent: None,
+            endpoints: Vec::new(),
         },
     };
     let mut tasks = LocalTasks::default();
@@ -505,6 +510,9 @@ fn prepare_resume(
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
         tasks.commands.insert(state, command);
     }
+    tasks.endpoints =
+        crate::tasks::aws::Endpoints::parse(&config.endpoints, |k| std::env::var(k).ok())
+            .map_err(|e| cannot(format!("its endpoints are invalid: {e}")))?;
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
     let (region, account) = match parts.as_slice() {
@@ -583,6 +591,7 @@ pub(crate) fn create_child(
             .map(|(n, m)| (n.clone(), m.definition.clone()))
             .collect(),
         parent: Some(parent.to_owned()),
+        endpoints: setup.tasks.endpoints.bindings(),
     };
     let timeout_at = known
         .machine

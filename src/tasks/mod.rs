@@ -4,8 +4,10 @@
 //! The engine hands a [`TaskRequest`] to a [`TaskRunner`] and gets the task's result or error
 //! back; timeouts and heartbeats are the engine's, not the runner's.
 
+pub mod aws;
 pub mod callback;
 pub mod command;
+pub mod lambda;
 pub mod mock;
 pub mod nested;
 pub mod s3;
@@ -65,6 +67,14 @@ pub trait TaskRunner {
         None
     }
 
+    /// Whether this runner calls the service behind `resource` itself (an endpoint): a
+    /// `.waitForTaskToken` task then makes the call as its submission (the message carrying
+    /// the token really goes out) and waits for the answer.
+    fn calls_service(&self, resource: &Resource) -> bool {
+        let _ = resource;
+        false
+    }
+
     /// The mocked answer to this invocation of `state`, when the state is mocked (each call
     /// counts one invocation); `None` runs the task for real. Running out of mocked answers is
     /// an error.
@@ -102,6 +112,8 @@ pub struct LocalTasks {
     pub s3_dir: Option<std::path::PathBuf>,
     /// Where `states:startExecution*` tasks run their children (`--machine`, `--machines`).
     pub children: Option<Children>,
+    /// Local AWS endpoints the service integrations call (`--endpoint SERVICE=URL`).
+    pub endpoints: aws::Endpoints,
 }
 
 /// The error of a Task that nothing on this machine can run.
@@ -109,7 +121,7 @@ pub fn unbound_task_error(state: &str, resource: &Resource) -> StatesError {
     let nested = if nested::is_start_execution(&resource.kind) {
         ", or make the state machine it starts known with --machine NAME=FILE or --machines DIR"
     } else {
-        ""
+        ", or point its service at a local endpoint with --endpoint SERVICE=URL"
     };
     StatesError::runtime(format!(
         "Task state '{state}' has no local binding for its resource {resource}: bind it to a command with --task '{state}=COMMAND' (the command reads the task input as JSON on stdin and prints its result as JSON on stdout){nested}"
@@ -123,6 +135,10 @@ impl TaskRunner for LocalTasks {
 
     fn children(&self) -> Option<std::rc::Rc<dyn nested::ChildExecutions>> {
         self.children.as_ref().map(|c| c.0.clone())
+    }
+
+    fn calls_service(&self, resource: &Resource) -> bool {
+        self.endpoints.serves(&resource.kind)
     }
 
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
@@ -143,6 +159,10 @@ impl TaskRunner for LocalTasks {
                         None => Err(StatesError::runtime("no child executions")),
                     }
                 })
+            }
+            None if self.endpoints.serves(&request.resource.kind) => {
+                let endpoints = self.endpoints.clone();
+                Box::pin(async move { endpoints.call(&request).await })
             }
             None => {
                 let e = unbound_task_error(&request.state_name, &request.resource);

@@ -163,6 +163,27 @@ impl Engine {
                         return Err(Failed::new(e, prev));
                     }
                 }
+            } else if self.tasks.calls_service(&t.resource) {
+                // The integration's own call is the submission: the message carrying the
+                // token really goes out (sqs:sendMessage.waitForTaskToken, ...).
+                let request = TaskRequest {
+                    state_name: cx.state.name.clone(),
+                    resource: t.resource.clone(),
+                    input: parameters,
+                    execution_arn: self.info.execution_arn.clone(),
+                    retry_count: attempt,
+                };
+                match self.tasks.run(request).await {
+                    Ok(response) => submitted = response,
+                    Err(e) => {
+                        let prev = self.push(
+                            prev,
+                            events.failed,
+                            Some(integration_details(kind).error(&e).build()),
+                        )?;
+                        return Err(Failed::new(e, prev));
+                    }
+                }
             } else if let Some(children) = self
                 .tasks
                 .children()
