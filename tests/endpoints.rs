@@ -181,19 +181,17 @@ fn sqs_wait_for_task_token_is_answered_by_a_queue_worker() {
     ]);
     // The worker: the AWS CLI reads the queue, sfn-local answers with the token.
     let aws = deps_python_bin("aws");
-    let worker = format!(
-        r#"set -e
+    let worker = r#"set -e
 until body=$("$AWS" --endpoint-url "$URL" sqs receive-message --queue-url "$QUEUE" --wait-time-seconds 1 --query 'Messages[0].Body' --output text) && [ "$body" != "None" ] && [ -n "$body" ]; do sleep 0.2; done
 token=$(printf '%s' "$body" | sed 's/.*"token":"\([^"]*\)".*/\1/')
 n=$(printf '%s' "$body" | sed 's/.*"n":\([0-9]*\).*/\1/')
-"$SFN_LOCAL" send-task-success --task-token "$token" --task-output "{{\"doubled\":$((n * 2))}}"
-"#
-    );
+"$SFN_LOCAL" send-task-success --task-token "$token" --task-output "{\"doubled\":$((n * 2))}"
+"#;
     let mut w = sb.command();
     let status = w.args(["--version"]).status().expect("sfn-local");
     assert!(status.success());
     let worker_out = Command::new("sh")
-        .args(["-c", &worker])
+        .args(["-c", worker])
         .env("AWS", &aws)
         .env("URL", &moto.url)
         .env("QUEUE", &queue)
