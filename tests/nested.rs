@@ -142,7 +142,7 @@ fn wait_for_task_token_waits_for_the_child_to_answer() {
     let sb = Sandbox::with_workers();
     sb.write(
         "answering.asl.json",
-        r#"{"StartAt":"Answer","States":{"Answer":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}}}"#,
+        r#"{"StartAt":"Answer","States":{"Answer":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","End":true}}}"#,
     );
     let parent = sb.write(
         "parent.asl.json",
