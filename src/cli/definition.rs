@@ -298,22 +298,7 @@ pub fn load_for_run(
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
     };
     let (text, definition) = load_file(path, MachineType::Standard, cli, Unresolved::Refuse)?;
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "StateMachine".into());
-    let name = [
-        ".asl.json",
-        ".asl.yaml",
-        ".asl.yml",
-        ".json",
-        ".yaml",
-        ".yml",
-    ]
-    .iter()
-    .find_map(|s| file.strip_suffix(s))
-    .unwrap_or(&file)
-    .to_owned();
+    let name = machine_name(path);
     Ok((
         LoadedFile {
             label: path.display().to_string(),
@@ -337,4 +322,25 @@ impl LoadedFile {
             self.definition.json.clone()
         }
     }
+}
+
+/// A state machine's name from its file: the file name without `.asl.json`, `.asl.yaml`,
+/// `.json`, ... (as `run` names machines, and `--machines DIR` knows them).
+pub(crate) fn machine_name(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "StateMachine".into());
+    [
+        ".asl.json",
+        ".asl.yaml",
+        ".asl.yml",
+        ".json",
+        ".yaml",
+        ".yml",
+    ]
+    .iter()
+    .find_map(|s| file.strip_suffix(s))
+    .unwrap_or(&file)
+    .to_owned()
 }

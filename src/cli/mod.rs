@@ -37,6 +37,7 @@ pub mod db;
 pub mod definition;
 pub mod executions;
 pub mod graph;
+pub mod machines;
 pub mod output;
 pub mod param;
 pub mod progress;

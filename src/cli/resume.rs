@@ -37,6 +37,10 @@ pub struct ResumeArgs {
     /// With the progress display, also print one line per finished state.
     #[arg(long, short)]
     pub verbose: bool,
+    /// State machines that `states:startExecution*` tasks may start, besides those `run` knew
+    /// (stored with each execution).
+    #[command(flatten)]
+    pub machines: crate::cli::machines::MachineArgs,
 }
 
 /// Runs `resume`.
@@ -92,6 +96,13 @@ pub fn run(args: ResumeArgs) -> ExitCode {
         Some(arn) => ResumeTarget::One(arn),
         None => ResumeTarget::All,
     };
+    let machines = match args.machines.load(None) {
+        Ok(m) => m,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let notice = std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}"));
     let watched = match &target {
         ResumeTarget::One(arn) => vec![arn.clone()],
@@ -104,7 +115,7 @@ pub fn run(args: ResumeArgs) -> ExitCode {
     };
     let progress = crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json)
         .then(|| crate::cli::progress::Progress::start(store.clone(), watched, args.verbose));
-    let resumed = resume_executions_with(store.clone(), target, notice, &bindings);
+    let resumed = resume_executions_with(store.clone(), target, notice, &bindings, machines);
     drop(progress);
     let resumed = match resumed {
         Ok(r) => r,

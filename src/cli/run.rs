@@ -96,6 +96,13 @@ pub struct RunArgs {
     /// With the progress display, also print one line per finished state.
     #[arg(long, short)]
     pub verbose: bool,
+    /// State machines that `states:startExecution*` tasks start as child executions.
+    #[command(flatten)]
+    pub machines: crate::cli::machines::MachineArgs,
+    /// Call a service's integrations at a local endpoint: SERVICE=URL (repeatable; `all=URL`
+    /// for one endpoint serving every service). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ...
+    #[arg(long = "endpoint", value_name = "SERVICE=URL")]
+    pub endpoints: Vec<String>,
 }
 
 /// Output formats of `run`.
@@ -176,11 +183,16 @@ fn load_mocks(
 /// executable. Each command is told the database (`SFN_LOCAL_DB`) its workers must answer.
 pub(crate) fn bind_tasks(
     machine: &asl::StateMachine,
+    children: &crate::engine::children::KnownMachines,
     bindings: &[String],
     db_path: &std::path::Path,
 ) -> Result<std::collections::HashMap<String, crate::tasks::command::CommandLine>, String> {
     let mut commands = std::collections::HashMap::new();
-    let states = machine.all_states();
+    // A binding serves the state of that name in the machine or any machine it may start.
+    let states: Vec<&asl::model::State> = std::iter::once(machine)
+        .chain(children.values().map(|k| k.machine.as_ref()))
+        .flat_map(|m| m.all_states())
+        .collect();
     for binding in bindings {
         let (state, command) = parse_binding(binding).map_err(|e| e.to_string())?;
         let is_task = states
@@ -298,8 +310,16 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         s3_dir: args.s3_dir.clone(),
         ..LocalTasks::default()
     };
+    let machines = match args.machines.load(None) {
+        Ok(m) => m,
+        Err(e) => return usage(e),
+    };
+    match crate::tasks::aws::Endpoints::parse(&args.endpoints, |k| std::env::var(k).ok()) {
+        Ok(e) => tasks.endpoints = e,
+        Err(e) => return usage(e),
+    }
     let db_path = db::resolve(args.db.clone());
-    match bind_tasks(&machine, &args.tasks, &db_path) {
+    match bind_tasks(&machine, &machines, &args.tasks, &db_path) {
         Ok(commands) => tasks.commands = commands,
         Err(e) => return usage(e),
     }
@@ -363,6 +383,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             max_history_events: args.max_history_events,
         },
         notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
+        machines,
     };
     let progress =
         crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json).then(|| {

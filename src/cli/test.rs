@@ -85,6 +85,10 @@ pub struct TestArgs {
     /// file `DIR/BUCKET/KEY`.
     #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
     pub s3_dir: Option<PathBuf>,
+    /// State machines that `states:startExecution*` tasks start as child executions (in
+    /// memory, like the case itself).
+    #[command(flatten)]
+    pub machines: crate::cli::machines::MachineArgs,
 }
 
 /// One case, ready to run.
@@ -104,6 +108,7 @@ struct Prepared {
     s3_dir: Option<PathBuf>,
     /// A `"state"` case: the TestState request it makes.
     test_state: Option<TestStateRequest>,
+    machines: crate::engine::children::KnownMachines,
 }
 
 /// How one case went.
@@ -247,6 +252,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                     time_scale: scale,
                     s3_dir: None,
                     test_state,
+                    machines: Default::default(),
                 })
             })();
             Job {
@@ -544,12 +550,31 @@ fn execute(
         None,
         system_now(),
     );
-    let tasks = LocalTasks {
+    let mut tasks = LocalTasks {
         mocks: p.mocks.clone(),
         s3_dir: p.s3_dir.clone(),
         mocks_only: true,
         ..LocalTasks::default()
     };
+    let children =
+        crate::engine::children::LocalChildren::new(crate::engine::children::ChildSetup {
+            machines: p.machines.clone(),
+            store: None,
+            owner: "sfn-local-test".into(),
+            time_scale: p.time_scale,
+            tasks: LocalTasks {
+                s3_dir: p.s3_dir.clone(),
+                ..LocalTasks::default()
+            },
+            task_bindings: Vec::new(),
+            options: EngineOptions::default(),
+            notice: Rc::new(|_: &str| {}),
+            region: "us-east-1".into(),
+            account: "123456789012".into(),
+        });
+    if !p.machines.is_empty() {
+        tasks.children = children.tasks().children;
+    }
     let local = tokio::task::LocalSet::new();
     let run = run_in_memory(
         p.machine.clone(),
@@ -559,6 +584,11 @@ fn execute(
         Rc::new(tasks),
         EngineOptions::default(),
     );
+    let run = async {
+        let done = run.await;
+        children.settle().await;
+        done
+    };
     local
         .block_on(&runtime, async { tokio::time::timeout(limit, run).await })
         .map_err(|_| {
@@ -764,9 +794,17 @@ pub fn run(args: TestArgs) -> ExitCode {
         .iter()
         .flat_map(|s| load_spec(s, args.time_scale))
         .collect();
+    let machines = match args.machines.load(None) {
+        Ok(m) => m,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     for job in &mut jobs {
         if let Ok(p) = &mut job.prepared {
             p.s3_dir = args.s3_dir.clone();
+            p.machines = machines.clone();
         }
     }
     let workers = args

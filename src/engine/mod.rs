@@ -3,6 +3,7 @@
 //! injectable [`crate::clock::Clock`]. Events go out through [`history::History`] to a sink (the
 //! store), in AWS's shape.
 
+pub mod children;
 pub mod context;
 pub mod diagnosis;
 pub mod execution;

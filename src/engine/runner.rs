@@ -3,6 +3,7 @@
 
 use crate::asl::StateMachine;
 use crate::clock::{system_now, Clock, SystemClock};
+use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
 use crate::engine::history::History;
@@ -14,6 +15,7 @@ use crate::tasks::callback::{HandlerSet, NoticeFn, TokenBroker};
 use crate::tasks::managed::{HeartbeatMode, ManagedBindings, ManagedOptions};
 use crate::tasks::LocalTasks;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -41,6 +43,8 @@ pub struct RunRequest {
     pub options: EngineOptions,
     /// Where to report task tokens issued, workers' stderr and exits (`run` prints to stderr).
     pub notice: NoticeFn,
+    /// The state machines `states:startExecution*` tasks may start (`--machine`, `--machines`).
+    pub machines: KnownMachines,
 }
 
 /// Why an execution could not run to its end.
@@ -141,6 +145,16 @@ struct RunConfig {
     /// `--kill-after` for them, in milliseconds.
     #[serde(default)]
     kill_after_ms: Option<u64>,
+    /// The known state machines (name → definition), so a resumed execution can still start
+    /// (or find again) its children.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    machines: BTreeMap<String, String>,
+    /// The execution whose `states:startExecution*` task started this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+    /// `--endpoint` bindings (`SERVICE=URL`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    endpoints: Vec<String>,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -188,11 +202,36 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
     }
     let owner = new_owner();
     let lease = lease_ms();
-    let (row, request) = execution_row(request, &owner, lease);
+    let children = LocalChildren::new(ChildSetup {
+        machines: request.machines.clone(),
+        store: Some(store.clone()),
+        owner: owner.clone(),
+        time_scale: request.time_scale,
+        tasks: LocalTasks {
+            mocks: Default::default(),
+            ..request.tasks.clone()
+        },
+        task_bindings: request.task_bindings.clone(),
+        options: request.options.clone(),
+        notice: request.notice.clone(),
+        region: request.info.region.clone(),
+        account: request.info.account.clone(),
+    });
+    let (row, mut request) = execution_row(request, &owner, lease);
     store.create_execution(row).wait_blocking()?;
+    if !request.machines.is_empty() {
+        request.tasks.children = children.tasks().children;
+    }
     let handlers = HandlerSet::default();
     let engine = engine_for(&store, request, &owner, &handlers);
-    let mut outcomes = drive(&store, vec![engine], &handlers, &owner, lease)?;
+    let mut outcomes = drive(
+        &store,
+        vec![engine],
+        vec![children],
+        &handlers,
+        &owner,
+        lease,
+    )?;
     outcomes
         .pop()
         .ok_or_else(|| RunError::History("no outcome".into()))
@@ -239,8 +278,9 @@ pub fn resume_engine(
         &Bindings::new(),
         &ResumeTarget::All,
         &HandlerSet::default(),
+        &KnownMachines::new(),
     ) {
-        Ok((engine, _, _)) => Ok(Some(engine)),
+        Ok((engine, _, _, _)) => Ok(Some(engine)),
         Err(e) => {
             let _ = store.release_lease(&arn, owner);
             Err(e)
@@ -264,6 +304,13 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         workers: request.worker_bindings.clone(),
         manual_heartbeat: request.workers.options.heartbeat == HeartbeatMode::Manual,
         kill_after_ms: Some(request.workers.options.kill_after.as_millis() as u64),
+        machines: request
+            .machines
+            .iter()
+            .map(|(n, m)| (n.clone(), m.definition.clone()))
+            .collect(),
+        parent: None,
+        endpoints: request.tasks.endpoints.bindings(),
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -349,6 +396,7 @@ fn build_engine(
 fn drive(
     store: &Arc<Store>,
     engines: Vec<Engine>,
+    children: Vec<Rc<LocalChildren>>,
     handlers: &HandlerSet,
     owner: &str,
     lease: i64,
@@ -358,13 +406,22 @@ fn drive(
         .build()?;
     let keeper = LeaseKeeper::start(store.clone(), owner.to_owned(), lease);
     let local = tokio::task::LocalSet::new();
-    let all = Box::pin(futures_util::future::join_all(engines.iter().map(
-        |engine| async move {
+    let children = &children;
+    let engines_ref = &engines;
+    let all = Box::pin(async move {
+        let done = futures_util::future::join_all(engines_ref.iter().map(|engine| async move {
             let outcome = engine.run().await;
             let committed = engine.committed().await;
             (outcome, committed)
-        },
-    )));
+        }))
+        .await;
+        // Children started by request-response tasks run on after their parents' tasks:
+        // the runner waits for them too.
+        for c in children {
+            c.settle().await;
+        }
+        done
+    });
     let result = local.block_on(&runtime, async {
         // Ctrl-C, or SIGTERM (`kill`, a CI runner cancelling a job): both leave the
         // executions RUNNING and resumable.
@@ -451,7 +508,13 @@ pub fn resume_executions(
     target: ResumeTarget,
     notice: NoticeFn,
 ) -> Result<Vec<Resumed>, RunError> {
-    resume_executions_with(store, target, notice, &Bindings::new())
+    resume_executions_with(
+        store,
+        target,
+        notice,
+        &Bindings::new(),
+        KnownMachines::new(),
+    )
 }
 
 /// `--task` bindings given to `resume`: state name → command (its program path absolute).
@@ -459,12 +522,15 @@ pub type Bindings = std::collections::HashMap<String, crate::tasks::command::Com
 
 /// Like [`resume_executions`], with `bindings` supplied or replacing the ones `run` stored,
 /// for the Task states of that name (a binding naming no Task state of a resumed machine is
-/// refused when one execution is resumed).
+/// refused when one execution is resumed), and state machines known besides those stored with
+/// each execution (`resume --machine`, `--machines`; these win over stored ones of the same
+/// name).
 pub fn resume_executions_with(
     store: Arc<Store>,
     target: ResumeTarget,
     notice: NoticeFn,
     bindings: &Bindings,
+    machines: KnownMachines,
 ) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
     let lease = lease_ms();
@@ -485,9 +551,26 @@ pub fn resume_executions_with(
                 })
             }
         },
-        ResumeTarget::All => store.running_executions()?,
+        ResumeTarget::All => {
+            let running = store.running_executions()?;
+            let arns: std::collections::HashSet<String> =
+                running.iter().map(|r| r.execution_arn.clone()).collect();
+            // A child whose parent is running is found again by that parent.
+            let mut roots = Vec::new();
+            for r in running {
+                let parent = store
+                    .run_config(&r.execution_arn)?
+                    .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
+                    .and_then(|c| c.parent);
+                if !parent.is_some_and(|p| arns.contains(&p)) {
+                    roots.push(r);
+                }
+            }
+            roots
+        }
     };
     let mut engines = Vec::new();
+    let mut registries = Vec::new();
     let mut cwd = None;
     let handlers = HandlerSet::default();
     for record in records {
@@ -512,11 +595,13 @@ pub fn resume_executions_with(
             bindings,
             &target,
             &handlers,
+            &machines,
         );
         match prepared {
-            Ok((engine, dir, recorded)) => {
+            Ok((engine, dir, recorded, children)) => {
                 cwd = cwd.or(dir);
                 engines.push((engine, recorded));
+                registries.extend(children);
             }
             Err(e) => {
                 let _ = store.release_lease(&arn, &owner);
@@ -533,7 +618,7 @@ pub fn resume_executions_with(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let outcomes = drive(&store, engines, &handlers, &owner, lease)?;
+    let outcomes = drive(&store, engines, registries, &handlers, &owner, lease)?;
     Ok(heads
         .into_iter()
         .zip(outcomes)
@@ -545,6 +630,9 @@ pub fn resume_executions_with(
         .collect())
 }
 
+type Prepared = (Engine, Option<String>, usize, Option<Rc<LocalChildren>>);
+
+#[allow(clippy::too_many_arguments)]
 fn prepare_resume(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
@@ -553,7 +641,8 @@ fn prepare_resume(
     bindings: &Bindings,
     target: &ResumeTarget,
     handlers: &HandlerSet,
-) -> Result<(Engine, Option<String>, usize), RunError> {
+    extra: &KnownMachines,
+) -> Result<Prepared, RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
     let (machine, _) =
@@ -572,6 +661,9 @@ fn prepare_resume(
             workers: Vec::new(),
             manual_heartbeat: false,
             kill_after_ms: None,
+            machines: BTreeMap::new(),
+            parent: None,
+            endpoints: Vec::new(),
         },
     };
     let mut tasks = LocalTasks::default();
@@ -619,6 +711,9 @@ fn prepare_resume(
             .map_err(|e| cannot(format!("its worker binding {binding:?} is invalid: {e}")))?;
         workers.commands.insert(state, command);
     }
+    tasks.endpoints =
+        crate::tasks::aws::Endpoints::parse(&config.endpoints, |k| std::env::var(k).ok())
+            .map_err(|e| cannot(format!("its endpoints are invalid: {e}")))?;
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
     let (region, account) = match parts.as_slice() {
@@ -637,6 +732,27 @@ fn prepare_resume(
         u32::try_from(record.redrive_count).unwrap_or(u32::MAX),
         record.redrive_date_ms,
     );
+    let options = EngineOptions {
+        max_history_events: config.max_history_events,
+    };
+    let mut known = crate::engine::children::compile_known(&config.machines);
+    known.extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
+    let children = (!known.is_empty()).then(|| {
+        let registry = LocalChildren::new(ChildSetup {
+            machines: known,
+            store: Some(store.clone()),
+            owner: owner.to_owned(),
+            time_scale: config.time_scale,
+            tasks: tasks.clone(),
+            task_bindings: config.tasks.clone(),
+            options: options.clone(),
+            notice: notice.clone(),
+            region: region.clone(),
+            account: account.clone(),
+        });
+        tasks.children = registry.tasks().children;
+        registry
+    });
     let events = store.history(&arn, false)?;
     let next_id = events.last().map_or(1, |e| e.id + 1);
     let recorded = events.len();
@@ -648,15 +764,102 @@ fn prepare_resume(
         config.time_scale,
         tasks,
         (workers, handlers),
-        EngineOptions {
-            max_history_events: config.max_history_events,
-        },
+        options,
         notice,
         next_id,
         Some(events),
         owner,
     );
-    Ok((engine, config.cwd, recorded))
+    Ok((engine, config.cwd, recorded, children))
+}
+
+/// Creates a child execution's row (owned by the parent's runner, naming its parent) and its
+/// engine, ready to run.
+pub(crate) fn create_child(
+    store: &Arc<Store>,
+    setup: &ChildSetup,
+    known: &KnownMachine,
+    info: ExecutionInfo,
+    input: Value,
+    tasks: LocalTasks,
+    parent: &str,
+) -> Result<Engine, RunError> {
+    let config = RunConfig {
+        time_scale: setup.time_scale,
+        tasks: setup.task_bindings.clone(),
+        max_history_events: setup.options.max_history_events,
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
+        machines: setup
+            .machines
+            .iter()
+            .map(|(n, m)| (n.clone(), m.definition.clone()))
+            .collect(),
+        parent: Some(parent.to_owned()),
+        endpoints: setup.tasks.endpoints.bindings(),
+        workers: Vec::new(),
+        manual_heartbeat: false,
+        kill_after_ms: None,
+    };
+    let timeout_at = known
+        .machine
+        .timeout_seconds
+        .map(|t| info.start_time + (t as i64) * 1000);
+    // Blocks this thread for one commit: the child must exist before StartExecution answers.
+    store
+        .create_execution(NewExecution {
+            execution_arn: info.execution_arn.clone(),
+            name: info.name.clone(),
+            state_machine_arn: info.state_machine_arn.clone(),
+            state_machine_name: info.state_machine_name.clone(),
+            definition: known.definition.clone(),
+            input: input.to_string(),
+            start_date_ms: info.start_time,
+            role_arn: Some(info.role_arn.clone()),
+            timeout_at_ms: timeout_at,
+            position: None,
+            owner: Some(setup.owner.clone()),
+            lease_expires_at_ms: Some(system_now() + lease_ms()),
+            run_config: serde_json::to_string(&config).ok(),
+            events: Vec::new(),
+        })
+        .wait_blocking()?;
+    Ok(build_engine(
+        store,
+        known.machine.clone(),
+        info,
+        input,
+        setup.time_scale,
+        tasks,
+        (ManagedBindings::default(), &HandlerSet::default()),
+        setup.options.clone(),
+        setup.notice.clone(),
+        1,
+        None,
+        &setup.owner,
+    ))
+}
+
+/// The engine (and its own children's registry) of a child left RUNNING by a dead runner,
+/// for the resumed parent that finds it again; the caller holds its lease.
+pub(crate) fn resume_child(
+    store: &Arc<Store>,
+    record: crate::store::ExecutionRecord,
+    notice: NoticeFn,
+    owner: &str,
+) -> Result<(Engine, Option<Rc<LocalChildren>>), RunError> {
+    let (engine, _, _, children) = prepare_resume(
+        store,
+        record,
+        notice,
+        owner,
+        &Bindings::new(),
+        &ResumeTarget::All,
+        &HandlerSet::default(),
+        &KnownMachines::new(),
+    )?;
+    Ok((engine, children))
 }
 
 #[cfg(test)]

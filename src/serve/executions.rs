@@ -167,6 +167,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         task_bindings: bindings,
         workers: Default::default(),
         worker_bindings: Vec::new(),
+        machines: Default::default(),
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
         },

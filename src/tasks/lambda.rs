@@ -61,34 +61,47 @@ pub fn invoke_response(payload: Value) -> Value {
         chrono::Utc::now().timestamp(),
         &random[..24]
     );
-    json!({
-        "ExecutedVersion": "$LATEST",
-        "Payload": payload,
-        "SdkHttpMetadata": {
-            "AllHttpHeaders": {
-                "X-Amz-Executed-Version": ["$LATEST"],
-                "x-amzn-Remapped-Content-Length": ["0"],
-                "Connection": ["keep-alive"],
-                "x-amzn-RequestId": [request_id],
-                "Content-Length": [length],
-                "Date": [date],
-                "X-Amzn-Trace-Id": [trace],
-                "Content-Type": ["application/json"]
-            },
-            "HttpHeaders": {
-                "Connection": "keep-alive",
-                "Content-Length": length,
-                "Content-Type": "application/json",
-                "Date": date,
-                "X-Amz-Executed-Version": "$LATEST",
-                "x-amzn-Remapped-Content-Length": "0",
-                "x-amzn-RequestId": request_id,
-                "X-Amzn-Trace-Id": trace
-            },
-            "HttpStatusCode": 200
+    let metadata = json!({
+        "AllHttpHeaders": {
+            "X-Amz-Executed-Version": ["$LATEST"],
+            "x-amzn-Remapped-Content-Length": ["0"],
+            "Connection": ["keep-alive"],
+            "x-amzn-RequestId": [request_id],
+            "Content-Length": [length],
+            "Date": [date],
+            "X-Amzn-Trace-Id": [trace],
+            "Content-Type": ["application/json"]
         },
-        "SdkResponseMetadata": {"RequestId": request_id},
-        "StatusCode": 200
+        "HttpHeaders": {
+            "Connection": "keep-alive",
+            "Content-Length": length,
+            "Content-Type": "application/json",
+            "Date": date,
+            "X-Amz-Executed-Version": "$LATEST",
+            "x-amzn-Remapped-Content-Length": "0",
+            "x-amzn-RequestId": request_id,
+            "X-Amzn-Trace-Id": trace
+        },
+        "HttpStatusCode": 200
+    });
+    invoke_response_with(payload, "$LATEST", 200, metadata, &request_id)
+}
+
+/// The same shape from a real `Invoke` answer (an `--endpoint` call): its executed version,
+/// status code, HTTP metadata and request id, in AWS's key order.
+pub fn invoke_response_with(
+    payload: Value,
+    executed_version: &str,
+    status_code: u16,
+    sdk_http_metadata: Value,
+    request_id: &str,
+) -> Value {
+    json!({
+        "ExecutedVersion": executed_version,
+        "Payload": payload,
+        "SdkHttpMetadata": sdk_http_metadata,
+        "SdkResponseMetadata": { "RequestId": request_id },
+        "StatusCode": status_code,
     })
 }
 

@@ -4,11 +4,13 @@
 //! The engine hands a [`TaskRequest`] to a [`TaskRunner`] and gets the task's result or error
 //! back; timeouts and heartbeats are the engine's, not the runner's.
 
+pub mod aws;
 pub mod callback;
 pub mod command;
 pub mod lambda;
 pub mod managed;
 pub mod mock;
+pub mod nested;
 pub mod s3;
 
 use crate::asl::error::StatesError;
@@ -36,10 +38,43 @@ pub struct TaskRequest {
 /// The future a runner returns.
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<Value, StatesError>>>>;
 
+/// What the engine tells a runner about an attempt beyond its request.
+#[derive(Debug, Default)]
+pub struct JobContext {
+    /// The replay key of the attempt's `*Scheduled` event: the same in every run of the
+    /// execution, so a runner can name what it starts after it (a child execution).
+    pub task_key: String,
+    /// Whether this attempt was started before a crash (the engine is resuming it).
+    pub resumed: bool,
+    /// For jobs that are submitted, then awaited (`.sync`): the submission's response, which
+    /// the engine records as `TaskSubmitted`. `None` when it is recorded already.
+    pub submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+}
+
 /// Runs Task states.
 pub trait TaskRunner {
     /// Runs one attempt; resolves to the task's result or its error.
     fn run(&self, request: TaskRequest) -> TaskFuture;
+
+    /// Runs one attempt knowing its place in the execution (see [`JobContext`]); by default
+    /// the same as [`TaskRunner::run`].
+    fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
+        let _ = job;
+        self.run(request)
+    }
+
+    /// Where `states:startExecution*` tasks start their children, if anywhere.
+    fn children(&self) -> Option<std::rc::Rc<dyn nested::ChildExecutions>> {
+        None
+    }
+
+    /// Whether this runner calls the service behind `resource` itself (an endpoint): a
+    /// `.waitForTaskToken` task then makes the call as its submission (the message carrying
+    /// the token really goes out) and waits for the answer.
+    fn calls_service(&self, resource: &Resource) -> bool {
+        let _ = resource;
+        false
+    }
 
     /// The mocked answer to this invocation of `state`, when the state is mocked (each call
     /// counts one invocation); `None` runs the task for real. Running out of mocked answers is
@@ -55,8 +90,19 @@ pub trait TaskRunner {
     }
 }
 
+/// The child executions of `states:startExecution*` tasks (see [`nested::ChildExecutions`]).
+#[derive(Clone)]
+pub struct Children(pub std::rc::Rc<dyn nested::ChildExecutions>);
+
+impl std::fmt::Debug for Children {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Children")
+    }
+}
+
 /// Dispatches Task states to the local commands bound with `--task STATE=COMMAND`, else to
-/// their mocks; a state with neither fails with an error that says how to bind it.
+/// their mocks, else to known state machines (`states:startExecution*`); a state with none of
+/// them fails with an error that says how to bind it.
 #[derive(Debug, Clone, Default)]
 pub struct LocalTasks {
     /// State name → command line.
@@ -65,6 +111,10 @@ pub struct LocalTasks {
     pub mocks: mock::Mocks,
     /// The local S3 folder (`--s3-dir`): `s3://BUCKET/KEY` is `DIR/BUCKET/KEY`.
     pub s3_dir: Option<std::path::PathBuf>,
+    /// Where `states:startExecution*` tasks run their children (`--machine`, `--machines`).
+    pub children: Option<Children>,
+    /// Local AWS endpoints the service integrations call (`--endpoint SERVICE=URL`).
+    pub endpoints: aws::Endpoints,
     /// Only mocks run tasks here (`sfn-local test`, which has no `--task`): the error of an
     /// unmocked Task advises a mock instead of a binding.
     pub mocks_only: bool,
@@ -91,18 +141,52 @@ impl std::fmt::Debug for Notice {
 
 /// The error of a Task that nothing on this machine can run.
 pub fn unbound_task_error(state: &str, resource: &Resource) -> StatesError {
+    let nested = if nested::is_start_execution(&resource.kind) {
+        ", or make the state machine it starts known with --machine NAME=FILE or --machines DIR"
+    } else {
+        ", or point its service at a local endpoint with --endpoint SERVICE=URL"
+    };
     StatesError::runtime(format!(
-        "Task state '{state}' has no local binding for its resource {resource}: bind it to a command with --task '{state}=COMMAND' (the command reads the task input as JSON on stdin and prints its result as JSON on stdout)"
+        "Task state '{state}' has no local binding for its resource {resource}: bind it to a command with --task '{state}=COMMAND' (the command reads the task input as JSON on stdin and prints its result as JSON on stdout){nested}"
     ))
 }
 
 impl TaskRunner for LocalTasks {
     fn run(&self, request: TaskRequest) -> TaskFuture {
+        self.run_job(request, JobContext::default())
+    }
+
+    fn children(&self) -> Option<std::rc::Rc<dyn nested::ChildExecutions>> {
+        self.children.as_ref().map(|c| c.0.clone())
+    }
+
+    fn calls_service(&self, resource: &Resource) -> bool {
+        self.endpoints.serves(&resource.kind)
+    }
+
+    fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
         match self.commands.get(&request.state_name) {
             Some(cmd) => {
                 let cmd = cmd.clone();
                 let notice = self.notice.0.clone();
                 Box::pin(async move { cmd.run(&request, notice).await })
+            }
+            None if nested::is_start_execution(&request.resource.kind)
+                && self.children.is_some() =>
+            {
+                let children = self.children.as_ref().map(|c| c.0.clone());
+                Box::pin(async move {
+                    match children {
+                        Some(c) => {
+                            nested::run(c, request, job.task_key, job.resumed, job.submitted).await
+                        }
+                        None => Err(StatesError::runtime("no child executions")),
+                    }
+                })
+            }
+            None if self.endpoints.serves(&request.resource.kind) => {
+                let endpoints = self.endpoints.clone();
+                Box::pin(async move { endpoints.call(&request).await })
             }
             None if self.mocks_only => {
                 let e = StatesError::runtime(format!(

@@ -176,6 +176,57 @@ impl Engine {
                         return Err(Failed::new(e, prev));
                     }
                 }
+            } else if self.tasks.calls_service(&t.resource) {
+                // The integration's own call is the submission: the message carrying the
+                // token really goes out (sqs:sendMessage.waitForTaskToken, ...).
+                let request = TaskRequest {
+                    state_name: cx.state.name.clone(),
+                    resource: t.resource.clone(),
+                    input: parameters,
+                    execution_arn: self.info.execution_arn.clone(),
+                    retry_count: attempt,
+                };
+                match self.tasks.run(request).await {
+                    Ok(response) => submitted = response,
+                    Err(e) => {
+                        let prev = self.push(
+                            prev,
+                            events.failed,
+                            Some(integration_details(kind).error(&e).build()),
+                        )?;
+                        return Err(Failed::new(e, prev));
+                    }
+                }
+            } else if let Some(children) = self
+                .tasks
+                .children()
+                .filter(|_| crate::tasks::nested::is_start_execution(kind))
+            {
+                // The child execution is the worker: it gets the token in its input.
+                let request = TaskRequest {
+                    state_name: cx.state.name.clone(),
+                    resource: t.resource.clone(),
+                    input: parameters,
+                    execution_arn: self.info.execution_arn.clone(),
+                    retry_count: attempt,
+                };
+                let resumed = self.recorded(&scheduled_key).is_some();
+                let started =
+                    match crate::tasks::nested::start_request(&request, &scheduled_key, resumed) {
+                        Ok(start) => children.start(start).await,
+                        Err(e) => Err(e),
+                    };
+                match started {
+                    Ok(started) => submitted = crate::tasks::nested::start_response(&started),
+                    Err(e) => {
+                        let prev = self.push(
+                            prev,
+                            events.failed,
+                            Some(integration_details(kind).error(&e).build()),
+                        )?;
+                        return Err(Failed::new(e, prev));
+                    }
+                }
             } else {
                 broker.notice(&format!(
                     "no --task worker is bound to state '{}'; answer with: sfn-local send-task-success --task-token {} --task-output JSON",

@@ -8,7 +8,7 @@ use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::retry::Retries;
-use crate::tasks::TaskRequest;
+use crate::tasks::{JobContext, TaskRequest};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -236,6 +236,7 @@ impl Engine {
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
+        let scheduled_key = self.peek_key();
         let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
         let started_details = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
@@ -249,8 +250,19 @@ impl Engine {
         // Resuming: the task's end may be recorded (then it is not run again); if it is not,
         // the command was running when the runner died, and it runs again (at least once, as
         // on AWS): a second started event says so.
+        let resumed = self.recorded(&started_key).is_some();
+        // A job submitted before the crash (`.sync`): its TaskSubmitted is replayed, and the
+        // runner finds the job again instead of submitting a second one.
+        let submitted_recorded = resumed
+            && self
+                .recorded(&self.peek_key())
+                .is_some_and(|r| r.event_type == EventType::TaskSubmitted.as_str());
+        if submitted_recorded {
+            prev = self.push(prev, EventType::TaskSubmitted, None)?;
+        }
         let recorded_result = self.recorded_task_result(&events);
-        if recorded_result.is_none() && self.recorded(&started_key).is_some() {
+        let reattaches = crate::tasks::nested::is_start_execution(kind);
+        if recorded_result.is_none() && resumed && !reattaches {
             prev = self.push(prev, events.started, started_details)?;
         }
         if let Some(result) = recorded_result {
@@ -265,7 +277,19 @@ impl Engine {
             execution_arn: self.info.execution_arn.clone(),
             retry_count: cx.retry_count.unwrap_or(0),
         };
-        let run = self.tasks.run(request);
+        let (submitted_tx, submitted_rx) = tokio::sync::oneshot::channel();
+        let job = JobContext {
+            task_key: scheduled_key,
+            resumed,
+            submitted: (!submitted_recorded).then_some(submitted_tx),
+        };
+        let job_prev = std::cell::Cell::new(prev);
+        let run = self.run_submitted(
+            kind,
+            self.tasks.run_job(request, job),
+            submitted_rx,
+            &job_prev,
+        );
         let result = match timeout {
             Some(secs) => {
                 let deadline = self.last_ts.get()
@@ -277,7 +301,59 @@ impl Engine {
             }
             None => Some(run.await),
         };
-        self.task_result(cx, t, raw_input, prev, &events, result)
+        let result = match result {
+            Some(Err(failed)) => return Err(failed),
+            Some(Ok(r)) => Some(r),
+            None => None,
+        };
+        self.task_result(cx, t, raw_input, job_prev.get(), &events, result)
+    }
+
+    /// Drives a runner's job, recording `TaskSubmitted` with the submission's response when
+    /// the runner reports one (`.sync`); `prev` follows the events written.
+    async fn run_submitted(
+        &self,
+        kind: &ResourceKind,
+        run: crate::tasks::TaskFuture,
+        submitted: tokio::sync::oneshot::Receiver<Value>,
+        prev: &std::cell::Cell<EventId>,
+    ) -> Result<Result<Value, StatesError>, Failed> {
+        let mut run = run;
+        let mut submitted = Some(submitted);
+        loop {
+            let waiting = async {
+                match submitted.as_mut() {
+                    Some(rx) => rx.await.ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            // The submission first: a job that ends at once has still been submitted.
+            tokio::select! {
+                biased;
+                response = waiting => {
+                    submitted = None;
+                    if let Some(response) = response {
+                        let id = self.push(
+                            prev.get(),
+                            EventType::TaskSubmitted,
+                            Some(integration_details(kind).payload("output", response.to_string()).build()),
+                        )?;
+                        prev.set(id);
+                    }
+                }
+                r = &mut run => {
+                    if let Some(Ok(response)) = submitted.as_mut().map(|rx| rx.try_recv()) {
+                        let id = self.push(
+                            prev.get(),
+                            EventType::TaskSubmitted,
+                            Some(integration_details(kind).payload("output", response.to_string()).build()),
+                        )?;
+                        prev.set(id);
+                    }
+                    return Ok(r);
+                }
+            }
+        }
     }
 
     /// When resuming: the task's end as recorded right after its started event, if it is.

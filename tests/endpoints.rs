@@ -1,0 +1,213 @@
+//! `--endpoint SERVICE=URL`: Task states call AWS services at a local endpoint. moto's server
+//! (installed by `.ci/deps`) is the real local AWS here: the machines send to SQS, publish to
+//! SNS, put and get DynamoDB items, invoke Lambda, fail on a missing table with AWS's error,
+//! and run the callback pattern with a worker reading the queue with the AWS CLI.
+
+mod common;
+
+use common::{deps_python_bin, Output, Sandbox};
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// moto's server on a free loopback port, killed when dropped.
+struct Moto {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn moto() -> Moto {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(deps_python_bin("moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start moto_server");
+    let moto = Moto {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    // Lambda without Docker: moto answers an invocation with its payload.
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ok = python(
+            &moto,
+            r#"import urllib.request, json
+req = urllib.request.Request(URL + "/moto-api/config", data=json.dumps({"lambda": {"use_docker": False}}).encode(), headers={"Content-Type": "application/json"}, method="POST")
+urllib.request.urlopen(req).read()"#,
+        );
+        if ok.code == 0 {
+            break;
+        }
+        assert!(Instant::now() < until, "moto did not start: {}", ok.stderr);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    moto
+}
+
+/// Runs a Python snippet with boto3 against moto (`URL` and `kw` are defined).
+fn python(moto: &Moto, code: &str) -> Output {
+    let prelude = format!(
+        "import boto3, json\nURL = {:?}\nkw = dict(endpoint_url=URL, region_name='us-east-1', aws_access_key_id='test', aws_secret_access_key='test')\n",
+        moto.url
+    );
+    Command::new(deps_python_bin("python"))
+        .args(["-c", &format!("{prelude}{code}")])
+        .output()
+        .expect("python")
+        .into()
+}
+
+fn setup(moto: &Moto) -> Value {
+    let out = python(
+        moto,
+        r#"
+import io, zipfile
+iam = boto3.client('iam', **kw)
+role = iam.create_role(RoleName='r', AssumeRolePolicyDocument='{}')['Role']['Arn']
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, 'w') as z: z.writestr('h.py', 'def handler(e, c):\n    return e\n')
+boto3.client('lambda', **kw).create_function(FunctionName='echo', Runtime='python3.11', Role=role, Handler='h.handler', Code={'ZipFile': buf.getvalue()})
+q = boto3.client('sqs', **kw).create_queue(QueueName='orders')['QueueUrl']
+t = boto3.client('sns', **kw).create_topic(Name='news')['TopicArn']
+boto3.client('dynamodb', **kw).create_table(TableName='items', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')
+print(json.dumps({'queue': q, 'topic': t}))
+"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json()
+}
+
+#[test]
+fn optimized_integrations_call_moto() {
+    let moto = moto();
+    let ids = setup(&moto);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "m.asl.json",
+        r#"{"StartAt":"Send","States":{
+  "Send":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage","Parameters":{"QueueUrl.$":"$.queue","MessageBody":{"order":42}},"ResultPath":"$.sent","Next":"Publish"},
+  "Publish":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","Parameters":{"TopicArn.$":"$.topic","Message":"hello"},"ResultPath":"$.published","Next":"Put"},
+  "Put":{"Type":"Task","Resource":"arn:aws:states:::dynamodb:putItem","Parameters":{"TableName":"items","Item":{"id":{"S":"a"},"v":{"S":"one"}}},"ResultPath":null,"Next":"Get"},
+  "Get":{"Type":"Task","Resource":"arn:aws:states:::dynamodb:getItem","Parameters":{"TableName":"items","Key":{"id":{"S":"a"}}},"ResultSelector":{"item.$":"$.Item"},"ResultPath":"$.got","Next":"Invoke"},
+  "Invoke":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","Parameters":{"FunctionName":"echo","Payload":{"x":1}},"ResultPath":"$.invoked","Next":"Legacy"},
+  "Legacy":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:echo","ResultPath":"$.legacy","Next":"Sdk"},
+  "Sdk":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:dynamodb:listTables","Parameters":{},"ResultPath":"$.tables","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::dynamodb:getItem","Parameters":{"TableName":"nope","Key":{"id":{"S":"a"}}},
+     "Catch":[{"ErrorEquals":["DynamoDB.ResourceNotFoundException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let input = serde_json::json!({"queue": ids["queue"], "topic": ids["topic"]}).to_string();
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("all={}", moto.url),
+        "--input",
+        &input,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert!(o["sent"]["MessageId"].is_string(), "{o}");
+    assert!(o["sent"]["MD5OfMessageBody"].is_string(), "{o}");
+    assert_eq!(o["sent"]["SdkHttpMetadata"]["HttpStatusCode"], 200);
+    assert!(
+        o["published"]["MessageId"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{o}"
+    );
+    assert_eq!(o["got"]["item"]["v"]["S"], "one");
+    assert_eq!(o["invoked"]["Payload"], serde_json::json!({"x":1}));
+    assert_eq!(o["invoked"]["StatusCode"], 200);
+    assert_eq!(o["invoked"]["ExecutedVersion"], "$LATEST");
+    assert!(o["invoked"]["SdkResponseMetadata"]["RequestId"].is_string());
+    assert_eq!(o["legacy"]["queue"], ids["queue"]);
+    assert_eq!(o["tables"]["TableNames"], serde_json::json!(["items"]));
+    assert_eq!(o["missing"]["Error"], "DynamoDB.ResourceNotFoundException");
+    assert!(
+        o["missing"]["Cause"].as_str().unwrap().contains(
+            "(Service: AmazonDynamoDBv2; Status Code: 400; Error Code: ResourceNotFoundException;"
+        ),
+        "{o}"
+    );
+    // The message really is in the queue.
+    let got = python(
+        &moto,
+        &format!(
+            "m = boto3.client('sqs', **kw).receive_message(QueueUrl={:?})['Messages'][0]['Body']\nprint(m)",
+            ids["queue"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(got.stdout.trim(), r#"{"order":42}"#, "{}", got.stderr);
+}
+
+#[test]
+fn sqs_wait_for_task_token_is_answered_by_a_queue_worker() {
+    let moto = moto();
+    let ids = setup(&moto);
+    let queue = ids["queue"].as_str().unwrap().to_owned();
+    let sb = Sandbox::with_workers()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_DEFAULT_REGION", "us-east-1");
+    let machine = sb.write(
+        "cb.asl.json",
+        r#"{"StartAt":"Ask","States":{"Ask":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+           "Parameters":{"QueueUrl.$":"$.queue","MessageBody":{"token.$":"$$.Task.Token","n.$":"$.n"}},"TimeoutSeconds":120,"End":true}}}"#,
+    );
+    let input = serde_json::json!({"queue": queue, "n": 5}).to_string();
+    let run = sb.spawn(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("sqs={}", moto.url),
+        "--input",
+        &input,
+    ]);
+    // The worker: the AWS CLI reads the queue, sfn-local answers with the token.
+    let aws = deps_python_bin("aws");
+    let worker = r#"set -e
+until body=$("$AWS" --endpoint-url "$URL" sqs receive-message --queue-url "$QUEUE" --wait-time-seconds 1 --query 'Messages[0].Body' --output text) && [ "$body" != "None" ] && [ -n "$body" ]; do sleep 0.2; done
+token=$(printf '%s' "$body" | sed 's/.*"token":"\([^"]*\)".*/\1/')
+n=$(printf '%s' "$body" | sed 's/.*"n":\([0-9]*\).*/\1/')
+"$SFN_LOCAL" send-task-success --task-token "$token" --task-output "{\"doubled\":$((n * 2))}"
+"#;
+    let mut w = sb.command();
+    let status = w.args(["--version"]).status().expect("sfn-local");
+    assert!(status.success());
+    let worker_out = Command::new("sh")
+        .args(["-c", worker])
+        .env("AWS", &aws)
+        .env("URL", &moto.url)
+        .env("QUEUE", &queue)
+        .env("SFN_LOCAL", common::bin())
+        .env("SFN_LOCAL_DB", sb.db())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .output()
+        .expect("worker");
+    assert!(
+        worker_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&worker_out.stderr)
+    );
+    let out = Output::of(run);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"doubled": 10}));
+}
