@@ -437,3 +437,21 @@ fn a_task_waiting_for_its_token_is_waiting_with_its_deadline() {
     let (tag, _) = state_tag(&svg, "Approve");
     assert!(tag.contains(" succeeded\""), "{tag}");
 }
+
+#[test]
+fn a_yaml_definition_is_drawn_like_its_json() {
+    let sandbox = Sandbox::new();
+    let yaml = sandbox.write(
+        "order.asl.yaml",
+        "StartAt: Check\nStates:\n  Check:\n    Type: Pass\n    Next: Done\n  Done:\n    Type: Succeed\n",
+    );
+    let json = sandbox.write(
+        "order.asl.json",
+        r#"{"StartAt":"Check","States":{"Check":{"Type":"Pass","Next":"Done"},"Done":{"Type":"Succeed"}}}"#,
+    );
+    let from_yaml = sandbox.run(&["graph", yaml.to_str().unwrap(), "--format", "mermaid"]);
+    assert_eq!(from_yaml.code, 0, "{}", from_yaml.stderr);
+    let from_json = sandbox.run(&["graph", json.to_str().unwrap(), "--format", "mermaid"]);
+    assert_eq!(from_yaml.stdout, from_json.stdout);
+    assert!(from_yaml.stdout.contains("Check"), "{}", from_yaml.stdout);
+}

@@ -2,7 +2,7 @@
 
 use crate::asl::{self, MachineType};
 use crate::cli::report::{self, FileReport};
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::EXIT_USAGE;
 use crate::graph::{dot, mermaid, svg, ExecutionPicture, Graph};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -67,14 +67,21 @@ pub fn run(args: GraphArgs) -> ExitCode {
             errln!("error: give a DEFINITION or --execution-arn");
             return ExitCode::from(EXIT_USAGE);
         };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        // JSON or YAML, as every command reads a definition; `${Name}` placeholders get
+        // stand-ins, since a picture needs no values.
+        let (text, loaded) = match crate::cli::definition::load_file(
+            path,
+            MachineType::Standard,
+            &asl::Substitutions::new(),
+            asl::Unresolved::StandIn,
+        ) {
+            Ok(read) => read,
             Err(e) => {
-                errln!("error: cannot read {}: {e}", path.display());
+                errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         };
-        let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
+        let (machine, diags) = (loaded.machine, loaded.diagnostics);
         let shown = path.display().to_string();
         let Some(machine) = machine else {
             let report = report::render_human(
@@ -89,14 +96,7 @@ pub fn run(args: GraphArgs) -> ExitCode {
             errln!("error: {shown} is not a valid state machine; nothing was drawn");
             return ExitCode::from(EXIT_USAGE);
         };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let name = name
-            .trim_end_matches(".json")
-            .trim_end_matches(".asl")
-            .to_owned();
+        let name = crate::cli::definition::machine_name(path);
         (Graph::from_machine(&machine), None, name)
     };
     let picture = match args.format {
