@@ -122,6 +122,23 @@ impl Served {
     }
 }
 
+impl Served {
+    /// A page of the console on the same port: the status and the HTML.
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let status: u16 = response[9..12].parse().expect("status");
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+        (status, body)
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -364,4 +381,21 @@ fn wait_for_token(sandbox: &Sandbox) -> String {
         assert!(Instant::now() < until, "no task token");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn the_console_is_served_beside_the_api_and_lists_machines_created_through_it() {
+    let port = free_port();
+    let sb = sandbox(port);
+    let served = Served::start(&sb, port, &[]);
+    let (status, body) = served.call(
+        "AWSStepFunctions.CreateStateMachine",
+        r#"{"name": "never-run", "definition": "{\"StartAt\":\"P\",\"States\":{\"P\":{\"Type\":\"Pass\",\"End\":true}}}", "roleArn": "arn:aws:iam::123456789012:role/r"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, page) = served.get("/");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("never-run"), "{page}");
+    let (status, _) = served.get("/console/executions?status=RUNNING");
+    assert_eq!(status, 200);
 }

@@ -57,9 +57,15 @@ async fn js() -> impl IntoResponse {
 }
 
 async fn home(State(store): Shared) -> Response {
-    match store.list_executions(None) {
-        Ok(all) => Html(pages::home(&all)).into_response(),
-        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
+    let created = store.state_machines().map(|machines| {
+        machines
+            .into_iter()
+            .map(|m| (m.arn, m.name))
+            .collect::<Vec<_>>()
+    });
+    match (created, store.list_executions(None)) {
+        (Ok(created), Ok(all)) => Html(pages::home(&created, &all)).into_response(),
+        (Err(e), _) | (_, Err(e)) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 

@@ -87,8 +87,12 @@ const STATUSES: [ExecutionStatus; 5] = [
 ];
 
 /// The state machines that have executions in this database, with counts by status.
-pub fn home(all: &[ExecutionRecord]) -> String {
+pub fn home(created: &[(String, String)], all: &[ExecutionRecord]) -> String {
     let mut machines: BTreeMap<&str, (&str, Vec<&ExecutionRecord>)> = BTreeMap::new();
+    // Machines created through the API (`serve`) are listed even before their first execution.
+    for (arn, name) in created {
+        machines.entry(arn).or_insert((name, Vec::new()));
+    }
     for e in all {
         machines
             .entry(&e.state_machine_arn)
@@ -98,7 +102,7 @@ pub fn home(all: &[ExecutionRecord]) -> String {
     }
     let mut body = String::from("<h1>State machines</h1>");
     if machines.is_empty() {
-        body.push_str("<p>No executions in this database yet. Start one with <code>sfn-local run DEFINITION</code>.</p>");
+        body.push_str("<p>No state machines or executions in this database yet. Start one with <code>sfn-local run DEFINITION</code>.</p>");
         return layout("State machines", &body);
     }
     body.push_str("<table><tr><th>Name</th><th>ARN</th><th>Executions</th>");
