@@ -399,3 +399,83 @@ fn the_console_is_served_beside_the_api_and_lists_machines_created_through_it() 
     let (status, _) = served.get("/console/executions?status=RUNNING");
     assert_eq!(status, 200);
 }
+
+#[test]
+fn redrive_execution_over_the_api_reopens_a_failed_execution() {
+    let port = free_port();
+    let sb = sandbox(port);
+    let served = Served::start(&sb, port, &[]);
+    let (status, body) = served.call(
+        "AWSStepFunctions.CreateStateMachine",
+        r#"{"name": "fails", "definition": "{\"StartAt\":\"F\",\"States\":{\"F\":{\"Type\":\"Fail\",\"Error\":\"Broken\"}}}", "roleArn": "arn:aws:iam::123456789012:role/r"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let machine = body["stateMachineArn"].as_str().unwrap().to_owned();
+    let (status, body) = served.call(
+        "AWSStepFunctions.StartExecution",
+        &format!(r#"{{"stateMachineArn": "{machine}", "name": "once"}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let execution = body["executionArn"].as_str().unwrap().to_owned();
+    let mut failed = false;
+    for _ in 0..500 {
+        let (_, d) = served.call(
+            "AWSStepFunctions.DescribeExecution",
+            &format!(r#"{{"executionArn": "{execution}"}}"#),
+        );
+        if d["status"] == "FAILED" {
+            failed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(failed, "{execution} never failed");
+    let (status, body) = served.call(
+        "AWSStepFunctions.RedriveExecution",
+        &format!(r#"{{"executionArn": "{execution}"}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body["redriveDate"].is_number(), "{body}");
+    // Redriven, it runs its failed state again (and fails again): the history shows the redrive.
+    let mut redriven = false;
+    for _ in 0..500 {
+        let (_, h) = served.call(
+            "AWSStepFunctions.GetExecutionHistory",
+            &format!(r#"{{"executionArn": "{execution}"}}"#),
+        );
+        let types: Vec<&str> = h["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect();
+        if types.contains(&"ExecutionRedriven")
+            && types.last() == Some(&"ExecutionFailed")
+            && types.iter().filter(|t| **t == "ExecutionFailed").count() == 2
+        {
+            redriven = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        redriven,
+        "the redriven execution did not run its failed state again"
+    );
+    let (_, d) = served.call(
+        "AWSStepFunctions.DescribeExecution",
+        &format!(r#"{{"executionArn": "{execution}"}}"#),
+    );
+    assert_eq!(d["status"], "FAILED", "{d}");
+    assert_eq!(d["redriveCount"], 1, "{d}");
+    // A SUCCEEDED or RUNNING execution is not redrivable; an unknown one does not exist.
+    let (status, body) = served.call(
+        "AWSStepFunctions.RedriveExecution",
+        r#"{"executionArn": "arn:aws:states:us-east-1:123456789012:execution:fails:nope"}"#,
+    );
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("ExecutionDoesNotExist")),
+        "{body}"
+    );
+}
