@@ -1,7 +1,7 @@
 //! `ListActivities`, paged.
 
 use crate::serve::operation::Request;
-use crate::serve::protocol::{epoch_seconds, page, ApiError};
+use crate::serve::protocol::{epoch_seconds, ApiError};
 use crate::serve::Server;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -9,19 +9,10 @@ use std::sync::Arc;
 /// Handles the call.
 pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
     let all = server.store.activities()?;
-    let (items, next) = page(
+    super::paged_list(
+        &request,
         &all,
-        request.u64("maxResults"),
-        request.str("nextToken"),
-        100,
-    )?;
-    let items: Vec<Value> = items
-        .iter()
-        .map(|a| json!({ "activityArn": a.arn, "name": a.name, "creationDate": epoch_seconds(a.creation_date_ms) }))
-        .collect();
-    let mut answer = json!({ "activities": items });
-    if let Some(token) = next {
-        answer["nextToken"] = token.into();
-    }
-    Ok(answer)
+        "activities",
+        |a| json!({ "activityArn": a.arn, "name": a.name, "creationDate": epoch_seconds(a.creation_date_ms) }),
+    )
 }

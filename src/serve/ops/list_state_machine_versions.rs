@@ -1,7 +1,7 @@
 //! `ListStateMachineVersions`, newest first, paged.
 
 use crate::serve::operation::Request;
-use crate::serve::protocol::{epoch_seconds, page, ApiError};
+use crate::serve::protocol::{epoch_seconds, ApiError};
 use crate::serve::Server;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -11,19 +11,10 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
     let arn = request.required("stateMachineArn")?;
     super::parse_arn(arn, "stateMachine")?;
     let all = server.store.versions(arn)?;
-    let (items, next) = page(
+    super::paged_list(
+        &request,
         &all,
-        request.u64("maxResults"),
-        request.str("nextToken"),
-        100,
-    )?;
-    let items: Vec<Value> = items
-        .iter()
-        .map(|v| json!({ "stateMachineVersionArn": v.arn, "creationDate": epoch_seconds(v.creation_date_ms) }))
-        .collect();
-    let mut answer = json!({ "stateMachineVersions": items });
-    if let Some(token) = next {
-        answer["nextToken"] = token.into();
-    }
-    Ok(answer)
+        "stateMachineVersions",
+        |v| json!({ "stateMachineVersionArn": v.arn, "creationDate": epoch_seconds(v.creation_date_ms) }),
+    )
 }

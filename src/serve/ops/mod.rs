@@ -342,6 +342,27 @@ pub fn answer_token(server: &Server, token: &str, answer: TaskAnswer) -> Result<
     }
 }
 
+/// A List operation's answer: one page of `all` (`maxResults`, `nextToken`, at most 100), each
+/// item shaped by `shape`, under `member`, with the next page's token when there is one.
+pub fn paged_list<T>(
+    request: &Request,
+    all: &[T],
+    member: &str,
+    shape: impl Fn(&T) -> Value,
+) -> Result<Value, ApiError> {
+    let (items, next) = crate::serve::protocol::page(
+        all,
+        request.u64("maxResults"),
+        request.str("nextToken"),
+        100,
+    )?;
+    let mut answer = serde_json::json!({ member: items.iter().map(shape).collect::<Vec<Value>>() });
+    if let Some(token) = next {
+        answer["nextToken"] = token.into();
+    }
+    Ok(answer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
