@@ -486,7 +486,10 @@ fn resume_takes_task_to_supply_or_replace_a_binding() {
     );
     let out = resume(&binding);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.json(), serde_json::json!({"fixed": true}));
+    // The command stands in for SNS: what it printed, in Publish's response.
+    let got = out.json();
+    assert_eq!(got["fixed"], true, "{got}");
+    assert!(got["MessageId"].is_string(), "{got}");
 }
 
 #[test]
@@ -722,4 +725,384 @@ fn completions_are_printed_for_the_common_shells() {
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(out.stdout.contains("describe-execution"), "{shell}");
     }
+}
+
+#[test]
+fn commands_standing_in_for_services_get_aws_response_shapes() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "order.asl.json",
+        r#"{"StartAt": "Notify", "States": {
+            "Notify": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish",
+                       "Parameters": {"TopicArn": "arn:aws:sns:us-east-1:123456789012:orders", "Message.$": "$.order"},
+                       "ResultSelector": {"id.$": "$.MessageId", "status.$": "$.SdkHttpMetadata.HttpStatusCode"},
+                       "ResultPath": "$.sns", "Next": "Queue"},
+            "Queue": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                      "Parameters": {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/q", "MessageBody": "hello"},
+                      "ResultSelector": {"md5.$": "$.MD5OfMessageBody", "id.$": "$.MessageId"},
+                      "ResultPath": "$.sqs", "Next": "Load"},
+            "Load": {"Type": "Task", "Resource": "arn:aws:states:::dynamodb:getItem",
+                     "Parameters": {"TableName": "orders", "Key": {"id": {"S.$": "$.order"}}},
+                     "ResultSelector": {"status.$": "$.Item.status.S", "request.$": "$.SdkResponseMetadata.RequestId"},
+                     "ResultPath": "$.ddb", "Next": "Announce"},
+            "Announce": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents",
+                         "Parameters": {"Entries": [{"Source": "shop", "DetailType": "paid", "Detail": {}}, {"Source": "shop", "DetailType": "sent", "Detail": {}}]},
+                         "ResultPath": "$.events", "Next": "Sdk"},
+            "Sdk": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:s3:listBuckets",
+                    "Parameters": {}, "ResultPath": "$.s3", "End": true}}}"#,
+    );
+    // The services as a user writes them: SNS and SQS append to an outbox and print nothing,
+    // DynamoDB answers GetItem from its request, EventBridge prints nothing, S3 its buckets.
+    let outbox = sb.path("outbox.jsonl");
+    let append = format!("cat >> {}; echo >> {}", outbox.display(), outbox.display());
+    let sns = script(&sb, "sns.sh", &append);
+    let sqs = script(&sb, "sqs.sh", &append);
+    let ddb = script(
+        &sb,
+        "ddb.sh",
+        r#"read req; echo "{\"Item\": {\"id\": $(echo "$req" | sed 's/.*"Key":{"id":\(.*\)}}/\1/'), \"status\": {\"S\": \"PAID\"}}}""#,
+    );
+    let events = script(&sb, "events.sh", "cat > /dev/null");
+    let s3 = script(&sb, "s3.sh", r#"echo '{"Buckets": [{"Name": "b"}]}'"#);
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "services",
+        "--input",
+        r#"{"order": "o-1"}"#,
+        "--task",
+        &format!("Notify={sns}"),
+        "--task",
+        &format!("Queue={sqs}"),
+        "--task",
+        &format!("Load={ddb}"),
+        "--task",
+        &format!("Announce={events}"),
+        "--task",
+        &format!("Sdk={s3}"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = out.json();
+    // SNS: a generated MessageId and the SDK metadata AWS adds.
+    assert!(got["sns"]["id"].as_str().unwrap().len() >= 32, "{got}");
+    assert_eq!(got["sns"]["status"], 200);
+    // SQS: the body's MD5, as SQS computes it.
+    assert_eq!(got["sqs"]["md5"], "5d41402abc4b2a76b9719d911017c592");
+    // DynamoDB: the printed response with AWS's metadata around it.
+    assert_eq!(got["ddb"]["status"], "PAID");
+    assert!(got["ddb"]["request"].is_string(), "{got}");
+    // EventBridge: one EventId per entry, no failures, and no SDK metadata (as on AWS).
+    assert_eq!(got["events"]["Entries"].as_array().unwrap().len(), 2);
+    assert_eq!(got["events"]["FailedEntryCount"], 0);
+    assert!(got["events"].get("SdkHttpMetadata").is_none());
+    // aws-sdk: exactly what the command printed.
+    assert_eq!(got["s3"], serde_json::json!({"Buckets": [{"Name": "b"}]}));
+    // The commands got the request parameters on stdin.
+    let sent = std::fs::read_to_string(&outbox).unwrap();
+    let sent: Vec<serde_json::Value> = sent
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sent[0]["Message"], "o-1");
+    assert_eq!(sent[1]["MessageBody"], "hello");
+}
+
+#[test]
+fn start_execution_takes_a_state_machine_arn_the_database_knows() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "greet.asl.json",
+        r#"{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 1, "Next": "P"}, "P": {"Type": "Pass", "Parameters": {"hello.$": "$.who"}, "End": true}}}"#,
+    );
+    let first = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "first",
+        "--input",
+        r#"{"who": "a"}"#,
+    ]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let machine_arn = sb
+        .run(&["describe-execution", "--execution-arn", "first"])
+        .json()["stateMachineArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // As the AWS CLI spells it.
+    let out = sb.run(&[
+        "start-execution",
+        "--state-machine-arn",
+        &machine_arn,
+        "--name",
+        "second",
+        "--input",
+        r#"{"who": "b"}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let started = out.json();
+    assert!(
+        started["executionArn"]
+            .as_str()
+            .unwrap()
+            .ends_with(":execution:greet:second"),
+        "{started}"
+    );
+    assert!(started["startDate"].is_string());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let described = loop {
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", "second"])
+            .json();
+        if d["status"] != "RUNNING" || std::time::Instant::now() > until {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    assert_eq!(described["output"], r#"{"hello":"b"}"#);
+    assert_eq!(described["stateMachineArn"], machine_arn.as_str());
+    // A machine the database does not know is AWS's error, and nothing starts.
+    let out = sb.run(&[
+        "start-execution",
+        "--state-machine-arn",
+        "arn:aws:states:us-east-1:123456789012:stateMachine:nope",
+    ]);
+    out.assert_error(17, "StateMachineDoesNotExist");
+}
+
+#[test]
+fn resume_takes_run_binding_options() {
+    let sb = Sandbox::new().lease_ms(300);
+    let def = sb.write(
+        "two.asl.json",
+        r#"{"StartAt": "First", "States": {
+            "First": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:first", "Next": "Second"},
+            "Second": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:second", "End": true}}}"#,
+    );
+    let mocks = sb.write(
+        "two.mocks.json",
+        r#"{"StateMachines": {"two": {"TestCases": {"Ok": {"Second": "R"}}}},
+            "MockedResponses": {"R": {"0": {"Return": {"mocked": true}}}}}"#,
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "m",
+        "--task",
+        "First=sleep 20",
+    ]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = sb.run(&["get-execution-history", "--execution-arn", "m"]);
+        if out.code == 0 && out.stdout.contains("TaskStarted") {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "the task never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    common::kill(&mut run);
+    let first = script(&sb, "first.sh", "cat");
+    let task = format!("First={first}");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        let out = sb.run(&[
+            "resume",
+            "--execution-arn",
+            "m",
+            "--task",
+            &task,
+            "--mock-config",
+            mocks.to_str().unwrap(),
+            "--test-case",
+            "Ok",
+        ]);
+        if out.code == 2 && out.stderr.contains("lease") && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        break out;
+    };
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"mocked": true}));
+    // The other options are resume's too.
+    let help = sb.run(&["resume", "--help"]);
+    for option in [
+        "--worker",
+        "--endpoint",
+        "--mock-config",
+        "--test-case",
+        "--s3-dir",
+        "--heartbeat",
+    ] {
+        assert!(help.stdout.contains(option), "{option}: {}", help.stdout);
+    }
+}
+
+#[test]
+fn every_command_takes_quiet_verbose_and_color() {
+    let sb = Sandbox::new();
+    let bad = sb.write(
+        "bad.asl.json",
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "Nxt": "B"}, "B": {"Type": "Pass", "End": true}}}"#,
+    );
+    let always = sb.run(&["--color", "always", "validate", bad.to_str().unwrap()]);
+    assert_eq!(always.code, 1);
+    assert!(always.stdout.contains('\u{1b}'), "{}", always.stdout);
+    let never = sb.run(&["validate", bad.to_str().unwrap(), "--color", "never"]);
+    assert!(!never.stdout.contains('\u{1b}'), "{}", never.stdout);
+    // An unknown field gets "did you mean".
+    assert!(
+        never.stdout.contains("did you mean \"Next\""),
+        "{}",
+        never.stdout
+    );
+    let no_color = sb.run_env(&["validate", bad.to_str().unwrap()], &[("NO_COLOR", "1")]);
+    assert!(!no_color.stdout.contains('\u{1b}'));
+    for command in [
+        vec!["list-executions"],
+        vec!["list-tasks"],
+        vec!["completions", "bash"],
+    ] {
+        for flag in ["-q", "-v", "--color=never"] {
+            let mut args = command.clone();
+            args.push(flag);
+            let out = sb.run(&args);
+            assert_ne!(out.code, 2, "{args:?}: {}", out.stderr);
+        }
+    }
+    // Warnings of a definition are shown on its first run, then once more only with -v.
+    let warned = sb.write(
+        "warned.asl.json",
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken", "Parameters": {"FunctionName": "f"}, "TimeoutSeconds": 1, "End": true}}}"#,
+    )
+    .to_str()
+    .unwrap()
+    .to_owned();
+    let first = sb.run(&["run", &warned, "--time-scale", "0.01"]);
+    assert!(
+        first.stderr.contains("MISSING_TASK_TOKEN"),
+        "{}",
+        first.stderr
+    );
+    let second = sb.run(&["run", &warned, "--time-scale", "0.01"]);
+    assert!(
+        !second.stderr.contains("MISSING_TASK_TOKEN"),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        second.stderr.contains("shown on its first run"),
+        "{}",
+        second.stderr
+    );
+    let verbose = sb.run(&["run", &warned, "--time-scale", "0.01", "-v"]);
+    assert!(
+        verbose.stderr.contains("MISSING_TASK_TOKEN"),
+        "{}",
+        verbose.stderr
+    );
+    let quiet = sb.run(&["-q", "run", &warned, "--time-scale", "0.01"]);
+    assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("why and how"), "{}", quiet.stderr);
+}
+
+#[test]
+fn a_misspelled_transition_gets_did_you_mean_and_no_cascade() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "typo.asl.json",
+        r#"{"StartAt": "Chrge", "States": {
+            "Charge": {"Type": "Pass", "Next": "Shp"},
+            "Ship": {"Type": "Choice", "Choices": [{"Variable": "$.x", "IsPresent": true, "Next": "Done"}], "Default": "Dne"},
+            "Done": {"Type": "Succeed"}}}"#,
+    );
+    let out = sb.run(&["validate", def.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.code, 1);
+    let messages: Vec<String> = out.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        messages.contains(&"Missing 'StartAt' target: Chrge (did you mean \"Charge\"?)".to_owned()),
+        "{messages:?}"
+    );
+    let fixed = sb.write(
+        "typo2.asl.json",
+        r#"{"StartAt": "Charge", "States": {
+            "Charge": {"Type": "Pass", "Next": "Shp"},
+            "Ship": {"Type": "Choice", "Choices": [{"Variable": "$.x", "IsPresent": true, "Next": "Done"}], "Default": "Dne"},
+            "Done": {"Type": "Succeed"}}}"#,
+    );
+    let out = sb.run(&["validate", fixed.to_str().unwrap(), "--format", "json"]);
+    let messages: Vec<String> = out.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Missing 'Next' target: Shp (did you mean \"Ship\"?)",
+            "Missing 'Default' target: Dne (did you mean \"Done\"?)"
+        ],
+        "no 'not reachable' for Ship, which the typo meant"
+    );
+}
+
+#[test]
+fn validate_json_has_one_shape_per_command_and_list_tasks_numbers_attempts_alike() {
+    let sb = Sandbox::with_workers();
+    let dir = sb.path("machines");
+    std::fs::create_dir(&dir).unwrap();
+    let one = dir.join("one.asl.json");
+    std::fs::write(
+        &one,
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}"#,
+    )
+    .unwrap();
+    // A folder gives an array even when it holds one definition.
+    let out = sb.run(&["validate", "--format", "json", dir.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.json().is_array(), "{}", out.stdout);
+    // One file gives AWS's object; json-array always an array.
+    let out = sb.run(&["validate", "--format", "json", one.to_str().unwrap()]);
+    assert_eq!(out.json()["result"], "OK");
+    let out = sb.run(&["validate", "--format", "json-array", one.to_str().unwrap()]);
+    assert_eq!(out.json()[0]["result"], "OK");
+    // list-tasks: attempt 1 is the first in text and JSON, under a header.
+    let def = sb.write("cb.asl.json", CALLBACK_MACHINE);
+    let mut run = sb.spawn(&["run", def.to_str().unwrap(), "--name", "waiting"]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let listed = loop {
+        let out = sb.run(&["list-tasks", "--format", "json"]);
+        if out.code == 0 && out.json()["tasks"][0]["taskToken"].is_string() {
+            break out.json();
+        }
+        assert!(std::time::Instant::now() < until, "no task appeared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(listed["tasks"][0]["attempt"], 1);
+    assert_eq!(listed["tasks"][0]["retryCount"], 0);
+    let text = sb.run(&["list-tasks"]);
+    let mut lines = text.stdout.lines();
+    assert!(
+        lines.next().unwrap().starts_with("TASK TOKEN\t"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        lines.next().unwrap().contains("Wait (attempt 1)"),
+        "{}",
+        text.stdout
+    );
+    let quiet = sb.run(&["list-tasks", "-q"]);
+    assert!(!quiet.stdout.contains("TASK TOKEN"), "{}", quiet.stdout);
+    common::kill(&mut run);
 }

@@ -202,7 +202,7 @@ async fn map_runs_each_item_in_order() {
 #[tokio::test]
 async fn task_runs_a_local_command() {
     let (outcome, events) = run_with(
-        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","End":true}}}),
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:local","End":true}}}),
         json!({"n": 1}),
         tasks(&["T=sh -c 'cat; echo'"]),
         Arc::new(SystemClock::new(1.0)),
@@ -228,7 +228,7 @@ async fn task_runs_a_local_command() {
 async fn retries_then_catches_a_failing_task() {
     let (outcome, events) = run_with(
         json!({"StartAt":"T","States":{
-            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
+            "T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:local",
                  "Retry":[{"ErrorEquals":["Oops"],"IntervalSeconds":1,"MaxAttempts":1}],
                  "Catch":[{"ErrorEquals":["States.ALL"],"Next":"H"}],"End":true},
             "H":{"Type":"Pass","End":true}}}),

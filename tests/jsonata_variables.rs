@@ -152,7 +152,7 @@ async fn inner_scopes_read_outer_variables_but_their_own_stay_inside() {
 async fn task_arguments_output_assign_and_catch() {
     let (outcome, _) = run_with(
         json!({"QueryLanguage":"JSONata","StartAt":"T","States":{
-            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
+            "T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:local",
                  "Arguments":{"n":"{% $states.input.n * 2 %}"},
                  "TimeoutSeconds":"{% 30 %}",
                  "Output":{"got":"{% $states.result.n %}","was":"{% $states.input.n %}"},

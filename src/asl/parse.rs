@@ -102,6 +102,8 @@ struct MissingTarget {
     at: JsonPointer,
     field: &'static str,
     name: String,
+    /// ` (did you mean "X"?)` for a likely typo of a state of the same scope.
+    hint: String,
 }
 
 struct Parser<'d> {
@@ -126,7 +128,7 @@ impl Parser<'_> {
                     "Missing '{}' target: {} (a state of that name is defined at {defined}, in another scope: transitions may not leave a Parallel branch or Map processor, nor enter one)",
                     m.field, m.name
                 ),
-                None => format!("Missing '{}' target: {}", m.field, m.name),
+                None => format!("Missing '{}' target: {}{}", m.field, m.name, m.hint),
             };
             self.diags
                 .error(Code::MissingTransitionTarget, &m.at, message);
@@ -200,7 +202,10 @@ impl Parser<'_> {
                     self.diags.error(
                         Code::MissingTransitionTarget,
                         &at.key("StartAt"),
-                        format!("Missing 'StartAt' target: {s}"),
+                        format!(
+                            "Missing 'StartAt' target: {s}{}",
+                            crate::suggest::did_you_mean(s, names.ids.keys().map(String::as_str))
+                        ),
                     );
                     None
                 }
@@ -244,7 +249,13 @@ impl Parser<'_> {
                 continue;
             }
             for target in raw_targets(by_index[i]) {
-                if let Some(id) = names.ids.get(target) {
+                // A misspelled target reaches the state it was meant to name: the typo is
+                // reported once, not again as that state's "not reachable".
+                let meant = names.ids.get(target).or_else(|| {
+                    crate::suggest::closest(target, names.ids.keys().map(String::as_str))
+                        .and_then(|c| names.ids.get(c))
+                });
+                if let Some(id) = meant {
                     if !seen[id.0 as usize] {
                         stack.push(id.0 as usize);
                     }
@@ -291,6 +302,7 @@ impl Parser<'_> {
                     at: at.clone(),
                     field,
                     name: name.clone(),
+                    hint: crate::suggest::did_you_mean(name, names.ids.keys().map(String::as_str)),
                 });
                 None
             }
@@ -1531,7 +1543,12 @@ impl<'a> Fields<'a> {
                 QueryLanguage::JsonPath if JSONATA_ONLY.contains(&key.as_str()) => {
                     format!(" in {what} using JSONPath (it is a JSONata field; set \"QueryLanguage\": \"JSONata\" to use it)")
                 }
-                _ => format!(" in {what}"),
+                // A field of the language in the wrong place needs no spelling advice.
+                _ if KNOWN_FIELDS.contains(&key.as_str()) => format!(" in {what}"),
+                _ => format!(
+                    " in {what}{}",
+                    crate::suggest::did_you_mean(key, KNOWN_FIELDS.iter().copied())
+                ),
             };
             diags.schema(
                 &self.at.key(key),
@@ -1540,6 +1557,70 @@ impl<'a> Fields<'a> {
         }
     }
 }
+
+/// Every field name of the language, for "did you mean" on a field nobody took.
+const KNOWN_FIELDS: &[&str] = &[
+    "Arguments",
+    "Assign",
+    "BackoffRate",
+    "Branches",
+    "Catch",
+    "Cause",
+    "CausePath",
+    "Choices",
+    "Comment",
+    "Condition",
+    "Credentials",
+    "Default",
+    "End",
+    "Error",
+    "ErrorEquals",
+    "ErrorPath",
+    "HeartbeatSeconds",
+    "HeartbeatSecondsPath",
+    "InputPath",
+    "IntervalSeconds",
+    "ItemBatcher",
+    "ItemProcessor",
+    "ItemReader",
+    "ItemSelector",
+    "Items",
+    "ItemsPath",
+    "Iterator",
+    "Label",
+    "JitterStrategy",
+    "MaxAttempts",
+    "MaxConcurrency",
+    "MaxConcurrencyPath",
+    "MaxDelaySeconds",
+    "Next",
+    "Output",
+    "OutputPath",
+    "Parameters",
+    "ProcessorConfig",
+    "QueryLanguage",
+    "Resource",
+    "Result",
+    "ResultPath",
+    "ResultSelector",
+    "ResultWriter",
+    "Retry",
+    "Seconds",
+    "SecondsPath",
+    "StartAt",
+    "States",
+    "TimeoutSeconds",
+    "TimeoutSecondsPath",
+    "Timestamp",
+    "TimestampPath",
+    "ToleratedFailureCount",
+    "ToleratedFailureCountPath",
+    "ToleratedFailurePercentage",
+    "ToleratedFailurePercentagePath",
+    "Type",
+    "Variable",
+    "Version",
+];
 
 /// Whether a state's own fields (not its nested branches or processor) mention `$$`.
 /// Whether a JSONata string may read `$states.context`: any `$states` not followed by

@@ -111,8 +111,11 @@ fn check_scope(scope: &Scope, outer: &BTreeMap<String, JsonPointer>, diags: &mut
                     crate::asl::diagnostic::Code::UnassignedVariable,
                     &at,
                     format!(
-                        "The JSONata expression '{}' reads the variable '${name}', which no state of this scope or of an outer one assigns: it will evaluate to nothing",
-                        expression.text()
+                        "The JSONata expression '{}' reads the variable '${name}', which no state of this scope or of an outer one assigns: it will evaluate to nothing{}",
+                        expression.text(),
+                        crate::suggest::closest(name, visible.keys().map(String::as_str))
+                            .map(|c| format!(" (did you mean '${c}'?)"))
+                            .unwrap_or_default()
                     ),
                 );
             }

@@ -52,6 +52,7 @@ pub mod summary;
 pub mod tasks;
 pub mod test;
 pub mod test_state;
+pub mod ui;
 pub mod validate;
 pub mod worker;
 
@@ -62,6 +63,9 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// -q, -v and --color, for every command.
+    #[command(flatten)]
+    pub ui: ui::UiArgs,
 }
 
 /// Every `sfn-local` command.
@@ -159,6 +163,7 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    ui::set(cli.ui);
     cli.command.run()
 }
 

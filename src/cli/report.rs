@@ -53,12 +53,10 @@ pub fn render(format: Format, files: &[FileReport<'_>], color: bool) -> String {
     }
 }
 
-/// Whether human output should be colored: only on a terminal, and never when `NO_COLOR` is set
-/// (<https://no-color.org>) or the terminal is `dumb`.
+/// Whether human output should be colored: `--color`, and with `auto` only on a terminal, never
+/// when `NO_COLOR` is set (<https://no-color.org>) or the terminal is `dumb`.
 pub fn color_wanted(stream_is_terminal: bool) -> bool {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-    stream_is_terminal && !no_color && !dumb
+    crate::cli::ui::color(stream_is_terminal)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,8 +403,14 @@ impl SourceCode for NamedText<'_> {
 /// array of them, each with a leading `"file"`. `result` is `FAIL` exactly when there is an
 /// ERROR. Messages are AWS's, verbatim, Jackson location included.
 pub fn render_json(files: &[FileReport<'_>]) -> String {
+    render_json_as(files, false)
+}
+
+/// Like [`render_json`]; with `array`, an array (each object with its `"file"`) even for one
+/// file, so a script sees one shape whatever a folder holds.
+pub fn render_json_as(files: &[FileReport<'_>], array: bool) -> String {
     let value = match files {
-        [one] => Value::Object(file_json(one, false)),
+        [one] if !array => Value::Object(file_json(one, false)),
         many => Value::Array(
             many.iter()
                 .map(|file| Value::Object(file_json(file, true)))

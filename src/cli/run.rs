@@ -19,8 +19,12 @@ use std::sync::Arc;
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The state machine definition (JSON or YAML).
-    #[arg(required_unless_present = "template")]
+    #[arg(required_unless_present_any = ["template", "state_machine_arn"])]
     pub definition: Option<PathBuf>,
+    /// Run a state machine the database knows instead: one created through `serve`'s API (a
+    /// version or alias ARN too), or one that earlier executions ran.
+    #[arg(long, value_name = "ARN", conflicts_with_all = ["definition", "template"])]
+    pub state_machine_arn: Option<String>,
     /// Run a state machine of this SAM or CloudFormation template instead.
     #[arg(long, value_name = "TEMPLATE", conflicts_with = "definition")]
     pub template: Option<PathBuf>,
@@ -90,12 +94,6 @@ pub struct RunArgs {
     /// file `DIR/BUCKET/KEY`.
     #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
     pub s3_dir: Option<PathBuf>,
-    /// No progress display on stderr (it is only drawn when stderr is a terminal).
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// With the progress display, also print one line per finished state.
-    #[arg(long, short)]
-    pub verbose: bool,
     /// State machines that `states:startExecution*` tasks start as child executions.
     #[command(flatten)]
     pub machines: crate::cli::machines::MachineArgs,
@@ -218,6 +216,56 @@ pub(crate) fn bind_tasks(
     Ok(commands)
 }
 
+/// The definition of a state machine the database knows (`--state-machine-arn`), its name and
+/// role; AWS's `StateMachineDoesNotExist` for one it does not.
+fn known_machine(
+    arn: &str,
+    db_flag: Option<PathBuf>,
+    subs: &crate::asl::Substitutions,
+) -> Result<(crate::cli::definition::LoadedFile, String, Option<String>), ExitCode> {
+    use crate::cli::tasks::{exit, refuse};
+    let missing = |why: String| {
+        refuse(
+            "StartExecution",
+            "StateMachineDoesNotExist",
+            &format!("State Machine Does Not Exist: '{arn}' ({why})"),
+            exit::STATE_MACHINE_DOES_NOT_EXIST,
+        )
+    };
+    let store = match db::open_for_reading(db_flag) {
+        Ok(s) => s,
+        Err(db::OpenExistingError::Missing(path)) => {
+            return Err(missing(format!("{} does not exist", path.display())))
+        }
+        Err(e) => return Err(usage(e)),
+    };
+    let known = match store.known_machine(arn) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            return Err(missing(format!(
+                "{} knows no such machine; list-executions shows what ran",
+                store.path().display()
+            )))
+        }
+        Err(e) => return Err(usage(e)),
+    };
+    let definition = asl::load_text(
+        &known.definition,
+        asl::SourceFormat::detect(None, &known.definition),
+        asl::LoadOptions {
+            machine_type: asl::MachineType::Standard,
+            substitutions: subs,
+            unresolved: asl::Unresolved::Refuse,
+        },
+    );
+    let loaded = crate::cli::definition::LoadedFile {
+        label: arn.to_owned(),
+        text: known.definition,
+        definition,
+    };
+    Ok((loaded, known.name, known.role_arn))
+}
+
 /// Runs `run`.
 pub fn run(mut args: RunArgs) -> ExitCode {
     // The AWS CLI's habit: `file://machine.asl.json`.
@@ -240,6 +288,13 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             }
         }
     }
+    if let Some(arn) = args.state_machine_arn.clone() {
+        // `ARN#CASE`, as serve's StartExecution (and Step Functions Local) take it.
+        if let Some((arn, case)) = arn.rsplit_once('#').filter(|(_, c)| !c.is_empty()) {
+            test_case = test_case.or(Some(case.to_owned()));
+            args.state_machine_arn = Some(arn.to_owned());
+        }
+    }
     if let Some(name) = args.state_machine_name.clone() {
         let (name, case) = crate::tasks::mock::split_test_case(&name);
         test_case = test_case.or(case.map(str::to_owned));
@@ -249,30 +304,48 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    let (loaded, default_name) = match crate::cli::definition::load_for_run(
-        args.definition.as_deref(),
-        args.template.as_deref(),
-        args.state_machine.as_deref(),
-        &subs,
-    ) {
+    let loaded = match &args.state_machine_arn {
+        Some(arn) => match known_machine(arn, args.db.clone(), &subs) {
+            Ok((loaded, name, role)) => {
+                // The ARN decides where the execution lives, as on AWS.
+                if let [_, _, _, region, account, ..] =
+                    arn.splitn(7, ':').collect::<Vec<_>>().as_slice()
+                {
+                    args.region = Some((*region).to_owned());
+                    args.account_id = (*account).to_owned();
+                }
+                args.role_arn = args.role_arn.clone().or(role);
+                Ok((loaded, name))
+            }
+            Err(refused) => return refused,
+        },
+        None => crate::cli::definition::load_for_run(
+            args.definition.as_deref(),
+            args.template.as_deref(),
+            args.state_machine.as_deref(),
+            &subs,
+        ),
+    };
+    let (loaded, default_name) = match loaded {
         Ok(l) => l,
         Err(e) => return usage(e),
     };
     let path = loaded.label.clone();
-    let diags = &loaded.definition.diagnostics;
-    if !diags.is_empty() {
+    let diags = loaded.definition.diagnostics.clone();
+    let show_diagnostics = || {
         let report = report::render_human(
             &[FileReport {
                 path: &path,
                 text: &loaded.text,
-                diagnostics: diags,
+                diagnostics: &diags,
             }],
-            false,
+            report::color_wanted(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         );
         err!("{report}");
-    }
+    };
     let (Some(text), Some(machine)) = (loaded.stored_definition(), loaded.definition.machine)
     else {
+        show_diagnostics();
         errln!("error: {path} is not a valid state machine; nothing was run");
         return ExitCode::from(EXIT_USAGE);
     };
@@ -360,6 +433,20 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // Warnings once per definition: on the first run of it under this name (or with -v).
+    if !diags.is_empty() && !crate::cli::ui::quiet() {
+        let shown_before = store
+            .has_run_definition(&machine_name, &text)
+            .unwrap_or(false);
+        if !shown_before || crate::cli::ui::verbose() {
+            show_diagnostics();
+        } else {
+            errln!(
+                "sfn-local: {} warning(s) about {path}, shown on its first run (-v shows them again; validate lists them)",
+                diags.len()
+            );
+        }
+    }
     let info = ExecutionInfo::new(
         &region(args.region.clone()),
         &args.account_id,
@@ -386,13 +473,15 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         machines,
     };
     let progress =
-        crate::cli::progress::wanted(args.quiet, args.format == RunFormat::Json).then(|| {
-            crate::cli::progress::Progress::start(
-                store.clone(),
-                vec![execution_arn.clone()],
-                args.verbose,
-            )
-        });
+        crate::cli::progress::wanted(crate::cli::ui::quiet(), args.format == RunFormat::Json).then(
+            || {
+                crate::cli::progress::Progress::start(
+                    store.clone(),
+                    vec![execution_arn.clone()],
+                    crate::cli::ui::verbose(),
+                )
+            },
+        );
     let outcome = run_execution(store.clone(), request);
     drop(progress);
     let outcome = match outcome {
@@ -453,10 +542,12 @@ pub(crate) fn report_outcome(
         }
     }
     let name = execution_arn.rsplit(':').next().unwrap_or(execution_arn);
-    errln!(
-        "sfn-local: execution {name} {}; why and how: sfn-local describe-execution --execution-arn {name} --format text",
-        outcome.status.as_str()
-    );
+    if !crate::cli::ui::quiet() {
+        errln!(
+            "sfn-local: execution {name} {}; why and how: sfn-local describe-execution --execution-arn {name} --format text",
+            outcome.status.as_str()
+        );
+    }
     match outcome.status {
         Status::Succeeded => ExitCode::SUCCESS,
         Status::Failed => ExitCode::from(EXIT_FAILED),

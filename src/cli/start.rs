@@ -1,5 +1,7 @@
 //! `sfn-local start-execution DEFINITION [run's options]`: start an execution in the background,
 //! as the AWS CLI's `start-execution` does, and print its `executionArn` and `startDate`.
+//! `--state-machine-arn ARN`, as the AWS CLI spells it, starts a machine the database knows
+//! (created through serve's API, or run before) instead of a file.
 //!
 //! The execution is driven by a `sfn-local run` of its own, started in a new process group (a
 //! Ctrl-C in this terminal does not reach it) with the same options, whose lease and durability

@@ -37,6 +37,8 @@ pub mod exit {
     pub const EXECUTION_DOES_NOT_EXIST: u8 = 15;
     /// `InvalidArn`: `--activity-arn` is not an activity ARN.
     pub const INVALID_ARN: u8 = 16;
+    /// `StateMachineDoesNotExist`: `--state-machine-arn` names no machine the database knows.
+    pub const STATE_MACHINE_DOES_NOT_EXIST: u8 = 17;
 }
 
 /// AWS's longest `error`.
@@ -353,7 +355,10 @@ fn task_json(t: &TokenRecord) -> Value {
     m.insert("taskToken".into(), t.token.clone().into());
     m.insert("executionArn".into(), t.execution_arn.clone().into());
     m.insert("stateName".into(), t.state_name.clone().into());
-    m.insert("attempt".into(), t.attempt.into());
+    // Numbered as the text listing (and the console) number it: 1 is the first attempt;
+    // `retryCount` is `$$.State.RetryCount` (and the worker's SFN_RETRY_COUNT).
+    m.insert("attempt".into(), (t.attempt + 1).into());
+    m.insert("retryCount".into(), t.attempt.into());
     let kind = match t.kind {
         TokenKind::Callback => "CALLBACK",
         TokenKind::Activity => "ACTIVITY",
@@ -435,6 +440,11 @@ pub fn list(args: ListTasksArgs) -> ExitCode {
         ListFormat::Text => {
             if tasks.is_empty() {
                 errln!("no task is waiting for an answer");
+            } else if !crate::cli::ui::quiet() {
+                // A header for people; `-q` leaves the rows alone for `cut -f1`.
+                outln!(
+                    "TASK TOKEN\tSTATUS\tSTATE (ATTEMPT, 1 = FIRST)\tKIND AND DEADLINES\tEXECUTION"
+                );
             }
             for t in &tasks {
                 let deadline = |label: &str, d: Option<i64>| {

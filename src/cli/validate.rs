@@ -16,9 +16,6 @@ pub struct ValidateArgs {
     /// (`*.asl.json`, `*.asl.yaml`, other JSON/YAML files with top-level States and StartAt).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     pub paths: Vec<PathBuf>,
-    /// List the files and folders a folder walk passed over, and why (on stderr).
-    #[arg(long, short)]
-    pub verbose: bool,
     /// Values for `${NAME}` placeholders.
     #[command(flatten)]
     pub substitutions: SubstitutionArgs,
@@ -36,8 +33,11 @@ pub enum Format {
     /// Reports for people: the source, underlined (`text`, as in every command; `human` too).
     #[value(name = "text", alias = "human")]
     Human,
-    /// AWS's ValidateStateMachineDefinition response shape.
+    /// AWS's ValidateStateMachineDefinition response shape: one object for one file argument,
+    /// an array (each with its "file") for a folder or several files.
     Json,
+    /// An array of AWS's response shapes, each with its "file", even for one file.
+    JsonArray,
     /// GitHub Actions annotations.
     Github,
 }
@@ -131,7 +131,8 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    if args.verbose {
+    // `-v`: the files and folders a folder walk passed over, and why.
+    if crate::cli::ui::verbose() {
         for (p, why) in &walk.skipped {
             errln!("skipped {}: {why}", p.display());
         }
@@ -168,11 +169,16 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         })
         .collect();
     let out = match args.format {
-        Format::Human => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            report::render_human(&reports, color)
+        Format::Human => report::render_human(
+            &reports,
+            report::color_wanted(std::io::stdout().is_terminal()),
+        ),
+        Format::Json => {
+            // A folder gives an array even when it holds one definition: one shape per command.
+            let one_file = args.paths.len() == 1 && !args.paths[0].is_dir();
+            report::render_json_as(&reports, !one_file)
         }
-        Format::Json => report::render_json(&reports),
+        Format::JsonArray => report::render_json_as(&reports, true),
         Format::Github => report::render_github(&reports),
     };
     let mut stdout = std::io::stdout().lock();

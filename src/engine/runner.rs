@@ -275,7 +275,7 @@ pub fn resume_engine(
         record,
         notice,
         owner,
-        &Bindings::new(),
+        &ResumeBindings::default(),
         &ResumeTarget::All,
         &HandlerSet::default(),
         &KnownMachines::new(),
@@ -532,6 +532,41 @@ pub fn resume_executions_with(
     bindings: &Bindings,
     machines: KnownMachines,
 ) -> Result<Vec<Resumed>, RunError> {
+    let bound = ResumeBindings {
+        tasks: bindings.clone(),
+        ..ResumeBindings::default()
+    };
+    resume_executions_bound(store, target, notice, &bound, machines)
+}
+
+/// What `resume` supplies or replaces of the bindings `run` stored with an execution, as
+/// `run`'s options spell them.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeBindings {
+    /// `--task`: state name → command (its program path absolute).
+    pub tasks: Bindings,
+    /// `--worker`: state name → managed handler (its program path absolute).
+    pub workers: Bindings,
+    /// `--heartbeat` and `--kill-after` for the handlers, when given.
+    pub worker_options: Option<ManagedOptions>,
+    /// `--endpoint SERVICE=URL`, over the stored ones.
+    pub endpoints: Vec<String>,
+    /// `--mock-config` and `--test-case`: the mocks of that case for each resumed machine (the
+    /// invocations of a mocked state are counted from the resume).
+    pub mocks: Option<(crate::tasks::mock::MockConfig, String)>,
+    /// `--s3-dir`.
+    pub s3_dir: Option<std::path::PathBuf>,
+}
+
+/// Like [`resume_executions_with`], with every binding option of `run` (see
+/// [`ResumeBindings`]).
+pub fn resume_executions_bound(
+    store: Arc<Store>,
+    target: ResumeTarget,
+    notice: NoticeFn,
+    bindings: &ResumeBindings,
+    machines: KnownMachines,
+) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
     let lease = lease_ms();
     let now = system_now();
@@ -638,7 +673,7 @@ fn prepare_resume(
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
-    bindings: &Bindings,
+    bindings: &ResumeBindings,
     target: &ResumeTarget,
     handlers: &HandlerSet,
     extra: &KnownMachines,
@@ -680,7 +715,7 @@ fn prepare_resume(
         .filter(|s| s.type_name() == "Task")
         .map(|s| s.name.as_str())
         .collect();
-    for (state, command) in bindings {
+    for (state, command) in &bindings.tasks {
         if task_states.contains(&state.as_str()) {
             tasks
                 .commands
@@ -711,9 +746,47 @@ fn prepare_resume(
             .map_err(|e| cannot(format!("its worker binding {binding:?} is invalid: {e}")))?;
         workers.commands.insert(state, command);
     }
-    tasks.endpoints =
-        crate::tasks::aws::Endpoints::parse(&config.endpoints, |k| std::env::var(k).ok())
-            .map_err(|e| cannot(format!("its endpoints are invalid: {e}")))?;
+    let token_states: Vec<&str> = machine
+        .all_states()
+        .into_iter()
+        .filter(|s| match &s.kind {
+            crate::asl::model::StateKind::Task(t) => t.resource.waits_for_token(),
+            _ => false,
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    for (state, command) in &bindings.workers {
+        if token_states.contains(&state.as_str()) {
+            tasks.commands.remove(state);
+            workers.commands.insert(state.clone(), command.clone());
+        } else if matches!(target, ResumeTarget::One(_)) {
+            return Err(cannot(format!(
+                "--worker {state}=...: the machine has no .waitForTaskToken Task state named '{state}'{}",
+                crate::suggest::did_you_mean(state, token_states.iter().copied())
+            )));
+        }
+    }
+    if let Some(options) = bindings.worker_options {
+        workers.options = options;
+    }
+    let endpoints: Vec<String> = config
+        .endpoints
+        .iter()
+        .chain(&bindings.endpoints)
+        .cloned()
+        .collect();
+    tasks.endpoints = crate::tasks::aws::Endpoints::parse(&endpoints, |k| std::env::var(k).ok())
+        .map_err(|e| cannot(format!("its endpoints are invalid: {e}")))?;
+    if let Some((mock_config, case)) = &bindings.mocks {
+        let mocks = mock_config
+            .test_case(&record.state_machine_name, case)
+            .and_then(|m| m.check_against(&machine).map(|()| m))
+            .map_err(|e| cannot(format!("--test-case {case}: {e}")))?;
+        tasks.mocks = mocks;
+    }
+    if bindings.s3_dir.is_some() {
+        tasks.s3_dir = bindings.s3_dir.clone();
+    }
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
     let (region, account) = match parts.as_slice() {
@@ -854,7 +927,7 @@ pub(crate) fn resume_child(
         record,
         notice,
         owner,
-        &Bindings::new(),
+        &ResumeBindings::default(),
         &ResumeTarget::All,
         &HandlerSet::default(),
         &KnownMachines::new(),

@@ -74,7 +74,7 @@ pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, Unk
 pub use map_runs::MapRunChild;
 pub use migrations::SCHEMA_VERSION;
 pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
-pub use resources::{ActivityRecord, AliasRecord, StateMachineRecord, VersionRecord};
+pub use resources::{ActivityRecord, AliasRecord, KnownMachine, StateMachineRecord, VersionRecord};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,

@@ -529,3 +529,77 @@ impl Store {
         })
     }
 }
+
+/// A state machine `start-execution --state-machine-arn` can start: its name, definition and
+/// role, from the API's rows or from the executions that ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownMachine {
+    /// The state machine's name.
+    pub name: String,
+    /// The definition to run.
+    pub definition: String,
+    /// Its role ARN, if it has one.
+    pub role_arn: Option<String>,
+}
+
+impl Store {
+    /// The machine an ARN names: a state machine created through the API, one of its versions,
+    /// an alias (its most weighted version), or else a machine that executions ran (`run`), with
+    /// the definition of its latest execution. `None` if the database knows no such machine.
+    pub fn known_machine(&self, arn: &str) -> Result<Option<KnownMachine>> {
+        let from = |m: StateMachineRecord| KnownMachine {
+            name: m.name,
+            definition: m.definition,
+            role_arn: Some(m.role_arn).filter(|r| !r.is_empty()),
+        };
+        if let Some(m) = self.state_machine(arn)? {
+            return Ok(Some(from(m)));
+        }
+        if let Some(v) = self.version(arn)? {
+            return Ok(Some(from(v.machine)));
+        }
+        if let Some(a) = self.alias(arn)? {
+            let routes: Vec<serde_json::Value> =
+                serde_json::from_str(&a.routing).unwrap_or_default();
+            let heaviest = routes
+                .iter()
+                .max_by_key(|r| r["weight"].as_i64().unwrap_or(0))
+                .and_then(|r| r["stateMachineVersionArn"].as_str());
+            if let Some(v) = heaviest.map(|v| self.version(v)).transpose()?.flatten() {
+                return Ok(Some(from(v.machine)));
+            }
+        }
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT state_machine_name, definition, role_arn FROM executions
+                 WHERE state_machine_arn = ?1 ORDER BY start_date DESC, id DESC LIMIT 1",
+                [arn],
+                |row| {
+                    Ok(KnownMachine {
+                        name: row.get(0)?,
+                        definition: row.get(1)?,
+                        role_arn: row.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.sqlite("read state machine", e))
+        })
+    }
+}
+
+impl Store {
+    /// Whether an execution of the machine named `state_machine_name` already ran exactly this
+    /// definition (`run` showed its warnings then, and need not show them again).
+    pub fn has_run_definition(&self, state_machine_name: &str, definition: &str) -> Result<bool> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM executions
+                 WHERE state_machine_name = ?1 AND definition = ?2)",
+                [state_machine_name, definition],
+                |row| row.get::<_, bool>(0),
+            )
+            .map_err(|e| self.sqlite("read executions", e))
+        })
+    }
+}

@@ -139,26 +139,23 @@ pub fn parse_binding(binding: &str) -> Result<(String, CommandLine), BindingErro
 }
 
 impl CommandLine {
-    /// Runs the command for one attempt. For `lambda:invoke` the command is the function: it
-    /// gets the `Payload` and its result is wrapped in Lambda's `Invoke` response
-    /// ([`crate::tasks::lambda`]). Its stderr lines are forwarded to `notice`, prefixed with the
+    /// Runs the command for one attempt. For an optimized integration the command stands in
+    /// for the service ([`crate::tasks::stand_in`]): for `lambda:invoke` it is the function,
+    /// which gets the `Payload` and whose result is wrapped in Lambda's `Invoke` response. Its stderr lines are forwarded to `notice`, prefixed with the
     /// state's name, whether it succeeds or fails.
     pub async fn run(
         &self,
         request: &TaskRequest,
         notice: Option<crate::tasks::NoticeSink>,
     ) -> Result<Value, StatesError> {
-        use crate::tasks::lambda;
+        use crate::tasks::{lambda, stand_in::StandIn};
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
-        let function = lambda::is_invoke(&request.resource);
-        let (stdin_value, function_name) = if function {
-            (
-                lambda::event(&request.input),
-                lambda::function_name(&request.input),
-            )
-        } else {
-            (request.input.clone(), None)
-        };
+        let stand_in = StandIn::of(&request.resource);
+        let function = stand_in == StandIn::Function;
+        let stdin_value = stand_in.request(&request.input);
+        let function_name = function
+            .then(|| lambda::function_name(&request.input))
+            .flatten();
         let mut command = tokio::process::Command::new(&self.argv[0]);
         command
             .args(&self.argv[1..])
@@ -219,11 +216,7 @@ impl CommandLine {
                 ))
             })?
         };
-        Ok(if function {
-            lambda::invoke_response(result)
-        } else {
-            result
-        })
+        Ok(stand_in.response(&request.input, result))
     }
 }
 

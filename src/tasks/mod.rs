@@ -12,6 +12,7 @@ pub mod managed;
 pub mod mock;
 pub mod nested;
 pub mod s3;
+pub mod stand_in;
 
 use crate::asl::error::StatesError;
 use crate::asl::resource::Resource;
