@@ -898,7 +898,7 @@ fn resume_takes_run_binding_options() {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let out = sb.run(&["get-execution-history", "--execution-arn", "m"]);
-        if out.code == 0 && out.stdout.contains("TaskStarted") {
+        if out.code == 0 && out.stdout.contains("LambdaFunctionStarted") {
             break;
         }
         assert!(std::time::Instant::now() < until, "the task never started");
