@@ -202,14 +202,17 @@ async fn map_runs_each_item_in_order() {
 #[tokio::test]
 async fn task_runs_a_local_command() {
     let (outcome, events) = run_with(
-        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:local","End":true}}}),
+        json!({"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","End":true}}}),
         json!({"n": 1}),
         tasks(&["T=sh -c 'cat; echo'"]),
         Arc::new(SystemClock::new(1.0)),
     )
     .await;
     assert_eq!(outcome.status, Status::Succeeded, "{outcome:?}");
-    assert_eq!(outcome.output, Some(json!({"n": 1})));
+    // The command stands in for SNS: what it printed, in Publish's response.
+    let output = outcome.output.unwrap();
+    assert_eq!(output["n"], 1, "{output}");
+    assert!(output["MessageId"].is_string(), "{output}");
     assert_eq!(
         types(&events),
         [
@@ -228,7 +231,7 @@ async fn task_runs_a_local_command() {
 async fn retries_then_catches_a_failing_task() {
     let (outcome, events) = run_with(
         json!({"StartAt":"T","States":{
-            "T":{"Type":"Task","Resource":"arn:aws:lambda:us-east-1:123456789012:function:local",
+            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
                  "Retry":[{"ErrorEquals":["Oops"],"IntervalSeconds":1,"MaxAttempts":1}],
                  "Catch":[{"ErrorEquals":["States.ALL"],"Next":"H"}],"End":true},
             "H":{"Type":"Pass","End":true}}}),
