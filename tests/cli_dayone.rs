@@ -1106,3 +1106,131 @@ fn validate_json_has_one_shape_per_command_and_list_tasks_numbers_attempts_alike
     assert!(!quiet.stdout.contains("TASK TOKEN"), "{}", quiet.stdout);
     common::kill(&mut run);
 }
+
+#[test]
+fn sigterm_gets_the_same_resume_hint_as_ctrl_c() {
+    let sb = Sandbox::new();
+    let def = sb.write("cb.asl.json", CALLBACK_MACHINE);
+    let run = sb.spawn(&["run", def.to_str().unwrap(), "--name", "termed"]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = sb.run(&["list-tasks", "--format", "json"]);
+        if out.code == 0 && out.json()["tasks"][0]["taskToken"].is_string() {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "no task appeared");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // What `kill` (or a CI runner cancelling a job) sends.
+    let pid = run.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let out = common::Output::of(run);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("stays RUNNING"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("resume it:  sfn-local resume --execution-arn"),
+        "{}",
+        out.stderr
+    );
+    let described = sb
+        .run(&["describe-execution", "--execution-arn", "termed"])
+        .json();
+    assert_eq!(described["status"], "RUNNING");
+}
+
+#[test]
+fn start_execution_starts_a_machine_created_through_serves_api_with_the_aws_cli() {
+    let aws = common::deps_python_bin("aws");
+    if !aws.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the AWS CLI is missing from {} (run .ci/deps)",
+            aws.display()
+        );
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let sb = Sandbox::new();
+    let mut serve = sb.spawn(&["serve", "--port", &port.to_string()]);
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let aws_cli = |args: &[&str]| {
+        std::process::Command::new(&aws)
+            .args([
+                "--endpoint-url",
+                &endpoint,
+                "--output",
+                "json",
+                "stepfunctions",
+            ])
+            .args(args)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_DEFAULT_REGION", "eu-west-1")
+            .env("AWS_PAGER", "")
+            .output()
+            .unwrap()
+    };
+    let definition = r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "Parameters": {"made.$": "$.by"}, "End": true}}}"#;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let created = loop {
+        let out = aws_cli(&[
+            "create-state-machine",
+            "--name",
+            "made-by-api",
+            "--definition",
+            definition,
+            "--role-arn",
+            "arn:aws:iam::123456789012:role/r",
+        ]);
+        if out.status.success() {
+            break serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "serve never answered: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let arn = created["stateMachineArn"].as_str().unwrap().to_owned();
+    assert!(arn.contains(":eu-west-1:"), "{arn}");
+    let out = sb.run(&[
+        "start-execution",
+        "--state-machine-arn",
+        &arn,
+        "--name",
+        "from-cli",
+        "--input",
+        r#"{"by": "the api"}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let started = out.json();
+    assert_eq!(
+        started["executionArn"],
+        arn.replace(":stateMachine:", ":execution:") + ":from-cli"
+    );
+    // The AWS CLI sees it through serve: one world.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let described = loop {
+        let out = aws_cli(&[
+            "describe-execution",
+            "--execution-arn",
+            started["executionArn"].as_str().unwrap(),
+        ]);
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if d["status"] == "SUCCEEDED" || std::time::Instant::now() > until {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(described["status"], "SUCCEEDED", "{described}");
+    assert_eq!(described["output"], r#"{"made":"the api"}"#);
+    common::kill(&mut serve);
+}
