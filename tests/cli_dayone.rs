@@ -1054,6 +1054,19 @@ fn a_misspelled_transition_gets_did_you_mean_and_no_cascade() {
         ],
         "no 'not reachable' for Ship, which the typo meant"
     );
+    // A variable read under a name close to one assigned.
+    let vars = sb.write(
+        "vars.asl.json",
+        r#"{"QueryLanguage": "JSONata", "StartAt": "A", "States": {
+            "A": {"Type": "Pass", "Assign": {"total": 1}, "Next": "B"},
+            "B": {"Type": "Pass", "Output": "{% $totl %}", "End": true}}}"#,
+    );
+    let out = sb.run(&["validate", vars.to_str().unwrap(), "--format", "json"]);
+    assert!(
+        out.stdout.contains("(did you mean '$total'?)"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
