@@ -1247,3 +1247,79 @@ fn start_execution_starts_a_machine_created_through_serves_api_with_the_aws_cli(
     assert_eq!(described["output"], r#"{"made":"the api"}"#);
     common::kill(&mut serve);
 }
+
+#[test]
+fn a_binding_given_to_resume_is_kept_for_the_next_resume() {
+    let sb = Sandbox::new().lease_ms(300);
+    let def = sb.write(
+        "slow.asl.json",
+        r#"{"StartAt": "Work", "States": {"Work": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}}"#,
+    );
+    let started = |child: &mut std::process::Child| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let out = sb.run(&["get-execution-history", "--execution-arn", "k"]);
+            let starts = out.stdout.matches("LambdaFunctionStarted").count();
+            if out.code == 0 && starts > 0 && sb.path("marker").exists() == (starts > 1) {
+                break;
+            }
+            assert!(std::time::Instant::now() < until, "the task never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        common::kill(child);
+    };
+    let mut run = sb.spawn(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "k",
+        "--task",
+        "Work=sleep 30",
+    ]);
+    started(&mut run);
+    // The fixed command hangs once (the runner dies again), then answers.
+    let marker = sb.path("marker");
+    let fixed = script(
+        &sb,
+        "fixed.sh",
+        &format!(
+            r#"if [ -e {m} ]; then echo '{{"second": true}}'; else touch {m}; sleep 30; fi"#,
+            m = marker.display()
+        ),
+    );
+    let binding = format!("Work={fixed}");
+    let resume = |args: &[&str]| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let mut all = vec!["resume", "--execution-arn", "k"];
+            all.extend_from_slice(args);
+            let mut child = sb.spawn(&all);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            match child.try_wait().unwrap() {
+                Some(_) => {
+                    let out = common::Output::of(child);
+                    if out.stderr.contains("lease") && std::time::Instant::now() < until {
+                        continue;
+                    }
+                    break (None, Some(out));
+                }
+                None => break (Some(child), None),
+            }
+        }
+    };
+    let (child, _) = resume(&["--task", &binding]);
+    let mut child = child.expect("the resumed task runs");
+    started(&mut child);
+    // No --task now: the binding given to the last resume is the execution's.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        let out = sb.run(&["resume", "--execution-arn", "k"]);
+        if out.code == 2 && out.stderr.contains("lease") && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        break out;
+    };
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"second": true}));
+}

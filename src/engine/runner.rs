@@ -787,6 +787,7 @@ fn prepare_resume(
     if bindings.s3_dir.is_some() {
         tasks.s3_dir = bindings.s3_dir.clone();
     }
+    keep_resume_bindings(store, &arn, &config, bindings, &task_states, &token_states);
     // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
     let parts: Vec<&str> = arn.splitn(8, ':').collect();
     let (region, account) = match parts.as_slice() {
@@ -844,6 +845,52 @@ fn prepare_resume(
         owner,
     );
     Ok((engine, config.cwd, recorded, children))
+}
+
+/// Stores the bindings a resume supplied with the execution's run configuration, so the next
+/// resume (after this runner dies too) keeps them. Best effort: the resume goes on regardless.
+fn keep_resume_bindings(
+    store: &Store,
+    arn: &str,
+    config: &RunConfig,
+    bindings: &ResumeBindings,
+    task_states: &[&str],
+    token_states: &[&str],
+) {
+    if bindings.tasks.is_empty() && bindings.workers.is_empty() && bindings.endpoints.is_empty() {
+        return;
+    }
+    let line = |state: &str, c: &crate::tasks::command::CommandLine| {
+        format!("{state}={}", shell_words::join(&c.argv))
+    };
+    let rebound = |b: &String| {
+        b.split_once('=').is_some_and(|(s, _)| {
+            bindings.tasks.contains_key(s) || bindings.workers.contains_key(s)
+        })
+    };
+    let mut kept = config.clone();
+    kept.tasks.retain(|b| !rebound(b));
+    kept.workers.retain(|b| !rebound(b));
+    kept.tasks.extend(
+        bindings
+            .tasks
+            .iter()
+            .filter(|(s, _)| {
+                task_states.contains(&s.as_str()) && !bindings.workers.contains_key(*s)
+            })
+            .map(|(s, c)| line(s, c)),
+    );
+    kept.workers.extend(
+        bindings
+            .workers
+            .iter()
+            .filter(|(s, _)| token_states.contains(&s.as_str()))
+            .map(|(s, c)| line(s, c)),
+    );
+    kept.endpoints.extend(bindings.endpoints.iter().cloned());
+    if let Ok(text) = serde_json::to_string(&kept) {
+        let _ = store.set_run_config(arn, &text);
+    }
 }
 
 /// Creates a child execution's row (owned by the parent's runner, naming its parent) and its
