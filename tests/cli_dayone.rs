@@ -974,6 +974,10 @@ fn every_command_takes_quiet_verbose_and_color() {
             assert_ne!(out.code, 2, "{args:?}: {}", out.stderr);
         }
     }
+    // `test -v` lists the cases that passed too.
+    let listed = sb.run(&["test", "-v", "definitions/order-pipeline.sfntest.json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("ok   "), "{}", listed.stdout);
     // Warnings of a definition are shown on its first run, then once more only with -v.
     let warned = sb.write(
         "warned.asl.json",

@@ -865,6 +865,11 @@ pub fn run(args: TestArgs) -> ExitCode {
     .collect();
     let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
     let passed = results.len() - failed;
+    if crate::cli::ui::verbose() {
+        for r in results.iter().filter(|r| r.failures.is_empty()) {
+            outln!("ok   {} › {} ({:.2} s)", r.suite, r.name, r.seconds);
+        }
+    }
     for r in results.iter().filter(|r| !r.failures.is_empty()) {
         outln!(
             "FAIL {} › {}: {}",
