@@ -1242,6 +1242,19 @@ fn start_execution_starts_a_machine_created_through_serves_api_with_the_aws_cli(
     };
     assert_eq!(described["status"], "SUCCEEDED", "{described}");
     assert_eq!(described["output"], r#"{"made":"the api"}"#);
+    // A published version's ARN starts that version's definition.
+    let published = aws_cli(&["publish-state-machine-version", "--state-machine-arn", &arn]);
+    assert!(published.status.success(), "{published:?}");
+    let version: serde_json::Value = serde_json::from_slice(&published.stdout).unwrap();
+    let out = sb.run(&[
+        "run",
+        "--state-machine-arn",
+        version["stateMachineVersionArn"].as_str().unwrap(),
+        "--input",
+        r#"{"by": "a version"}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"made": "a version"}));
     common::kill(&mut serve);
 }
 
