@@ -337,3 +337,157 @@ fn a_distributed_maps_batches_are_inspected() {
         json!([{"BatchInput": {"run": "r1"}, "Items": [1, 2]}, {"BatchInput": {"run": "r1"}, "Items": [3]}])
     );
 }
+
+/// A one-shot HTTP API on localhost: answers one request with `status` and `body`, and hands
+/// back the request it got (head and body) through the join handle.
+fn one_shot_api(status: &str, body: &str) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nX-Trace: t-1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Read the head, then as much body as Content-Length says.
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        stream.write_all(answer.as_bytes()).unwrap();
+        String::from_utf8_lossy(&got).to_string()
+    });
+    (url, handle)
+}
+
+#[test]
+fn an_http_task_calls_its_api_and_trace_shows_the_request_and_response() {
+    let sb = Sandbox::new();
+    let (url, api) = one_shot_api("200 OK", r#"{"id":"c-1"}"#);
+    let definition = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::http:invoke",
+        "Parameters": {
+            "ApiEndpoint": format!("{url}/customers"),
+            "Method": "POST",
+            "Authentication": {"ConnectionArn": "arn:aws:events:us-east-1:123456789012:connection/Api/1"},
+            "Headers": {"Authorization": "Bearer s3cret"},
+            "QueryParameters": {"limit": 1},
+            "RequestBody": {"name.$": "$.name"}
+        },
+        "ResultSelector": {"id.$": "$.ResponseBody.id", "status.$": "$.StatusCode"},
+        "End": true
+    })
+    .to_string();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"name":"Ada"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--inspection-level",
+        "TRACE",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = api.join().unwrap();
+    assert!(got.starts_with("POST /customers?limit=1 HTTP/1.1"), "{got}");
+    assert!(got.ends_with(r#"{"name":"Ada"}"#), "{got}");
+    assert!(
+        got.to_ascii_lowercase()
+            .contains("authorization: bearer s3cret"),
+        "{got}"
+    );
+    let v = out.json();
+    assert_eq!(v["status"], "SUCCEEDED");
+    assert_eq!(
+        parsed(v.clone())["output"],
+        json!({"id": "c-1", "status": 200})
+    );
+    let data = &v["inspectionData"];
+    let result: Value = serde_json::from_str(data["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["ResponseBody"], json!({"id": "c-1"}));
+    assert_eq!(result["StatusText"], "OK");
+    assert_eq!(result["Headers"]["x-trace"], json!(["t-1"]));
+    let request = &data["request"];
+    assert_eq!(request["protocol"], "http");
+    assert_eq!(request["method"], "POST");
+    assert_eq!(request["url"], format!("{url}/customers?limit=1"));
+    assert_eq!(request["body"], r#"{"name":"Ada"}"#);
+    let headers = request["headers"].as_str().unwrap();
+    assert!(headers.contains("Authorization: (redacted)"), "{headers}");
+    assert!(!headers.contains("s3cret"), "{headers}");
+    let response = &data["response"];
+    assert_eq!(response["statusCode"], "200");
+    assert_eq!(response["statusMessage"], "OK");
+    assert_eq!(response["body"], r#"{"id":"c-1"}"#);
+    assert!(response["headers"]
+        .as_str()
+        .unwrap()
+        .contains("x-trace: t-1"));
+
+    // A status outside 2xx is AWS's States.Http.StatusCode.NNN; --reveal-secrets shows the
+    // credentials; DEBUG shows no HTTP data.
+    let (url, api) = one_shot_api("404 Not Found", r#"{"message":"no such customer"}"#);
+    let definition = definition.replace(
+        &format!("{}/customers", url_of(&definition)),
+        &format!("{url}/customers"),
+    );
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"name":"Ada"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--inspection-level",
+        "TRACE",
+        "--reveal-secrets",
+    ]);
+    api.join().unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["status"], "FAILED");
+    assert_eq!(v["error"], "States.Http.StatusCode.404");
+    let cause: Value = serde_json::from_str(v["cause"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        cause["ResponseBody"],
+        json!({"message": "no such customer"})
+    );
+    let headers = v["inspectionData"]["request"]["headers"].as_str().unwrap();
+    assert!(
+        headers.contains("Authorization: Bearer s3cret"),
+        "{headers}"
+    );
+    assert_eq!(v["inspectionData"]["response"]["statusCode"], "404");
+}
+
+/// The scheme and authority of the first `http://` URL in `text`.
+fn url_of(text: &str) -> String {
+    let start = text.find("http://").unwrap();
+    let rest = &text[start + 7..];
+    let end = rest.find('/').unwrap();
+    format!("http://{}", &rest[..end])
+}
