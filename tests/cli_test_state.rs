@@ -491,3 +491,71 @@ fn url_of(text: &str) -> String {
     let end = rest.find('/').unwrap();
     format!("http://{}", &rest[..end])
 }
+
+/// A Task with no mock reaches a local endpoint as `run --endpoint` does: an SQS queue of
+/// moto's server, created with boto3.
+#[test]
+fn a_task_without_a_mock_calls_its_service_at_a_local_endpoint() {
+    use std::process::{Command, Stdio};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut moto = Command::new(common::deps_python_bin("moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start moto_server");
+    let create = format!(
+        "import boto3\nprint(boto3.client('sqs', endpoint_url={url:?}, region_name='us-east-1', aws_access_key_id='test', aws_secret_access_key='test').create_queue(QueueName='orders')['QueueUrl'])"
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let queue = loop {
+        let out = Command::new(common::deps_python_bin("python"))
+            .args(["-c", &create])
+            .output()
+            .expect("python");
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        }
+        if std::time::Instant::now() > until {
+            let _ = moto.kill();
+            panic!("moto did not start");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let definition = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": queue, "MessageBody.$": "$.order"},
+        "ResultSelector": {"id.$": "$.MessageId"},
+        "End": true
+    })
+    .to_string();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"order":"o-1"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--endpoint",
+        &format!("all={url}"),
+    ]);
+    let _ = moto.kill();
+    let _ = moto.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = parsed(out.json());
+    assert_eq!(v["status"], "SUCCEEDED", "{v}");
+    assert!(
+        v["output"]["id"].as_str().is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+}
