@@ -338,52 +338,10 @@ fn a_distributed_maps_batches_are_inspected() {
     );
 }
 
-/// A one-shot HTTP API on localhost: answers one request with `status` and `body`, and hands
-/// back the request it got (head and body) through the join handle.
-fn one_shot_api(status: &str, body: &str) -> (String, std::thread::JoinHandle<String>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let answer = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nX-Trace: t-1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let handle = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        // Read the head, then as much body as Content-Length says.
-        loop {
-            let n = stream.read(&mut buf).unwrap();
-            got.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&got).to_string();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse::<usize>().unwrap())
-                    })
-                    .unwrap_or(0);
-                if got.len() >= end + 4 + length {
-                    break;
-                }
-            }
-            if n == 0 {
-                break;
-            }
-        }
-        stream.write_all(answer.as_bytes()).unwrap();
-        String::from_utf8_lossy(&got).to_string()
-    });
-    (url, handle)
-}
-
 #[test]
 fn an_http_task_calls_its_api_and_trace_shows_the_request_and_response() {
     let sb = Sandbox::new();
-    let (url, api) = one_shot_api("200 OK", r#"{"id":"c-1"}"#);
+    let (url, api) = common::http_api::one_shot("200 OK", r#"{"id":"c-1"}"#);
     let definition = json!({
         "Type": "Task",
         "Resource": "arn:aws:states:::http:invoke",
@@ -449,7 +407,8 @@ fn an_http_task_calls_its_api_and_trace_shows_the_request_and_response() {
 
     // A status outside 2xx is AWS's States.Http.StatusCode.NNN; --reveal-secrets shows the
     // credentials; DEBUG shows no HTTP data.
-    let (url, api) = one_shot_api("404 Not Found", r#"{"message":"no such customer"}"#);
+    let (url, api) =
+        common::http_api::one_shot("404 Not Found", r#"{"message":"no such customer"}"#);
     let definition = definition.replace(
         &format!("{}/customers", url_of(&definition)),
         &format!("{url}/customers"),
