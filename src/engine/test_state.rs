@@ -654,9 +654,6 @@ fn check_request(
             }
         }
     };
-    if let Some(origin) = config.and_then(|c| c.error_caused_by_state.as_deref()) {
-        check_error_origin(origin, state, mock.as_ref())?;
-    }
     match (&state.kind, &mock) {
         (StateKind::Map(_) | StateKind::Parallel(_), None) => {
             if config.is_some_and(|c| c.map_iteration_failure_count.is_some()) {
@@ -702,6 +699,10 @@ fn check_request(
             }
         }
         _ => {}
+    }
+    // After AWS's own checks, so a request AWS rejects gets AWS's message first.
+    if let Some(origin) = config.and_then(|c| c.error_caused_by_state.as_deref()) {
+        check_error_origin(origin, state, mock.as_ref())?;
     }
     Ok(mock)
 }
