@@ -30,10 +30,7 @@ pub fn one_shot(status: &str, body: &str) -> (String, std::thread::JoinHandle<St
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         // Read the head, then as much body as Content-Length says.
-        loop {
-            let Ok(n) = stream.read(&mut buf) else {
-                break;
-            };
+        while let Ok(n) = stream.read(&mut buf) {
             got.extend_from_slice(&buf[..n]);
             let text = String::from_utf8_lossy(&got).to_string();
             if let Some(end) = text.find("\r\n\r\n") {
