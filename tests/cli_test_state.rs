@@ -337,3 +337,184 @@ fn a_distributed_maps_batches_are_inspected() {
         json!([{"BatchInput": {"run": "r1"}, "Items": [1, 2]}, {"BatchInput": {"run": "r1"}, "Items": [3]}])
     );
 }
+
+#[test]
+fn an_http_task_calls_its_api_and_trace_shows_the_request_and_response() {
+    let sb = Sandbox::new();
+    let (url, api) = common::http_api::one_shot("200 OK", r#"{"id":"c-1"}"#);
+    let definition = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::http:invoke",
+        "Parameters": {
+            "ApiEndpoint": format!("{url}/customers"),
+            "Method": "POST",
+            "Authentication": {"ConnectionArn": "arn:aws:events:us-east-1:123456789012:connection/Api/1"},
+            "Headers": {"Authorization": "Bearer s3cret"},
+            "QueryParameters": {"limit": 1},
+            "RequestBody": {"name.$": "$.name"}
+        },
+        "ResultSelector": {"id.$": "$.ResponseBody.id", "status.$": "$.StatusCode"},
+        "End": true
+    })
+    .to_string();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"name":"Ada"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--inspection-level",
+        "TRACE",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = api.join().unwrap();
+    assert!(got.starts_with("POST /customers?limit=1 HTTP/1.1"), "{got}");
+    assert!(got.ends_with(r#"{"name":"Ada"}"#), "{got}");
+    assert!(
+        got.to_ascii_lowercase()
+            .contains("authorization: bearer s3cret"),
+        "{got}"
+    );
+    let v = out.json();
+    assert_eq!(v["status"], "SUCCEEDED");
+    assert_eq!(
+        parsed(v.clone())["output"],
+        json!({"id": "c-1", "status": 200})
+    );
+    let data = &v["inspectionData"];
+    let result: Value = serde_json::from_str(data["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["ResponseBody"], json!({"id": "c-1"}));
+    assert_eq!(result["StatusText"], "OK");
+    assert_eq!(result["Headers"]["x-trace"], json!(["t-1"]));
+    let request = &data["request"];
+    assert_eq!(request["protocol"], "http");
+    assert_eq!(request["method"], "POST");
+    assert_eq!(request["url"], format!("{url}/customers?limit=1"));
+    assert_eq!(request["body"], r#"{"name":"Ada"}"#);
+    let headers = request["headers"].as_str().unwrap();
+    assert!(headers.contains("Authorization: (redacted)"), "{headers}");
+    assert!(!headers.contains("s3cret"), "{headers}");
+    let response = &data["response"];
+    assert_eq!(response["statusCode"], "200");
+    assert_eq!(response["statusMessage"], "OK");
+    assert_eq!(response["body"], r#"{"id":"c-1"}"#);
+    assert!(response["headers"]
+        .as_str()
+        .unwrap()
+        .contains("x-trace: t-1"));
+
+    // A status outside 2xx is AWS's States.Http.StatusCode.NNN; --reveal-secrets shows the
+    // credentials; DEBUG shows no HTTP data.
+    let (url, api) =
+        common::http_api::one_shot("404 Not Found", r#"{"message":"no such customer"}"#);
+    let definition = definition.replace(
+        &format!("{}/customers", url_of(&definition)),
+        &format!("{url}/customers"),
+    );
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"name":"Ada"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--inspection-level",
+        "TRACE",
+        "--reveal-secrets",
+    ]);
+    api.join().unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["status"], "FAILED");
+    assert_eq!(v["error"], "States.Http.StatusCode.404");
+    let cause: Value = serde_json::from_str(v["cause"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        cause["ResponseBody"],
+        json!({"message": "no such customer"})
+    );
+    let headers = v["inspectionData"]["request"]["headers"].as_str().unwrap();
+    assert!(
+        headers.contains("Authorization: Bearer s3cret"),
+        "{headers}"
+    );
+    assert_eq!(v["inspectionData"]["response"]["statusCode"], "404");
+}
+
+/// The scheme and authority of the first `http://` URL in `text`.
+fn url_of(text: &str) -> String {
+    let start = text.find("http://").unwrap();
+    let rest = &text[start + 7..];
+    let end = rest.find('/').unwrap();
+    format!("http://{}", &rest[..end])
+}
+
+/// A Task with no mock reaches a local endpoint as `run --endpoint` does: an SQS queue of
+/// moto's server, created with boto3.
+#[test]
+fn a_task_without_a_mock_calls_its_service_at_a_local_endpoint() {
+    use std::process::{Command, Stdio};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut moto = Command::new(common::deps_python_bin("moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start moto_server");
+    let create = format!(
+        "import boto3\nprint(boto3.client('sqs', endpoint_url={url:?}, region_name='us-east-1', aws_access_key_id='test', aws_secret_access_key='test').create_queue(QueueName='orders')['QueueUrl'])"
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let queue = loop {
+        let out = Command::new(common::deps_python_bin("python"))
+            .args(["-c", &create])
+            .output()
+            .expect("python");
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        }
+        if std::time::Instant::now() > until {
+            let _ = moto.kill();
+            panic!("moto did not start");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let definition = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": queue, "MessageBody.$": "$.order"},
+        "ResultSelector": {"id.$": "$.MessageId"},
+        "End": true
+    })
+    .to_string();
+    let out = sb.run(&[
+        "test-state",
+        "--definition",
+        &definition,
+        "--input",
+        r#"{"order":"o-1"}"#,
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/r",
+        "--endpoint",
+        &format!("all={url}"),
+    ]);
+    let _ = moto.kill();
+    let _ = moto.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = parsed(out.json());
+    assert_eq!(v["status"], "SUCCEEDED", "{v}");
+    assert!(
+        v["output"]["id"].as_str().is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+}

@@ -156,14 +156,85 @@ fn compare(case: &Value, actual: &Value) -> Option<String> {
     }
 }
 
+/// The local command that is the Lambda function a case invoked without a mock (the corpus
+/// names its handler file in LocalStack's repository), as `--task` binds a function: the
+/// replay runs the same function on this machine.
+fn recorded_function(case: &Value) -> Option<&'static str> {
+    let handler = case["lambda_functions_created_by_test"][0]["handler_file"].as_str()?;
+    match handler.rsplit('/').next()? {
+        // Returns the event it is given.
+        "id_function.py" => Some("cat"),
+        // Returns the bytes of the JSON text "HelloWorld!", whatever the event.
+        "return_bytes_str.py" => Some(r#"printf %s '"HelloWorld!"'"#),
+        _ => None,
+    }
+}
+
+/// The state name a case's request tests (a single state is `StateName`, as on AWS).
+fn tested_state(request: &TestStateRequest) -> String {
+    request
+        .state_name
+        .clone()
+        .unwrap_or_else(|| "StateName".to_owned())
+}
+
+/// The corpus's masks of Lambda's HTTP metadata (CORPUS_README, normalisation 3): HTTP `Date`
+/// headers, request ids and trace ids.
+fn mask_http_metadata(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                match k.as_str() {
+                    "Date" => *child = json!("date"),
+                    "x-amzn-RequestId" => *child = json!("x-amzn-RequestId"),
+                    "X-Amzn-Trace-Id" => *child = json!("X-Amzn-Trace-Id"),
+                    "RequestId" => *child = json!("RequestId"),
+                    _ => mask_http_metadata(child),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(mask_http_metadata),
+        _ => {}
+    }
+}
+
+/// Applies [`mask_http_metadata`] to the `SdkHttpMetadata` and `SdkResponseMetadata` of a
+/// response, wherever they are.
+fn masked_metadata(mut v: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                for (k, child) in o.iter_mut() {
+                    if k == "SdkHttpMetadata" || k == "SdkResponseMetadata" {
+                        mask_http_metadata(child);
+                    } else {
+                        walk(child);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v
+}
+
 fn library_answer(case: &Value) -> Value {
     let request = request_of(case);
-    match test_state_blocking(
-        &request,
-        Rc::new(LocalTasks::default()),
-        Arc::new(SystemClock::new(1.0)),
-    ) {
-        Ok(r) => normalised_response(serde_json::to_value(r).unwrap_or_default()),
+    let mut tasks = LocalTasks::default();
+    if let Some(function) = recorded_function(case) {
+        let (state, command) = sfn_local::tasks::command::parse_binding(&format!(
+            "{}={function}",
+            tested_state(&request)
+        ))
+        .expect("a binding");
+        tasks.commands.insert(state, command);
+    }
+    match test_state_blocking(&request, Rc::new(tasks), Arc::new(SystemClock::new(1.0))) {
+        Ok(r) => masked_metadata(normalised_response(
+            serde_json::to_value(r).unwrap_or_default(),
+        )),
         Err(e) => json!({"error": e.code, "message": e.message}),
     }
 }
@@ -200,6 +271,9 @@ fn binary_answer(case: &Value) -> Value {
     if request.reveal_secrets == Some(true) {
         cmd.arg("--reveal-secrets");
     }
+    if let Some(function) = recorded_function(case) {
+        cmd.arg("--task").arg(function);
+    }
     let out = match cmd.output() {
         Ok(o) => o,
         Err(e) => return json!({"spawn": e.to_string()}),
@@ -207,7 +281,7 @@ fn binary_answer(case: &Value) -> Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(0) {
         return serde_json::from_slice(&out.stdout)
-            .map(normalised_response)
+            .map(|v| masked_metadata(normalised_response(v)))
             .unwrap_or_else(|e| json!({"unparsable": e.to_string()}));
     }
     let prefix = "An error occurred (";

@@ -9,6 +9,13 @@
 //! Scalars follow YAML 1.2's core schema: plain `null`/`~`/empty, `true`/`false`, integers and
 //! floats are typed; anything quoted or block-styled is a string. Aliases are expanded, with a
 //! bound on the expanded size so no input can exhaust memory.
+//!
+//! One leniency of libyaml's (which PyYAML, the SAM CLI and CloudFormation read templates
+//! with) is kept: a multi-line quoted scalar whose continuation lines are indented no deeper
+//! than its key (`Value: "{` ... `}"` at the key's column). YAML 1.2 and yaml-rust2 refuse it;
+//! published templates hold it. Such a scalar is re-read with its continuation lines indented
+//! (leading blanks of those lines are not part of a quoted scalar's value, so the value is the
+//! same), and positions are mapped back to the text as written.
 
 use crate::asl::diagnostic::JsonPointer;
 use crate::asl::source::NodeSpans;
@@ -64,6 +71,47 @@ pub fn looks_like_yaml(text: &str) -> bool {
 
 /// Parses one YAML document (a stream holding more than one is an error).
 pub fn parse(text: &str) -> Result<YamlDocument, YamlError> {
+    let mut indented: Option<Indented> = None;
+    loop {
+        let current = indented.as_ref().map_or(text, |i| i.text.as_str());
+        let failure = match parse_exact(current) {
+            Ok(mut doc) => {
+                if let Some(i) = &indented {
+                    i.map_spans_back(&mut doc.spans);
+                }
+                return Ok(doc);
+            }
+            Err(failure) => failure,
+        };
+        let repairable = failure.error.message == QUOTED_SCALAR_INDENTATION
+            && indented.as_ref().map_or(0, |i| i.repairs) < MAX_REPAIRS;
+        let repaired = repairable
+            && indented
+                .get_or_insert_with(|| Indented::new(text))
+                .indent_quoted_scalar(failure.at);
+        if !repaired {
+            let mut error = failure.error;
+            if let Some(i) = &indented {
+                error.column = i.column_back(error.line, error.column);
+            }
+            return Err(error);
+        }
+    }
+}
+
+/// yaml-rust2's message for a quoted scalar's continuation line indented too little.
+const QUOTED_SCALAR_INDENTATION: &str = "invalid indentation in quoted scalar";
+/// Most quoted scalars of one document re-read with their lines indented.
+const MAX_REPAIRS: usize = 64;
+
+/// A parse error with the byte offset of the marker yaml-rust2 reported.
+struct Failure {
+    error: YamlError,
+    at: usize,
+}
+
+/// Parses `text` exactly as yaml-rust2 reads it.
+fn parse_exact(text: &str) -> Result<YamlDocument, Failure> {
     let mut reader = Reader {
         parser: Parser::new_from_str(text),
         offsets: CharOffsets::new(text),
@@ -71,8 +119,137 @@ pub fn parse(text: &str) -> Result<YamlDocument, YamlError> {
         spans: HashMap::new(),
         anchors: HashMap::new(),
         nodes: 0,
+        failed_at: 0,
     };
-    reader.document()
+    reader.document().map_err(|error| Failure {
+        error,
+        at: reader.failed_at,
+    })
+}
+
+/// The text with the continuation lines of some quoted scalars indented (libyaml's leniency,
+/// see the module's overview), and where blanks were inserted.
+struct Indented {
+    original: String,
+    text: String,
+    /// (byte offset in the original text, blanks inserted there), sorted by offset.
+    inserted: Vec<(usize, usize)>,
+    repairs: usize,
+}
+
+impl Indented {
+    fn new(original: &str) -> Self {
+        Indented {
+            original: original.to_owned(),
+            text: original.to_owned(),
+            inserted: Vec::new(),
+            repairs: 0,
+        }
+    }
+
+    /// The original offset of an offset in the indented text (inserted blanks map to where
+    /// they were inserted).
+    fn offset_back(&self, at: usize) -> usize {
+        let mut shift = 0;
+        for &(orig, count) in &self.inserted {
+            let start = orig + shift;
+            if at < start {
+                break;
+            }
+            if at < start + count {
+                return orig;
+            }
+            shift += count;
+        }
+        at - shift
+    }
+
+    fn map_spans_back(&self, spans: &mut HashMap<JsonPointer, NodeSpans>) {
+        let back = |r: &Range<usize>| self.offset_back(r.start)..self.offset_back(r.end);
+        for node in spans.values_mut() {
+            node.key = node.key.as_ref().map(back);
+            node.value = back(&node.value);
+        }
+    }
+
+    /// A 1-based column on `line` (1-based) of the indented text, in the original text.
+    fn column_back(&self, line: usize, column: usize) -> usize {
+        let line_start = self
+            .original
+            .split_inclusive('\n')
+            .take(line.saturating_sub(1))
+            .map(str::len)
+            .sum::<usize>();
+        let added: usize = self
+            .inserted
+            .iter()
+            .filter(|(orig, _)| *orig == line_start)
+            .map(|(_, n)| n)
+            .sum();
+        column.saturating_sub(added).max(1)
+    }
+
+    /// Indents the continuation lines of the quoted scalar that opens at `at` (an offset in
+    /// the indented text) past its opening quote's column. False when `at` opens no
+    /// terminated quoted scalar.
+    fn indent_quoted_scalar(&mut self, at: usize) -> bool {
+        let bytes = self.text.as_bytes();
+        let Some(&quote) = bytes.get(at).filter(|b| matches!(b, b'"' | b'\'')) else {
+            return false;
+        };
+        let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let needed = self.text[line_start..at].chars().count() + 1;
+        let mut short_lines = Vec::new();
+        let mut i = at + 1;
+        let closed = loop {
+            match bytes.get(i) {
+                None => break false,
+                Some(b'\\') if quote == b'"' => i += 2,
+                Some(b'\'') if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 2,
+                Some(&b) if b == quote => break true,
+                Some(b'\n') => {
+                    let start = i + 1;
+                    let blanks = bytes[start..]
+                        .iter()
+                        .take_while(|b| matches!(b, b' ' | b'\t'))
+                        .count();
+                    let blank_line =
+                        matches!(bytes.get(start + blanks), Some(b'\n' | b'\r') | None);
+                    if blanks < needed && !blank_line {
+                        short_lines.push((start, needed - blanks));
+                    }
+                    i = start + blanks;
+                }
+                Some(_) => i += 1,
+            }
+        };
+        if !closed || short_lines.is_empty() {
+            return false;
+        }
+        // Offsets in the current text, mapped back before any of this repair's insertions.
+        let short_lines: Vec<(usize, usize)> = short_lines
+            .into_iter()
+            .map(|(start, count)| (self.offset_back(start), count))
+            .collect();
+        for (orig, count) in short_lines {
+            match self.inserted.iter_mut().find(|(o, _)| *o == orig) {
+                Some(existing) => existing.1 += count,
+                None => self.inserted.push((orig, count)),
+            }
+        }
+        self.inserted.sort_unstable();
+        let mut text = String::with_capacity(self.original.len() + self.inserted.len() * 8);
+        let mut from = 0;
+        for &(orig, count) in &self.inserted {
+            text.push_str(&self.original[from..orig]);
+            text.extend(std::iter::repeat_n(' ', count));
+            from = orig;
+        }
+        text.push_str(&self.original[from..]);
+        self.text = text;
+        self.repairs += 1;
+        true
+    }
 }
 
 /// Char index → byte offset (yaml-rust2's markers count characters).
@@ -105,6 +282,8 @@ struct Reader<'t> {
     spans: HashMap<JsonPointer, NodeSpans>,
     anchors: HashMap<usize, Value>,
     nodes: usize,
+    /// Byte offset of the marker of the last parse error.
+    failed_at: usize,
 }
 
 impl Reader<'_> {
@@ -117,10 +296,13 @@ impl Reader<'_> {
     }
 
     fn next(&mut self) -> Result<(Event, Marker), YamlError> {
-        self.parser.next_token().map_err(|e| YamlError {
-            line: e.marker().line().max(1),
-            column: e.marker().col() + 1,
-            message: e.info().to_owned(),
+        self.parser.next_token().map_err(|e| {
+            self.failed_at = self.offsets.byte(e.marker().index());
+            YamlError {
+                line: e.marker().line().max(1),
+                column: e.marker().col() + 1,
+                message: e.info().to_owned(),
+            }
         })
     }
 
@@ -369,6 +551,31 @@ mod tests {
             ));
         }
         assert!(parse(&bomb).is_err());
+    }
+
+    /// Regression: text-processing-sqs-express/template.yaml (AWS's workflows collection)
+    /// holds a double-quoted scalar whose last line is indented as far as its key; libyaml
+    /// reads it, and so do we, with positions in the text as written.
+    #[test]
+    fn a_quoted_scalar_indented_as_far_as_its_key_is_read_as_libyaml_reads_it() {
+        let text = "Outputs:\n  Sample:\n    Value: \"{\n      \\\"input\\\": \\\"x\\\"\n    }\"\n    After: 'a\n    b'\n  Next: !Ref Q\n";
+        let doc = parse(text).unwrap();
+        assert_eq!(
+            doc.value,
+            json!({"Outputs": {"Sample": {"Value": "{ \"input\": \"x\" }", "After": "a b"}, "Next": {"Ref": "Q"}}})
+        );
+        let at = JsonPointer::root().key("Outputs").key("Next");
+        let node = &doc.spans[&at];
+        assert_eq!(&text[node.key.clone().unwrap()], "Next");
+        assert_eq!(&text[node.value.clone()], "Q");
+        let at = JsonPointer::root()
+            .key("Outputs")
+            .key("Sample")
+            .key("After");
+        assert_eq!(&text[doc.spans[&at].key.clone().unwrap()], "After");
+        // A quoted scalar that never closes is still an error, at its place.
+        let e = parse("a:\n  b: \"x\n  y\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct TestStateArgs {
     /// reading the task input on stdin and printing its result on stdout.
     #[arg(long = "task", value_name = "COMMAND")]
     pub task: Option<String>,
+    /// Call a service's integrations at a local endpoint when there is no mock (as `run
+    /// --endpoint`): SERVICE=URL (repeatable; `all=URL`). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ...
+    #[arg(long = "endpoint", value_name = "SERVICE=URL")]
+    pub endpoints: Vec<String>,
 }
 
 /// `--inspection-level` values.
@@ -97,6 +101,13 @@ pub fn run(args: TestStateArgs) -> ExitCode {
         }
     };
     let mut tasks = LocalTasks::default();
+    match crate::tasks::aws::Endpoints::parse(&args.endpoints, |k| std::env::var(k).ok()) {
+        Ok(e) => tasks.endpoints = e,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     if let Some(command) = &args.task {
         let state = args
             .state_name

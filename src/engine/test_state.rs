@@ -191,6 +191,10 @@ pub struct InspectionData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_result_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<InspectionDataRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<InspectionDataResponse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variables: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_details: Option<InspectionErrorDetails>,
@@ -201,11 +205,78 @@ pub struct InspectionData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_item_batcher: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_items_pointer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerated_failure_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerated_failure_percentage: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrency: Option<u64>,
+}
+
+/// AWS's `InspectionDataRequest`: the HTTP request an HTTP Task sent (`TRACE`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct InspectionDataRequest {
+    /// `http` or `https`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The URL, with the query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The headers, `[Name: value, ...]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<String>,
+    /// The body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// AWS's `InspectionDataResponse`: the HTTP response an HTTP Task got (`TRACE`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InspectionDataResponse {
+    /// `http` or `https`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The status code, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<String>,
+    /// The status's reason phrase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// The headers, `[Name: value, ...]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<String>,
+    /// The body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+impl InspectionDataRequest {
+    fn of(sent: &crate::tasks::http::SentRequest, reveal: bool) -> Self {
+        InspectionDataRequest {
+            protocol: Some(sent.protocol.clone()),
+            method: Some(sent.method.clone()),
+            url: Some(sent.url.clone()),
+            headers: Some(crate::tasks::http::shown_headers(&sent.headers, reveal)),
+            body: Some(sent.body.clone()),
+        }
+    }
+}
+
+impl InspectionDataResponse {
+    fn of(got: &crate::tasks::http::ReceivedResponse, reveal: bool) -> Self {
+        InspectionDataResponse {
+            protocol: Some(got.protocol.clone()),
+            status_code: Some(got.status_code.to_string()),
+            status_message: Some(got.status_message.clone()),
+            headers: Some(crate::tasks::http::shown_headers(&got.headers, reveal)),
+            body: Some(got.body.clone()),
+        }
+    }
 }
 
 /// AWS's `InspectionErrorDetails`: which retrier or catcher took the error.
@@ -355,6 +426,7 @@ pub async fn test_state(
         cx: &cx,
         scope,
         level,
+        reveal_secrets: request.reveal_secrets.unwrap_or(false),
         config: &config,
         mock,
         data: InspectionData {
@@ -628,7 +700,48 @@ fn check_request(
         }
         _ => {}
     }
+    // After AWS's own checks, so a request AWS rejects gets AWS's message first.
+    if let Some(origin) = config.and_then(|c| c.error_caused_by_state.as_deref()) {
+        check_error_origin(origin, state, mock.as_ref())?;
+    }
     Ok(mock)
+}
+
+/// `errorCausedByState` names the state inside a Map or Parallel that raised the mocked
+/// error. AWS documents no message for a misuse; these say what is wrong. The error then
+/// fails (or is retried, or caught by) the Map or Parallel as it would on AWS: no iteration
+/// runs, so the inner state's own Retry and Catch do not apply.
+fn check_error_origin(
+    origin: &str,
+    state: &State,
+    mock: Option<&Mocked>,
+) -> Result<(), TestStateError> {
+    if !matches!(state.kind, StateKind::Map(_) | StateKind::Parallel(_)) {
+        return Err(TestStateError::validation(format!(
+            "errorCausedByState is only supported for Map and Parallel states, not for a {} state",
+            state.type_name()
+        )));
+    }
+    if !matches!(mock, Some(Mocked::Error(_))) {
+        return Err(TestStateError::validation(
+            "errorCausedByState requires a mocked error: give mock.errorOutput",
+        ));
+    }
+    let inside = state
+        .inner_scopes()
+        .into_iter()
+        .any(|scope| find_state(scope, origin).is_some());
+    if !inside {
+        let (field, kind) = match state.kind {
+            StateKind::Map(_) => ("ItemProcessor", "Map"),
+            _ => ("Branches", "Parallel"),
+        };
+        return Err(TestStateError::validation(format!(
+            "errorCausedByState '{origin}' is not a state in the {field} of {kind} state '{}'",
+            state.name
+        )));
+    }
+    Ok(())
 }
 
 /// Checks a given context object as AWS does, and returns it.
@@ -754,6 +867,8 @@ struct TestRun<'a> {
     cx: &'a StateCx<'a>,
     scope: &'a Scope,
     level: InspectionLevel,
+    /// Whether HTTP data shows credentials (`revealSecrets`).
+    reveal_secrets: bool,
     config: &'a TestStateConfiguration,
     mock: Option<Mocked>,
     data: InspectionData,
@@ -942,6 +1057,9 @@ impl TestRun<'_> {
                         }
                     }
                 };
+                let http = crate::tasks::http::is_http_invoke(&t.resource)
+                    && !engine.tasks.binds(&cx.state.name);
+                let region = engine.info.region.clone();
                 let request = TaskRequest {
                     state_name: cx.state.name.clone(),
                     resource: t.resource.clone(),
@@ -949,8 +1067,21 @@ impl TestRun<'_> {
                     execution_arn: engine.info.execution_arn.clone(),
                     retry_count: cx.retry_count.unwrap_or(0),
                 };
-                let run = engine.tasks.run(request);
-                match timeout {
+                // An HTTP Task is called here rather than through the runner, so that TRACE
+                // can show the request and response as they went over the wire.
+                let exchange = Rc::new(RefCell::new(None));
+                let run: crate::tasks::TaskFuture = if http {
+                    let slot = exchange.clone();
+                    Box::pin(async move {
+                        let (result, sent) =
+                            crate::tasks::http::invoke(&request.input, &region).await;
+                        *slot.borrow_mut() = sent;
+                        result
+                    })
+                } else {
+                    engine.tasks.run(request)
+                };
+                let result = match timeout {
                     Some(secs) => {
                         let deadline = engine.clock.now()
                             + engine.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
@@ -960,7 +1091,16 @@ impl TestRun<'_> {
                         }
                     }
                     None => run.await,
+                };
+                if let (InspectionLevel::Trace, Some(sent)) = (self.level, exchange.take()) {
+                    let reveal = self.reveal_secrets;
+                    self.data.request = Some(InspectionDataRequest::of(&sent.request, reveal));
+                    self.data.response = sent
+                        .response
+                        .as_ref()
+                        .map(|r| InspectionDataResponse::of(r, reveal));
                 }
+                result
             }
         };
         match result {
@@ -1069,10 +1209,33 @@ impl TestRun<'_> {
         // What a distributed Map's ItemReader read is given (`mapItemReaderData`, as found in
         // its source: JSON items are shown, other formats are not parsed); the items path does
         // not apply to it.
-        let reader_items = match (&m.item_reader, &self.config.map_item_reader_data) {
+        let mut reader_items = match (&m.item_reader, &self.config.map_item_reader_data) {
             (Some(_), Some(text)) => serde_json::from_str::<Value>(text).ok(),
             _ => None,
         };
+        // `ReaderConfig.ItemsPointer` (a JSON Pointer) picks the array out of a JSON object
+        // the reader read, as `run` does with the object's body.
+        let pointer = m
+            .item_reader
+            .as_ref()
+            .and_then(|r| r.pointer("/ReaderConfig/ItemsPointer"))
+            .and_then(Value::as_str);
+        if let (Some(pointer), Some(read)) = (pointer, reader_items.take()) {
+            match crate::tasks::s3::items_at_pointer(read, pointer) {
+                Ok(items) => {
+                    let items = Value::Array(items);
+                    self.data.after_items_pointer = text(&items);
+                    reader_items = Some(items);
+                }
+                Err(e) => {
+                    return Outcome::Error {
+                        failed: Failed::new(e, cx.entered_id),
+                        input,
+                        handled: true,
+                    }
+                }
+            }
+        }
         let mut items = reader_items.clone();
         if jsonata {
             if let (Some(t), None) = (&m.items, &reader_items) {
@@ -1352,6 +1515,86 @@ mod tests {
         assert_eq!(r.status, TestStatus::Failed);
         assert_eq!(r.error.as_deref(), Some("States.Runtime"));
         assert!(r.inspection_data.unwrap().error_details.is_none());
+    }
+
+    #[test]
+    fn items_pointer_picks_the_items_out_of_what_the_item_reader_read() {
+        let mut req = request(
+            r#"{"Type":"Map","ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"JSON","ItemsPointer":"/data/items"},"Parameters":{"Bucket":"b","Key":"k"}},
+                "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}},
+                "ItemSelector":{"v.$":"$$.Map.Item.Value"},"End":true}"#,
+            "{}",
+        );
+        req.mock = Some(MockInput {
+            result: Some("[1,2]".into()),
+            ..Default::default()
+        });
+        req.state_configuration = Some(TestStateConfiguration {
+            map_item_reader_data: Some(r#"{"data":{"items":["a","b"]}}"#.into()),
+            ..Default::default()
+        });
+        let r = call(req.clone()).unwrap();
+        assert_eq!(r.status, TestStatus::Succeeded);
+        let data = r.inspection_data.unwrap();
+        assert_eq!(data.after_items_pointer.as_deref(), Some(r#"["a","b"]"#));
+        assert_eq!(
+            data.after_item_selector.as_deref(),
+            Some(r#"[{"v":"a"},{"v":"b"}]"#)
+        );
+        // A pointer to no array fails as the reader would, with AWS's reader error.
+        req.state_configuration = Some(TestStateConfiguration {
+            map_item_reader_data: Some(r#"{"data":{"items":7}}"#.into()),
+            ..Default::default()
+        });
+        let r = call(req).unwrap();
+        assert_eq!(r.status, TestStatus::Failed);
+        assert_eq!(r.error.as_deref(), Some("States.ItemReaderFailed"));
+    }
+
+    #[test]
+    fn error_caused_by_state_names_a_state_inside_the_map_or_parallel() {
+        let map = r#"{"Type":"Map","ItemProcessor":{"StartAt":"Ship","States":{"Ship":{"Type":"Pass","End":true}}},
+            "Catch":[{"ErrorEquals":["Boom"],"Next":"Alert"}],"End":true}"#;
+        let with = |definition: &str, origin: &str, error: bool| {
+            let mut req = request(definition, "[1]");
+            req.mock = Some(if error {
+                MockInput {
+                    error_output: Some(MockErrorOutput {
+                        error: Some("Boom".into()),
+                        cause: Some("it broke".into()),
+                    }),
+                    ..Default::default()
+                }
+            } else {
+                MockInput {
+                    result: Some("[1]".into()),
+                    ..Default::default()
+                }
+            });
+            req.state_configuration = Some(TestStateConfiguration {
+                error_caused_by_state: Some(origin.into()),
+                ..Default::default()
+            });
+            call(req)
+        };
+        let r = with(map, "Ship", true).unwrap();
+        assert_eq!(r.status, TestStatus::CaughtError);
+        assert_eq!(r.next_state.as_deref(), Some("Alert"));
+        let e = with(map, "Nowhere", true).unwrap_err();
+        assert_eq!(e.code, "ValidationException");
+        assert!(
+            e.message
+                .contains("'Nowhere' is not a state in the ItemProcessor"),
+            "{e}"
+        );
+        let e = with(map, "Ship", false).unwrap_err();
+        assert!(e.message.contains("requires a mocked error"), "{e}");
+        let task = r#"{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}"#;
+        let e = with(task, "Ship", true).unwrap_err();
+        assert!(
+            e.message.contains("only supported for Map and Parallel"),
+            "{e}"
+        );
     }
 
     #[test]

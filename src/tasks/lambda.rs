@@ -27,9 +27,15 @@ pub fn is_invoke(resource: &Resource) -> bool {
     )
 }
 
-/// The event a function receives from the effective input of a `lambda:invoke` state.
+/// The event a function receives from the effective input of a `lambda:invoke` state: its
+/// `Payload`, `{}` when there is none or it is `null` (AWS invokes with no payload then, and
+/// the function gets `{}`: a recorded TestState call, `Payload: null` to an identity function,
+/// answered `{}`).
 pub fn event(input: &Value) -> Value {
-    input.get("Payload").cloned().unwrap_or_else(|| json!({}))
+    match input.get("Payload") {
+        None | Some(Value::Null) => json!({}),
+        Some(payload) => payload.clone(),
+    }
 }
 
 /// The function's name from the state's `FunctionName` (a name, or an ARN whose name part is
@@ -140,6 +146,16 @@ pub fn function_error(stderr: &str) -> Option<StatesError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_null_or_missing_payload_is_an_empty_event() {
+        assert_eq!(event(&json!({"FunctionName": "f"})), json!({}));
+        assert_eq!(
+            event(&json!({"FunctionName": "f", "Payload": null})),
+            json!({})
+        );
+        assert_eq!(event(&json!({"Payload": [1]})), json!([1]));
+    }
 
     #[test]
     fn the_response_wraps_the_payload_as_aws_does() {

@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod callback;
 pub mod command;
+pub mod http;
 pub mod lambda;
 pub mod managed;
 pub mod mock;
@@ -89,6 +90,13 @@ pub trait TaskRunner {
     fn s3_dir(&self) -> Option<&std::path::Path> {
         None
     }
+
+    /// Whether a local command is bound to `state` (it then runs the state whatever its
+    /// resource: TestState asks before it calls an HTTP Task's API itself).
+    fn binds(&self, state: &str) -> bool {
+        let _ = state;
+        false
+    }
 }
 
 /// The child executions of `states:startExecution*` tasks (see [`nested::ChildExecutions`]).
@@ -165,6 +173,10 @@ impl TaskRunner for LocalTasks {
         self.endpoints.serves(&resource.kind)
     }
 
+    fn binds(&self, state: &str) -> bool {
+        self.commands.contains_key(state)
+    }
+
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
         match self.commands.get(&request.state_name) {
             Some(cmd) => {
@@ -195,6 +207,17 @@ impl TaskRunner for LocalTasks {
                     request.state_name, request.resource
                 ));
                 Box::pin(async move { Err(e) })
+            }
+            // The HTTP Task calls its ApiEndpoint, as on AWS.
+            None if http::is_http_invoke(&request.resource) => {
+                let region = request
+                    .execution_arn
+                    .split(':')
+                    .nth(3)
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("us-east-1")
+                    .to_owned();
+                Box::pin(async move { http::invoke(&request.input, &region).await.0 })
             }
             None => {
                 let e = unbound_task_error(&request.state_name, &request.resource);

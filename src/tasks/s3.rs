@@ -31,6 +31,8 @@ pub struct ReaderRequest {
     pub csv_headers: Option<Vec<String>>,
     /// `ReaderConfig.MaxItems`/`MaxItemsPath`, resolved; 0 or absent reads everything.
     pub max_items: Option<i64>,
+    /// `ReaderConfig.ItemsPointer`: where the items are in a JSON body (a JSON Pointer).
+    pub items_pointer: Option<String>,
 }
 
 fn reader_failed(cause: impl Into<String>) -> StatesError {
@@ -210,7 +212,15 @@ pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Val
             let text = String::from_utf8_lossy(&body);
             let input_type = request.input_type.as_deref().unwrap_or("JSON");
             match input_type {
-                "JSON" => parse_json(&text)?,
+                "JSON" => match &request.items_pointer {
+                    Some(pointer) => match serde_json::from_str::<Value>(&text) {
+                        Ok(body) => items_at_pointer(body, pointer)?,
+                        Err(e) => {
+                            return Err(reader_failed(format!("The object is not valid JSON: {e}")))
+                        }
+                    },
+                    None => parse_json(&text)?,
+                },
                 "JSONL" => parse_jsonl(&text)?,
                 "CSV" => {
                     let given = match request.csv_header_location.as_deref() {
@@ -237,6 +247,27 @@ pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Val
     };
     items.truncate(limit);
     Ok(items)
+}
+
+/// The items of a JSON body at `ReaderConfig.ItemsPointer`, a JSON Pointer (RFC 6901: `""`
+/// is the whole body, `/orders/0/lines` a member path): it must name an array.
+pub fn items_at_pointer(body: Value, pointer: &str) -> Result<Vec<Value>, StatesError> {
+    if !(pointer.is_empty() || pointer.starts_with('/')) {
+        return Err(reader_failed(format!(
+            "ItemsPointer '{pointer}' is not a JSON Pointer: it must be empty or start with '/'"
+        )));
+    }
+    let mut body = body;
+    match body.pointer_mut(pointer).map(Value::take) {
+        Some(Value::Array(items)) => Ok(items),
+        Some(other) => Err(reader_failed(format!(
+            "ItemsPointer '{pointer}' must point to an array, not {}",
+            crate::asl::jsonata::type_name(&other)
+        ))),
+        None => Err(reader_failed(format!(
+            "ItemsPointer '{pointer}' points to nothing in the JSON object"
+        ))),
+    }
 }
 
 /// A JSON object body must hold an array: its elements are the items.
@@ -660,6 +691,25 @@ mod tests {
         assert_eq!(strings(&lines), r#"[{"a":1},2]"#);
         let e = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(-1))).unwrap_err();
         assert_eq!(e.cause.as_deref(), Some("field MaxItems must be positive"));
+    }
+
+    #[test]
+    fn items_pointer_picks_the_array_out_of_a_json_object() {
+        let dir = s3_with(&[("b", "o.json", r#"{"data": {"orders": [1, 2]}, "n": 2}"#)]);
+        let mut request = get("b", "o.json", "JSON", None);
+        request.items_pointer = Some("/data/orders".into());
+        let items = read_items(Some(dir.path()), &request).unwrap();
+        assert_eq!(strings(&items), "[1,2]");
+        for (pointer, why) in [
+            ("/n", "must point to an array, not number"),
+            ("/data/missing", "points to nothing"),
+            ("data", "is not a JSON Pointer"),
+        ] {
+            request.items_pointer = Some(pointer.into());
+            let e = read_items(Some(dir.path()), &request).unwrap_err();
+            assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+            assert!(e.cause.unwrap_or_default().contains(why), "{pointer}");
+        }
     }
 
     #[test]

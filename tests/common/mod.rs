@@ -337,3 +337,4 @@ impl Sandbox {
 }
 
 pub mod conformance;
+pub mod http_api;

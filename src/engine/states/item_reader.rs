@@ -165,6 +165,7 @@ impl Engine {
                     .collect()
             }),
             max_items,
+            items_pointer: text("ItemsPointer"),
         }))
     }
 
