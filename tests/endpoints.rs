@@ -211,3 +211,147 @@ n=$(printf '%s' "$body" | sed 's/.*"n":\([0-9]*\).*/\1/')
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!({"doubled": 10}));
 }
+
+/// S3 at moto: a distributed Map reads its items from an object (`s3:getObject`, CSV) and from
+/// a listing (`s3:listObjectsV2`), writes its results with a `ResultWriter` (read back with
+/// boto3), and `aws-sdk:s3` Tasks put, get and list objects; a missing key is AWS's
+/// `S3.NoSuchKeyException` with the SDK's cause.
+#[test]
+fn s3_at_moto_feeds_and_receives_a_distributed_map_and_aws_sdk_tasks() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"
+s3 = boto3.client('s3', **kw)
+s3.create_bucket(Bucket='in')
+s3.create_bucket(Bucket='out')
+s3.put_object(Bucket='in', Key='orders.csv', Body=b'id,qty\na,1\nb,2\nc,3\n')
+for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
+    s3.put_object(Bucket='in', Key=k, Body=b'hello')
+"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "s3.asl.json",
+        r#"{"StartAt":"Orders","States":{
+  "Orders":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+      "StartAt":"Double","States":{"Double":{"Type":"Pass","Parameters":{"id.$":"$.id","qty.$":"States.StringToJson($.qty)"},"End":true}}},
+    "ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV","CSVHeaderLocation":"FIRST_ROW"},
+      "Parameters":{"Bucket":"in","Key":"orders.csv"}},
+    "ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"runs"}},
+    "ResultPath":"$.written","Next":"Logs"},
+  "Logs":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+      "StartAt":"Key","States":{"Key":{"Type":"Pass","OutputPath":"$.Key","End":true}}},
+    "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"in","Prefix":"logs/"}},
+    "ResultPath":"$.logs","Next":"Put"},
+  "Put":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:putObject","Parameters":{"Bucket":"out","Key":"note.json","Body":{"Dict":"Value"}},"ResultPath":"$.put","Next":"Get"},
+  "Get":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"out","Key":"note.json"},"ResultSelector":{"body.$":"States.StringToJson($.Body)","etag.$":"$.ETag"},"ResultPath":"$.got","Next":"List"},
+  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:listObjectsV2","Parameters":{"Bucket":"in","Prefix":"logs/"},"ResultSelector":{"keys.$":"$.Contents[*].Key","count.$":"$.KeyCount"},"ResultPath":"$.listed","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"out","Key":"nope.json"},
+     "Catch":[{"ErrorEquals":["S3.NoSuchKeyException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("s3={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(
+        o["logs"],
+        serde_json::json!(["logs/1.txt", "logs/2.txt"]),
+        "{o}"
+    );
+    assert_eq!(o["written"]["ResultWriterDetails"]["Bucket"], "out", "{o}");
+    let manifest_key = o["written"]["ResultWriterDetails"]["Key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(manifest_key.starts_with("runs/") && manifest_key.ends_with("/manifest.json"));
+    assert_eq!(o["put"]["ETag"], o["got"]["etag"], "{o}");
+    assert_eq!(o["got"]["body"], serde_json::json!({"Dict": "Value"}));
+    assert_eq!(
+        o["listed"],
+        serde_json::json!({"keys": ["logs/1.txt", "logs/2.txt"], "count": 2})
+    );
+    assert_eq!(o["missing"]["Error"], "S3.NoSuchKeyException", "{o}");
+    let cause = o["missing"]["Cause"].as_str().unwrap();
+    assert!(
+        cause.starts_with(
+            "The specified key does not exist. (Service: S3, Status Code: 404, Request ID: "
+        ),
+        "{cause}"
+    );
+    // The results really are in moto's bucket.
+    let got = python(
+        &moto,
+        &format!(
+            r#"s3 = boto3.client('s3', **kw)
+m = json.loads(s3.get_object(Bucket='out', Key={manifest_key:?})['Body'].read())
+f = m['ResultFiles']['SUCCEEDED'][0]['Key']
+rows = json.loads(s3.get_object(Bucket='out', Key=f)['Body'].read())
+print(json.dumps(sorted(json.loads(r['Output'])['qty'] for r in rows)))"#
+        ),
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(got.stdout.trim(), "[1, 2, 3]");
+}
+
+/// `glue:startJobRun.sync` at moto: the job run is started (StartJobRun's response is the
+/// `TaskSubmitted` output), GetJobRun is polled until the run succeeds, and the task's result
+/// is the `JobRun`; an unknown job fails with Glue's error as AWS names it.
+#[test]
+fn glue_start_job_run_sync_polls_the_job_run_to_its_end() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"boto3.client('glue', **kw).create_job(Name='etl', Role='arn:aws:iam::123456789012:role/r', Command={'Name': 'glueetl', 'ScriptLocation': 's3://scripts/etl.py'})"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "glue.asl.json",
+        r#"{"StartAt":"Etl","States":{
+  "Etl":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"etl"},"ResultPath":"$.run","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"nope"},
+     "Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "etl-1",
+        "--endpoint",
+        &format!("glue={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["run"]["JobRunState"], "SUCCEEDED", "{o}");
+    assert_eq!(o["run"]["JobName"], "etl", "{o}");
+    assert!(
+        o["missing"]["Error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Glue.")),
+        "{o}"
+    );
+    let history = sb.history("etl-1");
+    let submitted = history
+        .iter()
+        .find(|e| e["type"] == "TaskSubmitted")
+        .expect("TaskSubmitted");
+    let response: Value = serde_json::from_str(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(response["JobRunId"], o["run"]["Id"], "{response}");
+}

@@ -5,12 +5,19 @@
 //! Optimized integrations send the request AWS's integration sends and shape the result as it
 //! does (`lambda:invoke`, the legacy Lambda ARN, `sqs:sendMessage`, `sns:publish`,
 //! `dynamodb:getItem|putItem|updateItem|deleteItem`, `events:putEvents`); `aws-sdk:SERVICE:ACTION`
-//! calls any service whose protocol is JSON. Service errors are named as AWS names them:
+//! calls any service whose protocol is JSON, and S3's object and bucket operations (REST-XML,
+//! in `s3`, which also serves a distributed Map's `ItemReader`/`ResultWriter`); `.sync` jobs of
+//! other services than Step Functions are polled to their end in `jobs`. Service errors are named as AWS names them:
 //! `DynamoDB.ResourceNotFoundException` for optimized integrations (the Java SDK v1's exception
 //! classes), `DynamoDb.ResourceNotFoundException` for `aws-sdk` ones (SDK v2's).
 
+mod jobs;
+mod s3;
+
+pub use s3::S3Endpoint;
+
 use crate::asl::error::StatesError;
-use crate::asl::resource::ResourceKind;
+use crate::asl::resource::{IntegrationPattern, ResourceKind};
 use crate::tasks::nested::sdk_http_metadata;
 use crate::tasks::TaskRequest;
 use serde_json::{json, Map, Value};
@@ -26,6 +33,8 @@ enum Protocol {
     Query,
     /// Lambda's REST API.
     Lambda,
+    /// S3's REST API with XML answers (path-style: `URL/BUCKET/KEY`).
+    RestXml,
 }
 
 /// What sfn-local knows of a service.
@@ -86,6 +95,22 @@ const SERVICES: &[Service] = &[
         v2_name: "EventBridge",
     },
     Service {
+        key: "s3",
+        signing: "s3",
+        protocol: Protocol::RestXml,
+        v1_name: "Amazon S3",
+        v1_prefix: "S3",
+        v2_name: "S3",
+    },
+    Service {
+        key: "glue",
+        signing: "glue",
+        protocol: Protocol::Json("AWSGlue", "1.1"),
+        v1_name: "AWSGlue",
+        v1_prefix: "Glue",
+        v2_name: "Glue",
+    },
+    Service {
         key: "secretsmanager",
         signing: "secretsmanager",
         protocol: Protocol::Json("secretsmanager", "1.1"),
@@ -143,6 +168,8 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("sns", "SNS_ENDPOINT"),
     ("dynamodb", "DYNAMODB_ENDPOINT"),
     ("events", "EVENTBRIDGE_ENDPOINT"),
+    ("s3", "S3_ENDPOINT"),
+    ("glue", "GLUE_ENDPOINT"),
     ("secretsmanager", "SECRETSMANAGER_ENDPOINT"),
     ("ssm", "SSM_ENDPOINT"),
     ("kms", "KMS_ENDPOINT"),
@@ -275,13 +302,31 @@ impl Endpoints {
         Some((call, s, url))
     }
 
+    /// S3 at its endpoint (`--endpoint s3=URL`, or `all=URL`), for a distributed Map's
+    /// `ItemReader` and `ResultWriter`; requests are signed for `region`.
+    pub fn s3(&self, region: &str) -> Option<S3Endpoint> {
+        let svc = service("s3")?;
+        Some(S3Endpoint {
+            http: Http {
+                client: self.client.clone()?,
+                base: self.url_of(svc)?.to_owned(),
+                region: region.to_owned(),
+                svc,
+            },
+        })
+    }
+
     /// Whether Tasks with this resource call an endpoint.
     pub fn serves(&self, kind: &ResourceKind) -> bool {
         self.call_for(kind).is_some()
     }
 
-    /// Makes the call of one attempt.
-    pub async fn call(&self, request: &TaskRequest) -> Result<Value, StatesError> {
+    /// Makes the call of one attempt; a `.sync` job's start response goes to `submitted`.
+    pub async fn call(
+        &self,
+        request: &TaskRequest,
+        submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+    ) -> Result<Value, StatesError> {
         let Some((call, svc, url)) = self.call_for(&request.resource.kind) else {
             return Err(StatesError::runtime("no endpoint for this resource"));
         };
@@ -313,6 +358,11 @@ impl Endpoints {
                     LambdaResult::Ok { payload, .. } => Ok(payload),
                     LambdaResult::FunctionError(e) => Err(e),
                 }
+            }
+            Call::Optimized(action)
+                if request.resource.pattern() == Some(IntegrationPattern::Sync) =>
+            {
+                http.sync_job(&action, params, submitted).await
             }
             Call::Optimized(action) => http.optimized(&action, params).await,
             Call::Sdk(action) => http.sdk(&action, params).await,
@@ -367,6 +417,21 @@ impl Response {
         json!({ "AllHttpHeaders": all, "HttpHeaders": one, "HttpStatusCode": self.status })
     }
 
+    /// The JSON answer with `SdkHttpMetadata` and `SdkResponseMetadata`, as AWS's optimized
+    /// integrations hand it over.
+    fn with_metadata(&self) -> Value {
+        let mut out = match self.json() {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        out.insert("SdkHttpMetadata".into(), self.metadata());
+        out.insert(
+            "SdkResponseMetadata".into(),
+            json!({ "RequestId": self.request_id() }),
+        );
+        Value::Object(out)
+    }
+
     fn json(&self) -> Value {
         if self.body.is_empty() {
             return json!({});
@@ -376,6 +441,7 @@ impl Response {
     }
 }
 
+#[derive(Debug, Clone)]
 struct Http {
     client: Arc<reqwest::Client>,
     base: String,
@@ -409,6 +475,19 @@ fn xml_tag<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 impl Http {
+    /// SigV4's settings: S3 signs its payload's hash in `x-amz-content-sha256` and its paths
+    /// as they are (no normalization, encoded once), as AWS's SDKs do for it.
+    fn signing_settings(&self) -> aws_sigv4::http_request::SigningSettings {
+        use aws_sigv4::http_request as h;
+        let mut settings = h::SigningSettings::default();
+        if self.svc.protocol == Protocol::RestXml {
+            settings.payload_checksum_kind = h::PayloadChecksumKind::XAmzSha256;
+            settings.percent_encoding_mode = h::PercentEncodingMode::Single;
+            settings.uri_path_normalization_mode = h::UriPathNormalizationMode::Disabled;
+        }
+        settings
+    }
+
     async fn send(
         &self,
         method: &str,
@@ -434,7 +513,7 @@ impl Http {
             .region(&self.region)
             .name(self.svc.signing)
             .time(std::time::SystemTime::now())
-            .settings(aws_sigv4::http_request::SigningSettings::default())
+            .settings(self.signing_settings())
             .build()
             .map_err(|e| unreachable(format!("cannot sign: {e}")))?
             .into();
@@ -564,9 +643,12 @@ impl Http {
     }
 
     async fn sdk(&self, action: &str, params: &Value) -> Result<Value, StatesError> {
+        if self.svc.protocol == Protocol::RestXml {
+            return self.s3_sdk(action, params).await;
+        }
         if !matches!(self.svc.protocol, Protocol::Json(..)) {
             return Err(StatesError::runtime(format!(
-                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services only; {} has an optimized integration",
+                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services and S3 only; {} has an optimized integration",
                 self.svc.key, self.svc.key
             )));
         }
@@ -583,18 +665,6 @@ impl Http {
                 "sfn-local does not call {}:{action} yet; use aws-sdk:{}:{action}, --task or a mock",
                 self.svc.key, self.svc.key
             ))
-        };
-        let with_metadata = |r: &Response| -> Value {
-            let mut out = match r.json() {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            out.insert("SdkHttpMetadata".into(), r.metadata());
-            out.insert(
-                "SdkResponseMetadata".into(),
-                json!({ "RequestId": r.request_id() }),
-            );
-            Value::Object(out)
         };
         match (self.svc.key, action) {
             ("lambda", "invoke") => {
@@ -619,14 +689,14 @@ impl Http {
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             ("dynamodb", "getItem" | "putItem" | "updateItem" | "deleteItem") => {
                 let r = self.json_call(action, params).await?;
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             ("events", "putEvents") => {
                 let mut body = params.clone();
@@ -698,7 +768,7 @@ impl Http {
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             _ => Err(unsupported()),
         }

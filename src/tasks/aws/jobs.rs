@@ -1,0 +1,68 @@
+//! `.sync` jobs of services other than Step Functions, at an endpoint: the job is started (its
+//! response, with `SdkHttpMetadata`, is the `TaskSubmitted` output), then its describe call is
+//! polled until the job ends, as AWS's integration does. Glue `startJobRun.sync`: `GetJobRun`
+//! until `SUCCEEDED` (the task's result is the `JobRun`), or `FAILED`, `ERROR`, `TIMEOUT`,
+//! `STOPPED` or `EXPIRED` (`States.TaskFailed`, the `JobRun` as JSON text in the cause).
+//!
+//! A resumed `.sync` task whose job was submitted before the crash starts a new job run: Glue's
+//! StartJobRun has no idempotency token to find the first one by.
+
+use super::Http;
+use crate::asl::error::{names, StatesError};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How often a running job is described.
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Http {
+    /// Runs `action.sync`; `submitted` receives the start call's response.
+    pub(super) async fn sync_job(
+        &self,
+        action: &str,
+        params: &Value,
+        submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+    ) -> Result<Value, StatesError> {
+        match (self.svc.key, action) {
+            ("glue", "startJobRun") => self.glue_job_run(params, submitted).await,
+            (service, _) => Err(StatesError::runtime(format!(
+                "sfn-local runs the .sync jobs of states:startExecution and glue:startJobRun, not {service}:{action}.sync yet; bind the state with --task or mock it"
+            ))),
+        }
+    }
+
+    async fn glue_job_run(
+        &self,
+        params: &Value,
+        submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+    ) -> Result<Value, StatesError> {
+        let r = self.json_call("StartJobRun", params).await?;
+        if r.status >= 300 {
+            return Err(self.v1_error(&r));
+        }
+        let run_id = r.json()["JobRunId"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                StatesError::runtime("Glue's StartJobRun answered without a JobRunId")
+            })?;
+        if let Some(tx) = submitted {
+            let _ = tx.send(r.with_metadata());
+        }
+        let describe = json!({"JobName": params["JobName"], "RunId": run_id});
+        loop {
+            let r = self.json_call("GetJobRun", &describe).await?;
+            if r.status >= 300 {
+                return Err(self.v1_error(&r));
+            }
+            let run = r.json()["JobRun"].clone();
+            match run["JobRunState"].as_str() {
+                Some("SUCCEEDED") => return Ok(run),
+                Some("FAILED" | "ERROR" | "TIMEOUT" | "STOPPED" | "EXPIRED") => {
+                    return Err(StatesError::new(names::TASK_FAILED, run.to_string()))
+                }
+                _ => tokio::time::sleep(POLL_INTERVAL).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The corpus's `states:startExecution*` cases (tagged `resource:states`) run natively: no mock
+//! answers the parent's Task; the `sfn-local` binary runs the parent with the started machine
+//! made known (`--machine NAME=FILE`), as a real child execution in the same database.
+//!
+//! The child's definition is the smallest machine that ends as the recording says the child
+//! ended: the `.sync` answer's `Output` from a Pass state's `Result`, its `Error`/`Cause` from
+//! a Fail state, `States.Timeout` from a machine whose `TimeoutSeconds` passes while it waits;
+//! a request-response child is a Pass state. The recording's placeholders in the input become
+//! real names (`<ArnPart_0idx>` the child's name, `<region>` us-east-1, a second account the
+//! same account: there is one account locally), and the run is compared with the recording as
+//! the other suites compare: status, output or error and cause (placeholders are wildcards
+//! bound consistently), event types. A real call's HTTP metadata (`SdkHttpMetadata`,
+//! `SdkResponseMetadata`: AWS's headers, dates and request ids) is not compared.
+//!
+//! Failing cases are listed with the reason in `tests/known_failures/nested.txt`; the test
+//! fails when an unlisted case fails and when a listed one passes.
+
+mod common;
+
+use common::conformance::{apply_transformers, known_failures, match_value, normalise};
+use common::{conformance_cases, json_files, read_json, Sandbox};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The child's name, everywhere the recording wrote `<ArnPart_0idx>`.
+const CHILD: &str = "child";
+
+/// The recording's placeholders in the input, as real values.
+fn unmask(text: &str) -> String {
+    text.replace("<partition>", "aws")
+        .replace("<region>", "us-east-1")
+        .replace("<ArnPart_0idx>", CHILD)
+        .replace("<random_arn_part>", "-missing")
+        .replace("<secondary_test_aws_account_id>", "111111111111")
+        .replace(
+            "<trusted_role_arn>",
+            "arn:aws:iam::111111111111:role/trusted",
+        )
+}
+
+/// The `.sync` answer (DescribeExecution's shape) the recording holds, if any: the expected
+/// output of a success, the cause of a failure.
+fn child_description(case: &Value) -> Option<Value> {
+    let e = &case["expected"];
+    for v in [&e["output"], &e["cause"]] {
+        let v = match v {
+            Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
+            other => other.clone(),
+        };
+        if v.get("Status").is_some() {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The smallest machine that ends as the recorded child did.
+fn child_definition(case: &Value) -> Value {
+    let pass = json!({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}});
+    let Some(d) = child_description(case) else {
+        return pass;
+    };
+    match d["Status"].as_str() {
+        Some("SUCCEEDED") => {
+            let output = match &d["Output"] {
+                Value::String(s) => serde_json::from_str(s).unwrap_or(json!(s)),
+                other => other.clone(),
+            };
+            json!({"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": output, "End": true}}})
+        }
+        _ if d["Error"] == "States.Timeout" => json!({
+            "TimeoutSeconds": 1,
+            "StartAt": "W",
+            "States": {"W": {"Type": "Wait", "Seconds": 600, "End": true}}
+        }),
+        _ => {
+            let mut fail = json!({"Type": "Fail"});
+            for (k, v) in [("Error", &d["Error"]), ("Cause", &d["Cause"])] {
+                if !v.is_null() {
+                    fail[k] = v.clone();
+                }
+            }
+            json!({"StartAt": "F", "States": {"F": fail}})
+        }
+    }
+}
+
+/// Removes the HTTP metadata of real calls, which no local run reproduces.
+fn without_http_metadata(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("SdkHttpMetadata");
+            m.remove("SdkResponseMetadata");
+            m.values_mut().for_each(without_http_metadata);
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_http_metadata),
+        _ => {}
+    }
+}
+
+/// A JSON text field as the recording normalised it: an object's text parsed.
+fn field(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.starts_with('{') => serde_json::from_str(s)
+            .map(normalise)
+            .unwrap_or_else(|_| normalise(v.clone())),
+        other => normalise(other.clone()),
+    }
+}
+
+/// Runs one case; the differences from the recording (empty when it matches).
+fn run(case: &Value) -> Vec<String> {
+    let sb = Sandbox::new();
+    let parent = sb.write("parent.asl.json", &case["definition"].to_string());
+    let child = sb.write("child.asl.json", &child_definition(case).to_string());
+    let input = unmask(&case["input"].to_string());
+    // A machine named by a bare name (the recording masked its ARN) is known by that name.
+    let name = serde_json::from_str::<Value>(&input).ok().and_then(|i| {
+        i["StateMachineArn"]
+            .as_str()
+            .filter(|a| !a.contains(':'))
+            .map(str::to_owned)
+    });
+    let name = name.as_deref().unwrap_or(CHILD);
+    let out = sb.run(&[
+        "run",
+        parent.to_str().unwrap(),
+        "--machine",
+        &format!("{name}={}", child.display()),
+        "--name",
+        "parent",
+        "--account-id",
+        "111111111111",
+        "--region",
+        "us-east-1",
+        "--input",
+        &input,
+        "--format",
+        "json",
+    ]);
+    let mut diffs = Vec::new();
+    let Ok(described) = serde_json::from_str::<Value>(&out.stdout) else {
+        return vec![format!("no description on stdout: {}", out.stderr)];
+    };
+    let expected = &case["expected"];
+    let mut b = HashMap::new();
+    if expected["status"] != described["status"] {
+        diffs.push(format!(
+            "status: expected {}, got {}",
+            expected["status"], described["status"]
+        ));
+    }
+    match expected["status"].as_str() {
+        Some("SUCCEEDED") => {
+            let mut want = expected["output"].clone();
+            let mut got = apply_transformers(case, field(&described["output"]));
+            without_http_metadata(&mut want);
+            without_http_metadata(&mut got);
+            // A text output is JSON text in DescribeExecution.
+            if let (Value::String(w), Value::String(g)) = (&want, &got) {
+                if serde_json::from_str::<Value>(g).ok() == Some(json!(w)) {
+                    got = json!(w);
+                }
+            }
+            if !match_value(&want, &got, &mut b) {
+                diffs.push(format!("output:\n    expected {want}\n    got      {got}"));
+            }
+        }
+        Some("FAILED") => {
+            for key in ["error", "cause"] {
+                let got = apply_transformers(case, field(&described[key]));
+                if !match_value(&expected[key], &got, &mut b) {
+                    diffs.push(format!(
+                        "{key}:\n    expected {}\n    got      {got}",
+                        expected[key]
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    let want: Vec<&str> = case["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    let history = sb.history("parent");
+    let got: Vec<&str> = history.iter().filter_map(|e| e["type"].as_str()).collect();
+    if want != got {
+        diffs.push(format!(
+            "event types:\n    expected {want:?}\n    got      {got:?}"
+        ));
+    }
+    diffs
+}
+
+#[test]
+fn start_execution_cases_run_natively_as_child_executions() {
+    let Some(cases) = conformance_cases() else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let known = known_failures(root, "tests/known_failures/nested.txt");
+    let mut unexpected = Vec::new();
+    let mut fixed = Vec::new();
+    let mut total = 0;
+    for file in json_files(&cases.join("aws_task")) {
+        let case = read_json(&file);
+        let tagged = case["features"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|t| t == "resource:states"));
+        if !tagged {
+            continue;
+        }
+        total += 1;
+        let id = case["id"].as_str().unwrap_or_default().to_owned();
+        let diffs = run(&case);
+        match (diffs.is_empty(), known.contains_key(&id)) {
+            (true, true) => fixed.push(id),
+            (false, false) => unexpected.push(format!("{id}\n  {}", diffs.join("\n  "))),
+            _ => {}
+        }
+    }
+    eprintln!(
+        "resource:states cases run natively: {}/{total} match AWS",
+        total - known.len().min(total)
+    );
+    assert!(total > 0, "no resource:states case in the corpus");
+    assert!(
+        unexpected.is_empty(),
+        "cases that do not match AWS (fix them, or list them with the reason in tests/known_failures/nested.txt):\n{}",
+        unexpected.join("\n")
+    );
+    assert!(
+        fixed.is_empty(),
+        "listed in tests/known_failures/nested.txt but passing now (remove them): {fixed:?}"
+    );
+}
