@@ -223,11 +223,11 @@ fn s3_at_moto_feeds_and_receives_a_distributed_map_and_aws_sdk_tasks() {
         &moto,
         r#"
 s3 = boto3.client('s3', **kw)
-s3.create_bucket(Bucket='in')
-s3.create_bucket(Bucket='out')
-s3.put_object(Bucket='in', Key='orders.csv', Body=b'id,qty\na,1\nb,2\nc,3\n')
+s3.create_bucket(Bucket='inbox')
+s3.create_bucket(Bucket='outbox')
+s3.put_object(Bucket='inbox', Key='orders.csv', Body=b'id,qty\na,1\nb,2\nc,3\n')
 for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
-    s3.put_object(Bucket='in', Key=k, Body=b'hello')
+    s3.put_object(Bucket='inbox', Key=k, Body=b'hello')
 "#,
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -240,17 +240,17 @@ for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
   "Orders":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
       "StartAt":"Double","States":{"Double":{"Type":"Pass","Parameters":{"id.$":"$.id","qty.$":"States.StringToJson($.qty)"},"End":true}}},
     "ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV","CSVHeaderLocation":"FIRST_ROW"},
-      "Parameters":{"Bucket":"in","Key":"orders.csv"}},
-    "ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"runs"}},
+      "Parameters":{"Bucket":"inbox","Key":"orders.csv"}},
+    "ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"outbox","Prefix":"runs"}},
     "ResultPath":"$.written","Next":"Logs"},
   "Logs":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
       "StartAt":"Key","States":{"Key":{"Type":"Pass","OutputPath":"$.Key","End":true}}},
-    "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"in","Prefix":"logs/"}},
+    "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"inbox","Prefix":"logs/"}},
     "ResultPath":"$.logs","Next":"Put"},
-  "Put":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:putObject","Parameters":{"Bucket":"out","Key":"note.json","Body":{"Dict":"Value"}},"ResultPath":"$.put","Next":"Get"},
-  "Get":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"out","Key":"note.json"},"ResultSelector":{"body.$":"States.StringToJson($.Body)","etag.$":"$.ETag"},"ResultPath":"$.got","Next":"List"},
-  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:listObjectsV2","Parameters":{"Bucket":"in","Prefix":"logs/"},"ResultSelector":{"keys.$":"$.Contents[*].Key","count.$":"$.KeyCount"},"ResultPath":"$.listed","Next":"Missing"},
-  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"out","Key":"nope.json"},
+  "Put":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:putObject","Parameters":{"Bucket":"outbox","Key":"note.json","Body":{"Dict":"Value"}},"ResultPath":"$.put","Next":"Get"},
+  "Get":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"outbox","Key":"note.json"},"ResultSelector":{"body.$":"States.StringToJson($.Body)","etag.$":"$.ETag"},"ResultPath":"$.got","Next":"List"},
+  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:listObjectsV2","Parameters":{"Bucket":"inbox","Prefix":"logs/"},"ResultSelector":{"keys.$":"$.Contents[*].Key","count.$":"$.KeyCount"},"ResultPath":"$.listed","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"outbox","Key":"nope.json"},
      "Catch":[{"ErrorEquals":["S3.NoSuchKeyException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
   "Done":{"Type":"Succeed"}}}"#,
     );
@@ -267,7 +267,7 @@ for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
         serde_json::json!(["logs/1.txt", "logs/2.txt"]),
         "{o}"
     );
-    assert_eq!(o["written"]["ResultWriterDetails"]["Bucket"], "out", "{o}");
+    assert_eq!(o["written"]["ResultWriterDetails"]["Bucket"], "outbox", "{o}");
     let manifest_key = o["written"]["ResultWriterDetails"]["Key"]
         .as_str()
         .unwrap()
@@ -292,9 +292,9 @@ for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
         &moto,
         &format!(
             r#"s3 = boto3.client('s3', **kw)
-m = json.loads(s3.get_object(Bucket='out', Key={manifest_key:?})['Body'].read())
+m = json.loads(s3.get_object(Bucket='outbox', Key={manifest_key:?})['Body'].read())
 f = m['ResultFiles']['SUCCEEDED'][0]['Key']
-rows = json.loads(s3.get_object(Bucket='out', Key=f)['Body'].read())
+rows = json.loads(s3.get_object(Bucket='outbox', Key=f)['Body'].read())
 print(json.dumps(sorted(json.loads(r['Output'])['qty'] for r in rows)))"#
         ),
     );
