@@ -267,7 +267,10 @@ for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
         serde_json::json!(["logs/1.txt", "logs/2.txt"]),
         "{o}"
     );
-    assert_eq!(o["written"]["ResultWriterDetails"]["Bucket"], "outbox", "{o}");
+    assert_eq!(
+        o["written"]["ResultWriterDetails"]["Bucket"], "outbox",
+        "{o}"
+    );
     let manifest_key = o["written"]["ResultWriterDetails"]["Key"]
         .as_str()
         .unwrap()
