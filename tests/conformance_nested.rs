@@ -1,6 +1,8 @@
-//! The corpus's `states:startExecution*` cases (tagged `resource:states`) run natively: no mock
-//! answers the parent's Task; the `sfn-local` binary runs the parent with the started machine
-//! made known (`--machine NAME=FILE`), as a real child execution in the same database.
+//! The corpus's `states:startExecution*` cases (tagged `resource:states`) and `aws-sdk:sfn:*`
+//! cases (`resource:sfn`) run natively: no mock answers the parent's Task; the `sfn-local`
+//! binary runs the parent with the started machine made known (`--machine NAME=FILE`), as a
+//! real child execution in the same database, and `aws-sdk:sfn:*` Tasks call Step Functions'
+//! API at `sfn-local serve` (`--endpoint sfn=URL`), where the child machine is created.
 //!
 //! The child's definition is the smallest machine that ends as the recording says the child
 //! ended: the `.sync` answer's `Output` from a Pass state's `Result`, its `Error`/`Cause` from
@@ -167,11 +169,88 @@ fn field(v: &Value) -> Value {
     }
 }
 
+/// `sfn-local serve` on the sandbox's database, for `aws-sdk:sfn:*` Tasks; killed when dropped.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn start(sb: &Sandbox) -> Served {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let child = sb
+            .command()
+            .args(["serve", "--port", &port.to_string()])
+            .args(["--account-id", "111111111111", "--region", "us-east-1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn sfn-local serve");
+        let served = Served {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < until, "serve did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        served
+    }
+
+    /// One API call; the status.
+    fn call(&self, target: &str, body: &Value) -> u16 {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+        let body = body.to_string();
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{target}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        response
+            .get(9..12)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 /// Runs one case; the differences from the recording (empty when it matches).
 fn run(case: &Value) -> Vec<String> {
-    let sb = Sandbox::new();
-    let parent = sb.write("parent.asl.json", &case["definition"].to_string());
-    let child = sb.write("child.asl.json", &child_definition(case).to_string());
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let parent = sb.write("parent.asl.json", &unmask(&case["definition"].to_string()));
+    let child_text = child_definition(case).to_string();
+    let child = sb.write("child.asl.json", &child_text);
+    // `aws-sdk:sfn:*` Tasks call Step Functions' API: serve's, where the child is created.
+    let sdk = case["features"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|t| t == "resource:sfn"));
+    let served = sdk.then(|| Served::start(&sb));
+    let mut endpoint = Vec::new();
+    if let Some(served) = &served {
+        let status = served.call(
+            "CreateStateMachine",
+            &json!({"name": CHILD, "definition": child_text, "roleArn": "arn:aws:iam::111111111111:role/r"}),
+        );
+        assert_eq!(status, 200, "CreateStateMachine on serve");
+        endpoint = vec!["--endpoint".to_owned(), format!("sfn={}", served.url)];
+    }
     let input = unmask(&case["input"].to_string());
     // A machine named by a bare name (the recording masked its ARN) is known by that name.
     let name = serde_json::from_str::<Value>(&input).ok().and_then(|i| {
@@ -181,7 +260,7 @@ fn run(case: &Value) -> Vec<String> {
             .map(str::to_owned)
     });
     let name = name.as_deref().unwrap_or(CHILD);
-    let out = sb.run(&[
+    let args: Vec<String> = [
         "run",
         parent.to_str().unwrap(),
         "--machine",
@@ -196,7 +275,12 @@ fn run(case: &Value) -> Vec<String> {
         &input,
         "--format",
         "json",
-    ]);
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain(endpoint)
+    .collect();
+    let out = sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let mut diffs = Vec::new();
     let Ok(described) = serde_json::from_str::<Value>(&out.stdout) else {
         return vec![format!("no description on stdout: {}", out.stderr)];
@@ -262,7 +346,7 @@ fn run(case: &Value) -> Vec<String> {
 }
 
 #[test]
-fn start_execution_cases_run_natively_as_child_executions() {
+fn start_execution_and_sfn_sdk_cases_run_natively() {
     let Some(cases) = conformance_cases() else {
         return;
     };
@@ -271,27 +355,29 @@ fn start_execution_cases_run_natively_as_child_executions() {
     let mut unexpected = Vec::new();
     let mut fixed = Vec::new();
     let mut total = 0;
+    let mut passed = 0;
     for file in json_files(&cases.join("aws_task")) {
         let case = read_json(&file);
-        let tagged = case["features"]
-            .as_array()
-            .is_some_and(|f| f.iter().any(|t| t == "resource:states"));
+        let tagged = case["features"].as_array().is_some_and(|f| {
+            f.iter()
+                .any(|t| t == "resource:states" || t == "resource:sfn")
+        });
         if !tagged {
             continue;
         }
         total += 1;
         let id = case["id"].as_str().unwrap_or_default().to_owned();
         let diffs = run(&case);
+        if diffs.is_empty() {
+            passed += 1;
+        }
         match (diffs.is_empty(), known.contains_key(&id)) {
             (true, true) => fixed.push(id),
             (false, false) => unexpected.push(format!("{id}\n  {}", diffs.join("\n  "))),
             _ => {}
         }
     }
-    eprintln!(
-        "resource:states cases run natively: {}/{total} match AWS",
-        total - known.len().min(total)
-    );
+    eprintln!("resource:states and resource:sfn cases run natively: {passed}/{total} match AWS");
     assert!(total > 0, "no resource:states case in the corpus");
     assert!(
         unexpected.is_empty(),

@@ -458,6 +458,59 @@ fn pascal(action: &str) -> String {
     }
 }
 
+/// An `aws-sdk` request for a service whose members start small: every key's initial made
+/// small, and a JSON `Input`/`Output` sent as its text (as AWS serializes StartExecution's
+/// `Input` and SendTaskSuccess's `Output`).
+fn camel_request(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("Input" | "Output", Value::String(_)) => v.clone(),
+                        ("Input" | "Output", other) => Value::String(other.to_string()),
+                        _ => camel_request(v),
+                    };
+                    let mut c = k.chars();
+                    let key = match c.next() {
+                        Some(f) => f.to_lowercase().chain(c).collect(),
+                        None => String::new(),
+                    };
+                    (key, v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(camel_request).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An `aws-sdk` result of such a service: every key's initial made capital, and the epoch
+/// seconds of a `…Date` member as the SDK's ISO 8601 timestamp.
+fn pascal_result(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = match (&v, k.ends_with("Date")) {
+                        (Value::Number(n), true) => n
+                            .as_f64()
+                            .and_then(|secs| {
+                                chrono::DateTime::from_timestamp_millis((secs * 1000.0) as i64)
+                            })
+                            .map(|d| json!(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))
+                            .unwrap_or(v),
+                        _ => pascal_result(v),
+                    };
+                    (pascal(&k), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(pascal_result).collect()),
+        other => other,
+    }
+}
+
 /// A value sent as text: strings as they are, anything else as its JSON text (as AWS's
 /// integrations serialize `MessageBody`, `Message`, `Detail`).
 fn as_text(v: &Value) -> String {
@@ -605,15 +658,21 @@ impl Http {
     /// A service error as an `aws-sdk` integration (the SDK v2) reports it.
     fn v2_error(&self, r: &Response) -> StatesError {
         let (code, message) = self.error_parts(r);
+        // The SDK v2's class of a service's error: its code with `Exception` (Step Functions'
+        // `InvalidToken` is `InvalidTokenException`), the service's base class otherwise.
+        let named = code.starts_with(|c: char| c.is_ascii_uppercase()) && !code.starts_with("Http");
         let class = if code.ends_with("Exception") && code != "ValidationException" {
             code
+        } else if named && !code.ends_with("Exception") {
+            format!("{code}Exception")
         } else {
             format!("{}Exception", self.svc.v2_name)
         };
+        // AWS's recordings since late 2025 end the cause with the SDK's attempt count.
         StatesError::new(
             format!("{}.{class}", self.svc.v2_name),
             format!(
-                "{message} (Service: {}, Status Code: {}, Request ID: {})",
+                "{message} (Service: {}, Status Code: {}, Request ID: {}) (SDK Attempt Count: 1)",
                 self.svc.v2_name,
                 r.status,
                 r.request_id()
@@ -652,11 +711,24 @@ impl Http {
                 self.svc.key, self.svc.key
             )));
         }
-        let r = self.json_call(action, params).await?;
+        // Step Functions hands the SDK's members over with capital initials whatever the
+        // service's own JSON spells; Step Functions' and CloudWatch Logs' APIs spell theirs
+        // with small ones (`stateMachineArn`, `logGroupName`).
+        let camel = matches!(self.svc.key, "sfn" | "logs");
+        let body = if camel {
+            camel_request(params)
+        } else {
+            params.clone()
+        };
+        let r = self.json_call(action, &body).await?;
         if r.status >= 300 {
             return Err(self.v2_error(&r));
         }
-        Ok(r.json())
+        Ok(if camel {
+            pascal_result(r.json())
+        } else {
+            r.json()
+        })
     }
 
     async fn optimized(&self, action: &str, params: &Value) -> Result<Value, StatesError> {
@@ -862,6 +934,20 @@ mod tests {
                 .unwrap()
                 .kind
         ));
+    }
+
+    #[test]
+    fn step_functions_members_are_spelled_as_its_api_and_as_aws_hands_them_over() {
+        let sent = camel_request(&json!({"StateMachineArn": "arn", "Input": {"k": 1}}));
+        assert_eq!(
+            sent,
+            json!({"stateMachineArn": "arn", "input": "{\"k\":1}"})
+        );
+        let got = pascal_result(json!({"executionArn": "e", "startDate": 1700000000.5}));
+        assert_eq!(
+            got,
+            json!({"ExecutionArn": "e", "StartDate": "2023-11-14T22:13:20.500Z"})
+        );
     }
 
     #[test]
