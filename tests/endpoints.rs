@@ -358,3 +358,77 @@ fn glue_start_job_run_sync_polls_the_job_run_to_its_end() {
     .unwrap();
     assert_eq!(response["JobRunId"], o["run"]["Id"], "{response}");
 }
+
+/// A runner killed while its `glue:startJobRun.sync` task polls the job run: `resume` polls the
+/// same run (named by the recorded `TaskSubmitted`) instead of starting a second one.
+#[test]
+fn a_glue_sync_task_killed_mid_job_resumes_with_the_same_job_run() {
+    let moto = moto();
+    // The run stays STARTING until told otherwise (moto's manual state transitions).
+    let out = python(
+        &moto,
+        r#"boto3.client('glue', **kw).create_job(Name='etl', Role='arn:aws:iam::123456789012:role/r', Command={'Name': 'glueetl', 'ScriptLocation': 's3://scripts/etl.py'})
+import urllib.request
+def transition(t):
+    req = urllib.request.Request(URL + "/moto-api/state-manager/set-transition", data=json.dumps({"model_name": "glue::job_run", "transition": t}).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(req).read()
+transition({"progression": "manual", "times": 100000})"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .lease_ms(300)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "glue.asl.json",
+        r#"{"StartAt":"Etl","States":{"Etl":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"etl"},"End":true}}}"#,
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "g",
+        "--endpoint",
+        &format!("glue={}", moto.url),
+    ]);
+    let until = Instant::now() + Duration::from_secs(60);
+    let submitted = loop {
+        let out = sb.run(&["get-execution-history", "--execution-arn", "g"]);
+        let found = (out.code == 0)
+            .then(|| out.json()["events"].as_array().cloned())
+            .flatten()
+            .and_then(|es| es.into_iter().find(|e| e["type"] == "TaskSubmitted"));
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(Instant::now() < until, "no TaskSubmitted: {}", out.stderr);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    common::kill(&mut run);
+    let run_id = serde_json::from_str::<Value>(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap()["JobRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = python(
+        &moto,
+        r#"import urllib.request
+req = urllib.request.Request(URL + "/moto-api/state-manager/set-transition", data=json.dumps({"model_name": "glue::job_run", "transition": {"progression": "immediate"}}).encode(), headers={"Content-Type": "application/json"}, method="POST")
+urllib.request.urlopen(req).read()"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = sb.resume("g");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["Id"], run_id.as_str(), "{o}");
+    assert_eq!(o["JobRunState"], "SUCCEEDED", "{o}");
+    let runs = python(
+        &moto,
+        "print(len(boto3.client('glue', **kw).get_job_runs(JobName='etl')['JobRuns']))",
+    );
+    assert_eq!(runs.stdout.trim(), "1", "{}", runs.stderr);
+}

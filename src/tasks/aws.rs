@@ -321,11 +321,13 @@ impl Endpoints {
         self.call_for(kind).is_some()
     }
 
-    /// Makes the call of one attempt; a `.sync` job's start response goes to `submitted`.
+    /// Makes the call of one attempt; a `.sync` job's start response goes to `submitted`, and
+    /// a job started before a crash (`submission`, its recorded start response) is found again.
     pub async fn call(
         &self,
         request: &TaskRequest,
         submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+        submission: Option<Value>,
     ) -> Result<Value, StatesError> {
         let Some((call, svc, url)) = self.call_for(&request.resource.kind) else {
             return Err(StatesError::runtime("no endpoint for this resource"));
@@ -362,7 +364,7 @@ impl Endpoints {
             Call::Optimized(action)
                 if request.resource.pattern() == Some(IntegrationPattern::Sync) =>
             {
-                http.sync_job(&action, params, submitted).await
+                http.sync_job(&action, params, submitted, submission).await
             }
             Call::Optimized(action) => http.optimized(&action, params).await,
             Call::Sdk(action) => http.sdk(&action, params).await,

@@ -49,6 +49,9 @@ pub struct JobContext {
     /// For jobs that are submitted, then awaited (`.sync`): the submission's response, which
     /// the engine records as `TaskSubmitted`. `None` when it is recorded already.
     pub submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+    /// The submission recorded before a crash (`TaskSubmitted`'s output), if any: the runner
+    /// finds the job it names again instead of submitting a second one.
+    pub submission: Option<Value>,
 }
 
 /// Runs Task states.
@@ -188,7 +191,11 @@ impl TaskRunner for LocalTasks {
             }
             None if self.endpoints.serves(&request.resource.kind) => {
                 let endpoints = self.endpoints.clone();
-                Box::pin(async move { endpoints.call(&request, job.submitted).await })
+                Box::pin(async move {
+                    endpoints
+                        .call(&request, job.submitted, job.submission)
+                        .await
+                })
             }
             None if self.mocks_only => {
                 let e = StatesError::runtime(format!(

@@ -4,8 +4,9 @@
 //! until `SUCCEEDED` (the task's result is the `JobRun`), or `FAILED`, `ERROR`, `TIMEOUT`,
 //! `STOPPED` or `EXPIRED` (`States.TaskFailed`, the `JobRun` as JSON text in the cause).
 //!
-//! A resumed `.sync` task whose job was submitted before the crash starts a new job run: Glue's
-//! StartJobRun has no idempotency token to find the first one by.
+//! A resumed `.sync` task whose job was submitted before the crash (its `TaskSubmitted` is
+//! recorded) polls that job again, named by the recorded response, instead of starting a
+//! second one.
 
 use super::Http;
 use crate::asl::error::{names, StatesError};
@@ -16,15 +17,17 @@ use std::time::Duration;
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Http {
-    /// Runs `action.sync`; `submitted` receives the start call's response.
+    /// Runs `action.sync`; `submitted` receives the start call's response; `submission` is the
+    /// response recorded before a crash, naming the job to find again.
     pub(super) async fn sync_job(
         &self,
         action: &str,
         params: &Value,
         submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+        submission: Option<Value>,
     ) -> Result<Value, StatesError> {
         match (self.svc.key, action) {
-            ("glue", "startJobRun") => self.glue_job_run(params, submitted).await,
+            ("glue", "startJobRun") => self.glue_job_run(params, submitted, submission).await,
             (service, _) => Err(StatesError::runtime(format!(
                 "sfn-local runs the .sync jobs of states:startExecution and glue:startJobRun, not {service}:{action}.sync yet; bind the state with --task or mock it"
             ))),
@@ -35,20 +38,31 @@ impl Http {
         &self,
         params: &Value,
         submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+        submission: Option<Value>,
     ) -> Result<Value, StatesError> {
-        let r = self.json_call("StartJobRun", params).await?;
-        if r.status >= 300 {
-            return Err(self.v1_error(&r));
-        }
-        let run_id = r.json()["JobRunId"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                StatesError::runtime("Glue's StartJobRun answered without a JobRunId")
-            })?;
-        if let Some(tx) = submitted {
-            let _ = tx.send(r.with_metadata());
-        }
+        let recorded = submission
+            .as_ref()
+            .and_then(|s| s["JobRunId"].as_str())
+            .map(str::to_owned);
+        let run_id = match recorded {
+            Some(id) => id,
+            None => {
+                let r = self.json_call("StartJobRun", params).await?;
+                if r.status >= 300 {
+                    return Err(self.v1_error(&r));
+                }
+                let id = r.json()["JobRunId"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        StatesError::runtime("Glue's StartJobRun answered without a JobRunId")
+                    })?;
+                if let Some(tx) = submitted {
+                    let _ = tx.send(r.with_metadata());
+                }
+                id
+            }
+        };
         let describe = json!({"JobName": params["JobName"], "RunId": run_id});
         loop {
             let r = self.json_call("GetJobRun", &describe).await?;
