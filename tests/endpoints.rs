@@ -432,3 +432,39 @@ urllib.request.urlopen(req).read()"#,
     );
     assert_eq!(runs.stdout.trim(), "1", "{}", runs.stderr);
 }
+
+/// `aws-sdk:sns:*` over SNS's query protocol at moto: parameters become form fields (maps as
+/// entries, lists as members), the XML result comes back as JSON, and a missing topic is
+/// `Sns.NotFoundException`.
+#[test]
+fn aws_sdk_sns_speaks_the_query_protocol() {
+    let moto = moto();
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "sns.asl.json",
+        r#"{"StartAt":"Create","States":{
+  "Create":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:createTopic","Parameters":{"Name":"news","Attributes":{"DisplayName":"The news"},"Tags":[{"Key":"team","Value":"a"}]},"ResultPath":"$.created","Next":"List"},
+  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:listTopics","Parameters":{},"ResultPath":"$.listed","Next":"Attributes"},
+  "Attributes":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:getTopicAttributes","Parameters":{"TopicArn.$":"$.created.TopicArn"},"ResultSelector":{"name.$":"$.Attributes.DisplayName"},"ResultPath":"$.attributes","Next":"Publish"},
+  "Publish":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:publish","Parameters":{"TopicArn.$":"$.created.TopicArn","Message":"hi"},"ResultPath":"$.published","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:getTopicAttributes","Parameters":{"TopicArn":"arn:aws:sns:us-east-1:123456789012:nope"},
+     "Catch":[{"ErrorEquals":["Sns.NotFoundException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("sns={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    let arn = o["created"]["TopicArn"].as_str().unwrap_or_default();
+    assert!(arn.ends_with(":news"), "{o}");
+    assert_eq!(o["listed"]["Topics"][0]["TopicArn"], arn, "{o}");
+    assert_eq!(o["attributes"]["name"], "The news", "{o}");
+    assert!(o["published"]["MessageId"].is_string(), "{o}");
+    assert_eq!(o["missing"]["Error"], "Sns.NotFoundException", "{o}");
+}

@@ -5,13 +5,15 @@
 //! Optimized integrations send the request AWS's integration sends and shape the result as it
 //! does (`lambda:invoke`, the legacy Lambda ARN, `sqs:sendMessage`, `sns:publish`,
 //! `dynamodb:getItem|putItem|updateItem|deleteItem`, `events:putEvents`); `aws-sdk:SERVICE:ACTION`
-//! calls any service whose protocol is JSON, and S3's object and bucket operations (REST-XML,
+//! calls any service whose protocol is JSON, SNS over the query protocol (`query`), and S3's
+//! object and bucket operations (REST-XML,
 //! in `s3`, which also serves a distributed Map's `ItemReader`/`ResultWriter`); `.sync` jobs of
 //! other services than Step Functions are polled to their end in `jobs`. Service errors are named as AWS names them:
 //! `DynamoDB.ResourceNotFoundException` for optimized integrations (the Java SDK v1's exception
 //! classes), `DynamoDb.ResourceNotFoundException` for `aws-sdk` ones (SDK v2's).
 
 mod jobs;
+mod query;
 mod s3;
 
 pub use s3::S3Endpoint;
@@ -707,9 +709,12 @@ impl Http {
         if self.svc.protocol == Protocol::RestXml {
             return self.s3_sdk(action, params).await;
         }
+        if self.svc.protocol == Protocol::Query {
+            return self.query_sdk(action, params).await;
+        }
         if !matches!(self.svc.protocol, Protocol::Json(..)) {
             return Err(StatesError::runtime(format!(
-                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services and S3 only; {} has an optimized integration",
+                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, SNS and S3 only; {} has an optimized integration",
                 self.svc.key, self.svc.key
             )));
         }
