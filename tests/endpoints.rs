@@ -468,3 +468,51 @@ fn aws_sdk_sns_speaks_the_query_protocol() {
     assert!(o["published"]["MessageId"].is_string(), "{o}");
     assert_eq!(o["missing"]["Error"], "Sns.NotFoundException", "{o}");
 }
+
+/// `codebuild:startBuild.sync` at moto: `ProjectName` is sent as CodeBuild's `projectName`,
+/// StartBuild's answer (`{"Build": …}` with capital initials) is the `TaskSubmitted` output,
+/// and BatchGetBuilds is polled until the build succeeds.
+#[test]
+fn codebuild_start_build_sync_polls_the_build_to_its_end() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"boto3.client('codebuild', **kw).create_project(name='app', source={'type': 'S3', 'location': 'bucket/src.zip'}, artifacts={'type': 'NO_ARTIFACTS'}, environment={'type': 'LINUX_CONTAINER', 'image': 'aws/codebuild/standard:7.0', 'computeType': 'BUILD_GENERAL1_SMALL'}, serviceRole='arn:aws:iam::123456789012:role/r')"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "cb.asl.json",
+        r#"{"StartAt":"Build","States":{"Build":{"Type":"Task","Resource":"arn:aws:states:::codebuild:startBuild.sync","Parameters":{"ProjectName":"app"},"End":true}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "cb",
+        "--endpoint",
+        &format!("codebuild={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["Build"]["BuildStatus"], "SUCCEEDED", "{o}");
+    assert_eq!(o["Build"]["ProjectName"], "app", "{o}");
+    let history = sb.history("cb");
+    let submitted = history
+        .iter()
+        .find(|e| e["type"] == "TaskSubmitted")
+        .expect("TaskSubmitted");
+    let response: Value = serde_json::from_str(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(response["Build"]["Id"], o["Build"]["Id"], "{response}");
+    assert!(
+        response["SdkHttpMetadata"]["HttpStatusCode"] == 200,
+        "{response}"
+    );
+}

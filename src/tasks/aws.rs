@@ -113,6 +113,14 @@ const SERVICES: &[Service] = &[
         v2_name: "Glue",
     },
     Service {
+        key: "codebuild",
+        signing: "codebuild",
+        protocol: Protocol::Json("CodeBuild_20161006", "1.1"),
+        v1_name: "AWSCodeBuild",
+        v1_prefix: "CodeBuild",
+        v2_name: "CodeBuild",
+    },
+    Service {
         key: "secretsmanager",
         signing: "secretsmanager",
         protocol: Protocol::Json("secretsmanager", "1.1"),
@@ -172,6 +180,7 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("events", "EVENTBRIDGE_ENDPOINT"),
     ("s3", "S3_ENDPOINT"),
     ("glue", "GLUE_ENDPOINT"),
+    ("codebuild", "CODEBUILD_ENDPOINT"),
     ("secretsmanager", "SECRETSMANAGER_ENDPOINT"),
     ("ssm", "SSM_ENDPOINT"),
     ("kms", "KMS_ENDPOINT"),
@@ -424,7 +433,12 @@ impl Response {
     /// The JSON answer with `SdkHttpMetadata` and `SdkResponseMetadata`, as AWS's optimized
     /// integrations hand it over.
     fn with_metadata(&self) -> Value {
-        let mut out = match self.json() {
+        self.with_metadata_on(self.json())
+    }
+
+    /// `body` (the answer, reshaped) with the metadata of [`Response::with_metadata`].
+    fn with_metadata_on(&self, body: Value) -> Value {
+        let mut out = match body {
             Value::Object(m) => m,
             _ => Map::new(),
         };
@@ -532,6 +546,14 @@ fn xml_tag<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 impl Http {
+    /// Whether the service's API spells its members with a small initial (`stateMachineArn`,
+    /// `projectName`) while Step Functions takes and hands them over with a capital one ("Parameters
+    /// in Step Functions are expressed in PascalCase, even when the native service API is
+    /// camelCase", AWS's CodeBuild integration page).
+    fn camel_members(&self) -> bool {
+        matches!(self.svc.key, "sfn" | "logs" | "codebuild")
+    }
+
     /// SigV4's settings: S3 signs its payload's hash in `x-amz-content-sha256` and its paths
     /// as they are (no normalization, encoded once), as AWS's SDKs do for it.
     fn signing_settings(&self) -> aws_sigv4::http_request::SigningSettings {
@@ -721,7 +743,7 @@ impl Http {
         // Step Functions hands the SDK's members over with capital initials whatever the
         // service's own JSON spells; Step Functions' and CloudWatch Logs' APIs spell theirs
         // with small ones (`stateMachineArn`, `logGroupName`).
-        let camel = matches!(self.svc.key, "sfn" | "logs");
+        let camel = self.camel_members();
         let body = if camel {
             camel_request(params)
         } else {
@@ -843,6 +865,13 @@ impl Http {
                 }))
             }
             (_, _) if matches!(self.svc.protocol, Protocol::Json(..)) => {
+                if self.camel_members() {
+                    let r = self.json_call(action, &camel_request(params)).await?;
+                    if r.status >= 300 {
+                        return Err(self.v1_error(&r));
+                    }
+                    return Ok(r.with_metadata_on(pascal_result(r.json())));
+                }
                 let r = self.json_call(action, params).await?;
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
