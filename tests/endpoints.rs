@@ -211,3 +211,308 @@ n=$(printf '%s' "$body" | sed 's/.*"n":\([0-9]*\).*/\1/')
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!({"doubled": 10}));
 }
+
+/// S3 at moto: a distributed Map reads its items from an object (`s3:getObject`, CSV) and from
+/// a listing (`s3:listObjectsV2`), writes its results with a `ResultWriter` (read back with
+/// boto3), and `aws-sdk:s3` Tasks put, get and list objects; a missing key is AWS's
+/// `S3.NoSuchKeyException` with the SDK's cause.
+#[test]
+fn s3_at_moto_feeds_and_receives_a_distributed_map_and_aws_sdk_tasks() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"
+s3 = boto3.client('s3', **kw)
+s3.create_bucket(Bucket='inbox')
+s3.create_bucket(Bucket='outbox')
+s3.put_object(Bucket='inbox', Key='orders.csv', Body=b'id,qty\na,1\nb,2\nc,3\n')
+for k in ['logs/1.txt', 'logs/2.txt', 'other/3.txt']:
+    s3.put_object(Bucket='inbox', Key=k, Body=b'hello')
+"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "s3.asl.json",
+        r#"{"StartAt":"Orders","States":{
+  "Orders":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+      "StartAt":"Double","States":{"Double":{"Type":"Pass","Parameters":{"id.$":"$.id","qty.$":"States.StringToJson($.qty)"},"End":true}}},
+    "ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"CSV","CSVHeaderLocation":"FIRST_ROW"},
+      "Parameters":{"Bucket":"inbox","Key":"orders.csv"}},
+    "ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"outbox","Prefix":"runs"}},
+    "ResultPath":"$.written","Next":"Logs"},
+  "Logs":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+      "StartAt":"Key","States":{"Key":{"Type":"Pass","OutputPath":"$.Key","End":true}}},
+    "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"inbox","Prefix":"logs/"}},
+    "ResultPath":"$.logs","Next":"Put"},
+  "Put":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:putObject","Parameters":{"Bucket":"outbox","Key":"note.json","Body":{"Dict":"Value"}},"ResultPath":"$.put","Next":"Get"},
+  "Get":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"outbox","Key":"note.json"},"ResultSelector":{"body.$":"States.StringToJson($.Body)","etag.$":"$.ETag"},"ResultPath":"$.got","Next":"List"},
+  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:listObjectsV2","Parameters":{"Bucket":"inbox","Prefix":"logs/"},"ResultSelector":{"keys.$":"$.Contents[*].Key","count.$":"$.KeyCount"},"ResultPath":"$.listed","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:s3:getObject","Parameters":{"Bucket":"outbox","Key":"nope.json"},
+     "Catch":[{"ErrorEquals":["S3.NoSuchKeyException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("s3={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(
+        o["logs"],
+        serde_json::json!(["logs/1.txt", "logs/2.txt"]),
+        "{o}"
+    );
+    assert_eq!(
+        o["written"]["ResultWriterDetails"]["Bucket"], "outbox",
+        "{o}"
+    );
+    let manifest_key = o["written"]["ResultWriterDetails"]["Key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(manifest_key.starts_with("runs/") && manifest_key.ends_with("/manifest.json"));
+    assert_eq!(o["put"]["ETag"], o["got"]["etag"], "{o}");
+    assert_eq!(o["got"]["body"], serde_json::json!({"Dict": "Value"}));
+    assert_eq!(
+        o["listed"],
+        serde_json::json!({"keys": ["logs/1.txt", "logs/2.txt"], "count": 2})
+    );
+    assert_eq!(o["missing"]["Error"], "S3.NoSuchKeyException", "{o}");
+    let cause = o["missing"]["Cause"].as_str().unwrap();
+    assert!(
+        cause.starts_with(
+            "The specified key does not exist. (Service: S3, Status Code: 404, Request ID: "
+        ),
+        "{cause}"
+    );
+    // The results really are in moto's bucket.
+    let got = python(
+        &moto,
+        &format!(
+            r#"s3 = boto3.client('s3', **kw)
+m = json.loads(s3.get_object(Bucket='outbox', Key={manifest_key:?})['Body'].read())
+f = m['ResultFiles']['SUCCEEDED'][0]['Key']
+rows = json.loads(s3.get_object(Bucket='outbox', Key=f)['Body'].read())
+print(json.dumps(sorted(json.loads(r['Output'])['qty'] for r in rows)))"#
+        ),
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(got.stdout.trim(), "[1, 2, 3]");
+}
+
+/// `glue:startJobRun.sync` at moto: the job run is started (StartJobRun's response is the
+/// `TaskSubmitted` output), GetJobRun is polled until the run succeeds, and the task's result
+/// is the `JobRun`; an unknown job fails with Glue's error as AWS names it.
+#[test]
+fn glue_start_job_run_sync_polls_the_job_run_to_its_end() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"boto3.client('glue', **kw).create_job(Name='etl', Role='arn:aws:iam::123456789012:role/r', Command={'Name': 'glueetl', 'ScriptLocation': 's3://scripts/etl.py'})"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "glue.asl.json",
+        r#"{"StartAt":"Etl","States":{
+  "Etl":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"etl"},"ResultPath":"$.run","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"nope"},
+     "Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "etl-1",
+        "--endpoint",
+        &format!("glue={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["run"]["JobRunState"], "SUCCEEDED", "{o}");
+    assert_eq!(o["run"]["JobName"], "etl", "{o}");
+    assert!(
+        o["missing"]["Error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Glue.")),
+        "{o}"
+    );
+    let history = sb.history("etl-1");
+    let submitted = history
+        .iter()
+        .find(|e| e["type"] == "TaskSubmitted")
+        .expect("TaskSubmitted");
+    let response: Value = serde_json::from_str(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(response["JobRunId"], o["run"]["Id"], "{response}");
+}
+
+/// A runner killed while its `glue:startJobRun.sync` task polls the job run: `resume` polls the
+/// same run (named by the recorded `TaskSubmitted`) instead of starting a second one.
+#[test]
+fn a_glue_sync_task_killed_mid_job_resumes_with_the_same_job_run() {
+    let moto = moto();
+    // The run stays STARTING until told otherwise (moto's manual state transitions).
+    let out = python(
+        &moto,
+        r#"boto3.client('glue', **kw).create_job(Name='etl', Role='arn:aws:iam::123456789012:role/r', Command={'Name': 'glueetl', 'ScriptLocation': 's3://scripts/etl.py'})
+import urllib.request
+def transition(t):
+    req = urllib.request.Request(URL + "/moto-api/state-manager/set-transition", data=json.dumps({"model_name": "glue::job_run", "transition": t}).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(req).read()
+transition({"progression": "manual", "times": 100000})"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .lease_ms(300)
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "glue.asl.json",
+        r#"{"StartAt":"Etl","States":{"Etl":{"Type":"Task","Resource":"arn:aws:states:::glue:startJobRun.sync","Parameters":{"JobName":"etl"},"End":true}}}"#,
+    );
+    let mut run = sb.spawn(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "g",
+        "--endpoint",
+        &format!("glue={}", moto.url),
+    ]);
+    let until = Instant::now() + Duration::from_secs(60);
+    let submitted = loop {
+        let out = sb.run(&["get-execution-history", "--execution-arn", "g"]);
+        let found = (out.code == 0)
+            .then(|| out.json()["events"].as_array().cloned())
+            .flatten()
+            .and_then(|es| es.into_iter().find(|e| e["type"] == "TaskSubmitted"));
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(Instant::now() < until, "no TaskSubmitted: {}", out.stderr);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    common::kill(&mut run);
+    let run_id = serde_json::from_str::<Value>(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap()["JobRunId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = python(
+        &moto,
+        r#"import urllib.request
+req = urllib.request.Request(URL + "/moto-api/state-manager/set-transition", data=json.dumps({"model_name": "glue::job_run", "transition": {"progression": "immediate"}}).encode(), headers={"Content-Type": "application/json"}, method="POST")
+urllib.request.urlopen(req).read()"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = sb.resume("g");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["Id"], run_id.as_str(), "{o}");
+    assert_eq!(o["JobRunState"], "SUCCEEDED", "{o}");
+    let runs = python(
+        &moto,
+        "print(len(boto3.client('glue', **kw).get_job_runs(JobName='etl')['JobRuns']))",
+    );
+    assert_eq!(runs.stdout.trim(), "1", "{}", runs.stderr);
+}
+
+/// `aws-sdk:sns:*` over SNS's query protocol at moto: parameters become form fields (maps as
+/// entries, lists as members), the XML result comes back as JSON, and a missing topic is
+/// `Sns.NotFoundException`.
+#[test]
+fn aws_sdk_sns_speaks_the_query_protocol() {
+    let moto = moto();
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "sns.asl.json",
+        r#"{"StartAt":"Create","States":{
+  "Create":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:createTopic","Parameters":{"Name":"news","Attributes":{"DisplayName":"The news"},"Tags":[{"Key":"team","Value":"a"}]},"ResultPath":"$.created","Next":"List"},
+  "List":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:listTopics","Parameters":{},"ResultPath":"$.listed","Next":"Attributes"},
+  "Attributes":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:getTopicAttributes","Parameters":{"TopicArn.$":"$.created.TopicArn"},"ResultSelector":{"name.$":"$.Attributes.DisplayName"},"ResultPath":"$.attributes","Next":"Publish"},
+  "Publish":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:publish","Parameters":{"TopicArn.$":"$.created.TopicArn","Message":"hi"},"ResultPath":"$.published","Next":"Missing"},
+  "Missing":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:sns:getTopicAttributes","Parameters":{"TopicArn":"arn:aws:sns:us-east-1:123456789012:nope"},
+     "Catch":[{"ErrorEquals":["Sns.NotFoundException"],"ResultPath":"$.missing","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("sns={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    let arn = o["created"]["TopicArn"].as_str().unwrap_or_default();
+    assert!(arn.ends_with(":news"), "{o}");
+    assert_eq!(o["listed"]["Topics"][0]["TopicArn"], arn, "{o}");
+    assert_eq!(o["attributes"]["name"], "The news", "{o}");
+    assert!(o["published"]["MessageId"].is_string(), "{o}");
+    assert_eq!(o["missing"]["Error"], "Sns.NotFoundException", "{o}");
+}
+
+/// `codebuild:startBuild.sync` at moto: `ProjectName` is sent as CodeBuild's `projectName`,
+/// StartBuild's answer (`{"Build": …}` with capital initials) is the `TaskSubmitted` output,
+/// and BatchGetBuilds is polled until the build succeeds.
+#[test]
+fn codebuild_start_build_sync_polls_the_build_to_its_end() {
+    let moto = moto();
+    let out = python(
+        &moto,
+        r#"boto3.client('codebuild', **kw).create_project(name='app', source={'type': 'S3', 'location': 'bucket/src.zip'}, artifacts={'type': 'NO_ARTIFACTS'}, environment={'type': 'LINUX_CONTAINER', 'image': 'aws/codebuild/standard:7.0', 'computeType': 'BUILD_GENERAL1_SMALL'}, serviceRole='arn:aws:iam::123456789012:role/r')"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "cb.asl.json",
+        r#"{"StartAt":"Build","States":{"Build":{"Type":"Task","Resource":"arn:aws:states:::codebuild:startBuild.sync","Parameters":{"ProjectName":"app"},"End":true}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--name",
+        "cb",
+        "--endpoint",
+        &format!("codebuild={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["Build"]["BuildStatus"], "SUCCEEDED", "{o}");
+    assert_eq!(o["Build"]["ProjectName"], "app", "{o}");
+    let history = sb.history("cb");
+    let submitted = history
+        .iter()
+        .find(|e| e["type"] == "TaskSubmitted")
+        .expect("TaskSubmitted");
+    let response: Value = serde_json::from_str(
+        submitted["taskSubmittedEventDetails"]["output"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(response["Build"]["Id"], o["Build"]["Id"], "{response}");
+    assert!(
+        response["SdkHttpMetadata"]["HttpStatusCode"] == 200,
+        "{response}"
+    );
+}

@@ -118,3 +118,45 @@ fn a_definition_nested_too_deeply_is_too_deeply_nested() {
     assert_eq!(run.code, 2, "refused before running: {}", run.stderr);
     assert!(run.stderr.contains("TOO_DEEPLY_NESTED"), "{}", run.stderr);
 }
+
+/// JSONata results as AWS (whose JSONata is jsonata-js's) returns them: a sequence of one value
+/// is that value (a path through a one-element array, a filter with one match, `$map`,
+/// `$filter`, `$keys`, `$each`, `$lookup`, `$match`), while arrays that functions build or that
+/// the expression constructs stay arrays (`$sort`, `$split`, `$append`, `$distinct` of an
+/// array, `[...]`, the `[]` modifier).
+#[test]
+fn jsonata_single_value_sequences_are_their_value_and_arrays_stay_arrays() {
+    let sb = Sandbox::new();
+    let machine = json!({"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {
+    "Type": "Pass", "End": true, "Output": {
+        "path": "{% $states.input.a.b %}",
+        "filter": "{% $states.input.list[$ > 1] %}",
+        "map": "{% $map([1], function($v){$v}) %}",
+        "filterFn": "{% $filter([1,2], function($v){$v>1}) %}",
+        "keys": "{% $keys({'a':1}) %}",
+        "each": "{% $each({'a':1}, function($v){$v}) %}",
+        "lookup": "{% $lookup([{'x':1}], 'x') %}",
+        "match": "{% $match('ab', /a/).match %}",
+        "variable": "{% ($x := $states.input.list[$>1]; $x) %}",
+        "sort": "{% $sort([1]) %}",
+        "split": "{% $split('a', ',') %}",
+        "append": "{% $append([], 1) %}",
+        "distinct": "{% $distinct([1,1]) %}",
+        "constructed": "{% [$states.input.a.b] %}",
+        "kept": "{% $states.input.a.b[] %}"
+    }}}});
+    let f = sb.write("j.asl.json", &machine.to_string());
+    let out = sb.run(&[
+        "run",
+        f.to_str().expect("path"),
+        "--input",
+        r#"{"a":[{"b":1}],"list":[1,2]}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({"path": 1, "filter": 2, "map": 1, "filterFn": 2, "keys": "a", "each": 1,
+               "lookup": 1, "match": "a", "variable": 2, "sort": [1], "split": ["a"],
+               "append": [1], "distinct": [1], "constructed": [1], "kept": [1]})
+    );
+}

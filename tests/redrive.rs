@@ -180,7 +180,7 @@ fn a_task_fixed_after_the_failure_is_redriven_without_rerunning_what_succeeded()
     assert_eq!(done["redriveStatus"], json!("NOT_REDRIVABLE"));
     assert_eq!(
         done["redriveStatusReason"],
-        json!("Execution is SUCCEEDED and cannot be redriven.")
+        json!("Execution is SUCCEEDED and cannot be redriven")
     );
     let listed = c.sb.run(&["list-executions"]).json();
     assert_eq!(listed["executions"][0]["redriveCount"], json!(1));
@@ -189,7 +189,7 @@ fn a_task_fixed_after_the_failure_is_redriven_without_rerunning_what_succeeded()
     let again = c.redrive("job");
     again.assert_error(
         2,
-        "ExecutionNotRedrivable: Execution is SUCCEEDED and cannot be redriven.",
+        "ExecutionNotRedrivable: Execution is SUCCEEDED and cannot be redriven",
     );
     assert_eq!(c.sb.history("job").len(), history.len());
     let missing = c.redrive("nope");
@@ -336,7 +336,7 @@ fn a_redrive_killed_half_way_is_finished_by_resume() {
 
     // Running again: a second redrive is refused until the first one ends.
     c.redrive("killed")
-        .assert_error(2, "Execution is RUNNING and cannot be redriven.");
+        .assert_error(2, "Execution is RUNNING and cannot be redriven");
     let out = c.sb.resume("killed");
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!({}));

@@ -200,7 +200,7 @@ mod tests {
         // Now RUNNING: refused.
         let e = redrive_request(&store, &json!({"executionArn": ARN})).unwrap_err();
         assert_eq!(e.code(), "ExecutionNotRedrivable");
-        assert_eq!(e.message(), "Execution is RUNNING and cannot be redriven.");
+        assert_eq!(e.message(), "Execution is RUNNING and cannot be redriven");
         for (request, code) in [
             (json!({}), "ValidationException"),
             (json!({"executionArn": "e"}), "InvalidArn"),
@@ -221,9 +221,6 @@ mod tests {
         }
         let (_dir, store) = store_with(S::Succeeded);
         let e = redrive_request(&store, &json!({"executionArn": ARN})).unwrap_err();
-        assert_eq!(
-            e.message(),
-            "Execution is SUCCEEDED and cannot be redriven."
-        );
+        assert_eq!(e.message(), "Execution is SUCCEEDED and cannot be redriven");
     }
 }

@@ -13,10 +13,10 @@ pub const REDRIVABLE_PERIOD_MS: i64 = 14 * 24 * 3600 * 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NotRedrivable {
     /// Still running.
-    #[error("Execution is RUNNING and cannot be redriven.")]
+    #[error("Execution is RUNNING and cannot be redriven")]
     Running,
     /// Ended well: nothing to redrive.
-    #[error("Execution is SUCCEEDED and cannot be redriven.")]
+    #[error("Execution is SUCCEEDED and cannot be redriven")]
     Succeeded,
     /// A redrive needs room for at least `ExecutionRedriven` and one more event.
     #[error("Execution history event limit exceeded.")]
@@ -25,7 +25,7 @@ pub enum NotRedrivable {
     #[error("Execution redrivable period exceeded.")]
     PeriodExceeded,
     /// An EXPRESS execution (AWS redrives only STANDARD ones).
-    #[error("Execution is of type EXPRESS and cannot be redriven.")]
+    #[error("Execution is of type EXPRESS and cannot be redriven")]
     Express,
 }
 

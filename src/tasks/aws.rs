@@ -5,12 +5,21 @@
 //! Optimized integrations send the request AWS's integration sends and shape the result as it
 //! does (`lambda:invoke`, the legacy Lambda ARN, `sqs:sendMessage`, `sns:publish`,
 //! `dynamodb:getItem|putItem|updateItem|deleteItem`, `events:putEvents`); `aws-sdk:SERVICE:ACTION`
-//! calls any service whose protocol is JSON. Service errors are named as AWS names them:
+//! calls any service whose protocol is JSON, SNS over the query protocol (`query`), and S3's
+//! object and bucket operations (REST-XML,
+//! in `s3`, which also serves a distributed Map's `ItemReader`/`ResultWriter`); `.sync` jobs of
+//! other services than Step Functions are polled to their end in `jobs`. Service errors are named as AWS names them:
 //! `DynamoDB.ResourceNotFoundException` for optimized integrations (the Java SDK v1's exception
 //! classes), `DynamoDb.ResourceNotFoundException` for `aws-sdk` ones (SDK v2's).
 
+mod jobs;
+mod query;
+mod s3;
+
+pub use s3::S3Endpoint;
+
 use crate::asl::error::StatesError;
-use crate::asl::resource::ResourceKind;
+use crate::asl::resource::{IntegrationPattern, ResourceKind};
 use crate::tasks::nested::sdk_http_metadata;
 use crate::tasks::TaskRequest;
 use serde_json::{json, Map, Value};
@@ -26,6 +35,8 @@ enum Protocol {
     Query,
     /// Lambda's REST API.
     Lambda,
+    /// S3's REST API with XML answers (path-style: `URL/BUCKET/KEY`).
+    RestXml,
 }
 
 /// What sfn-local knows of a service.
@@ -86,6 +97,30 @@ const SERVICES: &[Service] = &[
         v2_name: "EventBridge",
     },
     Service {
+        key: "s3",
+        signing: "s3",
+        protocol: Protocol::RestXml,
+        v1_name: "Amazon S3",
+        v1_prefix: "S3",
+        v2_name: "S3",
+    },
+    Service {
+        key: "glue",
+        signing: "glue",
+        protocol: Protocol::Json("AWSGlue", "1.1"),
+        v1_name: "AWSGlue",
+        v1_prefix: "Glue",
+        v2_name: "Glue",
+    },
+    Service {
+        key: "codebuild",
+        signing: "codebuild",
+        protocol: Protocol::Json("CodeBuild_20161006", "1.1"),
+        v1_name: "AWSCodeBuild",
+        v1_prefix: "CodeBuild",
+        v2_name: "CodeBuild",
+    },
+    Service {
         key: "secretsmanager",
         signing: "secretsmanager",
         protocol: Protocol::Json("secretsmanager", "1.1"),
@@ -143,6 +178,9 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("sns", "SNS_ENDPOINT"),
     ("dynamodb", "DYNAMODB_ENDPOINT"),
     ("events", "EVENTBRIDGE_ENDPOINT"),
+    ("s3", "S3_ENDPOINT"),
+    ("glue", "GLUE_ENDPOINT"),
+    ("codebuild", "CODEBUILD_ENDPOINT"),
     ("secretsmanager", "SECRETSMANAGER_ENDPOINT"),
     ("ssm", "SSM_ENDPOINT"),
     ("kms", "KMS_ENDPOINT"),
@@ -275,13 +313,33 @@ impl Endpoints {
         Some((call, s, url))
     }
 
+    /// S3 at its endpoint (`--endpoint s3=URL`, or `all=URL`), for a distributed Map's
+    /// `ItemReader` and `ResultWriter`; requests are signed for `region`.
+    pub fn s3(&self, region: &str) -> Option<S3Endpoint> {
+        let svc = service("s3")?;
+        Some(S3Endpoint {
+            http: Http {
+                client: self.client.clone()?,
+                base: self.url_of(svc)?.to_owned(),
+                region: region.to_owned(),
+                svc,
+            },
+        })
+    }
+
     /// Whether Tasks with this resource call an endpoint.
     pub fn serves(&self, kind: &ResourceKind) -> bool {
         self.call_for(kind).is_some()
     }
 
-    /// Makes the call of one attempt.
-    pub async fn call(&self, request: &TaskRequest) -> Result<Value, StatesError> {
+    /// Makes the call of one attempt; a `.sync` job's start response goes to `submitted`, and
+    /// a job started before a crash (`submission`, its recorded start response) is found again.
+    pub async fn call(
+        &self,
+        request: &TaskRequest,
+        submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+        submission: Option<Value>,
+    ) -> Result<Value, StatesError> {
         let Some((call, svc, url)) = self.call_for(&request.resource.kind) else {
             return Err(StatesError::runtime("no endpoint for this resource"));
         };
@@ -313,6 +371,11 @@ impl Endpoints {
                     LambdaResult::Ok { payload, .. } => Ok(payload),
                     LambdaResult::FunctionError(e) => Err(e),
                 }
+            }
+            Call::Optimized(action)
+                if request.resource.pattern() == Some(IntegrationPattern::Sync) =>
+            {
+                http.sync_job(&action, params, submitted, submission).await
             }
             Call::Optimized(action) => http.optimized(&action, params).await,
             Call::Sdk(action) => http.sdk(&action, params).await,
@@ -367,6 +430,26 @@ impl Response {
         json!({ "AllHttpHeaders": all, "HttpHeaders": one, "HttpStatusCode": self.status })
     }
 
+    /// The JSON answer with `SdkHttpMetadata` and `SdkResponseMetadata`, as AWS's optimized
+    /// integrations hand it over.
+    fn with_metadata(&self) -> Value {
+        self.with_metadata_on(self.json())
+    }
+
+    /// `body` (the answer, reshaped) with the metadata of [`Response::with_metadata`].
+    fn with_metadata_on(&self, body: Value) -> Value {
+        let mut out = match body {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        out.insert("SdkHttpMetadata".into(), self.metadata());
+        out.insert(
+            "SdkResponseMetadata".into(),
+            json!({ "RequestId": self.request_id() }),
+        );
+        Value::Object(out)
+    }
+
     fn json(&self) -> Value {
         if self.body.is_empty() {
             return json!({});
@@ -376,6 +459,7 @@ impl Response {
     }
 }
 
+#[derive(Debug, Clone)]
 struct Http {
     client: Arc<reqwest::Client>,
     base: String,
@@ -389,6 +473,59 @@ fn pascal(action: &str) -> String {
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
+    }
+}
+
+/// An `aws-sdk` request for a service whose members start small: every key's initial made
+/// small, and a JSON `Input`/`Output` sent as its text (as AWS serializes StartExecution's
+/// `Input` and SendTaskSuccess's `Output`).
+fn camel_request(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match (k.as_str(), v) {
+                        ("Input" | "Output", Value::String(_)) => v.clone(),
+                        ("Input" | "Output", other) => Value::String(other.to_string()),
+                        _ => camel_request(v),
+                    };
+                    let mut c = k.chars();
+                    let key = match c.next() {
+                        Some(f) => f.to_lowercase().chain(c).collect(),
+                        None => String::new(),
+                    };
+                    (key, v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(camel_request).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An `aws-sdk` result of such a service: every key's initial made capital, and the epoch
+/// seconds of a `…Date` member as the SDK's ISO 8601 timestamp.
+fn pascal_result(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = match (&v, k.ends_with("Date")) {
+                        (Value::Number(n), true) => n
+                            .as_f64()
+                            .and_then(|secs| {
+                                chrono::DateTime::from_timestamp_millis((secs * 1000.0) as i64)
+                            })
+                            .map(|d| json!(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()))
+                            .unwrap_or(v),
+                        _ => pascal_result(v),
+                    };
+                    (pascal(&k), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(pascal_result).collect()),
+        other => other,
     }
 }
 
@@ -409,6 +546,27 @@ fn xml_tag<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 impl Http {
+    /// Whether the service's API spells its members with a small initial (`stateMachineArn`,
+    /// `projectName`) while Step Functions takes and hands them over with a capital one ("Parameters
+    /// in Step Functions are expressed in PascalCase, even when the native service API is
+    /// camelCase", AWS's CodeBuild integration page).
+    fn camel_members(&self) -> bool {
+        matches!(self.svc.key, "sfn" | "logs" | "codebuild")
+    }
+
+    /// SigV4's settings: S3 signs its payload's hash in `x-amz-content-sha256` and its paths
+    /// as they are (no normalization, encoded once), as AWS's SDKs do for it.
+    fn signing_settings(&self) -> aws_sigv4::http_request::SigningSettings {
+        use aws_sigv4::http_request as h;
+        let mut settings = h::SigningSettings::default();
+        if self.svc.protocol == Protocol::RestXml {
+            settings.payload_checksum_kind = h::PayloadChecksumKind::XAmzSha256;
+            settings.percent_encoding_mode = h::PercentEncodingMode::Single;
+            settings.uri_path_normalization_mode = h::UriPathNormalizationMode::Disabled;
+        }
+        settings
+    }
+
     async fn send(
         &self,
         method: &str,
@@ -434,7 +592,7 @@ impl Http {
             .region(&self.region)
             .name(self.svc.signing)
             .time(std::time::SystemTime::now())
-            .settings(aws_sigv4::http_request::SigningSettings::default())
+            .settings(self.signing_settings())
             .build()
             .map_err(|e| unreachable(format!("cannot sign: {e}")))?
             .into();
@@ -526,15 +684,21 @@ impl Http {
     /// A service error as an `aws-sdk` integration (the SDK v2) reports it.
     fn v2_error(&self, r: &Response) -> StatesError {
         let (code, message) = self.error_parts(r);
+        // The SDK v2's class of a service's error: its code with `Exception` (Step Functions'
+        // `InvalidToken` is `InvalidTokenException`), the service's base class otherwise.
+        let named = code.starts_with(|c: char| c.is_ascii_uppercase()) && !code.starts_with("Http");
         let class = if code.ends_with("Exception") && code != "ValidationException" {
             code
+        } else if named && !code.ends_with("Exception") {
+            format!("{code}Exception")
         } else {
             format!("{}Exception", self.svc.v2_name)
         };
+        // AWS's recordings since late 2025 end the cause with the SDK's attempt count.
         StatesError::new(
             format!("{}.{class}", self.svc.v2_name),
             format!(
-                "{message} (Service: {}, Status Code: {}, Request ID: {})",
+                "{message} (Service: {}, Status Code: {}, Request ID: {}) (SDK Attempt Count: 1)",
                 self.svc.v2_name,
                 r.status,
                 r.request_id()
@@ -564,17 +728,36 @@ impl Http {
     }
 
     async fn sdk(&self, action: &str, params: &Value) -> Result<Value, StatesError> {
+        if self.svc.protocol == Protocol::RestXml {
+            return self.s3_sdk(action, params).await;
+        }
+        if self.svc.protocol == Protocol::Query {
+            return self.query_sdk(action, params).await;
+        }
         if !matches!(self.svc.protocol, Protocol::Json(..)) {
             return Err(StatesError::runtime(format!(
-                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services only; {} has an optimized integration",
+                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, SNS and S3 only; {} has an optimized integration",
                 self.svc.key, self.svc.key
             )));
         }
-        let r = self.json_call(action, params).await?;
+        // Step Functions hands the SDK's members over with capital initials whatever the
+        // service's own JSON spells; Step Functions' and CloudWatch Logs' APIs spell theirs
+        // with small ones (`stateMachineArn`, `logGroupName`).
+        let camel = self.camel_members();
+        let body = if camel {
+            camel_request(params)
+        } else {
+            params.clone()
+        };
+        let r = self.json_call(action, &body).await?;
         if r.status >= 300 {
             return Err(self.v2_error(&r));
         }
-        Ok(r.json())
+        Ok(if camel {
+            pascal_result(r.json())
+        } else {
+            r.json()
+        })
     }
 
     async fn optimized(&self, action: &str, params: &Value) -> Result<Value, StatesError> {
@@ -583,18 +766,6 @@ impl Http {
                 "sfn-local does not call {}:{action} yet; use aws-sdk:{}:{action}, --task or a mock",
                 self.svc.key, self.svc.key
             ))
-        };
-        let with_metadata = |r: &Response| -> Value {
-            let mut out = match r.json() {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            out.insert("SdkHttpMetadata".into(), r.metadata());
-            out.insert(
-                "SdkResponseMetadata".into(),
-                json!({ "RequestId": r.request_id() }),
-            );
-            Value::Object(out)
         };
         match (self.svc.key, action) {
             ("lambda", "invoke") => {
@@ -619,14 +790,14 @@ impl Http {
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             ("dynamodb", "getItem" | "putItem" | "updateItem" | "deleteItem") => {
                 let r = self.json_call(action, params).await?;
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             ("events", "putEvents") => {
                 let mut body = params.clone();
@@ -694,11 +865,18 @@ impl Http {
                 }))
             }
             (_, _) if matches!(self.svc.protocol, Protocol::Json(..)) => {
+                if self.camel_members() {
+                    let r = self.json_call(action, &camel_request(params)).await?;
+                    if r.status >= 300 {
+                        return Err(self.v1_error(&r));
+                    }
+                    return Ok(r.with_metadata_on(pascal_result(r.json())));
+                }
                 let r = self.json_call(action, params).await?;
                 if r.status >= 300 {
                     return Err(self.v1_error(&r));
                 }
-                Ok(with_metadata(&r))
+                Ok(r.with_metadata())
             }
             _ => Err(unsupported()),
         }
@@ -792,6 +970,20 @@ mod tests {
                 .unwrap()
                 .kind
         ));
+    }
+
+    #[test]
+    fn step_functions_members_are_spelled_as_its_api_and_as_aws_hands_them_over() {
+        let sent = camel_request(&json!({"StateMachineArn": "arn", "Input": {"k": 1}}));
+        assert_eq!(
+            sent,
+            json!({"stateMachineArn": "arn", "input": "{\"k\":1}"})
+        );
+        let got = pascal_result(json!({"executionArn": "e", "startDate": 1700000000.5}));
+        assert_eq!(
+            got,
+            json!({"ExecutionArn": "e", "StartDate": "2023-11-14T22:13:20.500Z"})
+        );
     }
 
     #[test]

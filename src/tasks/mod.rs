@@ -51,6 +51,9 @@ pub struct JobContext {
     /// For jobs that are submitted, then awaited (`.sync`): the submission's response, which
     /// the engine records as `TaskSubmitted`. `None` when it is recorded already.
     pub submitted: Option<tokio::sync::oneshot::Sender<Value>>,
+    /// The submission recorded before a crash (`TaskSubmitted`'s output), if any: the runner
+    /// finds the job it names again instead of submitting a second one.
+    pub submission: Option<Value>,
 }
 
 /// Runs Task states.
@@ -86,8 +89,10 @@ pub trait TaskRunner {
         None
     }
 
-    /// The local S3 folder of distributed Maps' `ItemReader`/`ResultWriter` (`--s3-dir`), if any.
-    fn s3_dir(&self) -> Option<&std::path::Path> {
+    /// Where distributed Maps' `ItemReader`/`ResultWriter` find S3, if anywhere: the folder of
+    /// `--s3-dir`, or S3's endpoint (signed for `region`).
+    fn s3(&self, region: &str) -> Option<s3::S3Store> {
+        let _ = region;
         None
     }
 
@@ -199,7 +204,11 @@ impl TaskRunner for LocalTasks {
             }
             None if self.endpoints.serves(&request.resource.kind) => {
                 let endpoints = self.endpoints.clone();
-                Box::pin(async move { endpoints.call(&request).await })
+                Box::pin(async move {
+                    endpoints
+                        .call(&request, job.submitted, job.submission)
+                        .await
+                })
             }
             None if self.mocks_only => {
                 let e = StatesError::runtime(format!(
@@ -233,7 +242,12 @@ impl TaskRunner for LocalTasks {
         self.mocks.next(state)
     }
 
-    fn s3_dir(&self) -> Option<&std::path::Path> {
-        self.s3_dir.as_deref()
+    /// `--s3-dir` wins over an S3 endpoint: it names S3's place alone, while an endpoint may
+    /// be `all=URL`.
+    fn s3(&self, region: &str) -> Option<s3::S3Store> {
+        match &self.s3_dir {
+            Some(dir) => Some(s3::S3Store::Folder(s3::LocalS3::new(dir))),
+            None => self.endpoints.s3(region).map(s3::S3Store::Endpoint),
+        }
     }
 }

@@ -243,16 +243,18 @@ pub fn describe_response(ended: &ChildEnded, as_json: bool) -> Value {
         m.insert("Output".into(), text_or_json(o));
         m.insert("OutputDetails".into(), json!({ "Included": true }));
     }
-    if as_json {
-        m.insert("RedriveCount".into(), json!(0));
+    // DescribeExecution's redrive fields, in `.sync` and `.sync:2` alike (AWS's recordings
+    // since redrive came, Nov 2023, have them in both): a child that did not succeed is
+    // redrivable.
+    m.insert("RedriveCount".into(), json!(0));
+    if ended.status == "SUCCEEDED" {
         m.insert("RedriveStatus".into(), json!("NOT_REDRIVABLE"));
         m.insert(
             "RedriveStatusReason".into(),
-            json!(format!(
-                "Execution is {} and cannot be redriven",
-                ended.status
-            )),
+            json!("Execution is SUCCEEDED and cannot be redriven"),
         );
+    } else {
+        m.insert("RedriveStatus".into(), json!("REDRIVABLE"));
     }
     m.insert("StartDate".into(), json!(ended.start_date));
     m.insert("StateMachineArn".into(), json!(ended.state_machine_arn));
@@ -352,5 +354,8 @@ mod tests {
         assert_eq!(keys[1], "Error");
         assert_eq!(d["Input"], "{}");
         assert!(d.get("Output").is_none());
+        assert_eq!(d["RedriveCount"], 0);
+        assert_eq!(d["RedriveStatus"], "REDRIVABLE");
+        assert!(d.get("RedriveStatusReason").is_none());
     }
 }

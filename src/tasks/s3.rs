@@ -1,6 +1,7 @@
-//! A local stand-in for S3, for a distributed Map's `ItemReader` and `ResultWriter`: a folder
+//! S3 for a distributed Map's `ItemReader` and `ResultWriter` ([`S3Store`]): a local folder
 //! where the object `s3://BUCKET/KEY` is the file `DIR/BUCKET/KEY` (`--s3-dir DIR` or
-//! `SFN_LOCAL_S3_DIR`). Reading the items (`s3:getObject` as JSON, JSONL or CSV,
+//! `SFN_LOCAL_S3_DIR`), or S3 itself at an endpoint (`--endpoint s3=URL`: moto, LocalStack;
+//! see `crate::tasks::aws`). Reading the items (`s3:getObject` as JSON, JSONL or CSV,
 //! `s3:listObjectsV2`) and writing a Map run's results (`manifest.json` and
 //! `SUCCEEDED_0.json`/`FAILED_0.json` under `Prefix/<map run id>/`) happen here; every failure
 //! is a `States.ItemReaderFailed` / `States.ResultWriterFailed` error.
@@ -43,6 +44,57 @@ fn writer_failed(cause: impl Into<String>) -> StatesError {
     StatesError::new(names::RESULT_WRITER_FAILED, cause)
 }
 
+/// Where a distributed Map's objects are.
+#[derive(Debug, Clone)]
+pub enum S3Store {
+    /// A local folder (`--s3-dir`).
+    Folder(LocalS3),
+    /// S3 at an endpoint (`--endpoint s3=URL`).
+    Endpoint(crate::tasks::aws::S3Endpoint),
+}
+
+impl S3Store {
+    /// The store configured for this run, else an error (of `error` kind) that says how to
+    /// provide one.
+    pub fn configured<'a>(
+        store: Option<&'a S3Store>,
+        error: &str,
+    ) -> Result<&'a S3Store, StatesError> {
+        store.ok_or_else(|| {
+            StatesError::new(
+                error,
+                format!(
+                    "no S3 is configured: give the folder holding the objects with --s3-dir DIR (or {S3_DIR_ENV}; s3://BUCKET/KEY is the file DIR/BUCKET/KEY), or S3's endpoint with --endpoint s3=URL"
+                ),
+            )
+        })
+    }
+
+    /// The body of `s3://bucket/key`; a failure is S3's cause.
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
+        match self {
+            S3Store::Folder(f) => f.get_object(bucket, key),
+            S3Store::Endpoint(e) => e.get_object(bucket, key).await,
+        }
+    }
+
+    /// Writes `body` to `s3://bucket/key`.
+    pub async fn put_object(&self, bucket: &str, key: &str, body: &[u8]) -> Result<(), String> {
+        match self {
+            S3Store::Folder(f) => f.put_object(bucket, key, body),
+            S3Store::Endpoint(e) => e.put_object(bucket, key, body).await,
+        }
+    }
+
+    /// The objects of `bucket` under `prefix`, in key order, as a Map's items.
+    pub async fn list_objects_v2(&self, bucket: &str, prefix: &str) -> Result<Vec<Value>, String> {
+        match self {
+            S3Store::Folder(f) => f.list_objects_v2(bucket, prefix),
+            S3Store::Endpoint(e) => e.list_objects_v2(bucket, prefix).await,
+        }
+    }
+}
+
 /// The local S3 folder.
 #[derive(Debug, Clone)]
 pub struct LocalS3 {
@@ -53,20 +105,6 @@ impl LocalS3 {
     /// The S3 held in `root` (`root/BUCKET/KEY`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         LocalS3 { root: root.into() }
-    }
-
-    /// The S3 configured for this run: `dir`, or the folder `SFN_LOCAL_S3_DIR` names; else an
-    /// error (of `error` kind) that says how to provide one.
-    pub fn configured(dir: Option<&Path>, error: &str) -> Result<LocalS3, StatesError> {
-        match dir {
-            Some(d) => Ok(LocalS3::new(d)),
-            None => Err(StatesError::new(
-                error,
-                format!(
-                    "no local S3 is configured: give the folder holding the objects with --s3-dir DIR (or {S3_DIR_ENV}); s3://BUCKET/KEY is the file DIR/BUCKET/KEY"
-                ),
-            )),
-        }
     }
 
     /// The file of `s3://bucket/key`; keys that would leave the bucket's folder are refused.
@@ -185,14 +223,17 @@ fn string_argument<'a>(args: &'a Value, name: &str) -> Result<&'a str, StatesErr
     })
 }
 
-/// Reads a distributed Map's items from the local S3 in `dir`.
-pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Value>, StatesError> {
+/// Reads a distributed Map's items from `store`.
+pub async fn read_items(
+    store: Option<&S3Store>,
+    request: &ReaderRequest,
+) -> Result<Vec<Value>, StatesError> {
     let limit = match request.max_items {
         Some(n) if n < 0 => return Err(reader_failed("field MaxItems must be positive")),
         Some(0) | None => usize::MAX,
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
     };
-    let s3 = LocalS3::configured(dir, names::ITEM_READER_FAILED)?;
+    let s3 = S3Store::configured(store, names::ITEM_READER_FAILED)?;
     let args = &request.arguments;
     let bucket = string_argument(args, "Bucket")?;
     let action = request
@@ -204,11 +245,13 @@ pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Val
     let mut items = match action.as_str() {
         "listObjectsV2" => {
             let prefix = args.get("Prefix").and_then(Value::as_str).unwrap_or("");
-            s3.list_objects_v2(bucket, prefix).map_err(reader_failed)?
+            s3.list_objects_v2(bucket, prefix)
+                .await
+                .map_err(reader_failed)?
         }
         "getObject" => {
             let key = string_argument(args, "Key")?;
-            let body = s3.get_object(bucket, key).map_err(reader_failed)?;
+            let body = s3.get_object(bucket, key).await.map_err(reader_failed)?;
             let text = String::from_utf8_lossy(&body);
             let input_type = request.input_type.as_deref().unwrap_or("JSON");
             match input_type {
@@ -230,7 +273,7 @@ pub fn read_items(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Val
                     let delimiter = csv_delimiter(request.csv_delimiter.as_deref())?;
                     parse_csv_with(&text, given, delimiter)?
                 }
-                "MANIFEST" => read_inventory(&s3, &text)?,
+                "MANIFEST" => read_inventory(s3, &text).await?,
                 other => {
                     return Err(reader_failed(format!(
                         "ReaderConfig InputType {other} is not supported by the local S3 (JSON, JSONL, CSV and MANIFEST are)"
@@ -312,7 +355,7 @@ fn csv_delimiter(name: Option<&str>) -> Result<char, StatesError> {
 /// `manifest.json`; each of its `files` (CSV, gzip-compressed when the key ends `.gz`, in the
 /// manifest's `destinationBucket`) holds one row per object, whose columns `fileSchema` names.
 /// Each row is an item, an object of strings keyed by those names, as AWS reads it.
-fn read_inventory(s3: &LocalS3, manifest: &str) -> Result<Vec<Value>, StatesError> {
+async fn read_inventory(s3: &S3Store, manifest: &str) -> Result<Vec<Value>, StatesError> {
     let manifest: Value = serde_json::from_str(manifest)
         .map_err(|e| reader_failed(format!("The manifest is not valid JSON: {e}")))?;
     let field = |name: &str| {
@@ -342,7 +385,7 @@ fn read_inventory(s3: &LocalS3, manifest: &str) -> Result<Vec<Value>, StatesErro
             .get("key")
             .and_then(Value::as_str)
             .ok_or_else(|| reader_failed("An S3 inventory manifest file entry has no 'key'"))?;
-        let body = s3.get_object(bucket, key).map_err(reader_failed)?;
+        let body = s3.get_object(bucket, key).await.map_err(reader_failed)?;
         let text = if key.ends_with(".gz") {
             let mut out = String::new();
             std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&body[..]), &mut out)
@@ -535,8 +578,8 @@ fn entry_of(c: &ChildResult, state_machine_arn: &str) -> Value {
 
 /// Writes a Map run's result files (`Prefix/<run id>/manifest.json`, `SUCCEEDED_0.json`,
 /// `FAILED_0.json`) and returns the Map state's result: `MapRunArn` and `ResultWriterDetails`.
-pub fn write_results(
-    dir: Option<&Path>,
+pub async fn write_results(
+    store: Option<&S3Store>,
     request: &WriterRequest,
     map_run_arn: &str,
     run_id: &str,
@@ -573,7 +616,7 @@ pub fn write_results(
         ))
     })?;
     let prefix = args.get("Prefix").and_then(Value::as_str).unwrap_or("");
-    let s3 = LocalS3::configured(dir, names::RESULT_WRITER_FAILED)?;
+    let s3 = S3Store::configured(store, names::RESULT_WRITER_FAILED)?;
     let base = if prefix.is_empty() {
         run_id.to_owned()
     } else {
@@ -602,6 +645,7 @@ pub fn write_results(
                 )
             };
             s3.put_object(bucket, &key, body.as_bytes())
+                .await
                 .map_err(writer_failed)?;
             listed.push(json!({"Key": key, "Size": body.len()}));
         }
@@ -615,6 +659,7 @@ pub fn write_results(
         "ResultFiles": files,
     });
     s3.put_object(bucket, &manifest_key, manifest.to_string().as_bytes())
+        .await
         .map_err(writer_failed)?;
     Ok(json!({
         "MapRunArn": map_run_arn,
@@ -625,6 +670,39 @@ pub fn write_results(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    /// [`read_items`] from the folder `dir`, if any.
+    fn read(dir: Option<&Path>, request: &ReaderRequest) -> Result<Vec<Value>, StatesError> {
+        let store = dir.map(|d| S3Store::Folder(LocalS3::new(d)));
+        block(read_items(store.as_ref(), request))
+    }
+
+    /// [`write_results`] to the folder `dir`, if any.
+    fn write(
+        dir: Option<&Path>,
+        request: &WriterRequest,
+        map_run_arn: &str,
+        run_id: &str,
+        state_machine_arn: &str,
+        children: &[ChildResult],
+    ) -> Result<Value, StatesError> {
+        let store = dir.map(|d| S3Store::Folder(LocalS3::new(d)));
+        block(write_results(
+            store.as_ref(),
+            request,
+            map_run_arn,
+            run_id,
+            state_machine_arn,
+            children,
+        ))
+    }
 
     fn strings(v: &[Value]) -> String {
         Value::Array(v.to_vec()).to_string()
@@ -683,13 +761,13 @@ mod tests {
             ("b", "f.json", "[1,2,3]"),
             ("b", "l.jsonl", "{\"a\":1}\n\n2\n"),
         ]);
-        let all = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(0))).unwrap();
+        let all = read(Some(dir.path()), &get("b", "f.json", "JSON", Some(0))).unwrap();
         assert_eq!(strings(&all), "[1,2,3]");
-        let two = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(2))).unwrap();
+        let two = read(Some(dir.path()), &get("b", "f.json", "JSON", Some(2))).unwrap();
         assert_eq!(strings(&two), "[1,2]");
-        let lines = read_items(Some(dir.path()), &get("b", "l.jsonl", "JSONL", None)).unwrap();
+        let lines = read(Some(dir.path()), &get("b", "l.jsonl", "JSONL", None)).unwrap();
         assert_eq!(strings(&lines), r#"[{"a":1},2]"#);
-        let e = read_items(Some(dir.path()), &get("b", "f.json", "JSON", Some(-1))).unwrap_err();
+        let e = read(Some(dir.path()), &get("b", "f.json", "JSON", Some(-1))).unwrap_err();
         assert_eq!(e.cause.as_deref(), Some("field MaxItems must be positive"));
     }
 
@@ -715,11 +793,11 @@ mod tests {
     #[test]
     fn missing_objects_and_missing_configuration_are_reader_failures() {
         let dir = s3_with(&[]);
-        let e = read_items(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
+        let e = read(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
         assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
-        let e = read_items(None, &get("b", "f.json", "JSON", None)).unwrap_err();
+        let e = read(None, &get("b", "f.json", "JSON", None)).unwrap_err();
         assert!(e.cause.unwrap_or_default().contains("--s3-dir"));
-        let e = read_items(Some(dir.path()), &get("b", "../x", "JSON", None)).unwrap_err();
+        let e = read(Some(dir.path()), &get("b", "../x", "JSON", None)).unwrap_err();
         assert!(e.cause.unwrap_or_default().contains("invalid object key"));
     }
 
@@ -735,7 +813,7 @@ mod tests {
             arguments: json!({"Bucket": "b"}),
             ..ReaderRequest::default()
         };
-        let items = read_items(Some(dir.path()), &request).unwrap();
+        let items = read(Some(dir.path()), &request).unwrap();
         let keys: Vec<_> = items.iter().map(|i| i["Key"].clone()).collect();
         assert_eq!(keys, vec![json!("a.txt"), json!("z/1.txt")]);
         assert_eq!(items[1]["Size"], json!(5));
@@ -762,7 +840,7 @@ mod tests {
             resource: Some("arn:aws:states:::s3:putObject".into()),
             ..Default::default()
         };
-        let out = write_results(
+        let out = write(
             Some(dir.path()),
             &request,
             "arn:run",
@@ -792,7 +870,7 @@ mod tests {
     #[test]
     fn a_missing_bucket_or_key_fails_in_s3s_words() {
         let dir = s3_with(&[("b", "k.json", "[]")]);
-        let e = read_items(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
+        let e = read(Some(dir.path()), &get("b", "nope.json", "JSON", None)).unwrap_err();
         assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
         let cause = e.cause.unwrap_or_default();
         assert!(
@@ -802,7 +880,7 @@ mod tests {
             "{cause}"
         );
         assert!(cause.contains(", Extended Request ID: ") && cause.ends_with(')'));
-        let e = read_items(Some(dir.path()), &get("nob", "k.json", "JSON", None)).unwrap_err();
+        let e = read(Some(dir.path()), &get("nob", "k.json", "JSON", None)).unwrap_err();
         assert!(e
             .cause
             .unwrap_or_default()
@@ -817,14 +895,14 @@ mod tests {
         ]);
         let mut request = get("b", "p.csv", "CSV", None);
         request.csv_delimiter = Some("PIPE".into());
-        let items = read_items(Some(dir.path()), &request).unwrap();
+        let items = read(Some(dir.path()), &request).unwrap();
         assert_eq!(strings(&items), r#"[{"a":"1","b":"x|y"}]"#);
         let mut request = get("b", "t.csv", "CSV", None);
         request.csv_delimiter = Some("TAB".into());
-        let items = read_items(Some(dir.path()), &request).unwrap();
+        let items = read(Some(dir.path()), &request).unwrap();
         assert_eq!(strings(&items), r#"[{"a":"1","b":"2"}]"#);
         request.csv_delimiter = Some("COLON".into());
-        let e = read_items(Some(dir.path()), &request).unwrap_err();
+        let e = read(Some(dir.path()), &request).unwrap_err();
         assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
     }
 
@@ -849,7 +927,7 @@ mod tests {
         });
         s3.put_object("inv", "manifest.json", manifest.to_string().as_bytes())
             .unwrap();
-        let items = read_items(
+        let items = read(
             Some(dir.path()),
             &get("inv", "manifest.json", "MANIFEST", None),
         )
@@ -883,7 +961,7 @@ mod tests {
                 transformation: Some(transformation.into()),
                 ..Default::default()
             };
-            write_results(None, &request, "arn:run", "r1", "arn:sm", &children).unwrap()
+            write(None, &request, "arn:run", "r1", "arn:sm", &children).unwrap()
         };
         let compact = preview("COMPACT");
         assert_eq!(compact[0], json!([1, 2]));
@@ -908,7 +986,7 @@ mod tests {
             transformation: Some("COMPACT".into()),
             output_type: Some("JSONL".into()),
         };
-        write_results(
+        write(
             Some(dir.path()),
             &request,
             "arn:run",

@@ -350,7 +350,12 @@ impl Engine {
             }
         };
         let items = match &s3.reader {
-            Some(request) => read_items(self.tasks.s3_dir(), request).map_err(&run_failed)?,
+            Some(request) => {
+                let store = self.tasks.s3(&self.info.region);
+                read_items(store.as_ref(), request)
+                    .await
+                    .map_err(&run_failed)?
+            }
             None => items,
         };
         let mut inputs = Vec::with_capacity(items.len());
@@ -454,8 +459,9 @@ impl Engine {
         let result = match &s3.writer {
             Some(request) => {
                 let children: Vec<ChildResult> = children.into_iter().flatten().collect();
+                let store = self.tasks.s3(&self.info.region);
                 write_results(
-                    self.tasks.s3_dir(),
+                    store.as_ref(),
                     request,
                     &map_run_arn,
                     &run_id,
@@ -465,6 +471,7 @@ impl Engine {
                     ),
                     &children,
                 )
+                .await
                 .map_err(&run_failed)?
             }
             None => Value::Array(results),

@@ -253,10 +253,18 @@ impl Engine {
         let resumed = self.recorded(&started_key).is_some();
         // A job submitted before the crash (`.sync`): its TaskSubmitted is replayed, and the
         // runner finds the job again instead of submitting a second one.
-        let submitted_recorded = resumed
-            && self
-                .recorded(&self.peek_key())
-                .is_some_and(|r| r.event_type == EventType::TaskSubmitted.as_str());
+        let submission = resumed
+            .then(|| self.recorded(&self.peek_key()))
+            .flatten()
+            .filter(|r| r.event_type == EventType::TaskSubmitted.as_str())
+            .map(|r| {
+                r.details
+                    .as_ref()
+                    .and_then(|d| d["output"].as_str())
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .unwrap_or(Value::Null)
+            });
+        let submitted_recorded = submission.is_some();
         if submitted_recorded {
             prev = self.push(prev, EventType::TaskSubmitted, None)?;
         }
@@ -282,6 +290,7 @@ impl Engine {
             task_key: scheduled_key,
             resumed,
             submitted: (!submitted_recorded).then_some(submitted_tx),
+            submission,
         };
         let job_prev = std::cell::Cell::new(prev);
         let run = self.run_submitted(
@@ -339,6 +348,16 @@ impl Engine {
                             Some(integration_details(kind).payload("output", response.to_string()).build()),
                         )?;
                         prev.set(id);
+                        // The job runs outside: its submission must survive a crash, so that
+                        // a resume finds the job again instead of submitting a second one.
+                        self.committed().await.map_err(|e| Failed {
+                            error: StatesError::runtime(format!(
+                                "the history could not be committed: {e}"
+                            )),
+                            prev: id,
+                            terminal: true,
+                            unfinished: None,
+                        })?;
                     }
                 }
                 r = &mut run => {
