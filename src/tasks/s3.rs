@@ -776,7 +776,7 @@ mod tests {
         let dir = s3_with(&[("b", "o.json", r#"{"data": {"orders": [1, 2]}, "n": 2}"#)]);
         let mut request = get("b", "o.json", "JSON", None);
         request.items_pointer = Some("/data/orders".into());
-        let items = read_items(Some(dir.path()), &request).unwrap();
+        let items = read(Some(dir.path()), &request).unwrap();
         assert_eq!(strings(&items), "[1,2]");
         for (pointer, why) in [
             ("/n", "must point to an array, not number"),
@@ -784,7 +784,7 @@ mod tests {
             ("data", "is not a JSON Pointer"),
         ] {
             request.items_pointer = Some(pointer.into());
-            let e = read_items(Some(dir.path()), &request).unwrap_err();
+            let e = read(Some(dir.path()), &request).unwrap_err();
             assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
             assert!(e.cause.unwrap_or_default().contains(why), "{pointer}");
         }
