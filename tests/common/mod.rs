@@ -294,6 +294,37 @@ impl Sandbox {
         Output::of(child)
     }
 
+    /// Runs `sfn-local ARGS` to its end with stdout and stderr in files of the sandbox, and
+    /// returns what it printed and its peak resident memory in MiB (`wait4`'s rusage: that
+    /// process alone, not what it started, which it does not wait for).
+    pub fn run_measured(&self, args: &[&str]) -> (Output, i64) {
+        use std::os::unix::process::ExitStatusExt;
+        let (out, err) = (self.path("measured.out"), self.path("measured.err"));
+        let child = self
+            .command()
+            .args(args)
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .stderr(std::fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("spawn sfn-local");
+        let pid = child.id() as nix::libc::pid_t;
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it and reaps our own child, which the
+        // `Child` handle (dropped unwaited) never touches again.
+        let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(reaped, pid, "wait4");
+        drop(child);
+        let status = std::process::ExitStatus::from_raw(status);
+        let output = Output {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&std::fs::read(&out).unwrap_or_default()).into_owned(),
+            stderr: String::from_utf8_lossy(&std::fs::read(&err).unwrap_or_default()).into_owned(),
+        };
+        // Linux reports ru_maxrss in KiB.
+        (output, usage.ru_maxrss / 1024)
+    }
+
     /// The events of an execution's history (`get-execution-history`), which must succeed.
     pub fn history(&self, execution: &str) -> Vec<Value> {
         let out = self.run(&["get-execution-history", "--execution-arn", execution]);
