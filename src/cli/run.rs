@@ -140,9 +140,11 @@ fn region(flag: Option<String>) -> String {
 /// A refused input file, with AWS's wording when it is too large.
 fn input_too_large(e: limits::ReadError) -> String {
     match e {
-        limits::ReadError::TooLarge { .. } => format!(
-            "{e}: {}",
-            limits::too_long_message("input", limits::PAYLOAD_BYTES)
+        limits::ReadError::TooLarge { what, size, limit } => format!(
+            "the input {what} is {}; AWS accepts at most {limit} (256 KiB): {}",
+            size.map(|s| format!("{s} bytes"))
+                .unwrap_or_else(|| format!("more than {limit} bytes")),
+            limits::too_long_message("input", limit)
         ),
         other => other.to_string(),
     }
