@@ -299,3 +299,36 @@ fn ctrl_c_on_run_ends_the_running_command_and_its_children() {
         "the command's child outlived run's Ctrl-C"
     );
 }
+
+#[test]
+fn a_callback_worker_writing_one_endless_stderr_line_is_forwarded_in_pieces() {
+    let sb = Sandbox::with_workers();
+    let def = json!({"StartAt": "Ask", "States": {"Ask": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {"QueueUrl": "q", "MessageBody": {"token.$": "$$.Task.Token"}},
+        "TimeoutSeconds": 60, "End": true}}});
+    let path = sb.write("cb.asl.json", &def.to_string());
+    // 100 MB without a newline, then the answer.
+    let script = r#"head -c 100000000 /dev/zero | tr '\0' x >&2; "$SFN_LOCAL" send-task-success --task-token "$SFN_TASK_TOKEN" --task-output '{"done":true}'"#;
+    let binding = format!("Ask=sh -c {}", shell_quote(script));
+    let (out, peak_mib) = sb.run_measured(&[
+        "run",
+        &path.display().to_string(),
+        "--name",
+        "x",
+        "--task",
+        &binding,
+    ]);
+    assert_eq!(
+        out.code,
+        0,
+        "{}",
+        &out.stderr[out.stderr.len().saturating_sub(500)..]
+    );
+    assert_eq!(out.json(), json!({"done": true}));
+    assert!(out.stderr.contains("[Ask] xxxxxxxx"));
+    assert!(
+        peak_mib < 60,
+        "peak memory of sfn-local run was {peak_mib} MiB"
+    );
+}

@@ -478,7 +478,6 @@ impl CommandLine {
         token: &str,
         notice: std::rc::Rc<dyn Fn(&str)>,
     ) -> Result<(Option<u32>, WorkerWatch), StatesError> {
-        use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(&self.argv[0])
             .args(&self.argv[1..])
             .stdin(Stdio::piped())
@@ -507,12 +506,12 @@ impl CommandLine {
                     // A worker that does not read its input is fine: ignore a broken pipe.
                     let _ = stdin.write_all(input.as_bytes()).await;
                 }
-                if let Some(stderr) = child.stderr.take() {
-                    let mut lines = tokio::io::BufReader::new(stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        notice(&format!("[{state}] {line}"));
-                    }
-                }
+                // Forwarded as it comes, a very long line in pieces; nothing is kept.
+                let mut nothing = Tail::new(0);
+                read_stderr(child.stderr.take(), &mut nothing, |line| {
+                    notice(&format!("[{state}] {line}"))
+                })
+                .await;
                 let status = match child.wait().await {
                     Ok(s) => match s.code() {
                         // Answered (most likely) and done: nothing worth a line.
