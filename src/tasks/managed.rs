@@ -457,9 +457,9 @@ impl Spawned {
             program,
             assignment,
         } = self;
-        // Dropped before the handler was reaped (the runner is shutting down), the group is
-        // killed: no handler outlives the supervision it relies on.
-        let guard = GroupGuard::new(pid, Duration::ZERO);
+        // Dropped before the handler was reaped (the runner is shutting down), the group gets
+        // SIGTERM, SIGKILL after --kill-after: no handler outlives the supervision it relies on.
+        let guard = GroupGuard::new(pid, options.kill_after);
         let token = assignment.token.as_str();
         let label = format!("handler '{program}' (pid {pid}) for {}", assignment.label);
         let kill_after_ms = options.kill_after.as_millis() as Millis;
@@ -619,7 +619,9 @@ impl Spawned {
                 other => other,
             };
         };
-        guard.disarm();
+        // What the handler left running in its group ends with it (SIGTERM, SIGKILL after
+        // --kill-after), as a `--task` command's does.
+        guard.end();
         let status = match status {
             Ok(s) => s,
             Err(e) => {

@@ -61,17 +61,6 @@ impl GroupGuard {
         }
     }
 
-    /// The group's id.
-    pub fn pgid(&self) -> u32 {
-        self.pgid
-    }
-
-    /// The group is over (or another owner ends it): dropping does nothing.
-    pub fn disarm(mut self) {
-        self.armed = false;
-        live().remove(&self.pgid);
-    }
-
     /// Ends what is left of the group, now: `SIGTERM`, then `SIGKILL` after the grace period
     /// (on a thread of its own; the caller does not wait). Used after the leader exited, for
     /// the children it left behind, and on drop.
