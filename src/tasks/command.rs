@@ -569,6 +569,19 @@ mod tests {
         assert!(error_from_stderr("plain failure").is_none());
     }
 
+    #[test]
+    fn a_tail_keeps_the_last_bytes_on_a_character_boundary() {
+        let mut tail = Tail::new(4);
+        for chunk in [&b"abc"[..], "d\u{e9}fg".as_bytes(), b"h"] {
+            tail.push(chunk);
+        }
+        // "abcdéfgh": the last 4 bytes are "fgh" and the second byte of 'é'.
+        assert_eq!(tail.text(), "fgh");
+        let mut tail = Tail::new(64);
+        tail.push(b"bad \xff byte");
+        assert_eq!(tail.text(), "bad \u{fffd} byte");
+    }
+
     #[tokio::test]
     async fn runs_a_command_with_input_on_stdin() {
         let (_, cmd) = parse_binding("T=sh -c 'cat'").unwrap();
