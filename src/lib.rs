@@ -32,6 +32,7 @@ pub mod clock;
 pub mod console;
 pub mod engine;
 pub mod graph;
+pub mod limits;
 pub mod serve;
 pub mod store;
 pub mod suggest;

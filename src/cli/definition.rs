@@ -25,8 +25,9 @@ impl SubstitutionArgs {
     pub fn substitutions(&self) -> Result<Substitutions, String> {
         let mut subs = match &self.definition_substitutions {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let text =
+                    crate::limits::read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
+                        .map_err(|e| e.to_string())?;
                 Substitutions::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
             }
             None => Substitutions::new(),
@@ -39,6 +40,29 @@ impl SubstitutionArgs {
     }
 }
 
+/// Reads a definition file (or a template holding definitions) within AWS's limits, before
+/// anything parses it: at most [`crate::limits::DEFINITION_FILE_BYTES`] bytes of UTF-8, and a
+/// definition (a file that is not a template) at most 1,048,576 characters, refused with AWS's
+/// wording.
+pub fn read_definition_text(path: &Path) -> Result<String, String> {
+    use crate::limits::{read_text_capped, too_long_message, DEFINITION_CHARS};
+    let text = read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
+        .map_err(|e| format!("{e} (AWS: a definition is at most {DEFINITION_CHARS} characters)"))?;
+    // A template holds other resources besides its definitions; its own definitions are
+    // checked as they are loaded.
+    if text.len() > DEFINITION_CHARS
+        && !text.contains("Resources")
+        && text.chars().count() > DEFINITION_CHARS
+    {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            too_long_message("definition", DEFINITION_CHARS)
+        ));
+    }
+    Ok(text)
+}
+
 /// Reads and compiles a definition file (JSON or YAML by name, else by content).
 pub fn load_file(
     path: &Path,
@@ -46,9 +70,7 @@ pub fn load_file(
     substitutions: &Substitutions,
     unresolved: Unresolved,
 ) -> Result<(String, LoadedDefinition), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+    let text = read_definition_text(path)?;
     let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
     let loaded = asl::load_text(
         &text,
@@ -251,10 +273,7 @@ pub fn load_for_run(
     cli: &Substitutions,
 ) -> Result<(LoadedFile, String), String> {
     if let Some(path) = template {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let text =
-            String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+        let text = read_definition_text(path)?;
         let value = template_value(&text, &path.to_string_lossy()).ok_or_else(|| {
             format!(
                 "{} is not a SAM or CloudFormation template with a state machine",

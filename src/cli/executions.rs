@@ -181,7 +181,21 @@ pub fn history(args: HistoryArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let streamable = args.out.query.is_none()
+        && matches!(
+            args.out.output,
+            None | Some(crate::cli::output::AwsOutput::Json)
+        )
+        && args.out.wants_response()
+        && args.page.max_items.is_none()
+        && args.page.starting_token.is_none();
     match store.execution(&args.execution_arn) {
+        Ok(Some(e)) if streamable => {
+            match stream_history(&store, &e.execution_arn, args.reverse_order) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(OP, e),
+            }
+        }
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
             Ok(events) => match args.page.page().slice(&events) {
                 Ok((events, next)) => {
@@ -205,6 +219,44 @@ pub fn history(args: HistoryArgs) -> ExitCode {
         Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
         Err(e) => fail(OP, e),
     }
+}
+
+/// Prints GetExecutionHistory's response as the AWS CLI does (`{"events": [...]}`,
+/// pretty-printed), an event at a time as the store reads them: a 25,000-event history of
+/// 256 KiB payloads is never held whole. A closed stdout (`| head`) ends it quietly.
+fn stream_history(
+    store: &crate::store::Store,
+    execution_arn: &str,
+    reverse: bool,
+) -> Result<(), crate::store::StoreError> {
+    use std::io::Write as _;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut first = true;
+    let mut ok = out.write_all(b"{\n  \"events\": [").is_ok();
+    store.for_each_event(execution_arn, reverse, &mut |event| {
+        let text = serde_json::to_string_pretty(&api::history_event(event)).unwrap_or_default();
+        ok = out
+            .write_all(if first { b"\n" } else { b",\n" })
+            .and_then(|()| {
+                for (i, line) in text.lines().enumerate() {
+                    if i > 0 {
+                        out.write_all(b"\n")?;
+                    }
+                    out.write_all(b"    ")?;
+                    out.write_all(line.as_bytes())?;
+                }
+                Ok(())
+            })
+            .is_ok();
+        first = false;
+        ok
+    })?;
+    if ok {
+        let end: &[u8] = if first { b"]\n}\n" } else { b"\n  ]\n}\n" };
+        let _ = out.write_all(end).and_then(|()| out.flush());
+    }
+    Ok(())
 }
 
 /// Runs `list-executions`.

@@ -21,8 +21,8 @@ pub struct MachineArgs {
 }
 
 fn compile(name: &str, path: &Path) -> Result<KnownMachine, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the machine {name} at {}: {e}", path.display()))?;
+    let text = crate::cli::definition::read_definition_text(path)
+        .map_err(|e| format!("the machine {name}: {e}"))?;
     let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
     match machine {
         Some(m) => Ok(KnownMachine {

@@ -164,7 +164,10 @@ pub fn main() -> ExitCode {
         }
     };
     ui::set(cli.ui);
-    cli.command.run()
+    let code = cli.command.run();
+    // No program a command started outlives it (`--task` commands left running by Ctrl-C).
+    crate::tasks::process::end_all();
+    code
 }
 
 /// The files the arguments name: files as given, folders walked recursively for the files

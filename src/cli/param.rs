@@ -11,7 +11,12 @@ pub fn text_or_file(value: &str) -> Result<String, String> {
     } else {
         return Ok(value.to_owned());
     };
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    // No parameter is longer than a definition: a larger file is refused unread.
+    let bytes = crate::limits::read_capped(
+        std::path::Path::new(path),
+        crate::limits::PARAMETER_FILE_BYTES,
+    )
+    .map_err(|e| e.to_string())?;
     String::from_utf8(bytes).map_err(|_| {
         format!(
             "{path} is not UTF-8 text{}",

@@ -8,9 +8,9 @@ use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::MAX_PAYLOAD_BYTES;
 use crate::engine::runner::{check_name, run_execution, RunError, RunRequest};
 use crate::engine::{EngineOptions, Status};
+use crate::limits;
 use crate::tasks::{command::parse_binding, LocalTasks};
 use clap::{Args, ValueEnum};
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -135,19 +135,36 @@ fn region(flag: Option<String>) -> String {
         .unwrap_or_else(|| "us-east-1".into())
 }
 
+/// A refused input file, with AWS's wording when it is too large.
+fn input_too_large(e: limits::ReadError) -> String {
+    match e {
+        limits::ReadError::TooLarge { what, size, limit } => format!(
+            "the input {what} is {}; AWS accepts at most {limit} (256 KiB): {}",
+            size.map(|s| format!("{s} bytes"))
+                .unwrap_or_else(|| format!("more than {limit} bytes")),
+            limits::too_long_message("input", limit)
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// The state machine name a file gives: `orders.asl.json` → `orders`.
 fn read_input(args: &RunArgs) -> Result<String, String> {
     match (&args.input, &args.input_file) {
         (Some(text), _) => Ok(text.clone()),
+        // Read no further than AWS's quota: a larger input is refused, however large.
         (None, Some(p)) if p.as_os_str() == "-" => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("cannot read the input from stdin: {e}"))?;
-            Ok(s)
+            let bytes = limits::read_stream_capped(
+                std::io::stdin().lock(),
+                limits::PAYLOAD_BYTES,
+                "the input on stdin",
+            )
+            .map_err(input_too_large)?;
+            String::from_utf8(bytes).map_err(|_| "the input on stdin is not UTF-8 text".into())
         }
-        (None, Some(p)) => std::fs::read_to_string(p)
-            .map_err(|e| format!("cannot read the input file {}: {e}", p.display())),
+        (None, Some(p)) => {
+            limits::read_text_capped(p, limits::PAYLOAD_BYTES).map_err(input_too_large)
+        }
         (None, None) => Ok("{}".into()),
     }
 }
@@ -162,8 +179,8 @@ fn load_mocks(
     let file = file.ok_or_else(|| {
         format!("test case '{case}' needs a mock config: --mock-config FILE or SFN_MOCK_CONFIG")
     })?;
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read the mock config {}: {e}", file.display()))?;
+    let text = crate::limits::read_text_capped(file, crate::limits::MOCK_FILE_BYTES)
+        .map_err(|e| format!("the mock config: {e}"))?;
     let config = crate::tasks::mock::MockConfig::parse(&text)
         .map_err(|e| format!("the mock config {}: {e}", file.display()))?;
     let mocks = config.test_case(machine_name, case)?;
@@ -355,8 +372,9 @@ pub fn run(mut args: RunArgs) -> ExitCode {
     };
     if input_text.len() > MAX_PAYLOAD_BYTES {
         return usage(format!(
-            "the input is {} bytes; AWS accepts at most {MAX_PAYLOAD_BYTES} (256 KiB)",
-            input_text.len()
+            "the input is {} bytes; AWS accepts at most {MAX_PAYLOAD_BYTES} (256 KiB): {}",
+            input_text.len(),
+            limits::too_long_message("input", MAX_PAYLOAD_BYTES)
         ));
     }
     let input: serde_json::Value = match serde_json::from_str(&input_text) {

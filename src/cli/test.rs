@@ -136,8 +136,8 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
             prepared: Err(why),
         }]
     };
-    let spec: Value = match std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {suite}: {e}"))
+    let spec: Value = match crate::limits::read_text_capped(path, crate::limits::MOCK_FILE_BYTES)
+        .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{suite} is not JSON: {e}")))
     {
         Ok(v) => v,
@@ -192,8 +192,8 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         None => MockConfig::default(),
         Some(rel) => {
             let p = base.join(rel);
-            match std::fs::read_to_string(&p)
-                .map_err(|e| format!("cannot read {}: {e}", p.display()))
+            match crate::limits::read_text_capped(&p, crate::limits::MOCK_FILE_BYTES)
+                .map_err(|e| e.to_string())
                 .and_then(|t| MockConfig::parse(&t).map_err(|e| format!("{}: {e}", p.display())))
             {
                 Ok(c) => c,

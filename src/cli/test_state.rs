@@ -79,9 +79,11 @@ pub enum LevelArg {
 /// Reads a JSON option: the text itself, or the file `file://PATH` names (as the AWS CLI).
 fn option_text(name: &str, value: &str) -> Result<String, String> {
     match value.strip_prefix("file://") {
-        Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| format!("--{name}: cannot read {path}: {e}"))
-        }
+        Some(path) => crate::limits::read_text_capped(
+            std::path::Path::new(path),
+            crate::limits::PARAMETER_FILE_BYTES,
+        )
+        .map_err(|e| format!("--{name}: {e}")),
         None => Ok(value.to_owned()),
     }
 }

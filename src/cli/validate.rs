@@ -82,7 +82,8 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     if !yaml && !name.ends_with(".json") {
         return Err("not JSON or YAML".to_owned());
     }
-    let text = std::fs::read_to_string(p).map_err(|e| format!("unreadable: {e}"))?;
+    let text = crate::limits::read_text_capped(p, crate::limits::DEFINITION_FILE_BYTES)
+        .map_err(|e| format!("unreadable: {e}"))?;
     let value = if yaml {
         crate::asl::yaml::parse(&text)
             .map(|d| d.value)

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// AWS's payload quota: 256 KiB of UTF-8.
-pub const MAX_PAYLOAD_BYTES: usize = 262_144;
+pub const MAX_PAYLOAD_BYTES: usize = crate::limits::PAYLOAD_BYTES;
 
 /// How an execution ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,10 @@ impl Failed {
         Ok(())
     }
 
+    /// A failure with its error cut to AWS's lengths (error 256, cause 32,768 characters):
+    /// causes often quote inputs and outputs, which may be far longer.
     pub(crate) fn new(error: StatesError, prev: EventId) -> Self {
+        let error = crate::limits::bounded_error(error);
         let terminal = !error.is_catchable();
         Failed {
             error,

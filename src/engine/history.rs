@@ -301,13 +301,15 @@ impl Details {
         self
     }
 
-    /// `error` and `cause` of a failure, each only when present.
+    /// `error` and `cause` of a failure, each only when present, and never longer than AWS
+    /// keeps them (256 and 32,768 characters).
     pub fn error(mut self, e: &StatesError) -> Self {
+        use crate::limits::{head_chars, CAUSE_CHARS, ERROR_CHARS};
         if let Some(err) = &e.error {
-            self = self.str("error", err);
+            self = self.str("error", head_chars(err, ERROR_CHARS));
         }
         if let Some(cause) = &e.cause {
-            self = self.str("cause", cause);
+            self = self.str("cause", head_chars(cause, CAUSE_CHARS));
         }
         self
     }

@@ -67,6 +67,16 @@ pub enum StoreError {
         /// The configured busy timeout.
         timeout_ms: u128,
     },
+    /// The database file was deleted, replaced or truncated by someone else while this process
+    /// had it open: nothing more is written (it would go to a file nobody can read, or over
+    /// another one's pages).
+    #[error("database {path} was {how} while this process had it open; nothing more is written to it (restore the file, or run the execution again)")]
+    FileChanged {
+        /// The file.
+        path: PathBuf,
+        /// What happened to it: `deleted`, `replaced by another file`, `truncated`.
+        how: &'static str,
+    },
     /// The database was written by a newer sfn-local.
     #[error("database {path} has schema version {found}, newer than this sfn-local supports ({supported}); upgrade sfn-local")]
     SchemaTooNew {

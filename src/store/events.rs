@@ -104,8 +104,13 @@ pub(crate) enum Violation {
 
 // ---- writer side -------------------------------------------------------------------------------
 
+/// A chunk is closed once its text reaches this size, so a reader streaming a history (and
+/// SQLite reading a row) never holds more than about this much of it at once.
+const MAX_CHUNK_BYTES: usize = 1024 * 1024;
+
 /// Inserts events (already checked) as `(execution id, event)` pairs, in any mix of executions:
-/// each run of one execution's consecutive events becomes one chunk row.
+/// each run of one execution's consecutive events becomes one chunk row (several, past
+/// [`MAX_CHUNK_BYTES`]).
 pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO event_chunks (execution_id, first_event_id, last_event_id, events) \
@@ -115,16 +120,16 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
     let mut text = String::new();
     while start < rows.len() {
         let execution_id = rows[start].0;
+        text.clear();
+        encode(&mut text, rows[start].1);
         let mut end = start + 1;
         while end < rows.len()
             && rows[end].0 == execution_id
             && rows[end].1.id == rows[end - 1].1.id + 1
+            && text.len() < MAX_CHUNK_BYTES
         {
+            encode(&mut text, rows[end].1);
             end += 1;
-        }
-        text.clear();
-        for (_, e) in &rows[start..end] {
-            encode(&mut text, e);
         }
         stmt.execute(params![
             execution_id,
@@ -220,6 +225,45 @@ pub(crate) fn history(
         out.reverse();
     }
     Ok(out)
+}
+
+/// An execution's history one stored chunk at a time (oldest first, or newest first with
+/// `reverse`, within chunks too), so a reader never holds more than a chunk: `each` gets the
+/// events of each chunk in order and says whether to go on. One statement, so one snapshot.
+pub(crate) fn for_each_chunk(
+    conn: &Connection,
+    execution_id: i64,
+    reverse: bool,
+    each: &mut dyn FnMut(&[EventRecord]) -> bool,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(if reverse {
+        "SELECT first_event_id, events FROM event_chunks \
+         WHERE execution_id = ?1 ORDER BY first_event_id DESC"
+    } else {
+        "SELECT first_event_id, events FROM event_chunks \
+         WHERE execution_id = ?1 ORDER BY first_event_id ASC"
+    })?;
+    let mut rows = stmt.query([execution_id])?;
+    let mut chunk = Vec::new();
+    while let Some(row) = rows.next()? {
+        let first: i64 = row.get(0)?;
+        let text: String = row.get(1)?;
+        chunk.clear();
+        decode_all(&text, &mut chunk).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                1,
+                rusqlite::types::Type::Text,
+                format!("malformed history chunk starting at event {first}").into(),
+            )
+        })?;
+        if reverse {
+            chunk.reverse();
+        }
+        if !each(&chunk) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

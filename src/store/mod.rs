@@ -228,6 +228,7 @@ impl Store {
         let site = WriterSite {
             path: path.clone(),
             busy_timeout: options.busy_timeout,
+            opened: writer::file_identity(&path),
         };
         let writer = Writer::spawn(conn, site).map_err(|_| StoreError::WriterStopped)?;
         Ok(Store {
@@ -348,6 +349,28 @@ impl Store {
                 });
             };
             events::history(conn, execution.id, reverse).map_err(|e| self.sqlite("read history", e))
+        })
+    }
+
+    /// An execution's history (by ARN or name) streamed a stored chunk at a time, oldest first
+    /// or newest first with `reverse`: `each` gets the events in order and returns whether to
+    /// go on. Memory stays at one chunk however long the history.
+    pub fn for_each_event(
+        &self,
+        arn_or_name: &str,
+        reverse: bool,
+        each: &mut dyn FnMut(&EventRecord) -> bool,
+    ) -> Result<()> {
+        self.read(|conn| {
+            let Some(execution) = self.find(conn, arn_or_name)? else {
+                return Err(StoreError::ExecutionNotFound {
+                    execution: arn_or_name.to_owned(),
+                });
+            };
+            events::for_each_chunk(conn, execution.id, reverse, &mut |chunk| {
+                chunk.iter().all(&mut *each)
+            })
+            .map_err(|e| self.sqlite("read history", e))
         })
     }
 

@@ -117,9 +117,41 @@ pub(crate) struct Writer {
 pub(crate) struct WriterSite {
     pub path: PathBuf,
     pub busy_timeout: Duration,
+    /// The file as opened (device, inode, size): the same file must be at `path` at every
+    /// commit. `None` when it cannot be known (an in-memory database).
+    pub opened: Option<(u64, u64, u64)>,
+}
+
+/// The device, inode and size of the file at `path`, if any.
+pub(crate) fn file_identity(path: &std::path::Path) -> Option<(u64, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.len()))
 }
 
 impl WriterSite {
+    /// Whether the file at `path` is still the one opened, and not shorter than it has been
+    /// (SQLite never shrinks it: no VACUUM, no auto-vacuum). A deleted file keeps taking
+    /// writes through the open handle, where nobody will ever read them; a replaced one
+    /// is not ours; a truncated one lost its pages. One `stat` per batch.
+    fn file_changed(&self, largest: &mut u64) -> Option<StoreError> {
+        let (dev, ino, _) = self.opened?;
+        let how = match file_identity(&self.path) {
+            None => "deleted",
+            Some((d, i, _)) if (d, i) != (dev, ino) => "replaced by another file",
+            Some((_, _, size)) if size < *largest => "truncated",
+            Some((_, _, size)) => {
+                *largest = size;
+                return None;
+            }
+        };
+        Some(StoreError::FileChanged {
+            path: self.path.clone(),
+            how,
+        })
+    }
+
     fn sqlite(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(&self.path, context, self.busy_timeout, err)
     }
@@ -165,6 +197,7 @@ impl Drop for Writer {
 
 fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite) {
     let mut batch = Vec::new();
+    let mut largest = site.opened.map_or(0, |(_, _, size)| size);
     while let Ok(first) = receiver.recv() {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -172,6 +205,11 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
                 Ok(command) => batch.push(command),
                 Err(_) => break,
             }
+        }
+        if let Some(err) = site.file_changed(&mut largest) {
+            let outcomes = vec![Err(err); batch.len()];
+            answer(batch.drain(..), outcomes);
+            continue;
         }
         commit_batch(&mut conn, &site, &mut batch);
     }
@@ -211,6 +249,8 @@ fn worth_retrying_alone(err: &StoreError) -> bool {
             | StoreError::Corrupt { .. }
             | StoreError::NotADatabase { .. }
             | StoreError::CannotOpen { .. }
+            | StoreError::FileChanged { .. }
+            | StoreError::SchemaTooNew { .. }
     )
 }
 
@@ -249,6 +289,18 @@ fn apply(
 ) -> Result<Vec<Result<()>>> {
     let tx = lock::begin_immediate(conn, site.busy_timeout)
         .map_err(|e| site.sqlite("begin write transaction", e))?;
+    // A newer sfn-local may have migrated the file since it was opened: its schema is not
+    // this build's to write (reading the header costs no I/O inside the transaction).
+    let version: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| site.sqlite("read schema version", e))?;
+    if version > super::migrations::SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            path: site.path.clone(),
+            found: version,
+            supported: super::migrations::SCHEMA_VERSION,
+        });
+    }
     let mut heads: HashMap<&str, Head<'_>> = HashMap::new();
     // Events of accepted commands, inserted together at the end (multi-row statements).
     let mut rows: Vec<(i64, &NewEvent)> = Vec::new();

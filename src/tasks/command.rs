@@ -5,12 +5,48 @@
 //! `{"Error": ..., "Cause": ...}` those name the error, else the error is `States.TaskFailed`
 //! with stderr as the cause. The command is split like a shell would split it into an argument
 //! vector and never passed through `sh -c`, so no input can be interpreted by a shell.
+//!
+//! Whatever the program does, sfn-local's memory and time stay bounded:
+//!
+//! - stdout is read as it comes, up to [`MAX_STDOUT_BYTES`]; past it the task fails with
+//!   `States.DataLimitExceeded` (AWS's cause) and the program is stopped, so a program that
+//!   prints a gigabyte costs a megabyte; a result over 256 KiB as compact JSON fails the same;
+//! - stderr is forwarded line by line as it comes and only its last [`STDERR_TAIL_BYTES`] are
+//!   kept for the cause of a failure, itself cut to AWS's 32,768 characters;
+//! - the program runs in its own process group ([`crate::tasks::process`]): when it exits,
+//!   what it left running in the group gets `SIGTERM`, then `SIGKILL` after [`KILL_AFTER`];
+//!   the same happens to the whole group when the attempt is abandoned (`TimeoutSeconds`, a
+//!   stopped execution, Ctrl-C on `run`);
+//! - stdout that is not UTF-8 fails the task (`States.TaskFailed`, naming the offset); stderr
+//!   that is not UTF-8 is shown with replacement characters; a program killed by a signal
+//!   fails the task with a cause naming the signal.
 
 use crate::asl::error::{names, StatesError};
+use crate::limits::PAYLOAD_BYTES;
+use crate::tasks::process::{signal_group, GroupGuard};
 use crate::tasks::TaskRequest;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long a command has to exit after `SIGTERM` (its task timed out or its execution
+/// stopped; it printed too much; it exited and left children behind) before its process group
+/// gets `SIGKILL`.
+pub const KILL_AFTER: Duration = Duration::from_secs(2);
+
+/// The most of a command's stdout that is read: AWS's result quota (256 KiB, measured on the
+/// result as compact JSON) with room for whitespace. A command that prints more fails with
+/// `States.DataLimitExceeded` at once.
+pub const MAX_STDOUT_BYTES: usize = 4 * PAYLOAD_BYTES;
+
+/// How much of a command's stderr is kept for the cause of its failure (its end, where a
+/// `{"Error": ..., "Cause": ...}` line goes).
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// A stderr line longer than this is forwarded in pieces.
+const MAX_LINE_BYTES: usize = 8 * 1024;
 
 /// A started worker: a future that feeds it, forwards its stderr and reports its exit.
 pub type WorkerWatch = std::pin::Pin<Box<dyn std::future::Future<Output = String>>>;
@@ -141,14 +177,21 @@ pub fn parse_binding(binding: &str) -> Result<(String, CommandLine), BindingErro
 impl CommandLine {
     /// Runs the command for one attempt. For an optimized integration the command stands in
     /// for the service ([`crate::tasks::stand_in`]): for `lambda:invoke` it is the function,
-    /// which gets the `Payload` and whose result is wrapped in Lambda's `Invoke` response. Its stderr lines are forwarded to `notice`, prefixed with the
-    /// state's name, whether it succeeds or fails.
+    /// which gets the `Payload` and whose result is wrapped in Lambda's `Invoke` response. Its
+    /// stderr lines are forwarded to `notice` as they come, prefixed with the state's name,
+    /// whether it succeeds or fails.
+    ///
+    /// Bounded whatever the program does (see the module's overview): stdout is read up to
+    /// [`MAX_STDOUT_BYTES`], stderr keeps its last [`STDERR_TAIL_BYTES`], the program runs in
+    /// its own process group, and the group is ended when the program exits or when this
+    /// future is dropped (the state's `TimeoutSeconds`, a stopped execution).
     pub async fn run(
         &self,
         request: &TaskRequest,
         notice: Option<crate::tasks::NoticeSink>,
     ) -> Result<Value, StatesError> {
         use crate::tasks::{lambda, stand_in::StandIn};
+        let program = self.argv[0].as_str();
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
         let stand_in = StandIn::of(&request.resource);
         let function = stand_in == StandIn::Function;
@@ -156,67 +199,262 @@ impl CommandLine {
         let function_name = function
             .then(|| lambda::function_name(&request.input))
             .flatten();
-        let mut command = tokio::process::Command::new(&self.argv[0]);
+        let mut command = tokio::process::Command::new(program);
         command
             .args(&self.argv[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .envs(self.environment(request))
-            .kill_on_drop(true);
+            // Its own group: what it starts is ended with it (and a Ctrl-C meant for sfn-local
+            // reaches it through sfn-local, which ends it).
+            .process_group(0)
+            // The guard below ends the whole group, SIGTERM first.
+            .kill_on_drop(false);
         if let Some(name) = &function_name {
             command.env("AWS_LAMBDA_FUNCTION_NAME", name);
         }
         let mut child = command
             .spawn()
-            .map_err(|e| failed(format!("cannot start '{}': {e}", self.argv[0])))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let input = stdin_value.to_string();
-            // A program that does not read its input is fine: ignore a broken pipe.
-            let _ = stdin.write_all(input.as_bytes()).await;
+            .map_err(|e| failed(format!("cannot start '{program}': {e}")))?;
+        let Some(pid) = child.id() else {
+            return Err(failed(format!("'{program}' could not be watched")));
+        };
+        let guard = GroupGuard::new(pid, KILL_AFTER);
+        let input = stdin_value.to_string();
+        let mut stdout = Vec::new();
+        let mut stderr = Tail::new(STDERR_TAIL_BYTES);
+        let mut overflow = false;
+        let (status, output_complete) = {
+            let stdin = child.stdin.take();
+            // Written beside the reads: a program that prints before it reads its input must not
+            // wait on a full pipe while we wait on its stdin. Not reading its input is fine.
+            let feed = async move {
+                if let Some(mut stdin) = stdin {
+                    let _ = stdin.write_all(input.as_bytes()).await;
+                }
+            };
+            let out = read_stdout(child.stdout.take(), &mut stdout, MAX_STDOUT_BYTES);
+            let label = request.state_name.as_str();
+            let err = read_stderr(child.stderr.take(), &mut stderr, |line| {
+                if let Some(notice) = &notice {
+                    notice(&format!("[{label}] {line}"));
+                }
+            });
+            tokio::pin!(feed, out, err);
+            let (mut fed, mut out_done, mut err_done) = (false, false, false);
+            let mut kill_at: Option<tokio::time::Instant> = None;
+            let status = loop {
+                tokio::select! {
+                    status = child.wait() => break status,
+                    () = &mut feed, if !fed => fed = true,
+                    over = &mut out, if !out_done => {
+                        out_done = true;
+                        if over {
+                            // The result is lost already: stop the program (its stdout is closed,
+                            // a write gets SIGPIPE), SIGKILL if it lingers.
+                            overflow = true;
+                            signal_group(pid, Signal::SIGTERM);
+                            kill_at = Some(tokio::time::Instant::now() + KILL_AFTER);
+                        }
+                    }
+                    () = &mut err, if !err_done => err_done = true,
+                    () = sleep_until_some(kill_at) => {
+                        signal_group(pid, Signal::SIGKILL);
+                        kill_at = None;
+                    }
+                }
+            };
+            // The leader is done: what it left running in its group is over too. The pipes
+            // close when the last holder is gone; a holder outside the group (`setsid`) is not
+            // waited for past the grace period.
+            guard.end();
+            let rest = async {
+                if !out_done {
+                    overflow |= (&mut out).await;
+                }
+                if !err_done {
+                    (&mut err).await;
+                }
+            };
+            let complete = tokio::time::timeout(KILL_AFTER + Duration::from_secs(1), rest)
+                .await
+                .is_ok();
+            (status, complete)
+        };
+        let status =
+            status.map_err(|e| failed(format!("'{program}' could not be waited for: {e}")))?;
+        if overflow {
+            return Err(crate::tasks::result_too_large(&request.resource));
         }
-        let out = child
-            .wait_with_output()
-            .await
-            .map_err(|e| failed(format!("'{}' failed: {e}", self.argv[0])))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if let Some(notice) = &notice {
-            for line in stderr.lines() {
-                notice(&format!("[{}] {line}", request.state_name));
-            }
-        }
-        if !out.status.success() {
+        let stderr = stderr.text();
+        if !status.success() {
             let named = if function {
                 lambda::function_error(&stderr).or_else(|| error_from_stderr(&stderr))
             } else {
                 error_from_stderr(&stderr)
             };
-            return Err(named.unwrap_or_else(|| {
-                let status = out
-                    .status
-                    .code()
-                    .map(|c| format!("exit status {c}"))
-                    .unwrap_or_else(|| "killed by a signal".into());
-                failed(if stderr.trim().is_empty() {
-                    format!("'{}' ended with {status}", self.argv[0])
-                } else {
-                    stderr.trim_end().to_owned()
-                })
-            }));
+            return Err(named.unwrap_or_else(|| failed(failure_cause(program, status, &stderr))));
         }
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !output_complete {
+            return Err(failed(format!(
+                "'{program}' exited, but a process it started outside its process group kept its output open for {} s; its output is incomplete",
+                (KILL_AFTER + Duration::from_secs(1)).as_secs()
+            )));
+        }
+        let stdout = std::str::from_utf8(&stdout).map_err(|e| {
+            failed(format!(
+                "the output of '{program}' is not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ))
+        })?;
         let result = if stdout.trim().is_empty() {
             Value::Null
         } else {
-            serde_json::from_str(&stdout).map_err(|e| {
+            serde_json::from_str(stdout).map_err(|e| {
                 failed(format!(
-                    "the output of '{}' is not JSON ({e}): {}",
-                    self.argv[0],
-                    stdout.chars().take(200).collect::<String>()
+                    "the output of '{program}' is not JSON ({e}): {}",
+                    crate::limits::head_chars(stdout, 200)
                 ))
             })?
         };
         Ok(stand_in.response(&request.input, result))
+    }
+}
+
+/// The cause of a failed command that named no error: its stderr (the end of it), or how it
+/// ended when it said nothing; a signal is always named.
+fn failure_cause(program: &str, status: std::process::ExitStatus, stderr: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let said = stderr.trim_end();
+    let said = crate::limits::tail_chars(said, crate::limits::CAUSE_CHARS - 200);
+    match (status.code(), status.signal()) {
+        (Some(code), _) if said.trim().is_empty() => {
+            format!("'{program}' ended with exit status {code}")
+        }
+        (Some(_), _) => said.to_owned(),
+        (None, signal) => {
+            let signal = signal
+                .and_then(|s| Signal::try_from(s).ok())
+                .map(|s| format!("{s}"))
+                .or_else(|| signal.map(|s| s.to_string()))
+                .unwrap_or_else(|| "a signal".into());
+            if said.trim().is_empty() {
+                format!("'{program}' was killed by {signal}")
+            } else {
+                format!("'{program}' was killed by {signal}; the end of its stderr:\n{said}")
+            }
+        }
+    }
+}
+
+/// Waits until `at`, or forever when there is no deadline.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads a program's stdout into `kept`, up to `limit` bytes. Returns whether it wrote more
+/// (then it stops reading at once: memory stays flat whatever the program prints).
+async fn read_stdout(
+    stdout: Option<tokio::process::ChildStdout>,
+    kept: &mut Vec<u8>,
+    limit: usize,
+) -> bool {
+    let Some(mut stdout) = stdout else {
+        return false;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                if kept.len() + n > limit {
+                    return true;
+                }
+                kept.extend_from_slice(&buf[..n]);
+            }
+        }
+    }
+}
+
+/// Reads a program's stderr, handing each line to `line` (a very long line in pieces of
+/// [`MAX_LINE_BYTES`]) and keeping the end of it in `tail`.
+pub(crate) async fn read_stderr(
+    stderr: Option<tokio::process::ChildStderr>,
+    tail: &mut Tail,
+    mut line: impl FnMut(&str),
+) {
+    let Some(mut stderr) = stderr else {
+        return;
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.push(&buf[..n]);
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                line(&String::from_utf8_lossy(&pending));
+                pending.clear();
+            } else {
+                pending.push(b);
+                if pending.len() >= MAX_LINE_BYTES {
+                    line(&String::from_utf8_lossy(&pending));
+                    pending.clear();
+                }
+            }
+        }
+    }
+    if !pending.is_empty() {
+        line(&String::from_utf8_lossy(&pending));
+    }
+}
+
+/// The last `keep` bytes of a stream (stderr kept for a failure's cause).
+#[derive(Debug)]
+pub(crate) struct Tail {
+    bytes: Vec<u8>,
+    keep: usize,
+}
+
+impl Tail {
+    /// Keeps the last `keep` bytes.
+    pub(crate) fn new(keep: usize) -> Tail {
+        Tail {
+            bytes: Vec::new(),
+            keep,
+        }
+    }
+
+    /// Adds what was read, forgetting the oldest bytes past the limit (in batches, so the
+    /// copying stays linear).
+    pub(crate) fn push(&mut self, data: &[u8]) {
+        self.bytes.extend_from_slice(data);
+        if self.bytes.len() > 2 * self.keep {
+            let cut = self.bytes.len() - self.keep;
+            self.bytes.drain(..cut);
+        }
+    }
+
+    /// The kept text (the last `keep` bytes at most; invalid UTF-8 replaced).
+    pub(crate) fn text(&self) -> String {
+        let start = self.bytes.len().saturating_sub(self.keep);
+        let mut kept = &self.bytes[start..];
+        // Not starting inside a character that was cut.
+        while let [first, rest @ ..] = kept {
+            if first & 0xC0 == 0x80 {
+                kept = rest;
+            } else {
+                break;
+            }
+        }
+        String::from_utf8_lossy(kept).into_owned()
     }
 }
 
@@ -234,7 +472,6 @@ impl CommandLine {
         token: &str,
         notice: std::rc::Rc<dyn Fn(&str)>,
     ) -> Result<(Option<u32>, WorkerWatch), StatesError> {
-        use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(&self.argv[0])
             .args(&self.argv[1..])
             .stdin(Stdio::piped())
@@ -263,12 +500,12 @@ impl CommandLine {
                     // A worker that does not read its input is fine: ignore a broken pipe.
                     let _ = stdin.write_all(input.as_bytes()).await;
                 }
-                if let Some(stderr) = child.stderr.take() {
-                    let mut lines = tokio::io::BufReader::new(stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        notice(&format!("[{state}] {line}"));
-                    }
-                }
+                // Forwarded as it comes, a very long line in pieces; nothing is kept.
+                let mut nothing = Tail::new(0);
+                read_stderr(child.stderr.take(), &mut nothing, |line| {
+                    notice(&format!("[{state}] {line}"))
+                })
+                .await;
                 let status = match child.wait().await {
                     Ok(s) => match s.code() {
                         // Answered (most likely) and done: nothing worth a line.
@@ -324,6 +561,19 @@ mod tests {
         assert_eq!(e.error.as_deref(), Some("Oops"));
         assert_eq!(e.cause.as_deref(), Some("bad"));
         assert!(error_from_stderr("plain failure").is_none());
+    }
+
+    #[test]
+    fn a_tail_keeps_the_last_bytes_on_a_character_boundary() {
+        let mut tail = Tail::new(4);
+        for chunk in [&b"abc"[..], "d\u{e9}fg".as_bytes(), b"h"] {
+            tail.push(chunk);
+        }
+        // "abcdéfgh": the last 4 bytes are "fgh" and the second byte of 'é'.
+        assert_eq!(tail.text(), "fgh");
+        let mut tail = Tail::new(64);
+        tail.push(b"bad \xff byte");
+        assert_eq!(tail.text(), "bad \u{fffd} byte");
     }
 
     #[tokio::test]

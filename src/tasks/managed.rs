@@ -25,8 +25,8 @@ use crate::asl::error::names;
 use crate::clock::{Clock, Millis};
 use crate::store::{AnswerError, Store, TaskAnswer, TokenRecord, TokenStatus};
 use crate::tasks::command::CommandLine;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use crate::tasks::process::{signal_group, GroupGuard};
+use nix::sys::signal::Signal;
 use serde_json::Value;
 use std::cell::Cell;
 use std::future::Future;
@@ -36,7 +36,7 @@ use std::process::Stdio;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How often the supervisor looks whether the task is still the handler's: the bound on how
 /// late a cancellation reaches the handler (the promise is within a second).
@@ -400,26 +400,6 @@ pub fn spawn(
     })
 }
 
-/// Signals a handler's process group (its pid is the group's id).
-fn signal_group(pgid: u32, signal: Signal) {
-    let _ = killpg(Pid::from_raw(pgid as i32), signal);
-}
-
-/// Kills the group if the supervisor is dropped before the handler was reaped (the runner is
-/// shutting down): no handler outlives the supervision it relies on.
-struct GroupGuard {
-    pgid: u32,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(self.pgid, Signal::SIGKILL);
-        }
-    }
-}
-
 /// Where the supervisor is with the handler.
 enum Phase {
     /// The task is the handler's.
@@ -477,10 +457,9 @@ impl Spawned {
             program,
             assignment,
         } = self;
-        let mut guard = GroupGuard {
-            pgid: pid,
-            armed: true,
-        };
+        // Dropped before the handler was reaped (the runner is shutting down), the group gets
+        // SIGTERM, SIGKILL after --kill-after: no handler outlives the supervision it relies on.
+        let guard = GroupGuard::new(pid, options.kill_after);
         let token = assignment.token.as_str();
         let label = format!("handler '{program}' (pid {pid}) for {}", assignment.label);
         let kill_after_ms = options.kill_after.as_millis() as Millis;
@@ -517,23 +496,13 @@ impl Spawned {
         let state_label = assignment.label.clone();
         let stderr_notice = notice.clone();
         let collect_stderr = async move {
-            let mut tail = String::new();
-            if let Some(err) = stderr {
-                let mut lines = tokio::io::BufReader::new(err).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    stderr_notice(&format!("[{state_label}] {line}"));
-                    tail.push_str(&line);
-                    tail.push('\n');
-                    if tail.len() > 2 * STDERR_TAIL_BYTES {
-                        let cut = tail.len() - STDERR_TAIL_BYTES;
-                        let cut = (cut..tail.len())
-                            .find(|i| tail.is_char_boundary(*i))
-                            .unwrap_or(0);
-                        tail.drain(..cut);
-                    }
-                }
-            }
-            tail
+            // Lines forwarded as they come (a very long one in pieces), the end kept.
+            let mut tail = crate::tasks::command::Tail::new(STDERR_TAIL_BYTES);
+            crate::tasks::command::read_stderr(stderr, &mut tail, |line| {
+                stderr_notice(&format!("[{state_label}] {line}"))
+            })
+            .await;
+            tail.text()
         };
         let io = futures_util::future::join3(feed, collect_stdout, collect_stderr);
         tokio::pin!(io);
@@ -650,7 +619,9 @@ impl Spawned {
                 other => other,
             };
         };
-        guard.armed = false;
+        // What the handler left running in its group ends with it (SIGTERM, SIGKILL after
+        // --kill-after), as a `--task` command's does.
+        guard.end();
         let status = match status {
             Ok(s) => s,
             Err(e) => {

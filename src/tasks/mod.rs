@@ -12,6 +12,7 @@ pub mod lambda;
 pub mod managed;
 pub mod mock;
 pub mod nested;
+pub mod process;
 pub mod s3;
 pub mod stand_in;
 
@@ -151,6 +152,19 @@ impl std::fmt::Debug for Notice {
             "Notice(none)"
         })
     }
+}
+
+/// `States.DataLimitExceeded` for a result over AWS's payload quota, worded as AWS words it
+/// (the service for an integration, the ARN for an activity or a Lambda function).
+pub fn result_too_large(resource: &Resource) -> StatesError {
+    let what = match &resource.kind {
+        crate::asl::resource::ResourceKind::Integration { service, .. } => service.as_str(),
+        _ => resource.arn.as_str(),
+    };
+    StatesError::new(
+        crate::asl::error::names::DATA_LIMIT_EXCEEDED,
+        format!("The state/task '{what}' returned a result with a size exceeding the maximum number of bytes service limit."),
+    )
 }
 
 /// The error of a Task that nothing on this machine can run.

@@ -134,6 +134,31 @@ pub fn types(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The text of a file, or of its first and last MiB when it is over 64 MiB.
+fn head_and_tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    const MIB: u64 = 1024 * 1024;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::new();
+    if len <= 64 * MIB {
+        let _ = file.read_to_end(&mut bytes);
+        return String::from_utf8_lossy(&bytes).into_owned();
+    }
+    let _ = (&mut file).take(MIB).read_to_end(&mut bytes);
+    let mut tail = Vec::new();
+    let _ = file.seek(SeekFrom::End(-(MIB as i64)));
+    let _ = file.read_to_end(&mut tail);
+    format!(
+        "{}\n[... {} bytes ...]\n{}",
+        String::from_utf8_lossy(&bytes),
+        len - 2 * MIB,
+        String::from_utf8_lossy(&tail)
+    )
+}
+
 /// What a finished process left behind.
 pub struct Output {
     /// Exit status code; -1 when the process was killed by a signal.
@@ -292,6 +317,42 @@ impl Sandbox {
             let _ = s.write_all(stdin.as_bytes());
         }
         Output::of(child)
+    }
+
+    /// Runs `sfn-local ARGS` to its end with stdout and stderr in files of the sandbox, and
+    /// returns what it printed (a file over 64 MiB as its first and last MiB) and its peak
+    /// resident memory in MiB (`wait4`'s rusage).
+    ///
+    /// Linux starts a child's peak at its parent's peak (the memory it was forked from), so
+    /// the figure is the larger of this test process's peak and sfn-local's: an upper bound
+    /// for sfn-local, as long as the tests in this binary stay small (keeping at most a few
+    /// MiB of what they read is why big outputs are cut here).
+    pub fn run_measured(&self, args: &[&str]) -> (Output, i64) {
+        use std::os::unix::process::ExitStatusExt;
+        let (out, err) = (self.path("measured.out"), self.path("measured.err"));
+        let child = self
+            .command()
+            .args(args)
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .stderr(std::fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("spawn sfn-local");
+        let pid = child.id() as nix::libc::pid_t;
+        let mut status = 0;
+        // SAFETY: rusage is plain data; wait4 fills it and reaps our own child, which the
+        // `Child` handle (dropped unwaited) never touches again.
+        let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(reaped, pid, "wait4");
+        drop(child);
+        let status = std::process::ExitStatus::from_raw(status);
+        let output = Output {
+            code: status.code().unwrap_or(-1),
+            stdout: head_and_tail(&out),
+            stderr: head_and_tail(&err),
+        };
+        // Linux reports ru_maxrss in KiB.
+        (output, usage.ru_maxrss / 1024)
     }
 
     /// The events of an execution's history (`get-execution-history`), which must succeed.

@@ -443,14 +443,7 @@ impl Engine {
             Some(Ok(result)) => {
                 let text = result.to_string();
                 if text.len() > MAX_PAYLOAD_BYTES {
-                    let what = match kind {
-                        ResourceKind::Integration { service, .. } => service.clone(),
-                        _ => t.resource.arn.clone(),
-                    };
-                    let e = StatesError::new(
-                        names::DATA_LIMIT_EXCEEDED,
-                        format!("The state/task '{what}' returned a result with a size exceeding the maximum number of bytes service limit."),
-                    );
+                    let e = crate::tasks::result_too_large(&t.resource);
                     let prev = self.push(
                         prev,
                         events.failed,
@@ -467,6 +460,8 @@ impl Engine {
                 Ok((output, prev))
             }
             Some(Err(e)) => {
+                // A worker, a service or a program may say more than AWS keeps.
+                let e = crate::limits::bounded_error(e);
                 let prev = self.push(
                     prev,
                     events.failed,
