@@ -509,3 +509,283 @@ fn bad_bindings_and_arns_are_refused_before_anything_runs() {
     ])
     .assert_error(2, "--kill-after");
 }
+
+// ---- `sfn-local worker --endpoint-url`: the same worker over the Step Functions API ----
+
+/// A running `sfn-local serve` at `--time-scale 0.5` on the sandbox's database, killed when
+/// dropped.
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Served {
+    fn start(sb: &Sandbox) -> Served {
+        use std::io::{BufRead, BufReader};
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let mut child = sb.spawn(&["serve", "--port", &port.to_string(), "--time-scale", "0.5"]);
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("listening on") => break,
+                Some(Ok(_)) => {}
+                _ => panic!("serve did not start"),
+            }
+        }
+        // Keep draining its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, port }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// One raw API call (unsigned: serve takes the region from its flag then); the body.
+    fn call(&self, action: &str, body: Value) -> Value {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect serve");
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{action}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+        serde_json::from_str(body).unwrap_or(Value::Null)
+    }
+
+    /// Creates the test activity and a machine of one Task on it; returns the machine's ARN.
+    fn machine(&self, name: &str, def: &Value) -> String {
+        let activity = self.call("CreateActivity", json!({ "name": "managed" }));
+        assert_eq!(activity["activityArn"], ACTIVITY, "{activity}");
+        let created = self.call(
+            "CreateStateMachine",
+            json!({ "name": name, "definition": def.to_string(),
+                    "roleArn": "arn:aws:iam::123456789012:role/r" }),
+        );
+        created["stateMachineArn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_owned()
+    }
+
+    fn start_execution(&self, machine: &str, input: Value) -> String {
+        let started = self.call(
+            "StartExecution",
+            json!({ "stateMachineArn": machine, "input": input.to_string() }),
+        );
+        started["executionArn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_owned()
+    }
+
+    /// Waits for the execution to end; its description.
+    fn finished(&self, execution: &str) -> Value {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let d = self.call("DescribeExecution", json!({ "executionArn": execution }));
+            if d["status"] != "RUNNING" {
+                return d;
+            }
+            assert!(Instant::now() < until, "still running: {d}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `sfn-local worker --endpoint-url` with `managed-api.sh`. Its `SFN_LOCAL_DB` names a
+    /// file in a folder that does not exist: the worker must not need the database.
+    fn worker(&self, sb: &Sandbox, extra: &[&str]) -> Child {
+        let handler = worker("managed-api.sh");
+        let endpoint = self.endpoint();
+        let mut args = vec![
+            "worker",
+            "--endpoint-url",
+            &endpoint,
+            "--activity-arn",
+            ACTIVITY,
+        ];
+        args.extend(extra);
+        args.push("--");
+        args.push(&handler);
+        sb.command()
+            .args(&args)
+            .env("SFN_LOCAL_DB", sb.path("no-such-folder/sfn-local.db"))
+            .spawn()
+            .expect("spawn worker")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A handler's recorded environment (`managed-api.sh` writes `$TOKEN_DIR/hN/env`).
+fn handler_env(sb: &Sandbox, n: usize) -> std::collections::HashMap<String, String> {
+    read(&sb.path(&format!("h{n}/env")))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn over_the_api_a_crashed_handler_is_retried_and_a_quiet_one_is_kept_alive_by_beats() {
+    let sb = sandbox();
+    let served = Served::start(&sb);
+    let machine = served.machine("api", &activity_task(json!({ "Retry": retry_crashed() })));
+    let execution = served.start_execution(&machine, json!({ "mode": "crash-once quiet" }));
+    // Two handlers: the first is killed mid-task; the second works three 1-second heartbeat
+    // windows without a word, beaten for over HTTP.
+    let worker = served.worker(&sb, &["--max-tasks", "2", "--worker-name", "api-worker"]);
+    let first = handler_env(&sb, 0);
+    assert_eq!(first["endpoint"], served.endpoint());
+    assert_eq!(first["region"], "us-east-1");
+    assert_eq!(first["account"], "123456789012");
+    assert_eq!(first["token"], "set");
+    assert!(std::process::Command::new("kill")
+        .args(["-9", &first["pid"]])
+        .status()
+        .expect("kill")
+        .success());
+    let done = served.finished(&execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        output,
+        json!({"handler": 1, "input": {"mode": "crash-once quiet"}})
+    );
+    let w = Output::of(worker);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(
+        w.stderr.contains("was killed by signal 9; no answer"),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("answered with SendTaskSuccess"),
+        "{}",
+        w.stderr
+    );
+    let events = sb.history(&execution);
+    let t = types(&events);
+    assert_eq!(
+        t.iter().filter(|t| *t == "ActivityTimedOut").count(),
+        1,
+        "{t:?}"
+    );
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "ActivityStarted")
+        .map(|e| e["activityStartedEventDetails"]["workerName"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["api-worker", "api-worker"]);
+}
+
+#[test]
+fn over_the_api_stop_execution_reaches_the_handler_as_sigterm_and_failures_are_answered() {
+    let sb = sandbox();
+    let served = Served::start(&sb);
+    let machine = served.machine("api", &activity_task(json!({})));
+    let stopped = served.start_execution(&machine, json!({ "mode": "until-term" }));
+    let worker = served.worker(&sb, &["--max-tasks", "2"]);
+    handler_env(&sb, 0);
+    let stop = served.call("StopExecution", json!({ "executionArn": stopped }));
+    assert!(stop["stopDate"].is_number(), "{stop}");
+    // The next beat is refused with TaskTimedOut: the handler gets SIGTERM.
+    assert_eq!(read(&sb.path("term")), "term");
+    let failed = served.start_execution(&machine, json!({ "mode": "fail" }));
+    let done = served.finished(&failed);
+    assert_eq!(done["status"], "FAILED", "{done}");
+    assert_eq!(done["error"], "Handler.Broken", "{done}");
+    assert_eq!(done["cause"], "the codec is missing", "{done}");
+    let w = Output::of(worker);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(
+        w.stderr.contains("a heartbeat was refused: TaskTimedOut"),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("its outcome is discarded"),
+        "{}",
+        w.stderr
+    );
+    let t = types(&sb.history(&stopped));
+    assert!(!t.contains(&"ActivitySucceeded".to_owned()), "{t:?}");
+    assert_eq!(t.last().map(String::as_str), Some("ExecutionAborted"));
+}
+
+#[test]
+fn over_the_api_bad_endpoints_and_unknown_activities_are_named() {
+    let sb = sandbox();
+    let handler = worker("managed-api.sh");
+    let out = sb.run(&[
+        "worker",
+        "--endpoint-url",
+        "localhost:8083",
+        "--activity-arn",
+        ACTIVITY,
+        "--",
+        &handler,
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--endpoint-url 'localhost:8083'"),
+        "{}",
+        out.stderr
+    );
+    // No activity created: AWS's error, as the AWS CLI prints it, and exit 1.
+    let served = Served::start(&sb);
+    let out = Output::of(served.worker(&sb, &[]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "An error occurred (ActivityDoesNotExist) when calling the GetActivityTask operation"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Nothing listening: the worker says so and keeps trying until stopped.
+    drop(served);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let mut child = sb
+        .command()
+        .args([
+            "worker",
+            "--endpoint-url",
+            &format!("http://127.0.0.1:{port}"),
+            "--activity-arn",
+            ACTIVITY,
+            "--",
+            &handler,
+        ])
+        .spawn()
+        .expect("worker");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success());
+    let out = Output::of(child);
+    assert!(
+        out.stderr.contains("cannot take a task") && out.stderr.contains("trying again"),
+        "{}",
+        out.stderr
+    );
+}
