@@ -521,12 +521,19 @@ struct Served {
 
 impl Served {
     fn start(sb: &Sandbox) -> Served {
+        Served::start_with(sb, &[])
+    }
+
+    fn start_with(sb: &Sandbox, extra: &[&str]) -> Served {
         use std::io::{BufRead, BufReader};
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
             .port();
-        let mut child = sb.spawn(&["serve", "--port", &port.to_string(), "--time-scale", "0.5"]);
+        let port_text = port.to_string();
+        let mut args = vec!["serve", "--port", &port_text, "--time-scale", "0.5"];
+        args.extend(extra);
+        let mut child = sb.spawn(&args);
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         loop {
             match lines.next() {
@@ -562,10 +569,12 @@ impl Served {
         serde_json::from_str(body).unwrap_or(Value::Null)
     }
 
-    /// Creates the test activity and a machine of one Task on it; returns the machine's ARN.
+    /// Creates a machine (and the test activity if it uses it); returns the machine's ARN.
     fn machine(&self, name: &str, def: &Value) -> String {
-        let activity = self.call("CreateActivity", json!({ "name": "managed" }));
-        assert_eq!(activity["activityArn"], ACTIVITY, "{activity}");
+        if def.to_string().contains(ACTIVITY) {
+            let activity = self.call("CreateActivity", json!({ "name": "managed" }));
+            assert_eq!(activity["activityArn"], ACTIVITY, "{activity}");
+        }
         let created = self.call(
             "CreateStateMachine",
             json!({ "name": name, "definition": def.to_string(),
@@ -785,6 +794,31 @@ fn over_the_api_bad_endpoints_and_unknown_activities_are_named() {
     let out = Output::of(child);
     assert!(
         out.stderr.contains("cannot take a task") && out.stderr.contains("trying again"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn serve_binds_a_managed_handler_to_a_callback_state_of_one_machine() {
+    let sb = sandbox().env("QUIET_SECONDS", "3");
+    let binding = format!("quiet:Work={}", worker("managed-quiet.sh"));
+    let served = Served::start_with(&sb, &["--worker", &binding]);
+    // Three 1-second heartbeat windows without a word from the handler: serve beats for it.
+    let machine = served.machine("quiet", &callback_task(json!({ "HeartbeatSeconds": 2 })));
+    let execution = served.start_execution(&machine, json!({ "n": 7 }));
+    let done = served.finished(&execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["worked"], 3, "{output}");
+    assert_eq!(output["input"]["MessageBody"]["n"], 7, "{output}");
+    let t = types(&sb.history(&execution));
+    assert!(!t.contains(&"TaskTimedOut".to_owned()), "{t:?}");
+    // A binding without the machine's name is refused before the server starts.
+    let out = sb.run(&["serve", "--port", "0", "--worker", "Work=true"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--worker Work=true: name the state machine too"),
         "{}",
         out.stderr
     );
