@@ -772,7 +772,7 @@ fn over_the_api_bad_endpoints_and_unknown_activities_are_named() {
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
-    let mut child = sb
+    let child = sb
         .command()
         .args([
             "worker",

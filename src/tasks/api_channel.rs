@@ -131,19 +131,26 @@ fn classify(action: &str, answer: ApiAnswer) -> Result<Value, ChannelError> {
     } else {
         format!("{code}: {message}")
     };
-    Err(match code.as_str() {
-        "TaskTimedOut" | "TaskDoesNotExist" | "InvalidToken" => ChannelError::TaskOver(text),
+    let over = matches!(
+        code.as_str(),
+        "TaskTimedOut" | "TaskDoesNotExist" | "InvalidToken"
+    );
+    let for_good = matches!(
+        code.as_str(),
         "ActivityDoesNotExist"
-        | "InvalidArn"
-        | "AccessDeniedException"
-        | "UnrecognizedClientException"
-        | "InvalidSignatureException"
-        | "UnknownOperationException"
-        | "ValidationException" => ChannelError::Refused {
-            code,
-            message,
-        },
-        _ => ChannelError::Unavailable(format!("{text} (HTTP {}, calling {action})", answer.status)),
+            | "InvalidArn"
+            | "AccessDeniedException"
+            | "UnrecognizedClientException"
+            | "InvalidSignatureException"
+            | "UnknownOperationException"
+            | "ValidationException"
+    );
+    Err(if over {
+        ChannelError::TaskOver(text)
+    } else if for_good {
+        ChannelError::Refused { code, message }
+    } else {
+        ChannelError::Unavailable(format!("{text} (HTTP {}, calling {action})", answer.status))
     })
 }
 
