@@ -697,7 +697,11 @@ fn over_the_api_a_crashed_handler_is_retried_and_a_quiet_one_is_kept_alive_by_be
     let names: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "ActivityStarted")
-        .map(|e| e["activityStartedEventDetails"]["workerName"].as_str().unwrap_or(""))
+        .map(|e| {
+            e["activityStartedEventDetails"]["workerName"]
+                .as_str()
+                .unwrap_or("")
+        })
         .collect();
     assert_eq!(names, ["api-worker", "api-worker"]);
 }
@@ -818,7 +822,8 @@ fn serve_binds_a_managed_handler_to_a_callback_state_of_one_machine() {
     let out = sb.run(&["serve", "--port", "0", "--worker", "Work=true"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("--worker Work=true: name the state machine too"),
+        out.stderr
+            .contains("--worker Work=true: name the state machine too"),
         "{}",
         out.stderr
     );

@@ -11,8 +11,8 @@ use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::tasks::{exit, refuse};
 use crate::cli::{db, EXIT_USAGE};
 use crate::clock::{Clock, SystemClock};
-use crate::tasks::command::{parse_binding, BindingError, CommandLine};
 use crate::tasks::api_channel::ApiChannel;
+use crate::tasks::command::{parse_binding, BindingError, CommandLine};
 use crate::tasks::managed::{
     parse_seconds, ActivityChannel, ActivityWorker, ChannelError, HeartbeatMode, ManagedBindings,
     ManagedOptions, StoreChannel,

@@ -276,10 +276,9 @@ mod tests {
             "AWS_ENDPOINT_URL_SFN".into(),
             "http://127.0.0.1:8083".into()
         )));
-        assert!(c.handler_env().contains(&(
-            "SFN_LOCAL_ACCOUNT_ID".into(),
-            "111122223333".into()
-        )));
+        assert!(c
+            .handler_env()
+            .contains(&("SFN_LOCAL_ACCOUNT_ID".into(), "111122223333".into())));
         assert!(matches!(
             ApiChannel::new("ftp://x", arn),
             Err(ApiChannelError::BadUrl { .. })

@@ -1046,6 +1046,60 @@ mod tests {
         }
     }
 
+    /// A channel that cannot look at a task (the AWS API): only a refused beat says it is over.
+    #[derive(Default)]
+    struct Blind(Recorder);
+
+    impl TaskChannel for Blind {
+        fn heartbeat<'a>(&'a self, token: &'a str) -> ChannelFuture<'a, ()> {
+            self.0.heartbeat(token)
+        }
+        fn answer<'a>(&'a self, token: &'a str, answer: TaskAnswer) -> ChannelFuture<'a, ()> {
+            self.0.answer(token, answer)
+        }
+        fn look<'a>(&'a self, _: &'a str) -> ChannelFuture<'a, TaskLook> {
+            Box::pin(async { Ok(TaskLook::Unknown) })
+        }
+    }
+
+    #[tokio::test]
+    async fn on_a_blind_channel_a_refused_beat_cancels_the_handler() {
+        let channel = Rc::new(Blind::default());
+        let ender = {
+            let channel = channel.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1200)).await;
+                channel.0.over.set(true);
+            }
+        };
+        let clock = crate::clock::SystemClock::new(1.0);
+        let spawned = spawn(&sh("sleep 30"), assignment(), &[]).expect("spawn sh");
+        let once = OnceNotice::default();
+        let supervised = spawned.supervise(
+            channel.as_ref(),
+            &clock,
+            ManagedOptions::default(),
+            &once,
+            Rc::new(|_| {}),
+        );
+        let (verdict, ()) = tokio::join!(supervised, ender);
+        match verdict {
+            Verdict::Discarded { why, killed } => {
+                assert!(why.contains("heartbeat was refused"), "{why}");
+                assert!(!killed, "sh exits on SIGTERM");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Beats every 500 ms whatever the window (the 3 s a task without one would get means
+        // one beat a second): some before the end, then the refused one.
+        assert!(
+            channel.0.beats.get() >= 2,
+            "beats: {}",
+            channel.0.beats.get()
+        );
+        assert!(channel.0.answers.borrow().is_empty());
+    }
+
     fn assignment() -> Assignment {
         Assignment {
             token: "T1".into(),
