@@ -45,7 +45,8 @@ callback '"HeartbeatSeconds": 3600, "TimeoutSeconds": 7200' > "$work/wait.asl.js
 pids+=($!)
 token=""
 for _ in $(seq 1 500); do
-  token=$("$bin" list-tasks --format json 2>/dev/null | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"]; print(t[0]["taskToken"] if t else "")')
+  # Before the run creates the database, list-tasks has nothing to print.
+  token=$("$bin" list-tasks --format json 2>/dev/null | python3 -c 'import json,sys; t=json.loads(sys.stdin.read() or "{}").get("tasks"); print(t[0]["taskToken"] if t else "")' || true)
   [ -n "$token" ] && break
   sleep 0.02
 done
