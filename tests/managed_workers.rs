@@ -828,3 +828,28 @@ fn serve_binds_a_managed_handler_to_a_callback_state_of_one_machine() {
         out.stderr
     );
 }
+
+#[test]
+fn managed_handlers_get_the_executions_region_and_account_as_task_commands_do() {
+    let sb = sandbox();
+    let def = sb.write("env.asl.json", &callback_task(json!({})).to_string());
+    let handler = r#"Work=sh -c 'cat > /dev/null; printf "{\"region\":\"%s\",\"default\":\"%s\",\"account\":\"%s\",\"db\":\"%s\"}" "$AWS_REGION" "$AWS_DEFAULT_REGION" "$SFN_LOCAL_ACCOUNT_ID" "$SFN_LOCAL_DB"'"#;
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--input",
+        r#"{"n":7}"#,
+        "--region",
+        "eu-west-1",
+        "--account-id",
+        "111122223333",
+        "--worker",
+        handler,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({"region": "eu-west-1", "default": "eu-west-1", "account": "111122223333",
+               "db": sb.db().display().to_string()})
+    );
+}
