@@ -853,3 +853,90 @@ fn managed_handlers_get_the_executions_region_and_account_as_task_commands_do() 
                "db": sb.db().display().to_string()})
     );
 }
+
+#[test]
+fn over_the_api_the_worker_sends_aws_shapes_signed_for_the_activitys_region() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    // A listener standing in for AWS records the worker's first request and answers "no task".
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    let recorder = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("read");
+            if line.trim().is_empty() {
+                break;
+            }
+            head.push(line.trim().to_owned());
+        }
+        let length: usize = head
+            .iter()
+            .find_map(|h| {
+                h.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .expect("content-length");
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("body");
+        let mut stream = stream;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 2\r\n\r\n{{}}"
+        );
+        (head, String::from_utf8(body).expect("utf-8"))
+    });
+    let sb = sandbox();
+    let arn = "arn:aws:states:eu-west-1:111122223333:activity:shapes";
+    let handler = worker("managed-api.sh");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let child = sb
+        .command()
+        .args([
+            "worker",
+            "--endpoint-url",
+            &endpoint,
+            "--activity-arn",
+            arn,
+            "--worker-name",
+            "w1",
+            "--",
+            &handler,
+        ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env_remove("AWS_SESSION_TOKEN")
+        .spawn()
+        .expect("worker");
+    let (head, body) = recorder.join().expect("recorder");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = Output::of(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let header = |name: &str| {
+        head.iter()
+            .find_map(|h| {
+                let (k, v) = h.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {head:?}"))
+    };
+    assert_eq!(head[0], "POST / HTTP/1.1");
+    assert_eq!(header("x-amz-target"), "AWSStepFunctions.GetActivityTask");
+    assert_eq!(header("content-type"), "application/x-amz-json-1.0");
+    // botocore's GetActivityTaskInput: activityArn (required) and workerName.
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json"),
+        json!({ "activityArn": arn, "workerName": "w1" })
+    );
+    let authorization = header("authorization");
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=test/")
+            && authorization.contains("/eu-west-1/states/aws4_request"),
+        "{authorization}"
+    );
+}
