@@ -7,18 +7,35 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `purge_delay` and `arena_eager_commit` options (mimalloc v2 numbering).
+/// mimalloc's `arena_eager_commit` and `purge_delay` options (the same numbers in mimalloc v2
+/// and v3, which libmimalloc-sys builds).
 const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-fn main() -> std::process::ExitCode {
-    // By default mimalloc commits whole arenas up front and returns freed memory late, which
-    // doubles the peak memory of a large Map (61 MB instead of 29 MB) for no speed we can
-    // measure. Commit on demand and purge at once instead.
+/// By default mimalloc commits whole arenas up front and returns freed memory late, which
+/// doubles the peak memory of a large Map (61 MB instead of 29 MB) for no speed we can
+/// measure. Commit on demand and purge at once instead.
+///
+/// This must run before the first allocation, which the Rust runtime makes before `main`: set
+/// in `main`, the first arena was already committed eagerly, and the kernel zeroed a 2 MiB huge
+/// page for it in every process, a quarter of the CPU time of a `send-task-heartbeat`
+/// (measured: 4.4 ms of CPU, 3.4 ms with the options set first; `benches/worker-heartbeat.sh`).
+extern "C" fn configure_allocator() {
     // SAFETY: plain setters of mimalloc's global options, called before any thread starts.
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
     }
+}
+
+// The dynamic loader runs `.init_array` before `main` and before the runtime allocates.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static CONFIGURE_ALLOCATOR: extern "C" fn() = configure_allocator;
+
+fn main() -> std::process::ExitCode {
+    #[cfg(not(target_os = "linux"))]
+    configure_allocator();
     sfn_local::cli::main()
 }

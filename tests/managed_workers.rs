@@ -509,3 +509,434 @@ fn bad_bindings_and_arns_are_refused_before_anything_runs() {
     ])
     .assert_error(2, "--kill-after");
 }
+
+// ---- `sfn-local worker --endpoint-url`: the same worker over the Step Functions API ----
+
+/// A running `sfn-local serve` at `--time-scale 0.5` on the sandbox's database, killed when
+/// dropped.
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Served {
+    fn start(sb: &Sandbox) -> Served {
+        Served::start_with(sb, &[])
+    }
+
+    fn start_with(sb: &Sandbox, extra: &[&str]) -> Served {
+        use std::io::{BufRead, BufReader};
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let port_text = port.to_string();
+        let mut args = vec!["serve", "--port", &port_text, "--time-scale", "0.5"];
+        args.extend(extra);
+        let mut child = sb.spawn(&args);
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.contains("listening on") => break,
+                Some(Ok(_)) => {}
+                _ => panic!("serve did not start"),
+            }
+        }
+        // Keep draining its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Served { child, port }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// One raw API call (unsigned: serve takes the region from its flag then); the body.
+    fn call(&self, action: &str, body: Value) -> Value {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect serve");
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{action}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+        serde_json::from_str(body).unwrap_or(Value::Null)
+    }
+
+    /// Creates a machine (and the test activity if it uses it); returns the machine's ARN.
+    fn machine(&self, name: &str, def: &Value) -> String {
+        if def.to_string().contains(ACTIVITY) {
+            let activity = self.call("CreateActivity", json!({ "name": "managed" }));
+            assert_eq!(activity["activityArn"], ACTIVITY, "{activity}");
+        }
+        let created = self.call(
+            "CreateStateMachine",
+            json!({ "name": name, "definition": def.to_string(),
+                    "roleArn": "arn:aws:iam::123456789012:role/r" }),
+        );
+        created["stateMachineArn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_owned()
+    }
+
+    fn start_execution(&self, machine: &str, input: Value) -> String {
+        let started = self.call(
+            "StartExecution",
+            json!({ "stateMachineArn": machine, "input": input.to_string() }),
+        );
+        started["executionArn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{started}"))
+            .to_owned()
+    }
+
+    /// Waits for the execution to end; its description.
+    fn finished(&self, execution: &str) -> Value {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let d = self.call("DescribeExecution", json!({ "executionArn": execution }));
+            if d["status"] != "RUNNING" {
+                return d;
+            }
+            assert!(Instant::now() < until, "still running: {d}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `sfn-local worker --endpoint-url` with `managed-api.sh`. Its `SFN_LOCAL_DB` names a
+    /// file in a folder that does not exist: the worker must not need the database.
+    fn worker(&self, sb: &Sandbox, extra: &[&str]) -> Child {
+        let handler = worker("managed-api.sh");
+        let endpoint = self.endpoint();
+        let mut args = vec![
+            "worker",
+            "--endpoint-url",
+            &endpoint,
+            "--activity-arn",
+            ACTIVITY,
+        ];
+        args.extend(extra);
+        args.push("--");
+        args.push(&handler);
+        sb.command()
+            .args(&args)
+            .env("SFN_LOCAL_DB", sb.path("no-such-folder/sfn-local.db"))
+            .spawn()
+            .expect("spawn worker")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A handler's recorded environment (`managed-api.sh` writes `$TOKEN_DIR/hN/env`).
+fn handler_env(sb: &Sandbox, n: usize) -> std::collections::HashMap<String, String> {
+    read(&sb.path(&format!("h{n}/env")))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn over_the_api_a_crashed_handler_is_retried_and_a_quiet_one_is_kept_alive_by_beats() {
+    let sb = sandbox();
+    let served = Served::start(&sb);
+    let machine = served.machine("api", &activity_task(json!({ "Retry": retry_crashed() })));
+    let execution = served.start_execution(&machine, json!({ "mode": "crash-once quiet" }));
+    // Two handlers: the first is killed mid-task; the second works three 1-second heartbeat
+    // windows without a word, beaten for over HTTP.
+    let worker = served.worker(&sb, &["--max-tasks", "2", "--worker-name", "api-worker"]);
+    let first = handler_env(&sb, 0);
+    assert_eq!(first["endpoint"], served.endpoint());
+    assert_eq!(first["region"], "us-east-1");
+    assert_eq!(first["account"], "123456789012");
+    assert_eq!(first["token"], "set");
+    assert!(std::process::Command::new("kill")
+        .args(["-9", &first["pid"]])
+        .status()
+        .expect("kill")
+        .success());
+    let done = served.finished(&execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        output,
+        json!({"handler": 1, "input": {"mode": "crash-once quiet"}})
+    );
+    let w = Output::of(worker);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(
+        w.stderr.contains("was killed by signal 9; no answer"),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("answered with SendTaskSuccess"),
+        "{}",
+        w.stderr
+    );
+    let events = sb.history(&execution);
+    let t = types(&events);
+    assert_eq!(
+        t.iter().filter(|t| *t == "ActivityTimedOut").count(),
+        1,
+        "{t:?}"
+    );
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "ActivityStarted")
+        .map(|e| {
+            e["activityStartedEventDetails"]["workerName"]
+                .as_str()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(names, ["api-worker", "api-worker"]);
+}
+
+#[test]
+fn over_the_api_stop_execution_reaches_the_handler_as_sigterm_and_failures_are_answered() {
+    let sb = sandbox();
+    let served = Served::start(&sb);
+    let machine = served.machine("api", &activity_task(json!({})));
+    let stopped = served.start_execution(&machine, json!({ "mode": "until-term" }));
+    let worker = served.worker(&sb, &["--max-tasks", "2"]);
+    handler_env(&sb, 0);
+    let stop = served.call("StopExecution", json!({ "executionArn": stopped }));
+    assert!(stop["stopDate"].is_number(), "{stop}");
+    // The next beat is refused with TaskTimedOut: the handler gets SIGTERM.
+    assert_eq!(read(&sb.path("term")), "term");
+    let failed = served.start_execution(&machine, json!({ "mode": "fail" }));
+    let done = served.finished(&failed);
+    assert_eq!(done["status"], "FAILED", "{done}");
+    assert_eq!(done["error"], "Handler.Broken", "{done}");
+    assert_eq!(done["cause"], "the codec is missing", "{done}");
+    let w = Output::of(worker);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(
+        w.stderr.contains("a heartbeat was refused: TaskTimedOut"),
+        "{}",
+        w.stderr
+    );
+    assert!(
+        w.stderr.contains("its outcome is discarded"),
+        "{}",
+        w.stderr
+    );
+    let t = types(&sb.history(&stopped));
+    assert!(!t.contains(&"ActivitySucceeded".to_owned()), "{t:?}");
+    assert_eq!(t.last().map(String::as_str), Some("ExecutionAborted"));
+}
+
+#[test]
+fn over_the_api_bad_endpoints_and_unknown_activities_are_named() {
+    let sb = sandbox();
+    let handler = worker("managed-api.sh");
+    let out = sb.run(&[
+        "worker",
+        "--endpoint-url",
+        "localhost:8083",
+        "--activity-arn",
+        ACTIVITY,
+        "--",
+        &handler,
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--endpoint-url 'localhost:8083'"),
+        "{}",
+        out.stderr
+    );
+    // No activity created: AWS's error, as the AWS CLI prints it, and exit 1.
+    let served = Served::start(&sb);
+    let out = Output::of(served.worker(&sb, &[]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "An error occurred (ActivityDoesNotExist) when calling the GetActivityTask operation"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Nothing listening: the worker says so and keeps trying until stopped.
+    drop(served);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let child = sb
+        .command()
+        .args([
+            "worker",
+            "--endpoint-url",
+            &format!("http://127.0.0.1:{port}"),
+            "--activity-arn",
+            ACTIVITY,
+            "--",
+            &handler,
+        ])
+        .spawn()
+        .expect("worker");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success());
+    let out = Output::of(child);
+    assert!(
+        out.stderr.contains("cannot take a task") && out.stderr.contains("trying again"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn serve_binds_a_managed_handler_to_a_callback_state_of_one_machine() {
+    let sb = sandbox().env("QUIET_SECONDS", "3");
+    let binding = format!("quiet:Work={}", worker("managed-quiet.sh"));
+    let served = Served::start_with(&sb, &["--worker", &binding]);
+    // Three 1-second heartbeat windows without a word from the handler: serve beats for it.
+    let machine = served.machine("quiet", &callback_task(json!({ "HeartbeatSeconds": 2 })));
+    let execution = served.start_execution(&machine, json!({ "n": 7 }));
+    let done = served.finished(&execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
+    let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output["worked"], 3, "{output}");
+    assert_eq!(output["input"]["MessageBody"]["n"], 7, "{output}");
+    let t = types(&sb.history(&execution));
+    assert!(!t.contains(&"TaskTimedOut".to_owned()), "{t:?}");
+    // A binding without the machine's name is refused before the server starts.
+    let out = sb.run(&["serve", "--port", "0", "--worker", "Work=true"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--worker Work=true: name the state machine too"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn managed_handlers_get_the_executions_region_and_account_as_task_commands_do() {
+    let sb = sandbox();
+    let def = sb.write("env.asl.json", &callback_task(json!({})).to_string());
+    let handler = r#"Work=sh -c 'cat > /dev/null; printf "{\"region\":\"%s\",\"default\":\"%s\",\"account\":\"%s\",\"db\":\"%s\"}" "$AWS_REGION" "$AWS_DEFAULT_REGION" "$SFN_LOCAL_ACCOUNT_ID" "$SFN_LOCAL_DB"'"#;
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--input",
+        r#"{"n":7}"#,
+        "--region",
+        "eu-west-1",
+        "--account-id",
+        "111122223333",
+        "--worker",
+        handler,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({"region": "eu-west-1", "default": "eu-west-1", "account": "111122223333",
+               "db": sb.db().display().to_string()})
+    );
+}
+
+#[test]
+fn over_the_api_the_worker_sends_aws_shapes_signed_for_the_activitys_region() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    // A listener standing in for AWS records the worker's first request and answers "no task".
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = listener.local_addr().expect("addr").port();
+    let recorder = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("read");
+            if line.trim().is_empty() {
+                break;
+            }
+            head.push(line.trim().to_owned());
+        }
+        let length: usize = head
+            .iter()
+            .find_map(|h| {
+                h.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .expect("content-length");
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("body");
+        let mut stream = stream;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 2\r\n\r\n{{}}"
+        );
+        (head, String::from_utf8(body).expect("utf-8"))
+    });
+    let sb = sandbox();
+    let arn = "arn:aws:states:eu-west-1:111122223333:activity:shapes";
+    let handler = worker("managed-api.sh");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let child = sb
+        .command()
+        .args([
+            "worker",
+            "--endpoint-url",
+            &endpoint,
+            "--activity-arn",
+            arn,
+            "--worker-name",
+            "w1",
+            "--",
+            &handler,
+        ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env_remove("AWS_SESSION_TOKEN")
+        .spawn()
+        .expect("worker");
+    let (head, body) = recorder.join().expect("recorder");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = Output::of(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let header = |name: &str| {
+        head.iter()
+            .find_map(|h| {
+                let (k, v) = h.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("no {name} in {head:?}"))
+    };
+    assert_eq!(head[0], "POST / HTTP/1.1");
+    assert_eq!(header("x-amz-target"), "AWSStepFunctions.GetActivityTask");
+    assert_eq!(header("content-type"), "application/x-amz-json-1.0");
+    // botocore's GetActivityTaskInput: activityArn (required) and workerName.
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json"),
+        json!({ "activityArn": arn, "workerName": "w1" })
+    );
+    let authorization = header("authorization");
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=test/")
+            && authorization.contains("/eu-west-1/states/aws4_request"),
+        "{authorization}"
+    );
+}

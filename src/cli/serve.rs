@@ -38,6 +38,17 @@ pub struct ServeArgs {
     /// (repeatable).
     #[arg(long = "task", value_name = "MACHINE:STATE=COMMAND")]
     pub tasks: Vec<String>,
+    /// Run a managed handler for a `.waitForTaskToken` state of one state machine:
+    /// MACHINE:STATE=COMMAND (repeatable). Its stdout answers the task; heartbeats and
+    /// cancellation are done for it (see "Workers").
+    #[arg(long = "worker", value_name = "MACHINE:STATE=COMMAND")]
+    pub workers: Vec<String>,
+    /// Who beats for `--worker` handlers: `auto` (sfn-local) or `manual` (the handler).
+    #[arg(long, value_enum, default_value_t = crate::tasks::managed::HeartbeatMode::Auto)]
+    pub heartbeat: crate::tasks::managed::HeartbeatMode,
+    /// Seconds between SIGTERM and SIGKILL for a `--worker` handler whose task is over.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::tasks::managed::parse_seconds)]
+    pub kill_after: std::time::Duration,
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
@@ -56,6 +67,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
     for t in &args.tasks {
         match MachineTask::parse(t) {
             Ok(task) => tasks.push(task),
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let mut workers = Vec::new();
+    for w in &args.workers {
+        match MachineTask::parse_flag("--worker", w) {
+            Ok(worker) => workers.push(worker),
             Err(e) => {
                 errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
@@ -85,6 +106,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         time_scale: args.time_scale,
         mock_config: args.mock_config,
         tasks,
+        workers,
+        worker_options: crate::tasks::managed::ManagedOptions {
+            heartbeat: args.heartbeat,
+            kill_after: args.kill_after,
+        },
         max_history_events: args.max_history_events,
         threads: args.execution_threads,
     };

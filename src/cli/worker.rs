@@ -3,16 +3,19 @@
 //! It long-polls the activity and runs COMMAND for each task with the supervision of
 //! [`crate::tasks::managed`]: automatic heartbeats, cancellation when the task is over, and one
 //! answer from the handler's exit. Ctrl-C (or SIGTERM) stops taking tasks and waits for the
-//! running handlers.
+//! running handlers. The tasks come from the database, or with `--endpoint-url` from the Step
+//! Functions API (`sfn-local serve`, or AWS).
 
 use crate::asl::model::StateKind;
 use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::tasks::{exit, refuse};
 use crate::cli::{db, EXIT_USAGE};
 use crate::clock::{Clock, SystemClock};
+use crate::tasks::api_channel::ApiChannel;
 use crate::tasks::command::{parse_binding, BindingError, CommandLine};
 use crate::tasks::managed::{
-    parse_seconds, ActivityWorker, HeartbeatMode, ManagedBindings, ManagedOptions, StoreChannel,
+    parse_seconds, ActivityChannel, ActivityWorker, ChannelError, HeartbeatMode, ManagedBindings,
+    ManagedOptions, StoreChannel,
 };
 use clap::Args;
 use std::path::PathBuf;
@@ -41,8 +44,12 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "N")]
     pub max_tasks: Option<u64>,
     /// The database.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "endpoint_url")]
     pub db: Option<PathBuf>,
+    /// Take and answer tasks through the Step Functions API at URL (`sfn-local serve`, or AWS)
+    /// instead of the database; signed with the usual AWS credential variables.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
     /// The handler: the task input on stdin, `SFN_TASK_TOKEN` set, the result on stdout.
     #[arg(
         required = true,
@@ -85,12 +92,22 @@ pub fn run(args: WorkerArgs) -> ExitCode {
         errln!("error: --concurrency must be at least 1");
         return ExitCode::from(EXIT_USAGE);
     }
-    let store = match db::open(args.db.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(exit::STORE);
-        }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(1.0));
+    let channel: Box<dyn ActivityChannel> = match &args.endpoint_url {
+        Some(url) => match ApiChannel::new(url, &args.activity_arn) {
+            Ok(c) => Box::new(c),
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => match db::open(args.db.clone()) {
+            Ok(store) => Box::new(StoreChannel::new(store, clock.clone())),
+            Err(e) => {
+                errln!("{e}");
+                return ExitCode::from(exit::STORE);
+            }
+        },
     };
     let worker = ActivityWorker {
         activity_arn: args.activity_arn,
@@ -116,10 +133,8 @@ pub fn run(args: WorkerArgs) -> ExitCode {
             return ExitCode::from(exit::STORE);
         }
     };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(1.0));
-    let channel = StoreChannel::new(store, clock.clone());
     let notice = std::rc::Rc::new(|m: &str| errln!("sfn-local worker: {m}"));
-    runtime.block_on(async {
+    let ended = runtime.block_on(async {
         let shutdown = async {
             let term = async {
                 match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -134,9 +149,25 @@ pub fn run(args: WorkerArgs) -> ExitCode {
                 _ = term => {}
             }
         };
-        worker.run(&channel, clock.as_ref(), notice, shutdown).await
+        worker
+            .run(channel.as_ref(), clock.as_ref(), notice, shutdown)
+            .await
     });
-    ExitCode::SUCCESS
+    match ended {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(ChannelError::Refused { code, message }) => {
+            let status = match code.as_str() {
+                "InvalidArn" => exit::INVALID_ARN,
+                "ValidationException" => exit::VALIDATION,
+                _ => exit::STORE,
+            };
+            refuse(OP, &code, &message, status)
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            ExitCode::from(exit::STORE)
+        }
+    }
 }
 
 /// Checks `--worker STATE=COMMAND` bindings of `run` against the machine: each names a

@@ -156,6 +156,15 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
             })?;
         tasks.mocks = mocks;
     }
+    let mut workers = crate::tasks::managed::ManagedBindings {
+        commands: Default::default(),
+        options: server.config.worker_options,
+    };
+    let mut worker_bindings = Vec::new();
+    for w in server.config.workers.iter().filter(|w| &w.machine == name) {
+        workers.commands.insert(w.state.clone(), w.command.clone());
+        worker_bindings.push(w.binding.clone());
+    }
     let arn = spec.info.execution_arn.clone();
     Ok(RunRequest {
         definition: spec.definition,
@@ -165,8 +174,8 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         time_scale: server.config.time_scale,
         tasks,
         task_bindings: bindings,
-        workers: Default::default(),
-        worker_bindings: Vec::new(),
+        workers,
+        worker_bindings,
         machines: Default::default(),
         options: EngineOptions {
             max_history_events: server.config.max_history_events,

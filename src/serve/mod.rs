@@ -35,8 +35,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// A `--task MACHINE:STATE=COMMAND` binding: a local program for one Task state of one state
-/// machine.
+/// A `--task` (or `--worker`) `MACHINE:STATE=COMMAND` binding: a local program for one Task
+/// state of one state machine.
 #[derive(Debug, Clone)]
 pub struct MachineTask {
     /// The state machine's name.
@@ -52,15 +52,20 @@ pub struct MachineTask {
 impl MachineTask {
     /// Parses `MACHINE:STATE=COMMAND`.
     pub fn parse(text: &str) -> Result<MachineTask, String> {
+        MachineTask::parse_flag("--task", text)
+    }
+
+    /// Parses `MACHINE:STATE=COMMAND` given to `flag` (`--task`, `--worker`).
+    pub fn parse_flag(flag: &str, text: &str) -> Result<MachineTask, String> {
         let (target, command) = text
             .split_once('=')
-            .ok_or_else(|| format!("--task {text}: expected MACHINE:STATE=COMMAND"))?;
+            .ok_or_else(|| format!("{flag} {text}: expected MACHINE:STATE=COMMAND"))?;
         let (machine, state) = target.split_once(':').ok_or_else(|| {
-            format!("--task {text}: name the state machine too: MACHINE:STATE=COMMAND")
+            format!("{flag} {text}: name the state machine too: MACHINE:STATE=COMMAND")
         })?;
         let binding = format!("{state}={command}");
         let (state, command) = crate::tasks::command::parse_binding(&binding)
-            .map_err(|e| format!("--task {text}: {e}"))?;
+            .map_err(|e| format!("{flag} {text}: {e}"))?;
         Ok(MachineTask {
             machine: machine.to_owned(),
             state,
@@ -85,6 +90,10 @@ pub struct ServeConfig {
     pub mock_config: Option<PathBuf>,
     /// `--task` bindings.
     pub tasks: Vec<MachineTask>,
+    /// `--worker` bindings: managed handlers of `.waitForTaskToken` states.
+    pub workers: Vec<MachineTask>,
+    /// How those handlers are supervised.
+    pub worker_options: crate::tasks::managed::ManagedOptions,
     /// The history cap.
     pub max_history_events: i64,
     /// How many execution threads.

@@ -383,6 +383,48 @@ impl Endpoints {
     }
 }
 
+/// A Step Functions API answer, for the crate's own API clients (`sfn-local worker
+/// --endpoint-url`): the HTTP status, the JSON body, and the error's code and message when the
+/// status says it failed.
+#[derive(Debug, Clone)]
+pub struct ApiAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body (`{}` when empty).
+    pub body: Value,
+    /// `(code, message)` of a failed call (`TaskTimedOut`, `ActivityDoesNotExist`, …).
+    pub error: Option<(String, String)>,
+}
+
+/// Calls the Step Functions API (`action`, e.g. `GetActivityTask`) at `base`, signed with SigV4
+/// for `region` as Task calls are; `Err` when no answer arrived (not reachable, not signable).
+pub async fn call_step_functions(
+    client: Arc<reqwest::Client>,
+    base: &str,
+    region: &str,
+    action: &str,
+    body: &Value,
+) -> Result<ApiAnswer, String> {
+    let svc = service("sfn").ok_or("Step Functions is not a known service")?;
+    let http = Http {
+        client,
+        base: base.trim_end_matches('/').to_owned(),
+        region: region.to_owned(),
+        svc,
+    };
+    let r = http.json_call(action, body).await.map_err(|e| {
+        e.cause
+            .or(e.error)
+            .unwrap_or_else(|| "no answer".to_owned())
+    })?;
+    let error = (r.status >= 300).then(|| http.error_parts(&r));
+    Ok(ApiAnswer {
+        status: r.status,
+        body: r.json(),
+        error,
+    })
+}
+
 enum Call {
     LegacyLambda,
     Optimized(String),

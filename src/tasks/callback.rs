@@ -182,20 +182,13 @@ impl TokenBroker {
     ) -> Result<u32, StatesError> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(1.0));
         let channel = StoreChannel::new(self.store.clone(), clock.clone());
-        let assignment = Assignment {
-            token: token.to_owned(),
-            input: request.input.to_string(),
-            env: vec![
-                ("SFN_STATE_NAME".into(), request.state_name.clone()),
-                ("SFN_EXECUTION_ARN".into(), request.execution_arn.clone()),
-                ("SFN_RETRY_COUNT".into(), request.retry_count.to_string()),
-            ],
-            label: format!(
-                "state '{}' (attempt {})",
-                request.state_name,
-                request.retry_count + 1
-            ),
-        };
+        let assignment = Assignment::of_attempt(
+            token,
+            request.input.to_string(),
+            &request.state_name,
+            &request.execution_arn,
+            request.retry_count,
+        );
         let spawned = managed::spawn(command, assignment, &channel.handler_env()).map_err(|e| {
             StatesError::new(
                 names::TASK_FAILED,

@@ -123,14 +123,23 @@ impl CommandLine {
         if let Some(db) = &self.database {
             env.push(("SFN_LOCAL_DB", db.display().to_string()));
         }
-        // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
-        let parts: Vec<&str> = request.execution_arn.splitn(6, ':').collect();
-        if let [_, _, _, region, account, _] = parts.as_slice() {
-            env.push(("AWS_REGION", (*region).to_owned()));
-            env.push(("AWS_DEFAULT_REGION", (*region).to_owned()));
-            env.push(("SFN_LOCAL_ACCOUNT_ID", (*account).to_owned()));
-        }
+        env.extend(region_environment(&request.execution_arn));
         env
+    }
+}
+
+/// `AWS_REGION`, `AWS_DEFAULT_REGION` and `SFN_LOCAL_ACCOUNT_ID` from an execution's ARN
+/// (`arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME`), for every program sfn-local starts
+/// for a task (`--task` commands and managed handlers alike).
+pub fn region_environment(execution_arn: &str) -> Vec<(&'static str, String)> {
+    let parts: Vec<&str> = execution_arn.splitn(6, ':').collect();
+    match parts.as_slice() {
+        [_, _, _, region, account, _] => vec![
+            ("AWS_REGION", (*region).to_owned()),
+            ("AWS_DEFAULT_REGION", (*region).to_owned()),
+            ("SFN_LOCAL_ACCOUNT_ID", (*account).to_owned()),
+        ],
+        _ => Vec::new(),
     }
 }
 

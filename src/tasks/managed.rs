@@ -18,8 +18,9 @@
 //!   `send-task-success`) is not answered twice.
 //!
 //! Where the task lives is behind [`TaskChannel`] (and [`ActivityChannel`] for taking activity
-//! tasks): [`StoreChannel`] talks to the SQLite database directly; an AWS API client can stand in
-//! for it without changing the supervisor.
+//! tasks): [`StoreChannel`] talks to the SQLite database directly;
+//! [`crate::tasks::api_channel::ApiChannel`] speaks the Step Functions API to `sfn-local serve` or
+//! AWS, with the same supervisor.
 
 use crate::asl::error::names;
 use crate::clock::{Clock, Millis};
@@ -44,6 +45,11 @@ pub const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// The longest time between two automatic heartbeats, whatever the heartbeat window.
 pub const MAX_BEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// The time between automatic heartbeats on a channel that cannot look at a task (the AWS
+/// API): a refused beat is then the only news that the task is over, and this brings it within
+/// the promised second of the end.
+pub const BLIND_BEAT_EVERY: Duration = Duration::from_millis(500);
 
 /// AWS's payload limit, which a handler's stdout must respect to be a task output.
 pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
@@ -107,18 +113,42 @@ pub struct Assignment {
 }
 
 impl Assignment {
+    /// An assignment of one attempt's task: the variables `--task` commands get (the state,
+    /// the execution, the attempt, and the execution's region and account).
+    pub fn of_attempt(
+        token: &str,
+        input: String,
+        state_name: &str,
+        execution_arn: &str,
+        retry_count: u64,
+    ) -> Assignment {
+        let mut env = vec![
+            ("SFN_STATE_NAME".to_owned(), state_name.to_owned()),
+            ("SFN_EXECUTION_ARN".to_owned(), execution_arn.to_owned()),
+            ("SFN_RETRY_COUNT".to_owned(), retry_count.to_string()),
+        ];
+        env.extend(
+            crate::tasks::command::region_environment(execution_arn)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v)),
+        );
+        Assignment {
+            token: token.to_owned(),
+            input,
+            env,
+            label: format!("state '{state_name}' (attempt {})", retry_count + 1),
+        }
+    }
+
     /// An assignment for a stored token: its input, and the variables `--task` commands get.
     pub fn of_token(row: &TokenRecord) -> Assignment {
-        Assignment {
-            token: row.token.clone(),
-            input: row.input.clone(),
-            env: vec![
-                ("SFN_STATE_NAME".into(), row.state_name.clone()),
-                ("SFN_EXECUTION_ARN".into(), row.execution_arn.clone()),
-                ("SFN_RETRY_COUNT".into(), row.attempt.to_string()),
-            ],
-            label: format!("state '{}' (attempt {})", row.state_name, row.attempt + 1),
-        }
+        Assignment::of_attempt(
+            &row.token,
+            row.input.clone(),
+            &row.state_name,
+            &row.execution_arn,
+            row.attempt,
+        )
     }
 }
 
@@ -145,15 +175,26 @@ pub enum ChannelError {
     /// `TaskTimedOut` or `TaskDoesNotExist`: the task is not this handler's any more.
     #[error("{0}")]
     TaskOver(String),
-    /// The channel failed (database busy or gone); the call may succeed later.
+    /// The channel failed (database busy or gone, endpoint unreachable); the call may succeed
+    /// later.
     #[error("{0}")]
     Unavailable(String),
+    /// The request was refused for good (the activity does not exist, the credentials are
+    /// refused): trying again will not help.
+    #[error("{code}: {message}")]
+    Refused {
+        /// AWS's error name (`ActivityDoesNotExist`).
+        code: String,
+        /// Its message.
+        message: String,
+    },
 }
 
 /// The future of a channel call.
 pub type ChannelFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, ChannelError>> + 'a>>;
 
-/// Where tasks live and answers go: the database, or (later) the AWS API.
+/// Where tasks live and answers go: the database ([`StoreChannel`]) or the AWS API
+/// ([`crate::tasks::api_channel::ApiChannel`]).
 pub trait TaskChannel {
     /// `SendTaskHeartbeat`.
     fn heartbeat<'a>(&'a self, token: &'a str) -> ChannelFuture<'a, ()>;
@@ -544,8 +585,8 @@ impl Spawned {
                     Ok(look) => {
                         let window = match look {
                             TaskLook::Open { heartbeat_window } => heartbeat_window,
-                            // The channel cannot say: beat as often as the most we promise.
-                            _ => Some(MAX_BEAT_EVERY * 3),
+                            // The channel cannot say: beats are also how the news comes.
+                            _ => Some(BLIND_BEAT_EVERY * 3),
                         };
                         let mut phase = Phase::Working;
                         if options.heartbeat == HeartbeatMode::Auto {
@@ -576,9 +617,12 @@ impl Spawned {
                                                     )),
                                                 };
                                             }
-                                            Err(ChannelError::Unavailable(why)) => {
+                                            Err(
+                                                e @ (ChannelError::Unavailable(_)
+                                                | ChannelError::Refused { .. }),
+                                            ) => {
                                                 notice(&format!(
-                                                    "{label}: a heartbeat failed: {why}"
+                                                    "{label}: a heartbeat failed: {e}"
                                                 ));
                                             }
                                         }
@@ -591,7 +635,7 @@ impl Spawned {
                     }
                     Err(ChannelError::TaskOver(why)) => cancel(why),
                     // Try again at the next tick (not at once: the channel may be down a while).
-                    Err(ChannelError::Unavailable(_)) => {
+                    Err(ChannelError::Unavailable(_) | ChannelError::Refused { .. }) => {
                         window_known = true;
                         Phase::Working
                     }
@@ -687,7 +731,9 @@ impl Spawned {
                 why: format!("its answer was refused: {why}"),
                 killed: false,
             },
-            Err(ChannelError::Unavailable(why)) => Verdict::Undelivered(why),
+            Err(e @ (ChannelError::Unavailable(_) | ChannelError::Refused { .. })) => {
+                Verdict::Undelivered(e.to_string())
+            }
         }
     }
 }
@@ -712,21 +758,26 @@ pub struct ActivityWorker {
 
 impl ActivityWorker {
     /// Takes tasks until `shutdown` resolves (or `max_tasks` were taken), then waits for the
-    /// running handlers to finish. Returns how many tasks it took.
+    /// running handlers to finish. Returns how many tasks it took, or why the channel refused
+    /// to hand out tasks at all (the activity does not exist, the credentials are refused).
     pub async fn run(
         &self,
         channel: &dyn ActivityChannel,
         clock: &dyn Clock,
         notice: Notice,
         shutdown: impl Future<Output = ()>,
-    ) -> u64 {
+    ) -> Result<u64, ChannelError> {
         use futures_util::stream::{FuturesUnordered, StreamExt};
         let no_beats = OnceNotice::default();
         let mut running = FuturesUnordered::new();
         let mut taken = 0u64;
         let mut stopping = false;
+        let mut refused = None;
         // After a failed poll, a pause (the handlers keep being supervised meanwhile).
         let mut pause_until: Option<tokio::time::Instant> = None;
+        // The poll in flight. It is kept across a handler's end: over the API an abandoned
+        // `GetActivityTask` may still be handed a task that nobody then runs.
+        let mut poll: Option<ChannelFuture<'_, Option<Assignment>>> = None;
         let channel_env = channel.handler_env();
         tokio::pin!(shutdown);
         loop {
@@ -735,14 +786,18 @@ impl ActivityWorker {
                 && !paused
                 && running.len() < self.concurrency.max(1)
                 && self.max_tasks.is_none_or(|m| taken < m);
-            if !can_take && !paused && running.is_empty() {
+            if can_take && poll.is_none() {
+                poll = Some(channel.next_task(&self.activity_arn, self.worker_name.as_deref()));
+            }
+            if poll.is_none() && !paused && running.is_empty() {
                 break;
             }
-            // Dropping a pending `next_task` is safe for the database (a claim is one
-            // transaction, made inside a single poll).
             tokio::select! {
                 _ = &mut shutdown, if !stopping => {
                     stopping = true;
+                    // A poll in flight is dropped: stopping should not wait out a long poll.
+                    // (A database claim is one transaction made inside a single poll.)
+                    poll = None;
                     if !running.is_empty() {
                         notice(&format!(
                             "stopping: taking no new tasks; waiting for {} running handler(s)",
@@ -754,7 +809,13 @@ impl ActivityWorker {
                 _ = tokio::time::sleep_until(pause_until.unwrap_or_else(tokio::time::Instant::now)), if paused => {
                     pause_until = None;
                 }
-                got = channel.next_task(&self.activity_arn, self.worker_name.as_deref()), if can_take => {
+                got = async {
+                    match poll.as_mut() {
+                        Some(p) => p.await,
+                        None => std::future::pending().await,
+                    }
+                }, if poll.is_some() => {
+                    poll = None;
                     match got {
                         Ok(Some(task)) => {
                             taken += 1;
@@ -789,6 +850,11 @@ impl ActivityWorker {
                             }
                         }
                         Ok(None) => {}
+                        Err(e @ ChannelError::Refused { .. }) => {
+                            notice(&format!("cannot take tasks: {e}; stopping"));
+                            stopping = true;
+                            refused = Some(e);
+                        }
                         Err(e) => {
                             notice(&format!("cannot take a task: {e}; trying again in a second"));
                             pause_until = Some(tokio::time::Instant::now() + Duration::from_secs(1));
@@ -797,7 +863,10 @@ impl ActivityWorker {
                 }
             }
         }
-        taken
+        match refused {
+            Some(e) => Err(e),
+            None => Ok(taken),
+        }
     }
 }
 
@@ -946,6 +1015,60 @@ mod tests {
             };
             Box::pin(async move { Ok(look) })
         }
+    }
+
+    /// A channel that cannot look at a task (the AWS API): only a refused beat says it is over.
+    #[derive(Default)]
+    struct Blind(Recorder);
+
+    impl TaskChannel for Blind {
+        fn heartbeat<'a>(&'a self, token: &'a str) -> ChannelFuture<'a, ()> {
+            self.0.heartbeat(token)
+        }
+        fn answer<'a>(&'a self, token: &'a str, answer: TaskAnswer) -> ChannelFuture<'a, ()> {
+            self.0.answer(token, answer)
+        }
+        fn look<'a>(&'a self, _: &'a str) -> ChannelFuture<'a, TaskLook> {
+            Box::pin(async { Ok(TaskLook::Unknown) })
+        }
+    }
+
+    #[tokio::test]
+    async fn on_a_blind_channel_a_refused_beat_cancels_the_handler() {
+        let channel = Rc::new(Blind::default());
+        let ender = {
+            let channel = channel.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1200)).await;
+                channel.0.over.set(true);
+            }
+        };
+        let clock = crate::clock::SystemClock::new(1.0);
+        let spawned = spawn(&sh("sleep 30"), assignment(), &[]).expect("spawn sh");
+        let once = OnceNotice::default();
+        let supervised = spawned.supervise(
+            channel.as_ref(),
+            &clock,
+            ManagedOptions::default(),
+            &once,
+            Rc::new(|_| {}),
+        );
+        let (verdict, ()) = tokio::join!(supervised, ender);
+        match verdict {
+            Verdict::Discarded { why, killed } => {
+                assert!(why.contains("heartbeat was refused"), "{why}");
+                assert!(!killed, "sh exits on SIGTERM");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Beats every 500 ms whatever the window (the 3 s a task without one would get means
+        // one beat a second): some before the end, then the refused one.
+        assert!(
+            channel.0.beats.get() >= 2,
+            "beats: {}",
+            channel.0.beats.get()
+        );
+        assert!(channel.0.answers.borrow().is_empty());
     }
 
     fn assignment() -> Assignment {

@@ -4,6 +4,7 @@
 //! The engine hands a [`TaskRequest`] to a [`TaskRunner`] and gets the task's result or error
 //! back; timeouts and heartbeats are the engine's, not the runner's.
 
+pub mod api_channel;
 pub mod aws;
 pub mod callback;
 pub mod command;
