@@ -123,6 +123,32 @@ impl Served {
 }
 
 impl Served {
+    /// A request announcing a body of `len` bytes with `Expect: 100-continue`, so the server
+    /// may answer before the body is sent; sent only if the server asks for it.
+    fn call_oversized(&self, target: &str, len: usize) -> (u16, Value) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {target}\r\nContent-Length: {len}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut status_line = String::new();
+        reader.read_line(&mut status_line).expect("status line");
+        if status_line.contains(" 100 ") {
+            let mut blank = String::new();
+            reader.read_line(&mut blank).expect("blank line");
+            let _ = stream.write_all(&vec![b' '; len]);
+            status_line.clear();
+            reader.read_line(&mut status_line).expect("status line");
+        }
+        let status: u16 = status_line[9..12].parse().expect("status");
+        let mut rest = String::new();
+        let _ = reader.read_to_string(&mut rest);
+        let body = rest.split("\r\n\r\n").nth(1).unwrap_or("");
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
     /// A page of the console on the same port: the status and the HTML.
     fn get(&self, path: &str) -> (u16, String) {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
@@ -313,6 +339,13 @@ fn bad_requests_get_aws_errors_and_store_nothing() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "SUCCEEDED", "{body}");
     assert_eq!(body["output"], r#"{"n":1}"#, "{body}");
+    // A body over the server's limit is AWS's error too, never axum's plain 413.
+    let (status, body) = served.call_oversized("AWSStepFunctions.CreateStateMachine", 9 << 20);
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("ValidationException")),
+        "{body}"
+    );
     let (_, listed) = served.call("AWSStepFunctions.ListStateMachines", "{}");
     assert_eq!(listed["stateMachines"], serde_json::json!([]));
 }
@@ -478,4 +511,29 @@ fn redrive_execution_over_the_api_reopens_a_failed_execution() {
         (400, Some("ExecutionDoesNotExist")),
         "{body}"
     );
+}
+
+/// Runs one of the boto3 scripts under `tests/serve/` against a fresh server.
+fn boto3_script(name: &str) {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let served = Served::start(&sandbox, port, &[]);
+    let script = here().join(name);
+    client(
+        &sandbox,
+        &served,
+        &deps_python_bin("python"),
+        &[script.to_str().unwrap(), &served.endpoint()],
+        &[],
+    );
+}
+
+#[test]
+fn boto3_sees_map_runs_and_update_map_run_changes_the_running_map() {
+    boto3_script("map_runs.py");
+}
+
+#[test]
+fn a_machine_created_through_the_api_starts_another_as_a_real_child() {
+    boto3_script("children.py");
 }

@@ -3,6 +3,7 @@
 
 use crate::asl::{self, MachineType};
 use crate::clock::system_now;
+use crate::engine::children::{KnownMachine, KnownMachines, MachineBindings};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::runner::{start_engine, RunError, RunRequest};
 use crate::engine::{Engine, EngineOptions};
@@ -116,6 +117,32 @@ pub async fn drive(server: &Arc<Server>, execution_arn: &str, engine: Engine) {
     }
 }
 
+/// The state machines created through the API, as `states:startExecution*` tasks start them
+/// (by name, each with its own `--task MACHINE:STATE=COMMAND` bindings).
+fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
+    let mut known = KnownMachines::new();
+    for record in server.store.state_machines()? {
+        let kind = crate::serve::ops::machine_type(&record.machine_type);
+        let (Some(machine), _) = asl::compile_text(&record.definition, kind) else {
+            continue;
+        };
+        let mut bindings = MachineBindings::default();
+        for t in server.config.tasks.iter().filter(|t| t.machine == record.name) {
+            bindings.commands.insert(t.state.clone(), t.command.clone());
+            bindings.written.push(t.binding.clone());
+        }
+        known.insert(
+            record.name.clone(),
+            KnownMachine {
+                definition: record.definition,
+                machine: Arc::new(machine),
+                bindings: Some(bindings),
+            },
+        );
+    }
+    Ok(known)
+}
+
 /// Compiles the machine and binds its tasks and mocks, on the execution thread.
 fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError> {
     let (machine, _) = asl::compile_text(&spec.definition, spec.machine_type);
@@ -157,6 +184,13 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         tasks.mocks = mocks;
     }
     let arn = spec.info.execution_arn.clone();
+    // Only a machine that can start others needs them (compiling every machine per start
+    // would slow StartExecution down for nothing).
+    let machines = if spec.definition.contains("states:startExecution") {
+        known_machines(server)?
+    } else {
+        Default::default()
+    };
     Ok(RunRequest {
         definition: spec.definition,
         machine: Arc::new(machine),
@@ -167,7 +201,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         task_bindings: bindings,
         workers: Default::default(),
         worker_bindings: Vec::new(),
-        machines: Default::default(),
+        machines,
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
         },
