@@ -124,7 +124,10 @@ pub fn describe_map_run(run: &MapRunRecord) -> Value {
     m.insert("maxConcurrency".into(), run.settings.max_concurrency.into());
     m.insert(
         "toleratedFailurePercentage".into(),
-        run.settings.tolerated_failure_percentage.unwrap_or(0.0).into(),
+        run.settings
+            .tolerated_failure_percentage
+            .unwrap_or(0.0)
+            .into(),
     );
     m.insert(
         "toleratedFailureCount".into(),
@@ -160,7 +163,10 @@ pub fn map_run_list_item(run: &MapRunRecord) -> Value {
     let mut m = Map::new();
     m.insert("executionArn".into(), run.execution_arn.clone().into());
     m.insert("mapRunArn".into(), run.map_run_arn.clone().into());
-    m.insert("stateMachineArn".into(), run.state_machine_arn.clone().into());
+    m.insert(
+        "stateMachineArn".into(),
+        run.state_machine_arn.clone().into(),
+    );
     m.insert("startDate".into(), iso8601(run.start_date_ms).into());
     if let Some(stop) = run.stop_date_ms {
         m.insert("stopDate".into(), iso8601(stop).into());

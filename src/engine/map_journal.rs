@@ -97,7 +97,13 @@ impl MapRunJournal {
     }
 
     /// Records a run ending; its children still running are aborted.
-    pub(crate) fn run_ended(&self, map_run_arn: &str, status: &str, stop: i64, written: (i64, i64)) {
+    pub(crate) fn run_ended(
+        &self,
+        map_run_arn: &str,
+        status: &str,
+        stop: i64,
+        written: (i64, i64),
+    ) {
         drop(self.store.record_map_run(MapRunChange::Ended {
             map_run_arn: map_run_arn.to_owned(),
             status: status.to_owned(),

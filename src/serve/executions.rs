@@ -127,7 +127,12 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
             continue;
         };
         let mut bindings = MachineBindings::default();
-        for t in server.config.tasks.iter().filter(|t| t.machine == record.name) {
+        for t in server
+            .config
+            .tasks
+            .iter()
+            .filter(|t| t.machine == record.name)
+        {
             bindings.commands.insert(t.state.clone(), t.command.clone());
             bindings.written.push(t.binding.clone());
         }

@@ -360,7 +360,11 @@ pub(crate) fn run(conn: &Connection, map_run_arn: &str) -> rusqlite::Result<Opti
         }
     }
     for (counts, total, written) in [
-        (&mut executions, totals.execution_total, totals.executions_written),
+        (
+            &mut executions,
+            totals.execution_total,
+            totals.executions_written,
+        ),
         (&mut items, totals.item_total, totals.items_written),
     ] {
         let started =
@@ -410,7 +414,10 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<(MapRunRecord, Totals)> {
 }
 
 /// The runs an execution's Map states started, newest first (without counts).
-pub(crate) fn runs_of(conn: &Connection, execution_arn: &str) -> rusqlite::Result<Vec<MapRunRecord>> {
+pub(crate) fn runs_of(
+    conn: &Connection,
+    execution_arn: &str,
+) -> rusqlite::Result<Vec<MapRunRecord>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {RUN_COLUMNS} FROM map_runs WHERE execution_arn = ?1
          ORDER BY start_date DESC, map_run_arn"
@@ -420,7 +427,10 @@ pub(crate) fn runs_of(conn: &Connection, execution_arn: &str) -> rusqlite::Resul
 }
 
 /// The settings of a run in force now.
-pub(crate) fn settings(conn: &Connection, map_run_arn: &str) -> rusqlite::Result<Option<MapRunSettings>> {
+pub(crate) fn settings(
+    conn: &Connection,
+    map_run_arn: &str,
+) -> rusqlite::Result<Option<MapRunSettings>> {
     conn.prepare_cached(
         "SELECT max_concurrency, tolerated_failure_percentage, tolerated_failure_count
          FROM map_runs WHERE map_run_arn = ?1",
@@ -447,7 +457,11 @@ pub struct MapRunUpdate {
 }
 
 /// Applies an UpdateMapRun; `false` when no run has this ARN.
-pub(crate) fn update(tx: &Transaction<'_>, map_run_arn: &str, u: &MapRunUpdate) -> rusqlite::Result<bool> {
+pub(crate) fn update(
+    tx: &Transaction<'_>,
+    map_run_arn: &str,
+    u: &MapRunUpdate,
+) -> rusqlite::Result<bool> {
     Ok(tx.execute(
         "UPDATE map_runs SET max_concurrency = COALESCE(?2, max_concurrency),
              tolerated_failure_percentage = COALESCE(?3, tolerated_failure_percentage),
@@ -501,7 +515,10 @@ pub(crate) fn executions(
 }
 
 /// One child execution of a Map run, by ARN.
-pub(crate) fn execution(conn: &Connection, execution_arn: &str) -> rusqlite::Result<Option<MapRunExecution>> {
+pub(crate) fn execution(
+    conn: &Connection,
+    execution_arn: &str,
+) -> rusqlite::Result<Option<MapRunExecution>> {
     conn.prepare_cached(&format!(
         "SELECT {CHILD_COLUMNS} FROM map_run_executions e
          JOIN map_runs r ON r.map_run_arn = e.map_run_arn

@@ -326,7 +326,9 @@ impl Store {
 
     /// One Map run with its item and execution counts.
     pub fn map_run(&self, map_run_arn: &str) -> Result<Option<MapRunRecord>> {
-        self.read(|conn| map_runs::run(conn, map_run_arn).map_err(|e| self.sqlite("read map run", e)))
+        self.read(|conn| {
+            map_runs::run(conn, map_run_arn).map_err(|e| self.sqlite("read map run", e))
+        })
     }
 
     /// The Map runs an execution's Map states started, newest first (their counts left at 0).
@@ -345,7 +347,9 @@ impl Store {
 
     /// UpdateMapRun, committed before this returns; `false` when no run has this ARN.
     pub fn update_map_run(&self, map_run_arn: &str, update: &MapRunUpdate) -> Result<bool> {
-        self.write_now("update map run", |tx| map_runs::update(tx, map_run_arn, update))
+        self.write_now("update map run", |tx| {
+            map_runs::update(tx, map_run_arn, update)
+        })
     }
 
     /// A Map run's child executions (those with `status`, if given), newest first.

@@ -8,13 +8,13 @@ use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
+use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
 use crate::engine::variables::Frame;
-use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
-use crate::engine::map_journal::MapRunJournal;
 use crate::store::{MapRunExecution, NewMapRun};
+use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
 use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
