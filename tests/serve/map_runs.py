@@ -117,7 +117,22 @@ assert len(failed) == 1, failed
 f = sfn.describe_execution(executionArn=failed[0]["executionArn"])
 assert (f["error"], f["cause"]) == ("Boom", "asked to"), f
 
-# 3. AWS's errors.
+# 3. Stopping the execution aborts its run and the children still running.
+long = {"StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 600, "End": True}}}
+m3 = sfn.create_state_machine(name="Long", roleArn=role,
+                              definition=distributed("Nap", long, MaxConcurrency=2))["stateMachineArn"]
+e3 = sfn.start_execution(stateMachineArn=m3, input=json.dumps({"items": [1, 2, 3]}))["executionArn"]
+arn3 = the_run(e3)["mapRunArn"]
+until("two children running", lambda: sfn.describe_map_run(mapRunArn=arn3)["executionCounts"]["running"] == 2)
+sfn.stop_execution(executionArn=e3)
+stopped = final(e3)
+assert stopped["status"] == "ABORTED", stopped
+d = until("the run to be aborted", lambda: (lambda d: d if d["status"] == "ABORTED" else None)(
+    sfn.describe_map_run(mapRunArn=arn3)))
+c = d["executionCounts"]
+assert (c["aborted"], c["running"], c["pending"], c["total"]) == (2, 0, 1, 3), d
+
+# 4. AWS's errors.
 unknown = "arn:aws:states:us-east-1:123456789012:mapRun:Fanout/Fan:00000000-0000-0000-0000-000000000000"
 for call in (lambda: sfn.describe_map_run(mapRunArn=unknown),
              lambda: sfn.update_map_run(mapRunArn=unknown, maxConcurrency=2),
