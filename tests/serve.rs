@@ -501,6 +501,19 @@ fn redrive_execution_over_the_api_reopens_a_failed_execution() {
     );
     assert_eq!(d["status"], "FAILED", "{d}");
     assert_eq!(d["redriveCount"], 1, "{d}");
+    // ListExecutions' redriveFilter.
+    for (filter, expected) in [("REDRIVEN", 1), ("NOT_REDRIVEN", 0)] {
+        let (status, listed) = served.call(
+            "AWSStepFunctions.ListExecutions",
+            &format!(r#"{{"stateMachineArn": "{machine}", "redriveFilter": "{filter}"}}"#),
+        );
+        assert_eq!(status, 200, "{listed}");
+        assert_eq!(
+            listed["executions"].as_array().map(Vec::len),
+            Some(expected),
+            "{filter}: {listed}"
+        );
+    }
     // A SUCCEEDED or RUNNING execution is not redrivable; an unknown one does not exist.
     let (status, body) = served.call(
         "AWSStepFunctions.RedriveExecution",

@@ -1,5 +1,5 @@
-//! `ListExecutions` of a state machine, or of a Map run (`mapRunArn`: its child executions),
-//! newest first, filtered by status and paged.
+//! `ListExecutions` of a state machine (filtered by `statusFilter` and `redriveFilter`), or of
+//! a Map run (`mapRunArn`: its child executions), newest first, paged.
 
 use super::parse_arn;
 use crate::serve::operation::Request;
@@ -51,6 +51,11 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         .list_executions(status)?
         .into_iter()
         .filter(|e| e.state_machine_arn == arn)
+        .filter(|e| match request.str("redriveFilter") {
+            Some("REDRIVEN") => e.redrive_count > 0,
+            Some("NOT_REDRIVEN") => e.redrive_count == 0,
+            _ => true,
+        })
         .collect();
     if all.is_empty() && server.store.state_machine(arn)?.is_none() {
         // Executions of `sfn-local run` name machines that were never created here; only a
