@@ -550,3 +550,87 @@ fn boto3_sees_map_runs_and_update_map_run_changes_the_running_map() {
 fn a_machine_created_through_the_api_starts_another_as_a_real_child() {
     boto3_script("children.py");
 }
+
+#[test]
+fn a_map_run_cut_by_sigterm_resumes_in_the_next_server_with_the_same_children() {
+    let port = free_port();
+    let sb = sandbox(port).lease_ms(300);
+    let served = Served::start(&sb, port, &[]);
+    let processor = r#"{"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, "StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 2, "End": true}}}"#;
+    let definition = format!(
+        r#"{{"StartAt": "Fan", "States": {{"Fan": {{"Type": "Map", "Label": "Nap", "ItemsPath": "$.items", "MaxConcurrency": 2, "End": true, "ItemProcessor": {processor}}}}}}}"#
+    );
+    let request = serde_json::json!({"name": "Long", "definition": definition, "roleArn": "arn:aws:iam::1:role/r"});
+    let (status, created) =
+        served.call("AWSStepFunctions.CreateStateMachine", &request.to_string());
+    assert_eq!(status, 200, "{created}");
+    let start = serde_json::json!({"stateMachineArn": created["stateMachineArn"], "name": "x", "input": "{\"items\": [1, 2, 3]}"});
+    let (status, started) = served.call("AWSStepFunctions.StartExecution", &start.to_string());
+    assert_eq!(status, 200, "{started}");
+    let execution = started["executionArn"].as_str().unwrap().to_owned();
+    // Children are listed by the run once two run side by side.
+    let children = |served: &Served, run: &str| -> Vec<(String, String)> {
+        let (_, listed) = served.call(
+            "AWSStepFunctions.ListExecutions",
+            &format!(r#"{{"mapRunArn": "{run}"}}"#),
+        );
+        let mut names: Vec<(String, String)> = listed["executions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let mut run = String::new();
+    let mut before = Vec::new();
+    for _ in 0..1000 {
+        let (_, runs) = served.call(
+            "AWSStepFunctions.ListMapRuns",
+            &format!(r#"{{"executionArn": "{execution}"}}"#),
+        );
+        if let Some(r) = runs["mapRuns"][0]["mapRunArn"].as_str() {
+            run = r.to_owned();
+            before = children(&served, &run);
+            if before.len() == 2 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(before.len(), 2, "two children never ran: {before:?}");
+    let (exit, _) = served.terminate();
+    assert!(exit.success());
+    // The next server resumes the execution; the children cut off run again under their names.
+    let served = Served::start(&sb, port, &[]);
+    let mut d = Value::Null;
+    for _ in 0..1500 {
+        d = served
+            .call(
+                "AWSStepFunctions.DescribeMapRun",
+                &format!(r#"{{"mapRunArn": "{run}"}}"#),
+            )
+            .1;
+        if d["status"] == "SUCCEEDED" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(d["status"], "SUCCEEDED", "{d}\n{}", served.log());
+    assert_eq!(d["executionCounts"]["total"], 3, "{d}");
+    assert_eq!(d["executionCounts"]["succeeded"], 3, "{d}");
+    let after = children(&served, &run);
+    assert_eq!(after.len(), 3, "{after:?}");
+    for (name, _) in &before {
+        assert!(
+            after.contains(&(name.clone(), "SUCCEEDED".to_owned())),
+            "{name} was not run again under its name: {after:?}"
+        );
+    }
+}
