@@ -1,8 +1,8 @@
-//! AWS API response shapes (DescribeExecution, GetExecutionHistory, ListExecutions) built from
-//! stored records, so every command prints what the AWS CLI would.
+//! AWS API response shapes (DescribeExecution, GetExecutionHistory, ListExecutions, the Map
+//! run operations) built from stored records, so every command prints what the AWS CLI would.
 
 use crate::clock::iso8601;
-use crate::store::{EventRecord, ExecutionRecord};
+use crate::store::{EventRecord, ExecutionRecord, MapRunCounts, MapRunExecution, MapRunRecord};
 use serde_json::{json, Map, Value};
 
 /// TestState's request and response shapes (the engine's TestState owns them; both faces use
@@ -109,6 +109,120 @@ pub fn list_executions(executions: &[ExecutionRecord]) -> Value {
         })
         .collect();
     json!({ "executions": items })
+}
+
+/// DescribeMapRun's response.
+pub fn describe_map_run(run: &MapRunRecord) -> Value {
+    let mut m = Map::new();
+    m.insert("mapRunArn".into(), run.map_run_arn.clone().into());
+    m.insert("executionArn".into(), run.execution_arn.clone().into());
+    m.insert("status".into(), run.status.clone().into());
+    m.insert("startDate".into(), iso8601(run.start_date_ms).into());
+    if let Some(stop) = run.stop_date_ms {
+        m.insert("stopDate".into(), iso8601(stop).into());
+    }
+    m.insert("maxConcurrency".into(), run.settings.max_concurrency.into());
+    m.insert(
+        "toleratedFailurePercentage".into(),
+        run.settings
+            .tolerated_failure_percentage
+            .unwrap_or(0.0)
+            .into(),
+    );
+    m.insert(
+        "toleratedFailureCount".into(),
+        run.settings.tolerated_failure_count.unwrap_or(0).into(),
+    );
+    m.insert("itemCounts".into(), map_run_counts(&run.items));
+    m.insert("executionCounts".into(), map_run_counts(&run.executions));
+    m.insert("redriveCount".into(), run.redrive_count.into());
+    if let Some(date) = run.redrive_date_ms {
+        m.insert("redriveDate".into(), iso8601(date).into());
+    }
+    Value::Object(m)
+}
+
+fn map_run_counts(c: &MapRunCounts) -> Value {
+    json!({
+        "pending": c.pending,
+        "running": c.running,
+        "succeeded": c.succeeded,
+        "failed": c.failed,
+        "timedOut": c.timed_out,
+        "aborted": c.aborted,
+        "total": c.total,
+        "resultsWritten": c.results_written,
+        // Every child can be redriven with its run; none waits for a redrive now.
+        "failuresNotRedrivable": 0,
+        "pendingRedrive": 0,
+    })
+}
+
+/// One item of ListMapRuns' response.
+pub fn map_run_list_item(run: &MapRunRecord) -> Value {
+    let mut m = Map::new();
+    m.insert("executionArn".into(), run.execution_arn.clone().into());
+    m.insert("mapRunArn".into(), run.map_run_arn.clone().into());
+    m.insert(
+        "stateMachineArn".into(),
+        run.state_machine_arn.clone().into(),
+    );
+    m.insert("startDate".into(), iso8601(run.start_date_ms).into());
+    if let Some(stop) = run.stop_date_ms {
+        m.insert("stopDate".into(), iso8601(stop).into());
+    }
+    Value::Object(m)
+}
+
+/// One child execution of a Map run as ListExecutions (`mapRunArn`) lists it.
+pub fn map_run_execution_list_item(e: &MapRunExecution) -> Value {
+    let mut m = Map::new();
+    m.insert("executionArn".into(), e.execution_arn.clone().into());
+    m.insert("stateMachineArn".into(), e.state_machine_arn.clone().into());
+    m.insert("name".into(), e.name.clone().into());
+    m.insert("status".into(), e.status.clone().into());
+    m.insert("startDate".into(), iso8601(e.start_date_ms).into());
+    if let Some(stop) = e.stop_date_ms {
+        m.insert("stopDate".into(), iso8601(stop).into());
+    }
+    m.insert("mapRunArn".into(), e.map_run_arn.clone().into());
+    m.insert("itemCount".into(), e.item_count.into());
+    m.insert("redriveCount".into(), 0.into());
+    Value::Object(m)
+}
+
+/// DescribeExecution's response for a child execution of a Map run.
+pub fn describe_map_run_execution(e: &MapRunExecution) -> Value {
+    let mut m = Map::new();
+    m.insert("executionArn".into(), e.execution_arn.clone().into());
+    m.insert("stateMachineArn".into(), e.state_machine_arn.clone().into());
+    m.insert("name".into(), e.name.clone().into());
+    m.insert("status".into(), e.status.clone().into());
+    m.insert("startDate".into(), iso8601(e.start_date_ms).into());
+    if let Some(stop) = e.stop_date_ms {
+        m.insert("stopDate".into(), iso8601(stop).into());
+    }
+    m.insert("input".into(), e.input.clone().into());
+    m.insert("inputDetails".into(), json!({"included": true}));
+    if let Some(output) = &e.output {
+        m.insert("output".into(), output.clone().into());
+        m.insert("outputDetails".into(), json!({"included": true}));
+    }
+    if let Some(error) = &e.error {
+        m.insert("error".into(), error.clone().into());
+    }
+    if let Some(cause) = &e.cause {
+        m.insert("cause".into(), cause.clone().into());
+    }
+    m.insert("mapRunArn".into(), e.map_run_arn.clone().into());
+    m.insert("redriveCount".into(), 0.into());
+    // A Map run's failed child is redriven by redriving its run (AWS's own status for it).
+    let redrive = match e.status.as_str() {
+        "FAILED" | "TIMED_OUT" | "ABORTED" => "REDRIVABLE_BY_MAP_RUN",
+        _ => "NOT_REDRIVABLE",
+    };
+    m.insert("redriveStatus".into(), redrive.into());
+    Value::Object(m)
 }
 
 /// The AWS CLI's pagination of a listing (`--max-items`, `--starting-token`): the CLI fetches

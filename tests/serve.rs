@@ -123,6 +123,32 @@ impl Served {
 }
 
 impl Served {
+    /// A request announcing a body of `len` bytes with `Expect: 100-continue`, so the server
+    /// may answer before the body is sent; sent only if the server asks for it.
+    fn call_oversized(&self, target: &str, len: usize) -> (u16, Value) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {target}\r\nContent-Length: {len}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut status_line = String::new();
+        reader.read_line(&mut status_line).expect("status line");
+        if status_line.contains(" 100 ") {
+            let mut blank = String::new();
+            reader.read_line(&mut blank).expect("blank line");
+            let _ = stream.write_all(&vec![b' '; len]);
+            status_line.clear();
+            reader.read_line(&mut status_line).expect("status line");
+        }
+        let status: u16 = status_line[9..12].parse().expect("status");
+        let mut rest = String::new();
+        let _ = reader.read_to_string(&mut rest);
+        let body = rest.split("\r\n\r\n").nth(1).unwrap_or("");
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
     /// A page of the console on the same port: the status and the HTML.
     fn get(&self, path: &str) -> (u16, String) {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
@@ -313,6 +339,13 @@ fn bad_requests_get_aws_errors_and_store_nothing() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "SUCCEEDED", "{body}");
     assert_eq!(body["output"], r#"{"n":1}"#, "{body}");
+    // A body over the server's limit is AWS's error too, never axum's plain 413.
+    let (status, body) = served.call_oversized("AWSStepFunctions.CreateStateMachine", 9 << 20);
+    assert_eq!(
+        (status, body["__type"].as_str()),
+        (400, Some("ValidationException")),
+        "{body}"
+    );
     let (_, listed) = served.call("AWSStepFunctions.ListStateMachines", "{}");
     assert_eq!(listed["stateMachines"], serde_json::json!([]));
 }
@@ -468,6 +501,19 @@ fn redrive_execution_over_the_api_reopens_a_failed_execution() {
     );
     assert_eq!(d["status"], "FAILED", "{d}");
     assert_eq!(d["redriveCount"], 1, "{d}");
+    // ListExecutions' redriveFilter.
+    for (filter, expected) in [("REDRIVEN", 1), ("NOT_REDRIVEN", 0)] {
+        let (status, listed) = served.call(
+            "AWSStepFunctions.ListExecutions",
+            &format!(r#"{{"stateMachineArn": "{machine}", "redriveFilter": "{filter}"}}"#),
+        );
+        assert_eq!(status, 200, "{listed}");
+        assert_eq!(
+            listed["executions"].as_array().map(Vec::len),
+            Some(expected),
+            "{filter}: {listed}"
+        );
+    }
     // A SUCCEEDED or RUNNING execution is not redrivable; an unknown one does not exist.
     let (status, body) = served.call(
         "AWSStepFunctions.RedriveExecution",
@@ -478,4 +524,113 @@ fn redrive_execution_over_the_api_reopens_a_failed_execution() {
         (400, Some("ExecutionDoesNotExist")),
         "{body}"
     );
+}
+
+/// Runs one of the boto3 scripts under `tests/serve/` against a fresh server.
+fn boto3_script(name: &str) {
+    let port = free_port();
+    let sandbox = sandbox(port);
+    let served = Served::start(&sandbox, port, &[]);
+    let script = here().join(name);
+    client(
+        &sandbox,
+        &served,
+        &deps_python_bin("python"),
+        &[script.to_str().unwrap(), &served.endpoint()],
+        &[],
+    );
+}
+
+#[test]
+fn boto3_sees_map_runs_and_update_map_run_changes_the_running_map() {
+    boto3_script("map_runs.py");
+}
+
+#[test]
+fn a_machine_created_through_the_api_starts_another_as_a_real_child() {
+    boto3_script("children.py");
+}
+
+#[test]
+fn a_map_run_cut_by_sigterm_resumes_in_the_next_server_with_the_same_children() {
+    let port = free_port();
+    let sb = sandbox(port).lease_ms(300);
+    let served = Served::start(&sb, port, &[]);
+    let processor = r#"{"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"}, "StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 2, "End": true}}}"#;
+    let definition = format!(
+        r#"{{"StartAt": "Fan", "States": {{"Fan": {{"Type": "Map", "Label": "Nap", "ItemsPath": "$.items", "MaxConcurrency": 2, "End": true, "ItemProcessor": {processor}}}}}}}"#
+    );
+    let request = serde_json::json!({"name": "Long", "definition": definition, "roleArn": "arn:aws:iam::1:role/r"});
+    let (status, created) =
+        served.call("AWSStepFunctions.CreateStateMachine", &request.to_string());
+    assert_eq!(status, 200, "{created}");
+    let start = serde_json::json!({"stateMachineArn": created["stateMachineArn"], "name": "x", "input": "{\"items\": [1, 2, 3]}"});
+    let (status, started) = served.call("AWSStepFunctions.StartExecution", &start.to_string());
+    assert_eq!(status, 200, "{started}");
+    let execution = started["executionArn"].as_str().unwrap().to_owned();
+    // Children are listed by the run once two run side by side.
+    let children = |served: &Served, run: &str| -> Vec<(String, String)> {
+        let (_, listed) = served.call(
+            "AWSStepFunctions.ListExecutions",
+            &format!(r#"{{"mapRunArn": "{run}"}}"#),
+        );
+        let mut names: Vec<(String, String)> = listed["executions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    c["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let mut run = String::new();
+    let mut before = Vec::new();
+    for _ in 0..1000 {
+        let (_, runs) = served.call(
+            "AWSStepFunctions.ListMapRuns",
+            &format!(r#"{{"executionArn": "{execution}"}}"#),
+        );
+        if let Some(r) = runs["mapRuns"][0]["mapRunArn"].as_str() {
+            run = r.to_owned();
+            before = children(&served, &run);
+            if before.len() == 2 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(before.len(), 2, "two children never ran: {before:?}");
+    let (exit, _) = served.terminate();
+    assert!(exit.success());
+    // The next server resumes the execution; the children cut off run again under their names.
+    let served = Served::start(&sb, port, &[]);
+    let mut d = Value::Null;
+    for _ in 0..1500 {
+        d = served
+            .call(
+                "AWSStepFunctions.DescribeMapRun",
+                &format!(r#"{{"mapRunArn": "{run}"}}"#),
+            )
+            .1;
+        if d["status"] == "SUCCEEDED" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(d["status"], "SUCCEEDED", "{d}\n{}", served.log());
+    assert_eq!(d["executionCounts"]["total"], 3, "{d}");
+    assert_eq!(d["executionCounts"]["succeeded"], 3, "{d}");
+    let after = children(&served, &run);
+    assert_eq!(after.len(), 3, "{after:?}");
+    for (name, _) in &before {
+        assert!(
+            after.contains(&(name.clone(), "SUCCEEDED".to_owned())),
+            "{name} was not run again under its name: {after:?}"
+        );
+    }
 }

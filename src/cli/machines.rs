@@ -28,6 +28,7 @@ fn compile(name: &str, path: &Path) -> Result<KnownMachine, String> {
         Some(m) => Ok(KnownMachine {
             definition: text,
             machine: Arc::new(m),
+            bindings: None,
         }),
         None => Err(format!(
             "the machine {name} at {} is not a valid state machine ({}); check it with sfn-local validate",

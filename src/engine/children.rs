@@ -36,6 +36,18 @@ pub struct KnownMachine {
     pub definition: String,
     /// Compiled.
     pub machine: Arc<StateMachine>,
+    /// Task bindings of its own (`serve --task MACHINE:STATE=COMMAND`): its executions run
+    /// with these instead of their parent's. `None`: the parent's.
+    pub bindings: Option<MachineBindings>,
+}
+
+/// One machine's `--task` bindings: state name → command, and as written (stored for resume).
+#[derive(Debug, Clone, Default)]
+pub struct MachineBindings {
+    /// State name → command.
+    pub commands: HashMap<String, crate::tasks::command::CommandLine>,
+    /// `STATE=COMMAND`, as written.
+    pub written: Vec<String>,
 }
 
 /// The machines a runner knows, by name.
@@ -54,6 +66,7 @@ pub fn compile_known(texts: &BTreeMap<String, String>) -> KnownMachines {
                     KnownMachine {
                         definition: text.clone(),
                         machine: Arc::new(m),
+                        bindings: None,
                     },
                 )
             })
@@ -299,15 +312,20 @@ impl LocalChildren {
             });
         }
         let start_date = info.start_time;
-        let grandchildren = LocalChildren::new(ChildSetup {
+        let mut setup = ChildSetup {
             region: region.clone(),
             account: account.clone(),
             ..self.setup.clone()
-        });
+        };
+        if let Some(own) = &known.bindings {
+            setup.tasks.commands = own.commands.clone();
+            setup.task_bindings = own.written.clone();
+        }
+        let grandchildren = LocalChildren::new(setup.clone());
         let tasks = grandchildren.tasks();
         let engine = crate::engine::runner::create_child(
             &store,
-            &self.setup,
+            &setup,
             known,
             info,
             request.input,

@@ -339,10 +339,13 @@ impl Engine {
                 None => std::future::pending().await,
             }
         };
+        // A distributed Map's child shares its root's broker, whose stop request is the
+        // root's: the root's stop drops the child. Watching it here too raced the root, and a
+        // child aborted first failed the Map (FAILED instead of the stop's ABORTED).
         let stored = async {
             match &self.tokens {
-                Some(broker) => broker.stop_requested().await,
-                None => std::future::pending().await,
+                Some(broker) if !self.map_child => broker.stop_requested().await,
+                _ => std::future::pending().await,
             }
         };
         tokio::select! {

@@ -5,9 +5,13 @@
 //! history, not the parent's (AWS writes only `MapRunStarted` and `MapRunSucceeded`/`Failed`
 //! there). Each finished child is submitted to the store as it finishes, without waiting; a
 //! record lost in a crash means that child runs again, which a Map run allows (at least once).
+//!
+//! The journal also keeps each Map run and its child executions as the API shows them
+//! (DescribeMapRun, ListMapRuns, ListExecutions with `mapRunArn`), and reads back the settings
+//! UpdateMapRun changes while the run goes.
 
 use crate::asl::error::StatesError;
-use crate::store::{MapRunChild, Store};
+use crate::store::{MapRunChange, MapRunChild, MapRunExecution, MapRunSettings, NewMapRun, Store};
 use crate::tasks::s3::ChildResult;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -53,6 +57,76 @@ impl MapRunJournal {
             child: encode(child).to_string(),
         });
         drop(commit);
+    }
+}
+
+impl MapRunJournal {
+    /// Records a run starting, resuming or redriven (submitted, not waited for).
+    pub(crate) fn run_started(&self, run: NewMapRun) {
+        drop(self.store.record_map_run(MapRunChange::Started(run)));
+    }
+
+    /// Records how many items and child executions a run has.
+    pub(crate) fn run_sized(&self, map_run_arn: &str, items: usize, executions: usize) {
+        drop(self.store.record_map_run(MapRunChange::Sized {
+            map_run_arn: map_run_arn.to_owned(),
+            items: items as i64,
+            executions: executions as i64,
+        }));
+    }
+
+    /// Records a child execution starting.
+    pub(crate) fn child_started(&self, child: MapRunExecution) {
+        drop(self.store.record_map_run(MapRunChange::ChildStarted(child)));
+    }
+
+    /// Records a child execution ending with `status`.
+    pub(crate) fn child_ended(&self, child: &ChildResult, status: &str) {
+        let (output, error, cause) = match &child.result {
+            Ok(output) => (Some(output.to_string()), None, None),
+            Err(e) => (None, e.error.clone(), e.cause.clone()),
+        };
+        drop(self.store.record_map_run(MapRunChange::ChildEnded {
+            execution_arn: child.execution_arn.clone(),
+            status: status.to_owned(),
+            stop_date_ms: child.stop,
+            output,
+            error,
+            cause,
+        }));
+    }
+
+    /// Records a run ending; its children still running are aborted.
+    pub(crate) fn run_ended(
+        &self,
+        map_run_arn: &str,
+        status: &str,
+        stop: i64,
+        written: (i64, i64),
+    ) {
+        drop(self.store.record_map_run(MapRunChange::Ended {
+            map_run_arn: map_run_arn.to_owned(),
+            status: status.to_owned(),
+            stop_date_ms: stop,
+            items_written: written.0,
+            executions_written: written.1,
+        }));
+    }
+
+    /// The settings in force for a run (UpdateMapRun changes them); `None` if unreadable.
+    pub(crate) fn settings(&self, map_run_arn: &str) -> Option<MapRunSettings> {
+        self.store.map_run_settings(map_run_arn).ok().flatten()
+    }
+
+    /// The names of a run's child executions recorded before (a resumed or redriven run), by
+    /// item index: an item run again keeps its execution.
+    pub(crate) fn child_names(&self, map_run_arn: &str) -> HashMap<usize, String> {
+        self.store
+            .map_run_executions(map_run_arn, None)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|c| Some((usize::try_from(c.item_index).ok()?, c.name)))
+            .collect()
     }
 }
 

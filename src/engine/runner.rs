@@ -246,7 +246,28 @@ pub async fn start_engine(
     request: RunRequest,
     owner: &str,
 ) -> Result<Engine, RunError> {
-    let (row, request) = execution_row(request, owner, lease_ms());
+    // Its `states:startExecution*` children run on the host's runtime beside it.
+    let children = (!request.machines.is_empty()).then(|| {
+        LocalChildren::new(ChildSetup {
+            machines: request.machines.clone(),
+            store: Some(store.clone()),
+            owner: owner.to_owned(),
+            time_scale: request.time_scale,
+            tasks: LocalTasks {
+                mocks: Default::default(),
+                ..request.tasks.clone()
+            },
+            task_bindings: request.task_bindings.clone(),
+            options: request.options.clone(),
+            notice: request.notice.clone(),
+            region: request.info.region.clone(),
+            account: request.info.account.clone(),
+        })
+    });
+    let (row, mut request) = execution_row(request, owner, lease_ms());
+    if let Some(children) = &children {
+        request.tasks.children = children.tasks().children;
+    }
     match store.create_execution(row).wait().await {
         Ok(()) => Ok(engine_for(store, request, owner, &HandlerSet::default())),
         Err(StoreError::ExecutionAlreadyExists { .. }) => {

@@ -3,6 +3,7 @@
 
 use crate::asl::{self, MachineType};
 use crate::clock::system_now;
+use crate::engine::children::{KnownMachine, KnownMachines, MachineBindings};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::runner::{start_engine, RunError, RunRequest};
 use crate::engine::{Engine, EngineOptions};
@@ -116,6 +117,37 @@ pub async fn drive(server: &Arc<Server>, execution_arn: &str, engine: Engine) {
     }
 }
 
+/// The state machines created through the API, as `states:startExecution*` tasks start them
+/// (by name, each with its own `--task MACHINE:STATE=COMMAND` bindings).
+fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
+    let mut known = KnownMachines::new();
+    for record in server.store.state_machines()? {
+        let kind = crate::serve::ops::machine_type(&record.machine_type);
+        let (Some(machine), _) = asl::compile_text(&record.definition, kind) else {
+            continue;
+        };
+        let mut bindings = MachineBindings::default();
+        for t in server
+            .config
+            .tasks
+            .iter()
+            .filter(|t| t.machine == record.name)
+        {
+            bindings.commands.insert(t.state.clone(), t.command.clone());
+            bindings.written.push(t.binding.clone());
+        }
+        known.insert(
+            record.name.clone(),
+            KnownMachine {
+                definition: record.definition,
+                machine: Arc::new(machine),
+                bindings: Some(bindings),
+            },
+        );
+    }
+    Ok(known)
+}
+
 /// Compiles the machine and binds its tasks and mocks, on the execution thread.
 fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError> {
     let (machine, _) = asl::compile_text(&spec.definition, spec.machine_type);
@@ -139,12 +171,13 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
                 format!("Test case '{case}' needs a mock config: start the server with --mock-config FILE or SFN_MOCK_CONFIG"),
             ));
         };
-        let text = std::fs::read_to_string(file).map_err(|e| {
-            ApiError::internal(format!(
-                "cannot read the mock config {}: {e}",
-                file.display()
-            ))
-        })?;
+        let text =
+            crate::limits::read_text_capped(file, crate::limits::MOCK_FILE_BYTES).map_err(|e| {
+                ApiError::internal(format!(
+                    "cannot read the mock config {}: {e}",
+                    file.display()
+                ))
+            })?;
         let mocks = crate::tasks::mock::MockConfig::parse(&text)
             .and_then(|config| config.test_case(name, case))
             .and_then(|mocks| mocks.check_against(&machine).map(|()| mocks))
@@ -166,6 +199,13 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         worker_bindings.push(w.binding.clone());
     }
     let arn = spec.info.execution_arn.clone();
+    // Only a machine that can start others needs them (compiling every machine per start
+    // would slow StartExecution down for nothing).
+    let machines = if spec.definition.contains("states:startExecution") {
+        known_machines(server)?
+    } else {
+        Default::default()
+    };
     Ok(RunRequest {
         definition: spec.definition,
         machine: Arc::new(machine),
@@ -176,7 +216,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         task_bindings: bindings,
         workers,
         worker_bindings,
-        machines: Default::default(),
+        machines,
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
         },

@@ -22,6 +22,7 @@ use crate::engine::runner::{lease_ms, new_owner, resume_engine, LeaseKeeper};
 use crate::store::{ExecutionRecord, ExecutionStatus, Store};
 use crate::tasks::command::CommandLine;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -214,7 +215,26 @@ async fn shutdown_signal() {
 }
 
 /// `POST /`: one API call.
-async fn api(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn api(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // A body over the limit is the client's mistake: AWS's error shape, not axum's plain 413.
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            return ApiError::new(
+                "ValidationException",
+                format!(
+                    "The request body could not be read ({}): a request may be at most {} MiB (a definition at most 1 MB, an input at most 256 KiB)",
+                    rejection.body_text(),
+                    MAX_BODY_BYTES / (1024 * 1024)
+                ),
+            )
+            .into_response()
+        }
+    };
     match call(&server, &headers, &body).await {
         Ok(mut answer) => {
             protocol::wire_timestamps(&mut answer);

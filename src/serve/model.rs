@@ -139,7 +139,25 @@ fn check(shape_name: &str, value: &Value, path: &str) -> Result<(), ApiError> {
             }
         }
         "boolean" if !value.is_boolean() => return Err(wrong_type("a boolean")),
-        "float" | "double" if !value.is_number() => return Err(wrong_type("a number")),
+        "float" | "double" => {
+            let Some(n) = value.as_f64() else {
+                return Err(wrong_type("a number"));
+            };
+            if let Some(min) = shape["min"].as_f64().filter(|m| n < *m) {
+                return Err(ApiError::validation(
+                    path,
+                    &quoted(value),
+                    &format!("Member must have value greater than or equal to {min}"),
+                ));
+            }
+            if let Some(max) = shape["max"].as_f64().filter(|m| n > *m) {
+                return Err(ApiError::validation(
+                    path,
+                    &quoted(value),
+                    &format!("Member must have value less than or equal to {max}"),
+                ));
+            }
+        }
         "timestamp" if !(value.is_number() || value.is_string()) => {
             return Err(wrong_type("a timestamp"))
         }
@@ -174,6 +192,26 @@ mod tests {
     #[test]
     fn the_model_is_embedded_with_all_operations() {
         assert_eq!(model()["operations"].as_object().map(|o| o.len()), Some(37));
+    }
+
+    #[test]
+    fn float_ranges_are_checked() {
+        let e = validate(
+            "UpdateMapRun",
+            &json!({"mapRunArn": "arn:x", "toleratedFailurePercentage": 100.5}),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("'toleratedFailurePercentage'")
+                && e.message.contains("less than or equal to 100"),
+            "{}",
+            e.message
+        );
+        assert!(validate(
+            "UpdateMapRun",
+            &json!({"mapRunArn": "arn:x", "toleratedFailurePercentage": 12.5}),
+        )
+        .is_ok());
     }
 
     #[test]

@@ -109,9 +109,9 @@ operations! {
     UpdateStateMachineAlias => ops::update_state_machine_alias::handle,
     DeleteStateMachineAlias => ops::delete_state_machine_alias::handle,
     ListStateMachineAliases => ops::list_state_machine_aliases::handle,
-    DescribeMapRun => ops::not_built::handle,
-    ListMapRuns => ops::not_built::handle,
-    UpdateMapRun => ops::not_built::handle,
+    DescribeMapRun => ops::describe_map_run::handle,
+    ListMapRuns => ops::list_map_runs::handle,
+    UpdateMapRun => ops::update_map_run::handle,
     RedriveExecution => ops::redrive_execution::handle,
     TestState => ops::test_state::handle,
 }

@@ -39,6 +39,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 6,
         sql: include_str!("migrations/V6__api_resources.sql"),
     },
+    Migration {
+        version: 7,
+        sql: include_str!("migrations/V7__map_runs.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

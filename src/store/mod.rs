@@ -71,7 +71,10 @@ use rusqlite::{Connection, OpenFlags, MAIN_DB};
 pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
-pub use map_runs::MapRunChild;
+pub use map_runs::{
+    MapRunChange, MapRunChild, MapRunCounts, MapRunExecution, MapRunRecord, MapRunSettings,
+    MapRunUpdate, NewMapRun,
+};
 pub use migrations::SCHEMA_VERSION;
 pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
 pub use resources::{ActivityRecord, AliasRecord, KnownMachine, StateMachineRecord, VersionRecord};
@@ -313,6 +316,60 @@ impl Store {
             };
             map_runs::children(conn, execution.id, run_key)
                 .map_err(|e| self.sqlite("read map run children", e))
+        })
+    }
+
+    /// Submits a change to a Map run or one of its child executions (one transaction with
+    /// whatever else is queued).
+    pub fn record_map_run(&self, change: MapRunChange) -> Commit {
+        self.submit(|reply| Command::MapRun(Box::new(change), reply))
+    }
+
+    /// One Map run with its item and execution counts.
+    pub fn map_run(&self, map_run_arn: &str) -> Result<Option<MapRunRecord>> {
+        self.read(|conn| {
+            map_runs::run(conn, map_run_arn).map_err(|e| self.sqlite("read map run", e))
+        })
+    }
+
+    /// The Map runs an execution's Map states started, newest first (their counts left at 0).
+    pub fn map_runs_of(&self, execution_arn: &str) -> Result<Vec<MapRunRecord>> {
+        self.read(|conn| {
+            map_runs::runs_of(conn, execution_arn).map_err(|e| self.sqlite("list map runs", e))
+        })
+    }
+
+    /// The settings of a Map run in force now (UpdateMapRun changes them).
+    pub fn map_run_settings(&self, map_run_arn: &str) -> Result<Option<MapRunSettings>> {
+        self.read(|conn| {
+            map_runs::settings(conn, map_run_arn).map_err(|e| self.sqlite("read map run", e))
+        })
+    }
+
+    /// UpdateMapRun, committed before this returns; `false` when no run has this ARN.
+    pub fn update_map_run(&self, map_run_arn: &str, update: &MapRunUpdate) -> Result<bool> {
+        self.write_now("update map run", |tx| {
+            map_runs::update(tx, map_run_arn, update)
+        })
+    }
+
+    /// A Map run's child executions (those with `status`, if given), newest first.
+    pub fn map_run_executions(
+        &self,
+        map_run_arn: &str,
+        status: Option<&str>,
+    ) -> Result<Vec<MapRunExecution>> {
+        self.read(|conn| {
+            map_runs::executions(conn, map_run_arn, status)
+                .map_err(|e| self.sqlite("list map run executions", e))
+        })
+    }
+
+    /// One child execution of a Map run, by ARN.
+    pub fn map_run_execution(&self, execution_arn: &str) -> Result<Option<MapRunExecution>> {
+        self.read(|conn| {
+            map_runs::execution(conn, execution_arn)
+                .map_err(|e| self.sqlite("read map run execution", e))
         })
     }
 

@@ -31,7 +31,7 @@ use super::error::{Result, StoreError};
 use super::events::{self, NewEvent, Violation};
 use super::executions::{self, ExecutionStatus, Finish, NewExecution};
 use super::lock;
-use super::map_runs::{self, MapRunChild};
+use super::map_runs::{self, MapRunChange, MapRunChild};
 
 /// Most commands applied in one transaction; bounds the latency of the first caller in a burst.
 pub(crate) const MAX_BATCH: usize = 8192;
@@ -58,6 +58,7 @@ pub(crate) enum Command {
     Create(Box<NewExecution>, Reply),
     Append(Append, Reply),
     MapRunChild(MapRunChild, Reply),
+    MapRun(Box<MapRunChange>, Reply),
     /// Answered once everything submitted before it has committed.
     Barrier(Reply),
 }
@@ -260,6 +261,7 @@ fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>
             Command::Create(_, reply)
             | Command::Append(_, reply)
             | Command::MapRunChild(_, reply)
+            | Command::MapRun(_, reply)
             | Command::Barrier(reply) => reply,
         };
         // The caller may have dropped its Commit; that is allowed.
@@ -318,6 +320,11 @@ fn apply(
                         execution: child.execution_arn.clone(),
                     }),
                 }
+            }
+            Command::MapRun(change, _) => {
+                map_runs::apply_change(&tx, change)
+                    .map_err(|e| site.sqlite("record map run", e))?;
+                Ok(())
             }
             Command::Barrier(_) => Ok(()),
         };

@@ -8,12 +8,14 @@ use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
+use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
 use crate::engine::variables::Frame;
+use crate::store::{MapRunExecution, NewMapRun};
 use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
-use futures_util::stream::{self, StreamExt};
+use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -325,6 +327,33 @@ impl Engine {
         // Children run tasks (effects) and are journaled under this event: it must be stored
         // first, or a resume would open a second run and not find them.
         self.commit_before_effects(cx).await?;
+        let child_machine_arn = format!(
+            "arn:aws:states:{}:{}:stateMachine:{child_machine_name}",
+            self.info.region, self.info.account
+        );
+        // The run as the API shows it (DescribeMapRun...); a resumed run reopens its row and
+        // keeps the settings UpdateMapRun gave it.
+        let journal = self.map_runs.clone();
+        if let Some(j) = &journal {
+            j.run_started(NewMapRun {
+                map_run_arn: map_run_arn.clone(),
+                execution_arn: self.info.execution_arn.clone(),
+                state_machine_arn: child_machine_arn.clone(),
+                start_date_ms: self.clock.now(),
+                max_concurrency: max_concurrency as i64,
+                tolerated_failure_percentage: tolerance.percentage,
+                tolerated_failure_count: tolerance.count.map(|c| c as i64),
+                redriven_at_ms: (!earlier_runs.is_empty()).then(|| self.clock.now()),
+            });
+        }
+        // Marks the run ABORTED if it is dropped before it ends (the execution stopped, a
+        // sibling failed); every ending below disarms it with its own status.
+        let guard = RunGuard {
+            journal: journal.clone(),
+            map_run_arn: &map_run_arn,
+            clock: &*self.clock,
+            armed: Cell::new(true),
+        };
         let child = Arc::new(StateMachine {
             comment: None,
             query_language: self.machine.query_language,
@@ -332,11 +361,9 @@ impl Engine {
             version: None,
             root: m.processor.clone(),
         });
-        let limit = match max_concurrency {
-            0 => DISTRIBUTED_MAX_CONCURRENCY,
-            n => n.min(DISTRIBUTED_MAX_CONCURRENCY),
-        };
+        let limit = concurrency_limit(max_concurrency);
         let run_failed = |error: StatesError| -> Attempt {
+            guard.end("FAILED", (0, 0));
             match self.push(
                 run_started,
                 EventType::MapRunFailed,
@@ -362,20 +389,35 @@ impl Engine {
         for (index, item) in items.into_iter().enumerate() {
             let input = self
                 .item_input(cx, m, index, item, effective)
-                .map_err(|e| Attempt {
-                    failed: Failed {
-                        prev: run_started,
-                        ..e
-                    },
-                    started: true,
+                .map_err(|e| {
+                    guard.end("FAILED", (0, 0));
+                    Attempt {
+                        failed: Failed {
+                            prev: run_started,
+                            ..e
+                        },
+                        started: true,
+                    }
                 })?;
             inputs.push(input);
         }
+        let item_total = inputs.len();
         if let Some(b) = &s3.batcher {
             inputs = b.batch(inputs);
         }
         let total = inputs.len();
         tolerance.total = total;
+        if let Some(j) = &journal {
+            j.run_sized(&map_run_arn, item_total, total);
+        }
+        // How many items each child holds (a batch holds several).
+        let item_count = |input: &Value| match &s3.batcher {
+            Some(_) => input
+                .get("Items")
+                .and_then(Value::as_array)
+                .map_or(1, |items| items.len() as i64),
+            None => 1,
+        };
         let mut children: Vec<Option<ChildResult>> = vec![None; total];
         // The run is named after this lane (unique in this engine, and itself named after its
         // engine's root) and its MapRunStarted: no two runs anywhere share a name, even in a
@@ -396,86 +438,163 @@ impl Engine {
             }
             _ => Default::default(),
         };
-        let mut running = stream::iter(inputs.into_iter().enumerate())
-            .map(|(index, input)| {
-                let run_key = &run_key;
-                let child = child.clone();
-                let machine = &child_machine_name;
-                let done = finished.remove(&index);
-                async move {
-                    if let Some(record) = done {
-                        return (index, record.result.clone(), record);
-                    }
-                    let name = uuid::Uuid::new_v4().to_string();
-                    let start = self.clock.now();
-                    let key = format!("{run_key}/{index}");
-                    let result = self
-                        .child_execution(child, machine, &name, key, input.clone())
-                        .await;
-                    let record = ChildResult {
-                        execution_arn: format!(
-                            "arn:aws:states:{}:{}:execution:{machine}:{name}",
-                            self.info.region, self.info.account
-                        ),
-                        name,
-                        input,
-                        result: result.clone(),
-                        start,
-                        stop: self.clock.now(),
-                    };
-                    if let Some(journal) = &self.map_runs {
-                        journal.record(run_key, index, &record);
-                    }
-                    (index, result, record)
+        // A child run again (after a resume, or a redrive) keeps its execution's name.
+        let mut names = journal
+            .as_ref()
+            .map(|j| j.child_names(&map_run_arn))
+            .unwrap_or_default();
+        let mut launch = |index: usize, input: Value| {
+            let run_key = &run_key;
+            let child = child.clone();
+            let machine = &child_machine_name;
+            let machine_arn = &child_machine_arn;
+            let map_run_arn = &map_run_arn;
+            let journal = &journal;
+            let done = finished.remove(&index);
+            let name = names
+                .remove(&index)
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let items_held = item_count(&input);
+            async move {
+                if let Some(record) = done {
+                    return (index, record.result.clone(), record);
                 }
-            })
-            .buffer_unordered(limit);
+                let start = self.clock.now();
+                let execution_arn = format!(
+                    "arn:aws:states:{}:{}:execution:{machine}:{name}",
+                    self.info.region, self.info.account
+                );
+                if let Some(j) = journal {
+                    j.child_started(MapRunExecution {
+                        execution_arn: execution_arn.clone(),
+                        map_run_arn: map_run_arn.clone(),
+                        state_machine_arn: machine_arn.clone(),
+                        name: name.clone(),
+                        item_index: index as i64,
+                        item_count: items_held,
+                        status: "RUNNING".into(),
+                        start_date_ms: start,
+                        stop_date_ms: None,
+                        input: input.to_string(),
+                        output: None,
+                        error: None,
+                        cause: None,
+                    });
+                }
+                let key = format!("{run_key}/{index}");
+                let (result, status) = self
+                    .child_execution(child, machine, &name, key, input.clone())
+                    .await;
+                let record = ChildResult {
+                    execution_arn,
+                    name,
+                    input,
+                    result: result.clone(),
+                    start,
+                    stop: self.clock.now(),
+                };
+                if let Some(j) = journal {
+                    j.child_ended(&record, status);
+                    j.record(run_key, index, &record);
+                }
+                (index, result, record)
+            }
+        };
+        let mut queue = inputs.into_iter().enumerate();
+        let mut running = FuturesUnordered::new();
+        let mut limit = limit;
+        // UpdateMapRun changes the run's row; the run looks at it now and then.
+        // (Only with a store: an engine without one may run without tokio's timer.)
+        let mut poll = journal.as_ref().map(|_| {
+            let mut poll = tokio::time::interval(SETTINGS_POLL);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            poll
+        });
         let mut results = vec![Value::Null; total];
         let mut failures = 0usize;
-        while let Some((index, result, record)) = running.next().await {
+        let mut exceeded = false;
+        loop {
+            while running.len() < limit {
+                match queue.next() {
+                    Some((index, input)) => running.push(launch(index, input)),
+                    None => break,
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            let next = match (&journal, poll.as_mut()) {
+                (Some(j), Some(poll)) => tokio::select! {
+                    next = running.next() => next,
+                    _ = poll.tick() => {
+                        if let Some(settings) = j.settings(&map_run_arn) {
+                            limit = concurrency_limit(settings.max_concurrency.max(0) as usize);
+                            tolerance.count = settings.tolerated_failure_count.map(|c| c.max(0) as usize);
+                            tolerance.percentage = settings.tolerated_failure_percentage;
+                            if failures > 0 && tolerance.exceeded(failures) {
+                                exceeded = true;
+                                break;
+                            }
+                        }
+                        continue;
+                    }
+                },
+                _ => running.next().await,
+            };
+            let Some((index, result, record)) = next else {
+                break;
+            };
             children[index] = Some(record);
             match result {
                 Ok(output) => results[index] = output,
                 Err(error) => {
                     failures += 1;
                     if tolerance.exceeded(failures) {
-                        drop(running);
-                        let error = tolerance.error();
-                        let prev = self.push(
-                            run_started,
-                            EventType::MapRunFailed,
-                            Some(Details::new().error(&error).build()),
-                        )?;
-                        return Err(Attempt {
-                            failed: Failed::new(error, prev),
-                            started: true,
-                        });
+                        exceeded = true;
+                        break;
                     }
                     results[index] = error.to_error_output();
                 }
             }
         }
         drop(running);
+        if exceeded {
+            let error = tolerance.error();
+            guard.end("FAILED", (0, 0));
+            let prev = self.push(
+                run_started,
+                EventType::MapRunFailed,
+                Some(Details::new().error(&error).build()),
+            )?;
+            return Err(Attempt {
+                failed: Failed::new(error, prev),
+                started: true,
+            });
+        }
+        let mut written = (0, 0);
         let result = match &s3.writer {
             Some(request) => {
                 let children: Vec<ChildResult> = children.into_iter().flatten().collect();
                 let store = self.tasks.s3(&self.info.region);
-                write_results(
+                let result = write_results(
                     store.as_ref(),
                     request,
                     &map_run_arn,
                     &run_id,
-                    &format!(
-                        "arn:aws:states:{}:{}:stateMachine:{child_machine_name}",
-                        self.info.region, self.info.account
-                    ),
+                    &child_machine_arn,
                     &children,
                 )
                 .await
-                .map_err(&run_failed)?
+                .map_err(&run_failed)?;
+                if request.resource.is_some() {
+                    let items: i64 = children.iter().map(|c| item_count(&c.input)).sum();
+                    written = (items, children.len() as i64);
+                }
+                result
             }
             None => Value::Array(results),
         };
+        guard.end("SUCCEEDED", written);
         let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
         self.push(run_done, EventType::MapStateSucceeded, None)?;
         let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
@@ -511,7 +630,7 @@ impl Engine {
         name: &str,
         root_key: String,
         input: Value,
-    ) -> Result<Value, StatesError> {
+    ) -> (Result<Value, StatesError>, &'static str) {
         let info = ExecutionInfo::new(
             &self.info.region,
             &self.info.account,
@@ -531,10 +650,11 @@ impl Engine {
         )
         .into_map_child(self.tokens.clone(), self.map_runs.clone(), root_key);
         let outcome = engine.run().await;
-        match outcome.status {
+        let result = match outcome.status {
             Status::Succeeded => Ok(outcome.output.unwrap_or(Value::Null)),
             _ => Err(outcome.error.unwrap_or_else(StatesError::timeout)),
-        }
+        };
+        (result, outcome.status.as_str())
     }
 
     /// An item's input: ItemSelector (or legacy Parameters) with `$$.Map.Item`, or the item.
@@ -681,6 +801,42 @@ impl Engine {
         }
         .await;
         (index, result)
+    }
+}
+
+/// How many children a distributed Map runs at once for its `MaxConcurrency` (0: no limit).
+fn concurrency_limit(max_concurrency: usize) -> usize {
+    match max_concurrency {
+        0 => DISTRIBUTED_MAX_CONCURRENCY,
+        n => n.min(DISTRIBUTED_MAX_CONCURRENCY),
+    }
+}
+
+/// How often a running Map run reads its settings back (UpdateMapRun).
+const SETTINGS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Records a Map run's end in the store once; dropped before that (the execution stopped, a
+/// sibling failed), it records the run ABORTED.
+struct RunGuard<'a> {
+    journal: Option<std::rc::Rc<MapRunJournal>>,
+    map_run_arn: &'a str,
+    clock: &'a dyn crate::clock::Clock,
+    armed: Cell<bool>,
+}
+
+impl RunGuard<'_> {
+    fn end(&self, status: &str, written: (i64, i64)) {
+        if self.armed.replace(false) {
+            if let Some(j) = &self.journal {
+                j.run_ended(self.map_run_arn, status, self.clock.now(), written);
+            }
+        }
+    }
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.end("ABORTED", (0, 0));
     }
 }
 

@@ -1,4 +1,5 @@
-//! `ListExecutions` of a state machine, newest first, filtered by status and paged.
+//! `ListExecutions` of a state machine (filtered by `statusFilter` and `redriveFilter`), or of
+//! a Map run (`mapRunArn`: its child executions), newest first, paged.
 
 use super::parse_arn;
 use crate::serve::operation::Request;
@@ -10,19 +11,6 @@ use std::sync::Arc;
 
 /// Handles the call.
 pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
-    if request.str("mapRunArn").is_some() {
-        return Err(ApiError::new(
-            "ValidationException",
-            "sfn-local serve does not list a Map run's executions yet (mapRunArn)",
-        ));
-    }
-    let Some(arn) = request.str("stateMachineArn") else {
-        return Err(ApiError::new(
-            "ValidationException",
-            "Must provide a StateMachine ARN or MapRun ARN",
-        ));
-    };
-    parse_arn(arn, "stateMachine")?;
     let status = match request.str("statusFilter") {
         Some(s) => Some(s.parse::<ExecutionStatus>().map_err(|_| {
             ApiError::validation(
@@ -33,11 +21,41 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         })?),
         None => None,
     };
+    if let Some(run) = request.str("mapRunArn") {
+        if request.str("stateMachineArn").is_some() {
+            return Err(ApiError::new(
+                "ValidationException",
+                "Provide either a stateMachineArn or a mapRunArn, not both",
+            ));
+        }
+        super::map_run(server, run)?;
+        let children = server
+            .store
+            .map_run_executions(run, status.map(|s| s.as_str()))?;
+        return super::paged_list(
+            &request,
+            &children,
+            "executions",
+            crate::api::map_run_execution_list_item,
+        );
+    }
+    let Some(arn) = request.str("stateMachineArn") else {
+        return Err(ApiError::new(
+            "ValidationException",
+            "Must provide a StateMachine ARN or MapRun ARN",
+        ));
+    };
+    parse_arn(arn, "stateMachine")?;
     let all: Vec<_> = server
         .store
         .list_executions(status)?
         .into_iter()
         .filter(|e| e.state_machine_arn == arn)
+        .filter(|e| match request.str("redriveFilter") {
+            Some("REDRIVEN") => e.redrive_count > 0,
+            Some("NOT_REDRIVEN") => e.redrive_count == 0,
+            _ => true,
+        })
         .collect();
     if all.is_empty() && server.store.state_machine(arn)?.is_none() {
         // Executions of `sfn-local run` name machines that were never created here; only a

@@ -10,6 +10,7 @@ pub mod delete_state_machine_alias;
 pub mod delete_state_machine_version;
 pub mod describe_activity;
 pub mod describe_execution;
+pub mod describe_map_run;
 pub mod describe_state_machine;
 pub mod describe_state_machine_alias;
 pub mod describe_state_machine_for_execution;
@@ -17,11 +18,11 @@ pub mod get_activity_task;
 pub mod get_execution_history;
 pub mod list_activities;
 pub mod list_executions;
+pub mod list_map_runs;
 pub mod list_state_machine_aliases;
 pub mod list_state_machine_versions;
 pub mod list_state_machines;
 pub mod list_tags_for_resource;
-pub mod not_built;
 pub mod publish_state_machine_version;
 pub mod redrive_execution;
 pub mod send_task_failure;
@@ -33,6 +34,7 @@ pub mod stop_execution;
 pub mod tag_resource;
 pub mod test_state;
 pub mod untag_resource;
+pub mod update_map_run;
 pub mod update_state_machine;
 pub mod update_state_machine_alias;
 pub mod validate_state_machine_definition;
@@ -41,7 +43,7 @@ use crate::asl::MachineType;
 use crate::serve::operation::Request;
 use crate::serve::protocol::ApiError;
 use crate::serve::Server;
-use crate::store::{ExecutionRecord, StateMachineRecord, TaskAnswer};
+use crate::store::{ExecutionRecord, MapRunRecord, StateMachineRecord, TaskAnswer};
 use serde_json::{json, Map, Value};
 
 /// The parts of `arn:aws:states:REGION:ACCOUNT:KIND:NAME[:QUALIFIER]`.
@@ -82,12 +84,36 @@ pub fn parse_arn(arn: &str, kind: &str) -> Result<StatesArn, ApiError> {
 /// The stored execution of an ARN, or AWS's `ExecutionDoesNotExist`.
 pub fn execution(server: &Server, arn: &str) -> Result<ExecutionRecord, ApiError> {
     parse_arn(arn, "execution")?;
-    server.store.execution(arn)?.ok_or_else(|| {
-        ApiError::new(
-            "ExecutionDoesNotExist",
-            format!("Execution Does Not Exist: '{arn}'"),
-        )
-    })
+    server
+        .store
+        .execution(arn)?
+        .ok_or_else(|| execution_does_not_exist(arn))
+}
+
+/// AWS's `ExecutionDoesNotExist`.
+pub fn execution_does_not_exist(arn: &str) -> ApiError {
+    ApiError::new(
+        "ExecutionDoesNotExist",
+        format!("Execution Does Not Exist: '{arn}'"),
+    )
+}
+
+/// The Map run of an ARN (`arn:aws:states:REGION:ACCOUNT:mapRun:MACHINE/LABEL:ID`), or AWS's
+/// `ResourceNotFound`.
+pub fn map_run(server: &Server, arn: &str) -> Result<MapRunRecord, ApiError> {
+    let parts = parse_arn(arn, "mapRun")?;
+    if parts.qualifier.as_deref().is_none_or(str::is_empty) {
+        return Err(ApiError::invalid_arn(arn));
+    }
+    server
+        .store
+        .map_run(arn)?
+        .ok_or_else(|| map_run_not_found(arn))
+}
+
+/// AWS's `ResourceNotFound` for a Map run.
+pub fn map_run_not_found(arn: &str) -> ApiError {
+    ApiError::new("ResourceNotFound", format!("Resource not found: '{arn}'"))
 }
 
 /// The stored state machine of an ARN, or AWS's `StateMachineDoesNotExist`.
