@@ -111,7 +111,7 @@ fn a_task_output_file_over_the_limits_is_refused_unread() {
     let out = sb.run(&[
         "send-task-success",
         "--task-token",
-        "AAAA",
+        &format!("T{}", "A".repeat(43)),
         "--task-output",
         &format!("file://{}", big.display()),
     ]);

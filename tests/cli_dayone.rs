@@ -220,7 +220,7 @@ fn workers_answer_the_database_given_with_db_and_see_the_region() {
 #[test]
 fn an_unknown_token_names_the_database_it_looked_in() {
     let sb = Sandbox::new();
-    let token = "A".repeat(64);
+    let token = format!("T{}", "A".repeat(43));
     let out = sb.run(&[
         "send-task-success",
         "--task-token",
@@ -702,7 +702,7 @@ fn start_execution_runs_in_the_background_and_files_work_as_in_the_aws_cli() {
     let out = sb.run(&[
         "send-task-failure",
         "--task-token",
-        &"A".repeat(64),
+        &format!("T{}", "A".repeat(43)),
         "--cause",
         &format!("file://{}", cause.display()),
     ]);
@@ -710,7 +710,7 @@ fn start_execution_runs_in_the_background_and_files_work_as_in_the_aws_cli() {
     let out = sb.run(&[
         "send-task-failure",
         "--task-token",
-        &"A".repeat(64),
+        &format!("T{}", "A".repeat(43)),
         "--cause",
         "file:///no/such/file",
     ]);

@@ -7,7 +7,8 @@
 //! The child's definition is the smallest machine that ends as the recording says the child
 //! ended: the `.sync` answer's `Output` from a Pass state's `Result`, its `Error`/`Cause` from
 //! a Fail state, `States.Timeout` from a machine whose `TimeoutSeconds` passes while it waits;
-//! a request-response child is a Pass state. The recording's placeholders in the input become
+//! a request-response child is a Pass state; a child handed the parent's `.sync` task token
+//! answers it with `aws-sdk:sfn:sendTaskSuccess` at serve. The recording's placeholders in the input become
 //! real names (`<ArnPart_0idx>` the child's name, `<region>` us-east-1, a second account the
 //! same account: there is one account locally), and the run is compared with the recording as
 //! the other suites compare: status, output or error and cause (placeholders are wildcards
@@ -32,6 +33,11 @@ const CHILD: &str = "child";
 
 /// The recording's placeholders in the input, as real values.
 fn unmask(text: &str) -> String {
+    // A masked machine name in an ARN is the child's; other masked names become valid names.
+    let machine = regex::Regex::new(r"stateMachine:<resource:\d+>").expect("regex");
+    let other = regex::Regex::new(r"<resource:(\d+)>").expect("regex");
+    let text = machine.replace_all(text, format!("stateMachine:{CHILD}").as_str());
+    let text = other.replace_all(&text, "resource-$1");
     text.replace("<partition>", "aws")
         .replace("<region>", "us-east-1")
         .replace("<ArnPart_0idx>", CHILD)
@@ -59,9 +65,34 @@ fn child_description(case: &Value) -> Option<Value> {
     None
 }
 
+/// Whether the parent hands its `.sync` task's token (`$$.Task.Token`) to the child, for a
+/// worker to answer: the task ends with that answer, not with the child's end.
+fn answers_parent_token(case: &Value) -> bool {
+    let definition = case["definition"].to_string();
+    definition.contains(".sync") && definition.contains("$$.Task.Token")
+}
+
 /// The smallest machine that ends as the recorded child did (a failure, `States.Timeout`
 /// included, from a Fail state: the recorded children failed, none timed out as a whole).
+/// A child given the parent's token answers it as the recording's worker did, through Step
+/// Functions' API (serve's), and then waits until the parent's task, ended by the answer,
+/// stops it.
 fn child_definition(case: &Value) -> Value {
+    if answers_parent_token(case) {
+        return json!({"StartAt": "Answer", "States": {
+            "Answer": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskSuccess",
+                "Parameters": {
+                    "TaskToken.$": "$.TaskToken",
+                    "Output": case["expected"]["output"].to_string(),
+                },
+                "ResultPath": null,
+                "Next": "Linger"
+            },
+            "Linger": {"Type": "Wait", "Seconds": 600, "End": true}
+        }});
+    }
     let pass = json!({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}});
     let Some(d) = child_description(case) else {
         return pass;
@@ -238,9 +269,10 @@ fn run(case: &Value) -> Vec<String> {
     let child_text = child_definition(case).to_string();
     let child = sb.write("child.asl.json", &child_text);
     // `aws-sdk:sfn:*` Tasks call Step Functions' API: serve's, where the child is created.
-    let sdk = case["features"]
-        .as_array()
-        .is_some_and(|f| f.iter().any(|t| t == "resource:sfn"));
+    let sdk = answers_parent_token(case)
+        || case["features"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|t| t == "resource:sfn"));
     let served = sdk.then(|| Served::start(&sb));
     let mut endpoint = Vec::new();
     if let Some(served) = &served {

@@ -132,7 +132,8 @@ fn no_half_written(sb: &Sandbox) {
 const SEND_SUCCESS: [&str; 5] = [
     "send-task-success",
     "--task-token",
-    "T",
+    // A token of sfn-local's shape, so the database is consulted.
+    "TAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
     "--task-output",
     "{}",
 ];

@@ -279,3 +279,58 @@ fn test_specs_run_children_in_memory() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("1 passed, 0 failed"), "{}", out.stdout);
 }
+
+#[test]
+fn a_sync_child_answering_the_parents_token_ends_the_parents_task() {
+    // As on AWS, a `.sync` task gets a task token: the child hands it to a worker, whose answer
+    // ends the parent's task (and the still running child is stopped).
+    let sb = Sandbox::with_workers();
+    sb.write(
+        "relay.asl.json",
+        r#"{"StartAt":"Answer","States":{"Answer":{"Type":"Task","Resource":"arn:aws:states:::sns:publish","ResultPath":null,"Next":"Linger"},
+            "Linger":{"Type":"Wait","Seconds":300,"End":true}}}"#,
+    );
+    let parent = sb.write(
+        "parent.asl.json",
+        r#"{"StartAt":"S","States":{"S":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2",
+            "Parameters":{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:relay","Name":"relay-child","Input":{"token.$":"$$.Task.Token"}},"End":true}}}"#,
+    );
+    let dir = sb.dir.path().to_str().unwrap();
+    let task = format!("Answer={}", worker("answer-parent.sh"));
+    let out = sb.run(&[
+        "run",
+        parent.to_str().unwrap(),
+        "--name",
+        "p",
+        "--machines",
+        dir,
+        "--task",
+        &task,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"answeredBy": "child"}));
+    let history = sb.history("p");
+    assert_eq!(
+        types(&history)[2..6],
+        [
+            "TaskScheduled",
+            "TaskStarted",
+            "TaskSubmitted",
+            "TaskSucceeded"
+        ]
+    );
+    let d = sb
+        .run(&["describe-execution", "--execution-arn", "relay-child"])
+        .json();
+    assert_eq!(d["status"], "ABORTED");
+    // The token is closed with the task: a second answer is TaskTimedOut.
+    let parameters: Value = serde_json::from_str(
+        history[2]["taskScheduledEventDetails"]["parameters"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let token = parameters["Input"]["token"].as_str().unwrap();
+    let late = sb.run(&["send-task-failure", "--task-token", token]);
+    late.assert_error(12, "TaskTimedOut");
+}

@@ -492,3 +492,63 @@ fn an_aborted_callback_is_redriven_with_a_new_token_and_a_client_token_redrives_
     assert!(again.stderr.contains("already"), "{}", again.stderr);
     assert_eq!(c.describe("ask")["redriveCount"], json!(1));
 }
+
+/// AWS's developer guide, "Retry behavior of redriven executions": a rerun Task, Parallel or
+/// Inline Map state with retries has its retry attempt count reset to 0, so it gets its full
+/// `MaxAttempts` on redrive.
+#[test]
+fn a_redriven_task_parallel_or_inline_map_gets_its_retries_again() {
+    let c = Case::new();
+    let retry = json!([{"ErrorEquals": ["Broken"], "MaxAttempts": 1, "IntervalSeconds": 1}]);
+    let task = |state: &str| {
+        json!({"StartAt": state, "States": {state: {"Type": "Task",
+            "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work",
+            "Parameters": {"state": state}, "End": true}}})
+    };
+    // The Task: its worker sees $$.State.RetryCount start at 0 again.
+    let machines = [
+        (
+            "task",
+            "Work",
+            json!({"StartAt": "Work", "States": {"Work": {"Type": "Task",
+                "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work",
+                "Parameters": {"retry.$": "$$.State.RetryCount"},
+                "Retry": retry, "End": true}}}),
+            vec!["{\"retry\":0}", "{\"retry\":1}"],
+        ),
+        (
+            "parallel",
+            "Branch",
+            json!({"StartAt": "Both", "States": {"Both": {"Type": "Parallel",
+                "Branches": [task("Branch")], "Retry": retry, "End": true}}}),
+            vec!["{\"state\":\"Branch\"}"; 2],
+        ),
+        (
+            "map",
+            "Item",
+            json!({"StartAt": "Each", "States": {"Each": {"Type": "Map", "ItemsPath": "$.items",
+                "ItemProcessor": task("Item"), "Retry": retry, "End": true}}}),
+            vec!["{\"state\":\"Item\"}"; 2],
+        ),
+    ];
+    for (name, state, machine, attempts) in machines {
+        c.break_for(state, &attempts);
+        let tasks = [c.binding(state, "0")];
+        c.run(&machine, name, "{\"items\":[1]}", &tasks)
+            .assert_error(1, "Broken");
+        assert_eq!(
+            c.calls(state),
+            attempts,
+            "{name}: the attempt and its retry"
+        );
+        // Still broken: the redrive makes the first attempt and the retry again.
+        c.redrive(name).assert_error(1, "Broken");
+        let again = [attempts.clone(), attempts.clone()].concat();
+        assert_eq!(
+            c.calls(state),
+            again,
+            "{name}: all retries again on redrive"
+        );
+        assert_eq!(c.describe(name)["redriveCount"], json!(1));
+    }
+}

@@ -466,6 +466,21 @@ fn failures_are_caught_bad_tokens_refused_and_stopped_executions_close_their_tok
         assert_eq!(out.code, code, "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(name), "{args:?}: {}", out.stderr);
     }
+    // The corpus's unknown token is not one sfn-local issues: AWS's InvalidToken, with AWS's
+    // message, found before the output is looked at.
+    let out = sb.run(&[
+        "send-task-success",
+        "--task-token",
+        "NoSuchTaskToken",
+        "--task-output",
+        "ParameterOutput",
+    ]);
+    out.assert_error(11, "InvalidToken");
+    assert!(
+        out.stderr.contains("Invalid Token: 'Invalid token'"),
+        "{}",
+        out.stderr
+    );
 
     // A stopped execution: its run exits 4, its worker's heartbeat is refused, its token dies.
     let forever = format!("Work={}", worker("heartbeat-forever.sh"));

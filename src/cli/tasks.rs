@@ -8,9 +8,8 @@
 use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::db;
 use crate::clock::{iso8601, system_now};
-use crate::engine::execution::MAX_PAYLOAD_BYTES;
-use crate::store::{AnswerError, Store, TaskAnswer, TokenKind, TokenRecord};
-use crate::tasks::callback::TaskToken;
+use crate::store::{Store, TokenKind, TokenRecord};
+use crate::tasks::callback::{answer_task, check_answer, AnswerRefusal, SentAnswer};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
@@ -24,7 +23,8 @@ pub mod exit {
     pub const STORE: u8 = 1;
     /// `TaskDoesNotExist`: a well-formed token this database never issued.
     pub const TASK_DOES_NOT_EXIST: u8 = 10;
-    /// `InvalidToken`: not a token at all (empty, over 2,048 characters, foreign characters).
+    /// `InvalidToken`: not a token sfn-local could have issued (`T` and 43 URL-safe base64
+    /// characters).
     pub const INVALID_TOKEN: u8 = 11;
     /// `TaskTimedOut`: the task is closed (timed out, answered, its execution ended or stopped).
     pub const TASK_TIMED_OUT: u8 = 12;
@@ -145,16 +145,9 @@ fn open(operation: &str, flag: Option<PathBuf>) -> Result<Arc<Store>, ExitCode> 
     })
 }
 
-/// Sends an answer and maps the refusal to AWS's error and our exit status.
-fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: TaskAnswer) -> ExitCode {
-    if !TaskToken::is_well_formed(token) {
-        return refuse(
-            operation,
-            "InvalidToken",
-            "The provided token is not valid.",
-            exit::INVALID_TOKEN,
-        );
-    }
+/// Sends an answer (through the token answer code serve uses too) and maps the refusal to
+/// our exit status; an unknown token names the database it looked in.
+fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: SentAnswer) -> ExitCode {
     let no_task = |path: &std::path::Path, why: &str| {
         refuse(
             operation,
@@ -166,25 +159,33 @@ fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: TaskAnswer)
             exit::TASK_DOES_NOT_EXIST,
         )
     };
+    let refused = |r: AnswerRefusal| {
+        let status = match r {
+            AnswerRefusal::InvalidToken => exit::INVALID_TOKEN,
+            AnswerRefusal::InvalidOutput(_) => exit::INVALID_OUTPUT,
+            AnswerRefusal::TaskDoesNotExist => exit::TASK_DOES_NOT_EXIST,
+            AnswerRefusal::TaskTimedOut => exit::TASK_TIMED_OUT,
+            AnswerRefusal::Store(_) => exit::STORE,
+        };
+        refuse(operation, r.code(), &r.to_string(), status)
+    };
     let store = match db::open_existing(db) {
         Ok(s) => s,
         Err(db::OpenExistingError::Missing(path)) => {
-            return no_task(&path, ", which does not exist")
+            // The token and the output are checked before the task, as AWS does.
+            return match check_answer(token, answer) {
+                Err(r) => refused(r),
+                Ok(_) => no_task(&path, ", which does not exist"),
+            };
         }
         Err(db::OpenExistingError::Failed(e)) => {
             return refuse(operation, "ServiceFailure", &e, exit::STORE)
         }
     };
-    match store.answer_token(token, &answer, system_now()) {
+    match answer_task(&store, token, answer, system_now()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(AnswerError::TaskDoesNotExist) => no_task(store.path(), ""),
-        Err(AnswerError::TaskTimedOut) => refuse(
-            operation,
-            "TaskTimedOut",
-            "The task token has either expired or the task associated with the token has already been closed.",
-            exit::TASK_TIMED_OUT,
-        ),
-        Err(AnswerError::Store(e)) => refuse(operation, "ServiceFailure", &e.to_string(), exit::STORE),
+        Err(AnswerRefusal::TaskDoesNotExist) => no_task(store.path(), ""),
+        Err(r) => refused(r),
     }
 }
 
@@ -215,35 +216,11 @@ pub(crate) fn check_error_cause(
 
 /// Runs `send-task-success`.
 pub fn success(args: SuccessArgs) -> ExitCode {
-    const OP: &str = "SendTaskSuccess";
-    if args.task_output.len() > MAX_PAYLOAD_BYTES {
-        return refuse(
-            OP,
-            "InvalidOutput",
-            &format!(
-                "The output is {} bytes; at most {MAX_PAYLOAD_BYTES} (256 KiB) are allowed.",
-                args.task_output.len()
-            ),
-            exit::INVALID_OUTPUT,
-        );
-    }
-    let output: Value = match serde_json::from_str(&args.task_output) {
-        Ok(v) => v,
-        Err(e) => {
-            return refuse(
-                OP,
-                "InvalidOutput",
-                &format!("The provided JSON output data is not valid: {e}"),
-                exit::INVALID_OUTPUT,
-            )
-        }
-    };
-    // Stored compact, as the engine writes every payload.
     answer(
-        OP,
+        "SendTaskSuccess",
         args.db,
         &args.task_token,
-        TaskAnswer::Success(output.to_string()),
+        SentAnswer::Success(args.task_output),
     )
 }
 
@@ -257,7 +234,7 @@ pub fn failure(args: FailureArgs) -> ExitCode {
         OP,
         args.db,
         &args.task_token,
-        TaskAnswer::Failure {
+        SentAnswer::Failure {
             error: args.error,
             cause: args.cause,
         },
@@ -270,7 +247,7 @@ pub fn heartbeat(args: HeartbeatArgs) -> ExitCode {
         "SendTaskHeartbeat",
         args.db,
         &args.task_token,
-        TaskAnswer::Heartbeat,
+        SentAnswer::Heartbeat,
     )
 }
 

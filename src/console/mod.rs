@@ -10,7 +10,8 @@
 mod pages;
 
 use crate::graph::ExecutionPicture;
-use crate::store::{AnswerError, ExecutionStatus, Store, TaskAnswer};
+use crate::store::{ExecutionStatus, Store};
+use crate::tasks::callback::{answer_task, SentAnswer};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -187,46 +188,29 @@ fn back(form: &AnswerForm, said: Result<&str, String>) -> Redirect {
     Redirect::to(&url)
 }
 
-fn answer(store: &Store, form: &AnswerForm, answer: TaskAnswer, said: &str) -> Redirect {
-    let result = store.answer_token(&form.token, &answer, crate::clock::system_now());
-    match result {
+/// Answers through the token answer code the CLI and the API use, so the console refuses
+/// alike (AWS's error name, then its message).
+fn answer(store: &Store, form: &AnswerForm, answer: SentAnswer, said: &str) -> Redirect {
+    match answer_task(store, &form.token, answer, crate::clock::system_now()) {
         Ok(()) => back(form, Ok(said)),
-        Err(AnswerError::TaskTimedOut) => back(
-            form,
-            Err("TaskTimedOut: the task token has either expired or the task associated with the token has already been closed".into()),
-        ),
-        Err(e) => back(form, Err(e.to_string())),
+        Err(r) => back(form, Err(format!("{}: {r}", r.code()))),
     }
 }
 
 async fn send_success(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
     let text = form.output.as_deref().unwrap_or("{}").trim();
     let text = if text.is_empty() { "{}" } else { text };
-    if text.len() > crate::engine::execution::MAX_PAYLOAD_BYTES {
-        return back(
-            &form,
-            Err("InvalidOutput: the output is larger than 256 KiB".into()),
-        );
-    }
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(v) => answer(
-            &store,
-            &form,
-            TaskAnswer::Success(v.to_string()),
-            "success sent",
-        ),
-        Err(e) => back(
-            &form,
-            Err(format!(
-                "InvalidOutput: The provided JSON output data is not valid: {e}"
-            )),
-        ),
-    }
+    answer(
+        &store,
+        &form,
+        SentAnswer::Success(text.to_owned()),
+        "success sent",
+    )
 }
 
 async fn send_failure(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
     let none_if_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
-    let answer_with = TaskAnswer::Failure {
+    let answer_with = SentAnswer::Failure {
         error: none_if_empty(&form.error),
         cause: none_if_empty(&form.cause),
     };
@@ -234,5 +218,5 @@ async fn send_failure(State(store): Shared, Form(form): Form<AnswerForm>) -> Red
 }
 
 async fn send_heartbeat(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
-    answer(&store, &form, TaskAnswer::Heartbeat, "heartbeat sent")
+    answer(&store, &form, SentAnswer::Heartbeat, "heartbeat sent")
 }

@@ -10,7 +10,10 @@
 
 use crate::asl::error::{names, StatesError};
 use crate::clock::{Clock, Millis, SystemClock};
-use crate::store::{Expiry, NewTaskToken, Store, StoreError, TokenKind, TokenRecord, TokenStatus};
+use crate::store::{
+    AnswerError, Expiry, NewTaskToken, Store, StoreError, TaskAnswer, TokenKind, TokenRecord,
+    TokenStatus,
+};
 use crate::tasks::command::CommandLine;
 use crate::tasks::managed::{
     self, Assignment, ManagedBindings, OnceNotice, StoreChannel, TaskChannel,
@@ -63,15 +66,113 @@ impl TaskToken {
         &self.0
     }
 
-    /// Whether `text` could be a token at all (AWS's `InvalidToken` otherwise): 1 to 2,048
-    /// characters of URL-safe base64.
+    /// Whether `text` has the shape of a token sfn-local issues: `T` and 43 characters of
+    /// URL-safe base64 (or the 43 alone, as tokens were issued before the `T`). Anything else
+    /// is AWS's `InvalidToken`, as AWS answers a token it cannot decode (`NoSuchTaskToken` in the
+    /// corpus); a token of this shape that the database does not hold is `TaskDoesNotExist`.
     pub fn is_well_formed(text: &str) -> bool {
-        !text.is_empty()
-            && text.len() <= MAX_TOKEN_LEN
-            && text
+        let body = text.strip_prefix('T').unwrap_or(text);
+        body.len() == 43
+            && body
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'=')
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     }
+}
+
+/// Why a worker's answer to a task token (SendTaskSuccess, SendTaskFailure,
+/// SendTaskHeartbeat) was refused, with AWS's error name and message. Both faces (the CLI's
+/// `send-task-*` and serve's handlers) answer through [`answer_task`], so they refuse alike.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerRefusal {
+    /// Not a token sfn-local could have issued (checked before the output, as AWS does).
+    #[error("Invalid Token: 'Invalid token'")]
+    InvalidToken,
+    /// SendTaskSuccess's output is not JSON or is over 256 KiB.
+    #[error("Invalid Output: '{0}'")]
+    InvalidOutput(String),
+    /// A well-formed token this database never issued.
+    #[error("Task Does Not Exist: no task with this token exists")]
+    TaskDoesNotExist,
+    /// The token's task is closed (answered, timed out, stopped, its execution ended).
+    #[error("Task Timed Out: 'Provided task does not exist anymore'")]
+    TaskTimedOut,
+    /// The database failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl AnswerRefusal {
+    /// AWS's error name (the `__type` over HTTP, the CLI's `(...)`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            AnswerRefusal::InvalidToken => "InvalidToken",
+            AnswerRefusal::InvalidOutput(_) => "InvalidOutput",
+            AnswerRefusal::TaskDoesNotExist => "TaskDoesNotExist",
+            AnswerRefusal::TaskTimedOut => "TaskTimedOut",
+            AnswerRefusal::Store(_) => "ServiceFailure",
+        }
+    }
+}
+
+/// A worker's answer as sent: SendTaskSuccess's output still JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SentAnswer {
+    /// SendTaskSuccess with its output as sent.
+    Success(String),
+    /// SendTaskFailure.
+    Failure {
+        /// Error name.
+        error: Option<String>,
+        /// Cause.
+        cause: Option<String>,
+    },
+    /// SendTaskHeartbeat.
+    Heartbeat,
+}
+
+/// Applies a worker's answer to `token` at `now` as AWS does: the token's shape first
+/// (`InvalidToken`), then the output (`InvalidOutput`), then the task (`TaskDoesNotExist`,
+/// `TaskTimedOut`).
+pub fn answer_task(
+    store: &Store,
+    token: &str,
+    answer: SentAnswer,
+    now: Millis,
+) -> Result<(), AnswerRefusal> {
+    let answer = check_answer(token, answer)?;
+    store
+        .answer_token(token, &answer, now)
+        .map_err(|e| match e {
+            AnswerError::TaskDoesNotExist => AnswerRefusal::TaskDoesNotExist,
+            AnswerError::TaskTimedOut => AnswerRefusal::TaskTimedOut,
+            AnswerError::Store(e) => AnswerRefusal::Store(e),
+        })
+}
+
+/// The checks of [`answer_task`] that need no database: the token's shape, then the output.
+pub fn check_answer(token: &str, answer: SentAnswer) -> Result<TaskAnswer, AnswerRefusal> {
+    if !TaskToken::is_well_formed(token) {
+        return Err(AnswerRefusal::InvalidToken);
+    }
+    let answer = match answer {
+        SentAnswer::Success(text) => {
+            let limit = crate::limits::PAYLOAD_BYTES;
+            if text.len() > limit {
+                return Err(AnswerRefusal::InvalidOutput(format!(
+                    "the output is {} bytes; at most {limit} (256 KiB) are allowed",
+                    text.len()
+                )));
+            }
+            let output: Value = serde_json::from_str(&text).map_err(|e| {
+                AnswerRefusal::InvalidOutput(format!("the output is not valid JSON: {e}"))
+            })?;
+            // Stored compact, as the engine writes every payload.
+            TaskAnswer::Success(output.to_string())
+        }
+        SentAnswer::Failure { error, cause } => TaskAnswer::Failure { error, cause },
+        SentAnswer::Heartbeat => TaskAnswer::Heartbeat,
+    };
+    Ok(answer)
 }
 
 impl std::fmt::Display for TaskToken {
@@ -450,5 +551,9 @@ mod tests {
         assert!(!TaskToken::is_well_formed(""));
         assert!(!TaskToken::is_well_formed("has space"));
         assert!(!TaskToken::is_well_formed(&"a".repeat(2049)));
+        // The corpus's unknown token is not one sfn-local could issue: AWS's InvalidToken.
+        assert!(!TaskToken::is_well_formed("NoSuchTaskToken"));
+        assert!(TaskToken::is_well_formed(&"A".repeat(43)));
+        assert!(!TaskToken::is_well_formed(&"A".repeat(64)));
     }
 }

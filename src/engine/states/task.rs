@@ -8,9 +8,25 @@ use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES};
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::retry::Retries;
+use crate::store::{NewTaskToken, TokenKind};
+use crate::tasks::callback::{expiry_error, TaskToken, TokenEvent};
 use crate::tasks::{JobContext, TaskRequest};
 use serde_json::Value;
 use std::time::Duration;
+
+/// Whether `kind` is `states:startExecution.sync` (or `.sync:2`), whose attempts get a task
+/// token as on AWS. Other `.sync` integrations get none: the corpus records a token only for
+/// these.
+fn is_sync_start_execution(kind: &ResourceKind) -> bool {
+    crate::tasks::nested::is_start_execution(kind)
+        && matches!(
+            kind,
+            ResourceKind::Integration {
+                pattern: crate::asl::resource::IntegrationPattern::Sync,
+                ..
+            }
+        )
+}
 
 /// The event types and fixed details of one resource kind.
 pub(crate) struct TaskEvents {
@@ -230,13 +246,44 @@ impl Engine {
                 }
             }
         }
-        let parameters = self.arguments(cx, &t.io, effective)?;
+        let kind = &t.resource.kind;
+        let scheduled_key = self.peek_key();
+        // A `.sync` child execution gets a task token too, as on AWS: `$$.Task.Token` is set,
+        // and SendTaskSuccess/Failure with it ends the task (the child handed the parent's
+        // token to a worker). The same token again when resuming an attempt that issued it.
+        let sync_token = match &self.tokens {
+            Some(broker) if is_sync_start_execution(kind) => {
+                let issued = match self.recorded(&scheduled_key).is_some() || self.map_child {
+                    true => broker
+                        .find_issued(&scheduled_key)
+                        .map_err(|e| Failed::new(e, cx.entered_id))?,
+                    false => None,
+                };
+                Some(match issued {
+                    Some(row) => (TaskToken::from_stored(row.token), true),
+                    None => (
+                        TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?,
+                        false,
+                    ),
+                })
+            }
+            _ => None,
+        };
+        let parameters = match &sync_token {
+            Some((token, _)) => self.arguments_with(cx, &t.io, effective, |context| {
+                if let Value::Object(m) = context {
+                    m.insert(
+                        "Task".into(),
+                        serde_json::json!({ "Token": token.as_str() }),
+                    );
+                }
+            })?,
+            None => self.arguments(cx, &t.io, effective)?,
+        };
         self.check_parameters(cx, t, &parameters)?;
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
-        let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
-        let scheduled_key = self.peek_key();
         let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
         let started_details = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
@@ -278,6 +325,31 @@ impl Engine {
         }
         // The task's effects leave the process: everything before them must be committed.
         self.commit_before_effects(cx).await?;
+        // The token is stored (and committed) before the child that carries it starts.
+        let open_token = match (&sync_token, &self.tokens) {
+            (Some((token, true)), Some(broker)) => Some(broker.reopen(token.clone())),
+            (Some((token, false)), Some(broker)) => Some(
+                broker
+                    .issue(NewTaskToken {
+                        token: token.as_str().to_owned(),
+                        execution_arn: broker.execution_arn().to_owned(),
+                        state_name: cx.state.name.clone(),
+                        attempt: cx.retry_count.unwrap_or(0),
+                        kind: TokenKind::Callback,
+                        activity_arn: None,
+                        input: parameters.to_string(),
+                        created_at: self.clock.now(),
+                        // The attempt's own clocks bound it; the token only carries answers.
+                        timeout_seconds: None,
+                        heartbeat_seconds: None,
+                        heartbeat_ms: None,
+                        timeout_at: None,
+                        replay_key: Some(scheduled_key.clone()),
+                    })
+                    .map_err(|e| Failed::new(e, prev))?,
+            ),
+            _ => None,
+        };
         let request = TaskRequest {
             state_name: cx.state.name.clone(),
             resource: t.resource.clone(),
@@ -299,6 +371,31 @@ impl Engine {
             submitted_rx,
             &job_prev,
         );
+        let run = async {
+            let Some(open) = &open_token else {
+                return run.await;
+            };
+            tokio::pin!(run);
+            // Whichever ends the task first: the child (DescribeExecution's answer) or an
+            // answer to its token. The child is stopped when the token wins, and the token is
+            // closed when the child wins (a late answer is TaskTimedOut).
+            let mut no_worker = None;
+            tokio::select! {
+                biased;
+                r = &mut run => r,
+                event = open.next_event(self.clock.as_ref(), true, &mut no_worker) => match event {
+                    Ok(TokenEvent::Succeeded(output)) => Ok(Ok(output)),
+                    Ok(TokenEvent::Failed(e)) => Ok(Err(e)),
+                    Ok(TokenEvent::TimedOut(expiry)) => Ok(Err(expiry_error(expiry))),
+                    // Closed under us: the execution is being stopped, and the stop watcher
+                    // ends it.
+                    Ok(TokenEvent::Closed | TokenEvent::Started { .. }) => {
+                        std::future::pending().await
+                    }
+                    Err(e) => Err(Failed::new(e, job_prev.get())),
+                },
+            }
+        };
         let result = match timeout {
             Some(secs) => {
                 let deadline = self.last_ts.get()

@@ -43,7 +43,8 @@ use crate::asl::MachineType;
 use crate::serve::operation::Request;
 use crate::serve::protocol::ApiError;
 use crate::serve::Server;
-use crate::store::{ExecutionRecord, MapRunRecord, StateMachineRecord, TaskAnswer};
+use crate::store::{ExecutionRecord, MapRunRecord, StateMachineRecord};
+use crate::tasks::callback::SentAnswer;
 use serde_json::{json, Map, Value};
 
 /// The parts of `arn:aws:states:REGION:ACCOUNT:KIND:NAME[:QUALIFIER]`.
@@ -342,29 +343,14 @@ pub fn settings_or_defaults(stored: &str) -> Map<String, Value> {
     out
 }
 
-/// Applies a worker's answer to a task token, with AWS's errors.
-pub fn answer_token(server: &Server, token: &str, answer: TaskAnswer) -> Result<Value, ApiError> {
-    use crate::store::AnswerError;
-    if !crate::tasks::callback::TaskToken::is_well_formed(token) {
-        return Err(ApiError::new(
-            "InvalidToken",
-            "Invalid Token: 'The provided token is not valid.'",
-        ));
-    }
-    match server
-        .store
-        .answer_token(token, &answer, crate::clock::system_now())
-    {
+/// Applies a worker's answer to a task token through the token answer code the CLI uses
+/// too, with AWS's errors.
+pub fn answer_token(server: &Server, token: &str, answer: SentAnswer) -> Result<Value, ApiError> {
+    use crate::tasks::callback::{answer_task, AnswerRefusal};
+    match answer_task(&server.store, token, answer, crate::clock::system_now()) {
         Ok(()) => Ok(json!({})),
-        Err(AnswerError::TaskDoesNotExist) => Err(ApiError::new(
-            "TaskDoesNotExist",
-            "Task Does Not Exist: no task with this token exists",
-        )),
-        Err(AnswerError::TaskTimedOut) => Err(ApiError::new(
-            "TaskTimedOut",
-            "Task Timed Out: 'Provided task does not exist anymore'",
-        )),
-        Err(AnswerError::Store(e)) => Err(ApiError::internal(e)),
+        Err(AnswerRefusal::Store(e)) => Err(ApiError::internal(e)),
+        Err(r) => Err(ApiError::new(r.code(), r.to_string())),
     }
 }
 

@@ -3,7 +3,7 @@
 use crate::serve::operation::Request;
 use crate::serve::protocol::ApiError;
 use crate::serve::Server;
-use crate::store::TaskAnswer;
+use crate::tasks::callback::SentAnswer;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -12,6 +12,6 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
     super::answer_token(
         server,
         request.required("taskToken")?,
-        TaskAnswer::Heartbeat,
+        SentAnswer::Heartbeat,
     )
 }
