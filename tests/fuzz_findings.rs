@@ -1,0 +1,45 @@
+//! One regression test per finding of the fuzz targets in `fuzz/` (run with `fuzz/run.sh`),
+//! each through the binary, as a user would hit it.
+
+mod common;
+
+use common::Sandbox;
+
+/// Runs a one-state JSONata machine whose Pass `Output` is `expression`; returns stderr after
+/// checking that the execution failed (exit 1) with `States.QueryEvaluationError`.
+fn failing_output(expression: &str) -> String {
+    let sb = Sandbox::new();
+    let definition = serde_json::json!({
+        "QueryLanguage": "JSONata",
+        "StartAt": "P",
+        "States": {"P": {"Type": "Pass", "Output": format!("{{% {expression} %}}"), "End": true}}
+    });
+    let def = sb.write("big.json", &definition.to_string());
+    let out = sb.run(&["run", def.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("States.QueryEvaluationError"),
+        "{}",
+        out.stderr
+    );
+    out.stderr
+}
+
+/// Fuzzing (jsonata target): an expression building a huge value took more than 1 GB before
+/// it failed or finished. Evaluations now stop at 1,000,000 items and 4 MiB of text.
+#[test]
+fn a_jsonata_expression_cannot_exhaust_memory() {
+    let stderr = failing_output(r#"$join([1..10000000].("aaaaaaaaaaaaaaaaaaaaaaaa"))"#);
+    assert!(stderr.contains("1000000"), "{stderr}");
+    failing_output(r#"$join([1..100000].($pad("x", 100)))"#);
+}
+
+/// Fuzzing (jsonata target): a recursive expression ran for minutes (a naive Fibonacci).
+/// Evaluations now stop after 10,000,000 steps.
+#[test]
+fn a_jsonata_expression_cannot_run_forever() {
+    let stderr = failing_output(
+        r#"($f := function($n){$n <= 1 ? $n : $f($n-1) + $f($n-2)}; $f(40))"#,
+    );
+    assert!(stderr.contains("10000000 steps"), "{stderr}");
+}
