@@ -38,8 +38,39 @@ fn a_jsonata_expression_cannot_exhaust_memory() {
 /// Evaluations now stop after 10,000,000 steps.
 #[test]
 fn a_jsonata_expression_cannot_run_forever() {
-    let stderr = failing_output(
-        r#"($f := function($n){$n <= 1 ? $n : $f($n-1) + $f($n-2)}; $f(40))"#,
-    );
+    let stderr =
+        failing_output(r#"($f := function($n){$n <= 1 ? $n : $f($n-1) + $f($n-2)}; $f(40))"#);
     assert!(stderr.contains("10000000 steps"), "{stderr}");
+}
+
+/// Fuzzing (path target): filters nested 3,000 deep (`$[?($[?( ... @.a)])]`) took minutes to
+/// validate, the parser rescanning the text at each level. Nesting now stops at 16 levels.
+#[test]
+fn deeply_nested_filters_are_refused_at_once() {
+    let sb = Sandbox::new();
+    let n = 3000;
+    let path = format!("$[?({}@.a{}", "$[?(".repeat(n - 1), ")]".repeat(n));
+    let definition = serde_json::json!({
+        "StartAt": "P",
+        "States": {"P": {"Type": "Pass", "InputPath": path, "End": true}}
+    });
+    let def = sb.write("deep.json", &definition.to_string());
+    let out = sb.run(&["validate", def.to_str().unwrap()]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let report = format!("{}{}", out.stdout, out.stderr);
+    assert!(report.contains("nest more than 16 deep"), "{report}");
+
+    // Sixteen levels are still a path.
+    let path = format!("$[?({}@.a{}", "$[?(".repeat(15), ")]".repeat(16));
+    let definition = serde_json::json!({
+        "StartAt": "P",
+        "States": {"P": {"Type": "Pass", "InputPath": path, "End": true}}
+    });
+    let def = sb.write("ok.json", &definition.to_string());
+    let out = sb.run(&["validate", def.to_str().unwrap()]);
+    assert!(
+        !format!("{}{}", out.stdout, out.stderr).contains("nest more than"),
+        "{}",
+        out.stderr
+    );
 }
