@@ -74,3 +74,22 @@ fn deeply_nested_filters_are_refused_at_once() {
         out.stderr
     );
 }
+
+/// Fuzzing (intrinsic target): `States.ArrayRange` with a step near i64's limits overflowed
+/// (a panic in a debug build, wrong items in a release build) though every item fits.
+#[test]
+fn array_range_with_extreme_steps_does_not_overflow() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "range.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","Parameters":{
+            "r.$":"States.ArrayRange(-9223372036854775808, 9223372036854775807, 9223372036854775807)"},
+            "End":true}}}"#,
+    );
+    let out = sb.run(&["run", def.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        serde_json::json!({"r": [i64::MIN, -1, i64::MAX - 1]})
+    );
+}
