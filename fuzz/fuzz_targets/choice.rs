@@ -11,7 +11,11 @@ use sfn_local_fuzz::{context, two_values, variables};
 fuzz_target!(|data: &[u8]| {
     let (rule, input) = two_values(data);
     let mut diags = Diagnostics::default();
-    let at = JsonPointer::root().key("States").key("C").key("Choices").index(0);
+    let at = JsonPointer::root()
+        .key("States")
+        .key("C")
+        .key("Choices")
+        .index(0);
     let compiled = Rule::compile(&rule, &at, &mut diags);
     if diags.has_errors() {
         return;

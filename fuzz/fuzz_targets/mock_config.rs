@@ -14,7 +14,9 @@ fn machine() -> &'static sfn_local::asl::StateMachine {
         let text = r#"{"StartAt":"A","States":{
             "A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","Next":"B"},
             "B":{"Type":"Task","Resource":"arn:aws:states:::sqs:sendMessage","End":true}}}"#;
-        compile_text(text, MachineType::Standard).0.expect("the fuzz machine is valid")
+        compile_text(text, MachineType::Standard)
+            .0
+            .expect("the fuzz machine is valid")
     })
 }
 

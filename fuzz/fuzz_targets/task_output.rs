@@ -28,16 +28,16 @@ const MACHINES: &[&str] = &[
              "Catch":[{"ErrorEquals":["States.ALL"],"ResultPath":"$.err","Next":"Caught"}],
              "Next":"C"},
         "C":{"Type":"Choice","Choices":[
-               {"Variable":"$.r.payload","IsPresent":true,"Next":"IsArray"}],
+               {"Variable":"$.r.payload","IsPresent":true,"Next":"Route"}],
              "Default":"Done"},
-        "IsArray":{"Type":"Choice","Choices":[
-               {"Variable":"$.r.payload","IsArray":true,"Next":"M"},
+        "Route":{"Type":"Choice","Choices":[
                {"Variable":"$.r.payload","StringMatches":"*a*","Next":"Done"},
                {"Variable":"$.r.payload","NumericGreaterThan":10,"Next":"Done"}],
-             "Default":"Done"},
+             "Default":"M"},
         "M":{"Type":"Map","ItemsPath":"$.r.payload","MaxConcurrency":2,
              "ItemProcessor":{"StartAt":"P","States":{"P":{"Type":"Pass","Parameters":{"v.$":"$","i.$":"$$.Map.Item.Index"},"End":true}}},
-             "ResultPath":"$.mapped","Next":"Done"},
+             "ResultPath":"$.mapped",
+             "Catch":[{"ErrorEquals":["States.ALL"],"Next":"Done"}],"Next":"Done"},
         "Caught":{"Type":"Pass","Parameters":{"e.$":"$.err.Error","c.$":"States.StringToJson(States.JsonToString($.err.Cause))"},"Next":"Done"},
         "Done":{"Type":"Succeed"}}}"#,
     // The plain result, no selector: `$` is whatever came back.
@@ -125,7 +125,14 @@ fuzz_target!(|data: &[u8]| {
         mocks_only: true,
         ..LocalTasks::default()
     };
-    let info = ExecutionInfo::new("us-east-1", "123456789012", "M", "e", None, 1_700_000_000_000);
+    let info = ExecutionInfo::new(
+        "us-east-1",
+        "123456789012",
+        "M",
+        "e",
+        None,
+        1_700_000_000_000,
+    );
     RUNTIME.with(|rt| {
         let local = tokio::task::LocalSet::new();
         rt.block_on(local.run_until(run_in_memory(

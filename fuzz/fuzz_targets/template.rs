@@ -11,7 +11,11 @@ use sfn_local_fuzz::{context, two_values, variables};
 fuzz_target!(|data: &[u8]| {
     let (template, input) = two_values(data);
     let mut diags = Diagnostics::default();
-    let compiled = Template::compile(&template, &JsonPointer::root().key("Parameters"), &mut diags);
+    let compiled = Template::compile(
+        &template,
+        &JsonPointer::root().key("Parameters"),
+        &mut diags,
+    );
     if diags.has_errors() {
         return;
     }

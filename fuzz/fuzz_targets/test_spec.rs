@@ -35,7 +35,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let dir = dir();
     let spec_path = dir.join("m.sfntest.json");
-    if std::fs::write(&spec_path, spec).is_err() || std::fs::write(dir.join("m.mocks.json"), mocks).is_err() {
+    if std::fs::write(&spec_path, spec).is_err()
+        || std::fs::write(dir.join("m.mocks.json"), mocks).is_err()
+    {
         return;
     }
     let _ = run(TestArgs {
