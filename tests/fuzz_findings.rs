@@ -93,3 +93,29 @@ fn array_range_with_extreme_steps_does_not_overflow() {
         serde_json::json!({"r": [i64::MIN, -1, i64::MAX - 1]})
     );
 }
+
+/// Fuzzing (choice target, by a hand-written input): `StringMatches` tried every split point
+/// of every `*`, exponential time on `*a*a*a…*b` against a run of `a`s (a Choice state, or
+/// `validate`'s own evaluation of nothing, never finished).
+#[test]
+fn string_matches_takes_linear_time() {
+    let sb = Sandbox::new();
+    let pattern = format!("{}*b", "*a".repeat(2000));
+    let definition = serde_json::json!({
+        "StartAt": "C",
+        "States": {
+            "C": {"Type": "Choice", "Choices": [
+                {"Variable": "$.s", "StringMatches": pattern, "Next": "Yes"},
+                {"Variable": "$.s", "StringMatches": "a*a*a", "Next": "Also"}],
+                "Default": "No"},
+            "Yes": {"Type": "Pass", "Result": "yes", "End": true},
+            "Also": {"Type": "Pass", "Result": "also", "End": true},
+            "No": {"Type": "Pass", "Result": "no", "End": true}
+        }
+    });
+    let def = sb.write("glob.json", &definition.to_string());
+    let input = serde_json::json!({"s": "a".repeat(20000)}).to_string();
+    let out = sb.run(&["run", def.to_str().unwrap(), "--input", &input]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!("also"));
+}
