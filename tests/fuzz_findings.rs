@@ -34,6 +34,14 @@ fn a_jsonata_expression_cannot_exhaust_memory() {
     failing_output(r#"$join([1..100000].($pad("x", 100)))"#);
 }
 
+/// Fuzzing (jsonata target): many arrays, each within the engine's limits, together took
+/// gigabytes. One evaluation now holds at most 128 MiB (the binary meters its allocations).
+#[test]
+fn a_jsonata_evaluation_holds_bounded_memory() {
+    let stderr = failing_output(r#"[1..1000].{"a": [1..500000]}"#);
+    assert!(stderr.contains("more than 128 MiB"), "{stderr}");
+}
+
 /// Fuzzing (jsonata target): a recursive expression ran for minutes (a naive Fibonacci).
 /// Evaluations now stop after 10,000,000 steps.
 #[test]

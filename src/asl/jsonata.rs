@@ -33,6 +33,8 @@ pub const MAX_STEPS: u64 = 10_000_000;
 pub const MAX_BUILT_BYTES: usize = 4 * 1024 * 1024;
 /// The most items of an array one evaluation may build.
 pub const MAX_ARRAY_ITEMS: usize = 1_000_000;
+/// The most memory one evaluation may hold (in a binary with [`crate::memory::Metered`]).
+pub const MAX_HELD_BYTES: usize = 128 * 1024 * 1024;
 /// The longest one evaluation may run, a backstop for what the step count does not see.
 pub const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -174,7 +176,21 @@ mod jlens {
             for (name, value) in variables {
                 bindings = bindings.var(name, value);
             }
-            match self.expression.evaluate_with(None, &bindings, limits()) {
+            // Metered: what one evaluation may hold is bounded too (see `crate::alloc`).
+            let token = jlens_core::CancelToken::new();
+            let options = limits().clone().cancel_token(token.clone());
+            let section = crate::memory::Section::start(MAX_HELD_BYTES, token);
+            let result = self.expression.evaluate_with(None, &bindings, &options);
+            let exceeded = section.exceeded();
+            drop(section);
+            match result {
+                Err(e) if exceeded && e.code() == "U1003" => Err(EngineError {
+                    code: "U1001".to_owned(),
+                    message: format!(
+                        "The evaluation would hold more than {} MiB of memory",
+                        MAX_HELD_BYTES >> 20
+                    ),
+                }),
                 Ok(Some(v)) => Ok(Outcome::Value(v)),
                 Ok(None) if self.yields_function => Ok(Outcome::Function),
                 Ok(None) => Ok(Outcome::Undefined),
