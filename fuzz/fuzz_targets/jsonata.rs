@@ -4,6 +4,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+// As the binary does: one JSONata evaluation holds a bounded amount of memory.
+#[global_allocator]
+static ALLOCATOR: sfn_local::memory::Metered<std::alloc::System> =
+    sfn_local::memory::Metered(std::alloc::System);
 use sfn_local::asl::diagnostic::{Diagnostics, JsonPointer};
 use sfn_local::asl::jsonata::{JsonataScope, JsonataTemplate};
 use sfn_local_fuzz::{context, text_and_value, variables};

@@ -9,6 +9,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+// As the binary does: one JSONata evaluation holds a bounded amount of memory.
+#[global_allocator]
+static ALLOCATOR: sfn_local::memory::Metered<std::alloc::System> =
+    sfn_local::memory::Metered(std::alloc::System);
 use serde_json::{json, Value};
 use sfn_local::asl::{compile_text, MachineType, StateMachine};
 use sfn_local::clock::SystemClock;

@@ -6,6 +6,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+
+// As the binary does: one JSONata evaluation holds a bounded amount of memory.
+#[global_allocator]
+static ALLOCATOR: sfn_local::memory::Metered<std::alloc::System> =
+    sfn_local::memory::Metered(std::alloc::System);
 use sfn_local::cli::test::{run, TestArgs};
 use std::path::PathBuf;
 use std::sync::OnceLock;
