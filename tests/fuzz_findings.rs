@@ -127,3 +127,26 @@ fn string_matches_takes_linear_time() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!("also"));
 }
+
+/// Hostile input: a huge `--time-scale` made the scaled duration of a Wait overflow
+/// `Duration` (a panic). A scaled wait is now at most a century: the Wait simply waits.
+#[test]
+fn a_huge_time_scale_waits_instead_of_panicking() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "wait.json",
+        r#"{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":5,"End":true}}}"#,
+    );
+    let mut child = sb.spawn(&["run", def.to_str().unwrap(), "--time-scale", "1e308"]);
+    // Still waiting after a moment, where it used to panic at once: stop it (Ctrl-C's
+    // signal) and check that it ended cleanly, not by a panic.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "run ended early");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = common::Output::of(child);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
