@@ -150,3 +150,32 @@ fn a_huge_time_scale_waits_instead_of_panicking() {
     let out = common::Output::of(child);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+/// Fuzzing (definition target, by a hand-written input): `validate` panicked inside miette
+/// on a one-line (minified) definition whose error lies past column 65,535. A line that long
+/// is now reported without a snippet: the message, the file, line and column.
+#[test]
+fn an_error_far_along_a_long_line_is_reported() {
+    let sb = Sandbox::new();
+    let states: serde_json::Map<String, serde_json::Value> = (0..400)
+        .map(|i| {
+            (
+                format!("S{i}{}", "x".repeat(200)),
+                serde_json::json!({"Type": "Pass", "End": true}),
+            )
+        })
+        .chain([(
+            "Last".to_owned(),
+            serde_json::json!({"Type": "Pass", "Next": "Nowhere"}),
+        )])
+        .collect();
+    let definition = serde_json::json!({"StartAt": "Last", "States": states});
+    let text = definition.to_string();
+    assert!(!text.contains('\n') && text.len() > 70_000);
+    let def = sb.write("minified.json", &text);
+    let out = sb.run(&["validate", def.to_str().unwrap()]);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let report = format!("{}{}", out.stdout, out.stderr);
+    assert!(report.contains("MISSING_TRANSITION_TARGET"), "{report}");
+    assert!(report.contains("minified.json:1:"), "{report}");
+}
