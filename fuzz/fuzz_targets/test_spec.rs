@@ -26,7 +26,10 @@ const DEFINITION: &str = r#"{"StartAt":"Get","States":{
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("sfn-fuzz-test-spec-{}", std::process::id()));
+        // Under fuzz/target (ignored by git, removed with the build), one per process.
+        let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("test-spec-{}", std::process::id()));
         std::fs::create_dir_all(&d).expect("a temporary folder");
         std::fs::write(d.join("m.asl.json"), DEFINITION).expect("the definition is written");
         d
