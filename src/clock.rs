@@ -59,7 +59,12 @@ impl Clock for SystemClock {
         if self.time_scale == 1.0 || !self.time_scale.is_finite() || self.time_scale < 0.0 {
             declared
         } else {
-            declared.mul_f64(self.time_scale)
+            // Capped, not `mul_f64`, which panics past `Duration::MAX` (`--time-scale 1e308`
+            // on a Wait panicked: found by fuzzing's hostile inputs). A century is forever
+            // here and keeps every deadline (`now + millis`) far inside `Millis`.
+            const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+            Duration::try_from_secs_f64(declared.as_secs_f64() * self.time_scale)
+                .map_or(FOREVER, |d| d.min(FOREVER))
         }
     }
 

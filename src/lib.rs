@@ -17,6 +17,7 @@
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
 //!   records.
 //! - [`cli`]: the commands; no logic that the library does not own.
+//! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!
 //! ```
 //! let text = r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#;
@@ -33,6 +34,7 @@ pub mod console;
 pub mod engine;
 pub mod graph;
 pub mod limits;
+pub mod memory;
 pub mod serve;
 pub mod store;
 pub mod suggest;

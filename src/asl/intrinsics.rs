@@ -290,9 +290,12 @@ impl Call {
                         "the range may hold at most {MAX_RANGE_ITEMS} items"
                     )));
                 }
+                // In i128: `i * step` may overflow i64 even where the item lies between start
+                // and end, and so fits (fuzzing found `States.ArrayRange(-9223372036854775808,
+                // 9223372036854775807, 9223372036854775807)` panicking on it).
                 Ok(Value::Array(
-                    (0..count as i64)
-                        .map(|i| Value::from(start + i * step))
+                    (0..count)
+                        .map(|i| Value::from((i128::from(start) + i * i128::from(step)) as i64))
                         .collect(),
                 ))
             }

@@ -26,6 +26,18 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+/// The most steps (nodes evaluated, functions called) one evaluation may take.
+pub const MAX_STEPS: u64 = 10_000_000;
+/// The longest string, and the largest result as JSON text, one evaluation may build: 16 times
+/// the largest payload a state can pass on (256 KiB).
+pub const MAX_BUILT_BYTES: usize = 4 * 1024 * 1024;
+/// The most items of an array one evaluation may build.
+pub const MAX_ARRAY_ITEMS: usize = 1_000_000;
+/// The most memory one evaluation may hold (in a binary with [`crate::memory::Metered`]).
+pub const MAX_HELD_BYTES: usize = 128 * 1024 * 1024;
+/// The longest one evaluation may run, a backstop for what the step count does not see.
+pub const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The name of the reserved variable holding `input`, `result`, `errorOutput` and `context`.
 pub const STATES_VARIABLE: &str = "states";
 
@@ -164,7 +176,21 @@ mod jlens {
             for (name, value) in variables {
                 bindings = bindings.var(name, value);
             }
-            match self.expression.evaluate(None, &bindings) {
+            // Metered: what one evaluation may hold is bounded too (see `crate::alloc`).
+            let token = jlens_core::CancelToken::new();
+            let options = limits().clone().cancel_token(token.clone());
+            let section = crate::memory::Section::start(MAX_HELD_BYTES, token);
+            let result = self.expression.evaluate_with(None, &bindings, &options);
+            let exceeded = section.exceeded();
+            drop(section);
+            match result {
+                Err(e) if exceeded && e.code() == "U1003" => Err(EngineError {
+                    code: "U1001".to_owned(),
+                    message: format!(
+                        "The evaluation would hold more than {} MiB of memory",
+                        MAX_HELD_BYTES >> 20
+                    ),
+                }),
                 Ok(Some(v)) => Ok(Outcome::Value(v)),
                 Ok(None) if self.yields_function => Ok(Outcome::Function),
                 Ok(None) => Ok(Outcome::Undefined),
@@ -176,6 +202,23 @@ mod jlens {
                 }),
             }
         }
+    }
+
+    /// The bounds of one evaluation, so that no expression hangs `run` or exhausts its memory
+    /// (found by fuzzing: `{% $join([1..10000000].("aaaa")) %}` took over 1 GB, a naive
+    /// recursive Fibonacci never ended). AWS documents no such limits; these are far above
+    /// anything a state can use, as every state's input and output is at most 256 KiB:
+    /// exceeding one is a `States.QueryEvaluationError` naming it, like any evaluation error.
+    fn limits() -> &'static jlens_core::Options {
+        static LIMITS: OnceLock<jlens_core::Options> = OnceLock::new();
+        LIMITS.get_or_init(|| {
+            jlens_core::Options::new()
+                .max_steps(MAX_STEPS)
+                .max_string_length(MAX_BUILT_BYTES)
+                .max_result_size(MAX_BUILT_BYTES)
+                .max_array_length(MAX_ARRAY_ITEMS)
+                .timeout(MAX_TIME)
+        })
     }
 
     /// The bindings every evaluation starts from: AWS's functions, registered once.

@@ -248,9 +248,19 @@ pub fn render_human(files: &[FileReport<'_>], color: bool) -> String {
             for diagnostic in file.diagnostics.iter() {
                 let report = HumanReport::new(file, &resolver, diagnostic);
                 let mut rendered = String::new();
-                match handler.render_report(&mut rendered, &report) {
+                // miette panics on a highlight past column 65,535 (a minified one-line
+                // definition: found by fuzzing), and such a line is no snippet to read anyway.
+                let fits = report.labels.iter().all(|l| {
+                    longest_line(file.text, l.offset()..l.offset() + l.len()) <= MAX_SNIPPET_LINE
+                });
+                let result = if fits {
+                    handler.render_report(&mut rendered, &report)
+                } else {
+                    Err(fmt::Error)
+                };
+                match result {
                     Ok(()) => out.push_str(&rendered),
-                    // miette refused (it should not): still say what and where, plainly.
+                    // No snippet (or miette refused): still say what and where, plainly.
                     Err(fmt::Error) => {
                         let place = resolver.place(&diagnostic.location);
                         let _ = writeln!(
@@ -276,6 +286,30 @@ pub fn render_human(files: &[FileReport<'_>], color: bool) -> String {
         let _ = writeln!(out, "{} files: {total}", files.len());
     }
     out
+}
+
+/// The longest line a snippet shows; past it, a diagnostic is shown without one.
+const MAX_SNIPPET_LINE: usize = 4096;
+
+/// The length in bytes of the longest line that `span` touches.
+fn longest_line(text: &str, span: Range<usize>) -> usize {
+    // Bytes, not `str` slices: a span need not fall on a character boundary.
+    let bytes = text.as_bytes();
+    let start = span.start.min(bytes.len());
+    let end = span.end.clamp(start, bytes.len());
+    let from = bytes[..start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let to = bytes[end..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| end + i);
+    bytes[from..to]
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0)
 }
 
 /// One diagnostic as miette sees it, borrowing the file's text.
