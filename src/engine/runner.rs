@@ -195,17 +195,14 @@ impl Drop for LeaseKeeper {
     }
 }
 
-/// Creates the execution in the store and runs it to its end in this thread.
-pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, RunError> {
-    if store.execution(&request.info.execution_arn)?.is_some() {
-        return Err(RunError::AlreadyExists(request.info.name.clone()));
-    }
-    let owner = new_owner();
-    let lease = lease_ms();
-    let children = LocalChildren::new(ChildSetup {
+/// The setup of a new execution's `states:startExecution*` children: its known machines,
+/// bindings and options, leased to `owner`, without the parent's mocks (a test case mocks the
+/// parent's states, not its children's).
+fn child_setup(request: &RunRequest, store: &Arc<Store>, owner: &str) -> ChildSetup {
+    ChildSetup {
         machines: request.machines.clone(),
         store: Some(store.clone()),
-        owner: owner.clone(),
+        owner: owner.to_owned(),
         time_scale: request.time_scale,
         tasks: LocalTasks {
             mocks: Default::default(),
@@ -216,7 +213,17 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         notice: request.notice.clone(),
         region: request.info.region.clone(),
         account: request.info.account.clone(),
-    });
+    }
+}
+
+/// Creates the execution in the store and runs it to its end in this thread.
+pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, RunError> {
+    if store.execution(&request.info.execution_arn)?.is_some() {
+        return Err(RunError::AlreadyExists(request.info.name.clone()));
+    }
+    let owner = new_owner();
+    let lease = lease_ms();
+    let children = LocalChildren::new(child_setup(&request, &store, &owner));
     let (row, mut request) = execution_row(request, &owner, lease);
     store.create_execution(row).wait_blocking()?;
     if !request.machines.is_empty() {
@@ -247,23 +254,8 @@ pub async fn start_engine(
     owner: &str,
 ) -> Result<Engine, RunError> {
     // Its `states:startExecution*` children run on the host's runtime beside it.
-    let children = (!request.machines.is_empty()).then(|| {
-        LocalChildren::new(ChildSetup {
-            machines: request.machines.clone(),
-            store: Some(store.clone()),
-            owner: owner.to_owned(),
-            time_scale: request.time_scale,
-            tasks: LocalTasks {
-                mocks: Default::default(),
-                ..request.tasks.clone()
-            },
-            task_bindings: request.task_bindings.clone(),
-            options: request.options.clone(),
-            notice: request.notice.clone(),
-            region: request.info.region.clone(),
-            account: request.info.account.clone(),
-        })
-    });
+    let children = (!request.machines.is_empty())
+        .then(|| LocalChildren::new(child_setup(&request, store, owner)));
     let (row, mut request) = execution_row(request, owner, lease_ms());
     if let Some(children) = &children {
         request.tasks.children = children.tasks().children;
