@@ -53,6 +53,15 @@ impl Engine {
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
+        // The attempt's failure event (TaskFailed, ActivityFailed, ...) carrying `e`, and `e` as
+        // the state's failure after it.
+        let attempt_failed = |prev: EventId, e: StatesError| -> Failed {
+            let details = Some(integration_details(kind).error(&e).build());
+            match self.push(prev, events.failed, details) {
+                Ok(prev) => Failed::new(e, prev),
+                Err(failed) => failed,
+            }
+        };
         let is_activity = matches!(kind, ResourceKind::Activity { .. });
         let parameters_text = parameters.to_string();
         let mut scheduled = if is_activity {
@@ -168,12 +177,7 @@ impl Engine {
                     Err(e) => {
                         // The worker never got the token: the submission failed, as an
                         // integration call that cannot be made fails on AWS.
-                        let prev = self.push(
-                            prev,
-                            events.failed,
-                            Some(integration_details(kind).error(&e).build()),
-                        )?;
-                        return Err(Failed::new(e, prev));
+                        return Err(attempt_failed(prev, e));
                     }
                 }
             } else if self.tasks.calls_service(&t.resource) {
@@ -189,12 +193,7 @@ impl Engine {
                 match self.tasks.run(request).await {
                     Ok(response) => submitted = response,
                     Err(e) => {
-                        let prev = self.push(
-                            prev,
-                            events.failed,
-                            Some(integration_details(kind).error(&e).build()),
-                        )?;
-                        return Err(Failed::new(e, prev));
+                        return Err(attempt_failed(prev, e));
                     }
                 }
             } else if let Some(children) = self
@@ -219,12 +218,7 @@ impl Engine {
                 match started {
                     Ok(started) => submitted = crate::tasks::nested::start_response(&started),
                     Err(e) => {
-                        let prev = self.push(
-                            prev,
-                            events.failed,
-                            Some(integration_details(kind).error(&e).build()),
-                        )?;
-                        return Err(Failed::new(e, prev));
+                        return Err(attempt_failed(prev, e));
                     }
                 }
             } else {
@@ -272,12 +266,7 @@ impl Engine {
                     return Ok((output, prev));
                 }
                 TokenEvent::Failed(e) => {
-                    let prev = self.push(
-                        prev,
-                        events.failed,
-                        Some(integration_details(kind).error(&e).build()),
-                    )?;
-                    return Err(Failed::new(e, prev));
+                    return Err(attempt_failed(prev, e));
                 }
                 TokenEvent::TimedOut(expiry) => {
                     // History says States.Timeout, with no cause, for both clocks (as AWS);
