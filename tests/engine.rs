@@ -262,6 +262,40 @@ async fn retries_then_catches_a_failing_task() {
             "ExecutionSucceeded"
         ]
     );
+    // As AWS links them: the retry's TaskScheduled follows the TaskFailed before it.
+    let prev: Vec<i64> = events.iter().map(|e| e.previous_event_id).collect();
+    assert_eq!(prev, [0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+}
+
+#[tokio::test]
+async fn output_path_failure_after_a_task_follows_the_task_s_last_event() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"T","States":{
+            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
+                 "OutputPath":"$.no.such.path","End":true}}}),
+        json!({}),
+        tasks(&["T=cat"]),
+        Arc::new(SystemClock::new(1.0)),
+    )
+    .await;
+    let outcome = (outcome.status, outcome.error.and_then(|e| e.error));
+    assert_eq!(outcome, (Status::Failed, Some("States.Runtime".into())));
+    let chain: Vec<(&str, i64)> = events
+        .iter()
+        .map(|e| (e.event_type.as_str(), e.previous_event_id))
+        .collect();
+    // As AWS recorded it (test_catch_states_runtime): ExecutionFailed follows TaskSucceeded.
+    assert_eq!(
+        chain,
+        [
+            ("ExecutionStarted", 0),
+            ("TaskStateEntered", 0),
+            ("TaskScheduled", 2),
+            ("TaskStarted", 3),
+            ("TaskSucceeded", 4),
+            ("ExecutionFailed", 5)
+        ]
+    );
 }
 
 #[tokio::test]

@@ -416,6 +416,7 @@ pub async fn test_state(
         state,
         entered_id: 1,
         entered_prev: 1,
+        attempt_prev: 1,
         entered_at: now,
         retry_count: config.retrier_retry_count.or(Some(0)),
         frame: &frame,

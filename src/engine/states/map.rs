@@ -598,8 +598,9 @@ impl Engine {
         let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
         self.push(run_done, EventType::MapStateSucceeded, None)?;
         let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
-        // AWS points MapStateExited at MapRunSucceeded, like MapStateSucceeded.
-        Ok((output, run_done))
+        // AWS points MapStateExited at MapRunStarted (recordings since November 2024; older
+        // ones point it at MapRunSucceeded, like MapStateSucceeded).
+        Ok((output, run_started))
     }
 
     /// The `mapRunArn` of the `MapRunStarted` about to be pushed, when resuming and it is
