@@ -381,3 +381,21 @@ fn machine_unchecked(def: Value) -> Arc<sfn_local::asl::StateMachine> {
     let m = sfn_local::asl::parse::parse_machine(&def, MachineType::Standard, &mut diags);
     Arc::new(m.unwrap_or_else(|| panic!("{diags:#?}")))
 }
+
+#[tokio::test]
+async fn a_negative_tolerated_failure_count_path_fails_as_aws_words_it() {
+    // The definition of AWS's recorded test_map_state_tolerated_failure_count_path, with -1.
+    let def = json!({"StartAt":"MapState","States":{"MapState":{"Type":"Map","ItemsPath":"$.Items",
+        "MaxConcurrency":1,"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+        "StartAt":"HandleItem","States":{"HandleItem":{"Type":"Pass","End":true}}},
+        "ToleratedFailureCountPath":"$.ToleratedFailureCount","End":true}}});
+    for count in [json!(-1), json!("-1")] {
+        let (outcome, _) = run(def.clone(), json!({"Items": [0], "ToleratedFailureCount": count})).await;
+        let e = outcome.error.expect("a failure");
+        assert_eq!(e.error.as_deref(), Some("States.Runtime"));
+        assert_eq!(
+            e.cause.as_deref(),
+            Some("An error occurred while executing the state 'MapState' (entered at the event id #2). ToleratedFailureCount cannot be negative.")
+        );
+    }
+}
