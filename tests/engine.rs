@@ -390,7 +390,11 @@ async fn a_negative_tolerated_failure_count_path_fails_as_aws_words_it() {
         "StartAt":"HandleItem","States":{"HandleItem":{"Type":"Pass","End":true}}},
         "ToleratedFailureCountPath":"$.ToleratedFailureCount","End":true}}});
     for count in [json!(-1), json!("-1")] {
-        let (outcome, _) = run(def.clone(), json!({"Items": [0], "ToleratedFailureCount": count})).await;
+        let (outcome, _) = run(
+            def.clone(),
+            json!({"Items": [0], "ToleratedFailureCount": count}),
+        )
+        .await;
         let e = outcome.error.expect("a failure");
         assert_eq!(e.error.as_deref(), Some("States.Runtime"));
         assert_eq!(
