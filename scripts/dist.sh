@@ -9,6 +9,9 @@
 #                                             the wheel, by maturin, of the binary cargo built in
 #                                             TARGET_DIR with PROFILE (cargo finds it fresh and
 #                                             only packages it; a release build compiles)
+#   scripts/dist.sh wheel-from-binary BIN OUT the same wheel around a binary already built: maturin
+#                                             writes the metadata (from pyproject.toml, no build),
+#                                             this script packs it with python/sfn_local and BIN
 #   scripts/dist.sh checksums OUT             SHA256SUMS of every file in OUT
 #
 # TARGET is a Rust target triple (x86_64-unknown-linux-musl, aarch64-apple-darwin, ...). The
@@ -122,6 +125,48 @@ wheel() {
   CARGO_TARGET_DIR="$target_dir" "${MATURIN:-maturin}" "${args[@]}"
 }
 
+wheel_from_binary() {
+  local bin="$1" out="$2" stage
+  [ -f "$bin" ] || die "no binary at $bin"
+  mkdir -p "$out"
+  stage="$(mktemp -d)"
+  local args=(pep517 write-dist-info --metadata-directory "$stage")
+  [ "${SFN_LOCAL_WHEEL_COMPAT:-}" != "" ] && args+=(--compatibility "$SFN_LOCAL_WHEEL_COMPAT")
+  (cd "$root" && "${MATURIN:-maturin}" "${args[@]}" >/dev/null)
+  cp -R "$root/python/sfn_local" "$stage/"
+  find "$stage/sfn_local" -name __pycache__ -prune -exec rm -rf {} +
+  py - "$stage" "$bin" "$out" <<'PY'
+import base64, hashlib, os, pathlib, shutil, sys, zipfile
+stage, binary, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+dist_info = next(stage.glob("*.dist-info"))
+name_version = dist_info.name[: -len(".dist-info")]
+tags = [l.split(":", 1)[1].strip() for l in (dist_info / "WHEEL").read_text().splitlines() if l.startswith("Tag:")]
+scripts = stage / f"{name_version}.data" / "scripts"
+scripts.mkdir(parents=True)
+exe = "sfn-local.exe" if binary.suffix == ".exe" else "sfn-local"
+shutil.copy(binary, scripts / exe)
+files = sorted(p for p in stage.rglob("*") if p.is_file())
+record = dist_info / "RECORD"
+lines = []
+for p in files:
+    data = p.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    lines.append(f"{p.relative_to(stage).as_posix()},sha256={digest},{len(data)}")
+lines.append(f"{record.relative_to(stage).as_posix()},,")
+record.write_text("\n".join(lines) + "\n")
+wheel = out / f"{name_version}-{'.'.join(tags)}.whl"
+with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+    for p in files + [record]:
+        info = zipfile.ZipInfo(p.relative_to(stage).as_posix(), (1980, 1, 1, 0, 0, 0))
+        # A regular file (pip checks the type bits before it sets the executable bit).
+        info.external_attr = (0o100755 if p.parent == scripts else 0o100644) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, p.read_bytes())
+print(wheel)
+PY
+  rm -rf "$stage"
+}
+
 checksums() {
   local out="$1"
   (cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort \
@@ -133,6 +178,7 @@ case "${1:-}" in
   npm) [ $# -eq 4 ] || die "usage: npm TARGET BIN OUT"; npm_package "$2" "$3" "$4" ;;
   npm-launcher) [ $# -eq 2 ] || die "usage: npm-launcher OUT"; npm_launcher "$2" ;;
   wheel) [ $# -eq 4 ] || die "usage: wheel TARGET_DIR PROFILE OUT"; wheel "$2" "$3" "$4" ;;
+  wheel-from-binary) [ $# -eq 3 ] || die "usage: wheel-from-binary BIN OUT"; wheel_from_binary "$2" "$3" ;;
   checksums) [ $# -eq 2 ] || die "usage: checksums OUT"; checksums "$2" ;;
-  *) die "usage: scripts/dist.sh archive|npm|npm-launcher|wheel|checksums ... (see the script's head)" ;;
+  *) die "usage: scripts/dist.sh archive|npm|npm-launcher|wheel|wheel-from-binary|checksums ... (see the script's head)" ;;
 esac

@@ -30,9 +30,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sfn-local")
     group.addoption("--sfn-local-bin", metavar="PATH",
                     help="the sfn-local binary (default: $SFN_LOCAL_BIN, the installed one, PATH)")
-    group.addoption("--sfn-local-coverage", metavar="PATH",
-                    help="after the session, write the state machines' coverage as LCOV to PATH "
-                         "(`sfn-local coverage` on the servers' databases)")
     parser.addini("sfn_local_scope", "scope of the sfn_local fixture: session (default), package, "
                   "module, class or function", default="session")
     parser.addini("sfn_local_time_scale", "serve --time-scale (Wait states and retries sped up)", default="")
@@ -127,7 +124,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if not _used_by(item, server):
             continue
         since = marks.get(id(server), 0) if report.when == "call" else 0
-        text = server.log(since).strip() or "(nothing)"
+        text = server.log(since).strip()
+        if not text:
+            tail = "\n".join(server.log().strip().splitlines()[-50:])
+            text = f"(nothing during this test; the log so far, {server.log_path}:)\n{tail}"
         report.sections.append((f"sfn-local serve log ({server.endpoint}, {report.when})", text))
 
 
@@ -139,15 +139,8 @@ def _used_by(item: pytest.Item, server: SfnLocal) -> bool:
     )
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    target = session.config.getoption("sfn_local_coverage")
-    servers = session.config.stash.get(_SERVERS, [])
-    if target and servers:
-        _write_coverage(Path(target), servers)
-
-
-def _write_coverage(target: Path, servers: List[SfnLocal]) -> None:
-    """The hook for `sfn-local coverage`: LCOV of every server's executions, one file."""
-    from . import write_lcov
-
-    write_lcov(target, servers)
+def servers(config: pytest.Config) -> List[SfnLocal]:
+    """Every server this session started (running or stopped; their databases stay until pytest
+    cleans its temporary folders). The hook for coverage: a plugin or conftest can run
+    ``sfn-local`` commands on each ``server.db`` in ``pytest_sessionfinish``."""
+    return list(config.stash.get(_SERVERS, []))
