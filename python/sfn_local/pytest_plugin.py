@@ -30,6 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sfn-local")
     group.addoption("--sfn-local-bin", metavar="PATH",
                     help="the sfn-local binary (default: $SFN_LOCAL_BIN, the installed one, PATH)")
+    group.addoption("--sfn-local-lcov", metavar="PATH",
+                    help="at the session's end, write the state machines' coverage by the "
+                         "session's executions as LCOV to PATH (`sfn-local coverage`)")
     parser.addini("sfn_local_scope", "scope of the sfn_local fixture: session (default), package, "
                   "module, class or function", default="session")
     parser.addini("sfn_local_time_scale", "serve --time-scale (Wait states and retries sped up)", default="")
@@ -144,3 +147,16 @@ def servers(config: pytest.Config) -> List[SfnLocal]:
     cleans its temporary folders). The hook for coverage: a plugin or conftest can run
     ``sfn-local`` commands on each ``server.db`` in ``pytest_sessionfinish``."""
     return list(config.stash.get(_SERVERS, []))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = session.config.getoption("sfn_local_lcov")
+    if not target:
+        return
+    # One LCOV tracefile: each server's records one after the other (the format allows it).
+    parts = []
+    for server in servers(session.config):
+        if server.process.poll() is None:
+            server.stop()
+        parts.append(server.cli("coverage", "--format", "lcov").stdout)
+    Path(target).write_text("".join(parts))
