@@ -242,16 +242,26 @@ fn the_wheel_installs_into_a_fresh_venv_and_its_pytest_plugin_runs_the_example_s
     let example = dir.path().join("example");
     copy_dir(&root().join("python/example"), &example);
     let suite = run(Command::new(&python)
-        .args(["-m", "pytest", "-p", "no:cacheprovider", "-v", "--sfn-local-lcov"])
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "--sfn-local-lcov",
+        ])
         .arg(dir.path().join("coverage.lcov"))
         .current_dir(&example)
         .env_remove("SFN_LOCAL_BIN")
         .env("PATH", path_with(venv_bin)));
     assert_eq!(suite.code, 0, "{}\n{}", suite.stdout, suite.stderr);
     assert!(suite.stdout.contains("5 passed"), "{}", suite.stdout);
-    // The session's coverage, as LCOV: both machines the suite ran.
+    // The session's coverage, as LCOV: both definition files the suite's server was given.
     let lcov = std::fs::read_to_string(dir.path().join("coverage.lcov")).unwrap();
-    assert!(lcov.contains("Orders") && lcov.contains("Approval"), "{lcov}");
+    assert!(
+        lcov.contains("orders.asl.json") && lcov.contains("approval.asl.json"),
+        "{lcov}"
+    );
     assert!(lcov.contains("end_of_record"), "{lcov}");
     // A failing test gets the server's log in its report.
     std::fs::write(

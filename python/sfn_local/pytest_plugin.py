@@ -14,7 +14,7 @@ as Ctrl-C stops them (SIGTERM), so a stop is clean and the database stays readab
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Iterator, List, Mapping
 
 import pytest
 
@@ -154,9 +154,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not target:
         return
     # One LCOV tracefile: each server's records one after the other (the format allows it).
+    # LCOV points at lines of files: the definitions given to a server as files are measured.
     parts = []
     for server in servers(session.config):
+        files = [str(d) for d in server.options.definitions.values()
+                 if not isinstance(d, Mapping) and not str(d).lstrip().startswith("{")]
         if server.process.poll() is None:
             server.stop()
-        parts.append(server.cli("coverage", "--format", "lcov").stdout)
+        if files:
+            parts.append(server.cli("coverage", "--format", "lcov", *files).stdout)
     Path(target).write_text("".join(parts))
