@@ -254,7 +254,7 @@ fn a_binding_for_every_machine_serves_machines_with_any_name_and_one_machine_win
     let sb = Sandbox::new();
     let stamp = suite_dir().join("stamp.sh").display().to_string();
     let every = format!("Call={stamp}");
-    let only_b = "b:Call=echo {\"only\":\"b\"}".to_owned();
+    let only_b = r#"b:Call=echo '{"only":"b"}'"#.to_owned();
     let served = Served::start(&sb, &["--task", &every, "--task", &only_b]);
     for name in ["a", "random-7f3e"] {
         let arn = served.create(name, &task("arn:aws:states:::lambda:invoke"));
@@ -268,6 +268,7 @@ fn a_binding_for_every_machine_serves_machines_with_any_name_and_one_machine_win
     }
     let arn = served.create("b", &task("arn:aws:states:::lambda:invoke"));
     let d = served.execute(&arn, json!({}));
+    assert_eq!(d["status"], "SUCCEEDED", "{d}");
     let output: Value = serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
     assert_eq!(output["Payload"], json!({"only": "b"}), "{d}");
 }
@@ -584,6 +585,12 @@ fn run_suite(what: &str, mut command: Command, endpoint: &str, port: u16) {
         "{what} failed:\n{}\n{}",
         out.stdout, out.stderr
     );
+    // Every case ran: a skipped case is not a pass.
+    assert!(
+        !out.stdout.contains("skipped") && !out.stdout.contains(" skip"),
+        "{what} skipped cases:\n{}",
+        out.stdout
+    );
 }
 
 fn pytest(args: &[&str]) -> Command {
@@ -790,7 +797,7 @@ fn suites_written_for_step_functions_local_pass_against_the_image() {
         ),
     )
     .unwrap();
-    let volume = format!("sfn-local-test-{}", std::process::id());
+    let volume = Volume(format!("sfn-local-test-{}", std::process::id()));
     let mock = format!(
         "type=bind,readonly,source={},destination=/home/StepFunctionsLocal/MockConfigFile.json",
         suite_dir().join("MockConfigFile.json").display()
@@ -799,7 +806,7 @@ fn suites_written_for_step_functions_local_pass_against_the_image() {
         "type=bind,readonly,source={},destination=/suite",
         suite_dir().display()
     );
-    let data = format!("type=volume,source={volume},destination=/data");
+    let data = format!("type=volume,source={},destination=/data", volume.0);
     let port = free_port();
     let port_text = port.to_string();
     let args = [
@@ -840,5 +847,13 @@ fn suites_written_for_step_functions_local_pass_against_the_image() {
             .expect("aws");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "LocalTesting");
     }
-    let _ = docker(&["volume", "rm", "-f", &volume]);
+}
+
+/// A named Docker volume, removed when dropped (after the containers using it).
+struct Volume(String);
+
+impl Drop for Volume {
+    fn drop(&mut self) {
+        let _ = docker(&["volume", "rm", "-f", &self.0]);
+    }
 }

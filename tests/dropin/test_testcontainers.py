@@ -43,6 +43,8 @@ def test_image_ready_line():
                  .with_kwargs(network_mode="host")
                  .with_command(["--port", str(PORT)])
                  .with_env("SFN_MOCK_CONFIG", "/home/StepFunctionsLocal/MockConfigFile.json")
+                 # The definition's retrier waits 0 seconds, which only Step Functions Local takes.
+                 .with_env("SFN_LOCAL_COMPAT", "stepfunctions-local")
                  .with_volume_mapping(os.path.join(HERE, "MockConfigFile.json"),
                                       "/home/StepFunctionsLocal/MockConfigFile.json")
                  .waiting_for(LogMessageWaitStrategy(READY).with_startup_timeout(60)))
