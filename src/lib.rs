@@ -17,6 +17,8 @@
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
 //!   records.
 //! - [`cli`]: the commands; no logic that the library does not own.
+//! - [`web`]: what the HTTP faces (`serve`, the console) share to be safe to leave running: the
+//!   `Host` allow-list, timeouts and a connection cap.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!
 //! ```
@@ -39,3 +41,4 @@ pub mod serve;
 pub mod store;
 pub mod suggest;
 pub mod tasks;
+pub mod web;

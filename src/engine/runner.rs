@@ -155,6 +155,13 @@ struct RunConfig {
     /// `--endpoint` bindings (`SERVICE=URL`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     endpoints: Vec<String>,
+    /// Which hosts HTTP Tasks may call (any unless started by `serve`), so a resumed
+    /// execution calls no more than it could before.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::tasks::http::HttpAccess::is_any"
+    )]
+    http_invoke: crate::tasks::http::HttpAccess,
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -324,6 +331,7 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
             .collect(),
         parent: None,
         endpoints: request.tasks.endpoints.bindings(),
+        http_invoke: request.tasks.http_access.clone(),
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -712,9 +720,13 @@ fn prepare_resume(
             machines: BTreeMap::new(),
             parent: None,
             endpoints: Vec::new(),
+            http_invoke: Default::default(),
         },
     };
-    let mut tasks = LocalTasks::default();
+    let mut tasks = LocalTasks {
+        http_access: config.http_invoke.clone(),
+        ..LocalTasks::default()
+    };
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
@@ -931,6 +943,7 @@ pub(crate) fn create_child(
             .collect(),
         parent: Some(parent.to_owned()),
         endpoints: setup.tasks.endpoints.bindings(),
+        http_invoke: setup.tasks.http_access.clone(),
         workers: Vec::new(),
         manual_heartbeat: false,
         kill_after_ms: None,

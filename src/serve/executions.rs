@@ -158,7 +158,10 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         )
     })?;
     let name = &spec.info.state_machine_name;
-    let mut tasks = LocalTasks::default();
+    let mut tasks = LocalTasks {
+        http_access: server.config.http_invoke.clone(),
+        ..LocalTasks::default()
+    };
     let mut bindings = Vec::new();
     for t in server.config.tasks.iter().filter(|t| &t.machine == name) {
         tasks.commands.insert(t.state.clone(), t.command.clone());
