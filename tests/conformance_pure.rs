@@ -1,4 +1,4 @@
-//! The engine against AWS's own recordings: every case in `../shared/conformance/cases/pure`
+//! The engine against AWS's own recordings: every case in `tests/corpora/conformance/cases/pure`
 //! runs through the engine with the case's context hints, and the run is compared with what AWS
 //! recorded. Two suites, each with its own known-failures list and report: the JSONPath cases
 //! (features name neither `jsonata` nor `variables`) and the JSONata-and-variables cases.
@@ -6,7 +6,9 @@
 //!
 //! - the status (SUCCEEDED / FAILED / ABORTED; `INCOMPLETE` recordings are compared as a prefix);
 //! - the output when it succeeded, or the error and cause when it failed;
-//! - for `execution_history` cases, the sequence of event types. Cases flagged
+//! - for `execution_history` cases, the sequence of event types, and every event's
+//!   `previousEventId` (AWS's links; a difference is a failure, see
+//!   `common::conformance::chain_differences`). Cases flagged
 //!   `parallel_branch_events_reordered` (LocalStack sorted the events inside Parallel branches
 //!   and zeroed their ids before recording, losing some on the way: the remaining ids have
 //!   gaps) are compared as multisets: every recorded event type must appear in ours, and we
@@ -24,7 +26,7 @@
 //! built here so that the events of an execution still waiting at the virtual horizon
 //! (`INCOMPLETE` recordings) can be read.
 //!
-//! The report (counts per feature tag, the pass rate, `previousEventId` differences) goes to
+//! The report (counts per feature tag, the pass rate) goes to
 //! stderr (`cargo test --test conformance_pure -- --nocapture`) and to
 //! `target/conformance/pure_jsonpath.txt`.
 //!
