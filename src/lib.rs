@@ -16,6 +16,8 @@
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
 //!   records.
+//! - [`coverage`]: which states, transitions and error paths stored executions took, reported
+//!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.
 //! - [`web`]: what the HTTP faces (`serve`, the console) share to be safe to leave running: the
 //!   `Host` allow-list, timeouts and a connection cap.
@@ -33,6 +35,7 @@ pub mod asl;
 pub mod cli;
 pub mod clock;
 pub mod console;
+pub mod coverage;
 pub mod engine;
 pub mod graph;
 pub mod limits;
