@@ -162,6 +162,13 @@ struct RunConfig {
         skip_serializing_if = "crate::tasks::http::HttpAccess::is_any"
     )]
     http_invoke: crate::tasks::http::HttpAccess,
+    /// `serve --compat` (AWS's behaviour when absent).
+    #[serde(default, skip_serializing_if = "is_aws")]
+    compat: crate::asl::Compat,
+}
+
+fn is_aws(compat: &crate::asl::Compat) -> bool {
+    *compat == crate::asl::Compat::Aws
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -332,6 +339,7 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         parent: None,
         endpoints: request.tasks.endpoints.bindings(),
         http_invoke: request.tasks.http_access.clone(),
+        compat: request.options.compat,
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -393,7 +401,8 @@ fn build_engine(
     tasks.notice = crate::tasks::Notice(Some(notice.clone()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
-    let history = History::new(next_id, Box::new(sink), options.max_history_events);
+    let history = History::new(next_id, Box::new(sink), options.max_history_events)
+        .with_compat(options.compat);
     let broker = TokenBroker::new(
         store.clone(),
         &info.execution_arn,
@@ -701,9 +710,6 @@ fn prepare_resume(
 ) -> Result<Prepared, RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
-    let (machine, _) =
-        crate::asl::compile_text(&record.definition, crate::asl::MachineType::Standard);
-    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
     let input: Value = serde_json::from_str(&record.input)
         .map_err(|e| cannot(format!("its stored input is not JSON: {e}")))?;
     let config: RunConfig = match store.run_config(&arn)? {
@@ -720,9 +726,16 @@ fn prepare_resume(
             machines: BTreeMap::new(),
             parent: None,
             endpoints: Vec::new(),
+            compat: crate::asl::Compat::Aws,
             http_invoke: Default::default(),
         },
     };
+    let (machine, _) = crate::asl::compile_text_as(
+        &record.definition,
+        crate::asl::MachineType::Standard,
+        config.compat,
+    );
+    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
     let mut tasks = LocalTasks {
         http_access: config.http_invoke.clone(),
         ..LocalTasks::default()
@@ -833,6 +846,7 @@ fn prepare_resume(
     );
     let options = EngineOptions {
         max_history_events: config.max_history_events,
+        compat: config.compat,
     };
     let mut known = crate::engine::children::compile_known(&config.machines);
     known.extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
@@ -944,6 +958,7 @@ pub(crate) fn create_child(
         parent: Some(parent.to_owned()),
         endpoints: setup.tasks.endpoints.bindings(),
         http_invoke: setup.tasks.http_access.clone(),
+        compat: setup.options.compat,
         workers: Vec::new(),
         manual_heartbeat: false,
         kill_after_ms: None,
