@@ -3,16 +3,21 @@
 use crate::cli::{db, EXIT_USAGE};
 use crate::serve::{MachineTask, ServeConfig};
 use clap::Args;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The port (Step Functions Local's is 8083; 0 picks a free one).
+    /// The port (Step Functions Local's is 8083; 0 picks a free one). Once listening, serve
+    /// prints `SFN_LOCAL_ENDPOINT=http://HOST:PORT` on a line of its own to stdout.
     #[arg(long, default_value_t = 8083)]
     pub port: u16,
+    /// Once the server accepts connections, write {"endpoint", "host", "port", "pid",
+    /// "database"} as JSON to PATH (atomically: it exists only whole); removed when serve stops.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
     /// The address to listen on. Only loopback unless you name another address here (the
     /// Docker image sets SFN_LOCAL_BIND=0.0.0.0).
     #[arg(long, env = "SFN_LOCAL_BIND", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
@@ -135,6 +140,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
         };
+    if let Err(e) = clear_ready_file(args.ready_file.as_deref()) {
+        errln!("error: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let store = match db::open_with(args.db.clone(), args.durability) {
         Ok(s) => s,
         Err(e) => {
@@ -172,6 +181,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         threads: args.execution_threads,
     };
     let path = store.path().display().to_string();
+    let ready_file = args.ready_file;
     let (account, region) = (config.account_id.clone(), config.region.clone());
     let result = crate::serve::run(store, config, |addr, resumed| {
         if resumed > 0 {
@@ -179,7 +189,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
         errln!("sfn-local serve: listening on http://{addr} (database {path})");
         announce_ready(addr.port(), &account, &region);
+        announce_endpoint(addr, ready_file.as_deref(), &path)
     });
+    if let Some(file) = &ready_file {
+        let _ = std::fs::remove_file(file);
+    }
     match result {
         Ok(()) => {
             errln!("sfn-local serve: stopped; running executions stay RUNNING and resume on the next start");
@@ -189,5 +203,84 @@ pub fn run(args: ServeArgs) -> ExitCode {
             errln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// The URL a client on this machine uses: an unspecified bind address (`0.0.0.0`, `::`) is
+/// reached through loopback.
+pub fn endpoint_url(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(host, addr.port()))
+}
+
+/// Tells a test fixture where the server is, once it accepts connections: the `--ready-file`
+/// (when asked for), then `SFN_LOCAL_ENDPOINT=URL` alone on a line of stdout, flushed. This line's
+/// form is stable: fixtures parse it.
+fn announce_endpoint(
+    addr: SocketAddr,
+    ready_file: Option<&Path>,
+    database: &str,
+) -> Result<(), String> {
+    let endpoint = endpoint_url(addr);
+    if let Some(file) = ready_file {
+        let ready = serde_json::json!({
+            "endpoint": endpoint,
+            "host": endpoint_host(&endpoint),
+            "port": addr.port(),
+            "pid": std::process::id(),
+            "database": database,
+        });
+        write_atomically(file, &format!("{ready}\n"))
+            .map_err(|e| format!("--ready-file {}: {e}", file.display()))?;
+    }
+    outln!("SFN_LOCAL_ENDPOINT={endpoint}");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    Ok(())
+}
+
+/// `127.0.0.1` or `::1` out of `http://127.0.0.1:8083` or `http://[::1]:8083`.
+fn endpoint_host(endpoint: &str) -> &str {
+    let authority = endpoint.trim_start_matches("http://");
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Writes beside the file then renames, so a reader polling for it never sees half of it.
+fn write_atomically(file: &Path, text: &str) -> std::io::Result<()> {
+    let mut partial = file.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = PathBuf::from(partial);
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
+}
+
+/// Removes a ready file left by an earlier server (so a waiter never takes it for this one's),
+/// after checking that its folder exists: a typo fails before the server starts, not after.
+fn clear_ready_file(file: Option<&Path>) -> Result<(), String> {
+    let Some(file) = file else { return Ok(()) };
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "--ready-file {}: the folder {} does not exist",
+            file.display(),
+            folder.display()
+        ));
+    }
+    match std::fs::remove_file(file) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("--ready-file {}: {e}", file.display())),
     }
 }

@@ -171,16 +171,21 @@ pub enum ServeError {
     /// The runtime or a thread could not start, or the listener failed.
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The caller's `ready` hook could not announce the server (a `--ready-file` not written).
+    #[error("{0}")]
+    Ready(String),
 }
 
 /// The largest request body read (a 1 MB definition, JSON-escaped, fits).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens.
+/// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens (the
+/// kernel queues connections from then on) and how many executions were resumed. An error from
+/// `ready` stops the server before it serves.
 pub fn run(
     store: Arc<Store>,
     config: ServeConfig,
-    ready: impl FnOnce(SocketAddr, usize),
+    ready: impl FnOnce(SocketAddr, usize) -> Result<(), String>,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -200,7 +205,7 @@ pub fn run(
         stopping,
         matched: Default::default(),
     });
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .map_err(|source| ServeError::Bind { addr: bind, source })?;
@@ -211,7 +216,7 @@ pub fn run(
             }
         }
         let resumed = server.resume_orphans();
-        ready(addr, resumed);
+        ready(addr, resumed).map_err(ServeError::Ready)?;
         // The API on `POST /`; the console's pages on `GET /` and `/console/...` of the same port.
         let app = Router::new()
             .route("/", post(api))
@@ -225,7 +230,7 @@ pub fn run(
             })
             .await?;
         Ok::<(), ServeError>(())
-    })?;
+    });
     // Everything submitted is committed, then the executions are left RUNNING for the next
     // server (or `sfn-local resume`) to take at once.
     drop(keeper);
@@ -238,7 +243,7 @@ pub fn run(
             let _ = store.release_lease(&r.execution_arn, &owner);
         }
     }
-    Ok(())
+    served
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM (docker stop, systemd).
