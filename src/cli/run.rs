@@ -2,7 +2,7 @@
 
 use crate::api;
 use crate::asl;
-use crate::cli::report::{self, FileReport};
+use crate::cli::report;
 use crate::cli::{db, EXIT_USAGE};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::MAX_PAYLOAD_BYTES;
@@ -275,11 +275,8 @@ fn known_machine(
             unresolved: asl::Unresolved::Refuse,
         },
     );
-    let loaded = crate::cli::definition::LoadedFile {
-        label: arn.to_owned(),
-        text: known.definition,
-        definition,
-    };
+    let loaded =
+        crate::cli::definition::LoadedFile::new(arn.to_owned(), known.definition, definition);
     Ok((loaded, known.name, known.role_arn))
 }
 
@@ -343,25 +340,21 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             &subs,
         ),
     };
-    let (loaded, default_name) = match loaded {
+    let (mut loaded, default_name) = match loaded {
         Ok(l) => l,
         Err(e) => return usage(e),
     };
-    let path = loaded.label.clone();
+    let machine = loaded.definition.machine.take();
+    let path = loaded.label();
     let diags = loaded.definition.diagnostics.clone();
     let show_diagnostics = || {
         let report = report::render_human(
-            &[FileReport {
-                path: &path,
-                text: &loaded.text,
-                diagnostics: &diags,
-            }],
+            &[loaded.report()],
             report::color_wanted(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         );
         err!("{report}");
     };
-    let (Some(text), Some(machine)) = (loaded.stored_definition(), loaded.definition.machine)
-    else {
+    let (Some(text), Some(machine)) = (loaded.stored_definition(), machine) else {
         show_diagnostics();
         errln!("error: {path} is not a valid state machine; nothing was run");
         return ExitCode::from(EXIT_USAGE);
@@ -474,6 +467,11 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         crate::clock::system_now(),
     );
     let execution_arn = info.execution_arn.clone();
+    if args.state_machine_arn.is_none() {
+        if let Err(refused) = register_machine(&store, &info, &text, &path) {
+            return refused;
+        }
+    }
     let request = RunRequest {
         definition: text,
         machine: Arc::new(machine),
@@ -486,6 +484,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         worker_bindings: args.workers.clone(),
         options: EngineOptions {
             max_history_events: args.max_history_events,
+            ..EngineOptions::default()
         },
         notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
         machines,
@@ -511,6 +510,60 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         }
     };
     report_outcome(&store, &execution_arn, &outcome, args.format)
+}
+
+/// Exit status when the state machine's name is taken by another definition created through
+/// the API (`StateMachineAlreadyExists`).
+pub const EXIT_STATE_MACHINE_EXISTS: u8 = 18;
+
+/// Makes the machine this run executes one of the database's state machines (one world with
+/// `serve`'s API: ListStateMachines and DescribeStateMachine show it). A machine created through
+/// the API under this name with another definition refuses the run, as AWS refuses
+/// CreateStateMachine; one this command registered before takes the new definition.
+fn register_machine(
+    store: &crate::store::Store,
+    info: &ExecutionInfo,
+    definition: &str,
+    path: &str,
+) -> Result<(), ExitCode> {
+    use crate::store::Registered;
+    let now = crate::clock::system_now();
+    let record = crate::store::StateMachineRecord {
+        arn: info.state_machine_arn.clone(),
+        name: info.state_machine_name.clone(),
+        machine_type: "STANDARD".into(),
+        definition: definition.to_owned(),
+        role_arn: info.role_arn.clone(),
+        settings: "{}".into(),
+        revision_id: uuid::Uuid::new_v4().to_string(),
+        creation_date_ms: now,
+        update_date_ms: None,
+    };
+    match store.register_cli_machine(&record) {
+        Ok(Registered::Created | Registered::Unchanged) => Ok(()),
+        Ok(Registered::Updated) => {
+            if !crate::cli::ui::quiet() {
+                errln!(
+                    "sfn-local: state machine '{}' now has the definition of {path} (a new revision)",
+                    record.name
+                );
+            }
+            Ok(())
+        }
+        Ok(Registered::Taken(existing)) => Err(crate::cli::tasks::refuse(
+            "CreateStateMachine",
+            "StateMachineAlreadyExists",
+            &format!(
+                "State Machine Already Exists: '{}' (created through the API with another definition; run it with --state-machine-arn {}, or name this one with --state-machine-name NAME)",
+                existing.arn, existing.arn
+            ),
+            EXIT_STATE_MACHINE_EXISTS,
+        )),
+        Err(e) => {
+            errln!("error: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
 }
 
 /// Exit status after Ctrl-C (128 + SIGINT, as shells report it).

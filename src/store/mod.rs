@@ -79,7 +79,9 @@ pub use map_runs::{
 };
 pub use migrations::SCHEMA_VERSION;
 pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
-pub use resources::{ActivityRecord, AliasRecord, KnownMachine, StateMachineRecord, VersionRecord};
+pub use resources::{
+    ActivityRecord, AliasRecord, KnownMachine, Registered, StateMachineRecord, VersionRecord,
+};
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,

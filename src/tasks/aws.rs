@@ -37,6 +37,9 @@ enum Protocol {
     Lambda,
     /// S3's REST API with XML answers (path-style: `URL/BUCKET/KEY`).
     RestXml,
+    /// AWS Batch's REST-JSON API: every action is `POST /v1/ACTION` (lower case) with a JSON
+    /// body.
+    RestJsonV1,
 }
 
 /// What sfn-local knows of a service.
@@ -161,6 +164,30 @@ const SERVICES: &[Service] = &[
         v2_name: "CloudWatchLogs",
     },
     Service {
+        key: "ecs",
+        signing: "ecs",
+        protocol: Protocol::Json("AmazonEC2ContainerServiceV20141113", "1.1"),
+        v1_name: "AmazonECS",
+        v1_prefix: "ECS",
+        v2_name: "Ecs",
+    },
+    Service {
+        key: "sagemaker",
+        signing: "sagemaker",
+        protocol: Protocol::Json("SageMaker", "1.1"),
+        v1_name: "AmazonSageMaker",
+        v1_prefix: "SageMaker",
+        v2_name: "SageMaker",
+    },
+    Service {
+        key: "batch",
+        signing: "batch",
+        protocol: Protocol::RestJsonV1,
+        v1_name: "AWSBatch",
+        v1_prefix: "Batch",
+        v2_name: "Batch",
+    },
+    Service {
         key: "sfn",
         signing: "states",
         protocol: Protocol::Json("AWSStepFunctions", "1.0"),
@@ -186,9 +213,26 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("kms", "KMS_ENDPOINT"),
     ("kinesis", "KINESIS_ENDPOINT"),
     ("logs", "LOGS_ENDPOINT"),
+    ("ecs", "ECS_ENDPOINT"),
+    ("sagemaker", "SAGE_MAKER_ENDPOINT"),
+    ("batch", "BATCH_ENDPOINT"),
     ("sfn", "STEP_FUNCTIONS_ENDPOINT"),
     ("all", "AWS_ENDPOINT_URL"),
 ];
+
+/// Step Functions Local's variable for the endpoint of `service` (a resource's service name,
+/// `lambda`, `dynamodb`, ...), if it has one.
+pub fn endpoint_variable(service: &str) -> Option<&'static str> {
+    let key = service_key(service)?;
+    ENDPOINT_VARIABLES
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, var)| *var)
+}
+
+fn service_key(name: &str) -> Option<&'static str> {
+    service(name).map(|s| s.key)
+}
 
 /// The service of a name as `--endpoint` or an `aws-sdk:NAME` resource spells it.
 fn service(name: &str) -> Option<&'static Service> {
@@ -203,7 +247,7 @@ fn service(name: &str) -> Option<&'static Service> {
 
 /// Why an `--endpoint` is malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--endpoint '{binding}': {why}")]
+#[error("{binding}: {why}")]
 pub struct EndpointError {
     binding: String,
     why: String,
@@ -227,15 +271,20 @@ impl Endpoints {
         let mut e = Endpoints::default();
         for (name, var) in ENDPOINT_VARIABLES {
             if let Some(url) = env(var).filter(|u| !u.is_empty()) {
+                // Said as it was set: the variable, not a flag the user never gave.
                 e.set(name, &url, &format!("{var}={url}"))?;
             }
         }
         for binding in bindings {
             let (name, url) = binding.split_once('=').ok_or_else(|| EndpointError {
-                binding: binding.clone(),
+                binding: format!("--endpoint '{binding}'"),
                 why: "expected SERVICE=URL".into(),
             })?;
-            e.set(&name.to_ascii_lowercase(), url, binding)?;
+            e.set(
+                &name.to_ascii_lowercase(),
+                url,
+                &format!("--endpoint '{binding}'"),
+            )?;
         }
         Ok(e)
     }
@@ -593,7 +642,7 @@ impl Http {
     /// in Step Functions are expressed in PascalCase, even when the native service API is
     /// camelCase", AWS's CodeBuild integration page).
     fn camel_members(&self) -> bool {
-        matches!(self.svc.key, "sfn" | "logs" | "codebuild")
+        matches!(self.svc.key, "sfn" | "logs" | "codebuild" | "batch")
     }
 
     /// SigV4's settings: S3 signs its payload's hash in `x-amz-content-sha256` and its paths
@@ -749,6 +798,13 @@ impl Http {
     }
 
     async fn json_call(&self, action: &str, body: &Value) -> Result<Response, StatesError> {
+        if self.svc.protocol == Protocol::RestJsonV1 {
+            let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+            let path = format!("/v1/{}", action.to_ascii_lowercase());
+            return self
+                .send("POST", &path, headers, body.to_string().into_bytes())
+                .await;
+        }
         let Protocol::Json(prefix, version) = self.svc.protocol else {
             return Err(StatesError::runtime(format!(
                 "sfn-local calls {} only through its optimized integrations",
@@ -776,9 +832,9 @@ impl Http {
         if self.svc.protocol == Protocol::Query {
             return self.query_sdk(action, params).await;
         }
-        if !matches!(self.svc.protocol, Protocol::Json(..)) {
+        if !matches!(self.svc.protocol, Protocol::Json(..) | Protocol::RestJsonV1) {
             return Err(StatesError::runtime(format!(
-                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, SNS and S3 only; {} has an optimized integration",
+                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, Batch, SNS and S3 only; {} has an optimized integration",
                 self.svc.key, self.svc.key
             )));
         }
@@ -906,7 +962,7 @@ impl Http {
                     "SdkResponseMetadata": { "RequestId": request_id },
                 }))
             }
-            (_, _) if matches!(self.svc.protocol, Protocol::Json(..)) => {
+            (_, _) if matches!(self.svc.protocol, Protocol::Json(..) | Protocol::RestJsonV1) => {
                 if self.camel_members() {
                     let r = self.json_call(action, &camel_request(params)).await?;
                     if r.status >= 300 {

@@ -134,8 +134,22 @@ pub struct LocalTasks {
     /// Only mocks run tasks here (`sfn-local test`, which has no `--task`): the error of an
     /// unmocked Task advises a mock instead of a binding.
     pub mocks_only: bool,
+    /// Whose syntax the error of an unbound Task advises.
+    pub advice: Advice,
     /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
     pub notice: Notice,
+}
+
+/// Whose flags and settings the error of a Task nothing runs advises: the command that was
+/// used (`run --task STATE=COMMAND`) or the server's (`serve --task`, `LAMBDA_ENDPOINT`, a
+/// test case), so the advice can be followed as written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Advice {
+    /// `run`, `resume` and the other commands that take `--task STATE=COMMAND`.
+    #[default]
+    Run,
+    /// `serve` and its image, set up by flags or Step Functions Local's variables.
+    Serve,
 }
 
 /// A function that shows a message to the user (`run` prints it on stderr).
@@ -177,6 +191,25 @@ pub fn unbound_task_error(state: &str, resource: &Resource) -> StatesError {
     };
     StatesError::runtime(format!(
         "Task state '{state}' has no local binding for its resource {resource}: bind it to a command with --task '{state}=COMMAND' (the command reads the task input as JSON on stdin and prints its result as JSON on stdout){nested}"
+    ))
+}
+
+/// The error of a Task that nothing in `serve` can run, advising the server's flags and Step
+/// Functions Local's settings (the server's own syntax, not `run`'s).
+pub fn unbound_served_task_error(state: &str, resource: &Resource) -> StatesError {
+    let variable = match &resource.kind {
+        crate::asl::resource::ResourceKind::LambdaFunction => Some("LAMBDA_ENDPOINT"),
+        crate::asl::resource::ResourceKind::Integration { service, .. } => {
+            aws::endpoint_variable(service.strip_prefix("aws-sdk:").unwrap_or(service))
+        }
+        crate::asl::resource::ResourceKind::Activity { .. } => None,
+    };
+    let endpoint = match variable {
+        Some(var) => format!(", set {var}=URL (or start the server with --endpoint SERVICE=URL) to call a local endpoint"),
+        None => String::new(),
+    };
+    StatesError::runtime(format!(
+        "Task state '{state}' has no local binding for its resource {resource}: start the server with --task '{state}=COMMAND' (every state machine's '{state}'; MACHINE:{state}=COMMAND for one){endpoint}, or mock it: start the execution on STATE_MACHINE_ARN#TEST_CASE with SFN_MOCK_CONFIG (or --mock-config) naming a MockConfigFile"
     ))
 }
 
@@ -244,7 +277,12 @@ impl TaskRunner for LocalTasks {
                 Box::pin(async move { http::invoke(&request.input, &region).await.0 })
             }
             None => {
-                let e = unbound_task_error(&request.state_name, &request.resource);
+                let e = match self.advice {
+                    Advice::Run => unbound_task_error(&request.state_name, &request.resource),
+                    Advice::Serve => {
+                        unbound_served_task_error(&request.state_name, &request.resource)
+                    }
+                };
                 Box::pin(async move { Err(e) })
             }
         }
