@@ -77,7 +77,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "HOST", num_args = 0.., value_delimiter = ',')]
     pub allow_http_invoke: Option<Vec<String>>,
     /// Allow a --bind address other than loopback even with --task or --worker bindings.
-    #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE")]
+    // Falsey: the variable reads as a switch (`1`, `true`, `yes` allow; `0`, `false`, `no` or empty
+    // do not), as the Docker image and the README set it (`SFN_LOCAL_ALLOW_REMOTE=1`).
+    #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_remote: bool,
     /// Who may address the server and how long clients may take.
     #[command(flatten)]
