@@ -110,8 +110,12 @@ fn serve_on_port_0_prints_its_endpoint_writes_the_ready_file_and_removes_it_on_s
     let mut served = serve_port_0(&[]);
     // The endpoint line comes once the server listens, alone on its line.
     let mut stdout = BufReader::new(served.child.stdout.take().unwrap());
+    // Step Functions Local's ready line (`Starting server on port N ...`) may come first.
     let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
+    while !line.starts_with("SFN_LOCAL_ENDPOINT=") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "no endpoint line");
+    }
     let endpoint = line
         .trim_end()
         .strip_prefix("SFN_LOCAL_ENDPOINT=")

@@ -1,6 +1,6 @@
 //! `graph`: draw a definition (or an execution on its definition) as SVG, Mermaid or DOT.
 
-use crate::asl::{self, MachineType};
+use crate::asl;
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use crate::graph::{dot, mermaid, svg, ExecutionPicture, Graph};
@@ -23,7 +23,9 @@ pub enum GraphFormat {
 /// Arguments of `graph`.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
-    /// The definition to draw (not needed with --execution-arn).
+    /// The definition to draw: a file, or a SAM/CloudFormation template
+    /// (`template.yaml#LogicalId` when it has several state machines). Not needed with
+    /// --execution-arn.
     #[arg(
         required_unless_present = "execution_arn",
         conflicts_with = "execution_arn"
@@ -45,6 +47,9 @@ pub struct GraphArgs {
     /// The database (with --execution-arn or --coverage).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// Values for `${NAME}` placeholders (stand-ins for the rest).
+    #[command(flatten)]
+    pub substitutions: crate::cli::definition::SubstitutionArgs,
 }
 
 /// Runs `graph`.
@@ -71,29 +76,30 @@ pub fn run(args: GraphArgs) -> ExitCode {
             errln!("error: give a DEFINITION or --execution-arn");
             return ExitCode::from(EXIT_USAGE);
         };
-        // JSON or YAML, as every command reads a definition; `${Name}` placeholders get
-        // stand-ins, since a picture needs no values.
-        let (text, loaded) = match crate::cli::definition::load_file(
-            path,
-            MachineType::Standard,
-            &asl::Substitutions::new(),
-            asl::Unresolved::StandIn,
-        ) {
+        // JSON or YAML, or a template's state machine, as every command reads a definition;
+        // `${Name}` placeholders without a value get stand-ins, since a picture needs none.
+        let loaded = args.substitutions.substitutions().and_then(|subs| {
+            crate::cli::definition::load_definition_or_template(
+                path,
+                &subs,
+                asl::Unresolved::StandIn,
+            )
+        });
+        let (file, name) = match loaded {
             Ok(read) => read,
             Err(e) => {
                 errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         };
-        let (machine, diags) = (loaded.machine, loaded.diagnostics);
-        let shown = path.display().to_string();
-        let Some(machine) = machine else {
-            let report = report::render_human(&[FileReport::new(&shown, &text, &diags)], false);
+        let shown = file.label();
+        let Some(machine) = file.definition.machine else {
+            let diags = &file.definition.diagnostics;
+            let report = report::render_human(&[FileReport::new(&shown, &file.text, diags)], false);
             err!("{report}");
             errln!("error: {shown} is not a valid state machine; nothing was drawn");
             return ExitCode::from(EXIT_USAGE);
         };
-        let name = crate::cli::definition::machine_name(path);
         let overlay = match args.coverage {
             true => match coverage_overlay(path, args.db.clone()) {
                 Ok(o) => Some(o),
