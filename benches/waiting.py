@@ -58,15 +58,23 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 
     def call(self, op, body):
-        self.conn.request("POST", "/", json.dumps(body), {
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"AWSStepFunctions.{op}",
-        })
-        r = self.conn.getresponse()
+        try:
+            r = self.send(op, body)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # serve closes a connection left idle (its slow-client timeout): open a new one.
+            self.conn.close()
+            r = self.send(op, body)
         data = json.loads(r.read() or b"{}")
         if r.status != 200:
             raise RuntimeError(f"{op}: {r.status} {data}")
         return data
+
+    def send(self, op, body):
+        self.conn.request("POST", "/", json.dumps(body), {
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": f"AWSStepFunctions.{op}",
+        })
+        return self.conn.getresponse()
 
 
 def wait_port(port):
@@ -195,6 +203,7 @@ def bench_serve(binary, n_waiting, tmp):
         out["answer from another process, p99 ms"] = pct(cli, 0.99)
         out["peak RSS at the end, MB"], _ = status(p.pid)
     finally:
+        print(f"{binary} serve, {n_waiting} waiting: {out}", file=sys.stderr, flush=True)
         p.terminate()
         p.wait()
     return out

@@ -87,7 +87,7 @@ pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
 };
-pub use watch::{Waiter, LOOK_EVERY};
+pub use watch::{Waiter, LOOK_EVERY, LOOK_IDLE};
 pub use writer::{Append, Commit};
 
 use executions::FindError;

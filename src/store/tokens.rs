@@ -238,9 +238,12 @@ pub enum StopOutcome {
     AlreadyEnded(ExecutionStatus),
 }
 
-/// "The token's execution is running and nobody asked it to stop."
-const EXECUTION_LIVE: &str = "execution_id IN \
-     (SELECT id FROM executions WHERE status = 'RUNNING' AND stop_requested_at IS NULL)";
+/// "The token's execution is running and nobody asked it to stop." Correlated, so it reads the
+/// token's one execution row: `execution_id IN (SELECT id ... WHERE status = 'RUNNING')` built
+/// the list of every running execution first, 40 ms per answer with 10,000 waiting.
+const EXECUTION_LIVE: &str = "EXISTS (SELECT 1 FROM executions e \
+     WHERE e.id = task_tokens.execution_id AND e.status = 'RUNNING' \
+     AND e.stop_requested_at IS NULL)";
 
 /// "No deadline of the token has passed at :now."
 const BEFORE_DEADLINES: &str = "(timeout_at IS NULL OR timeout_at > :now) \
