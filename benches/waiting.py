@@ -11,7 +11,7 @@ one `sfn-local run` of a Map whose iterations each wait on a token. Prints, per 
   - `run` of a Map of MAP_N iterations each waiting on a token: idle CPU, peak RSS, threads
     (a distributed Map: an inline one runs at most 40 iterations at once, as on AWS).
 
-Usage: python benches/waiting.py LABEL=BIN[:N_WAITING] ...   (benches/waiting.sh runs it)
+Usage: python benches/waiting.py LABEL=BIN[:N_WAITING] ...   (a release build; see docs/src/internals/speed.md)
   e.g. python benches/waiting.py today=/tmp/old/sfn-local:1000 new=target/release/sfn-local:10000
 """
 import http.client
