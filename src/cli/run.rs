@@ -239,7 +239,7 @@ fn known_machine(
     arn: &str,
     db_flag: Option<PathBuf>,
     subs: &crate::asl::Substitutions,
-) -> Result<(crate::cli::definition::LoadedFile, String, Option<String>), ExitCode> {
+) -> Result<(crate::cli::definition::LoadedFile, KnownMachineNames), ExitCode> {
     use crate::cli::tasks::{exit, refuse};
     let missing = |why: String| {
         refuse(
@@ -280,7 +280,20 @@ fn known_machine(
         text: known.definition,
         definition,
     };
-    Ok((loaded, known.name, known.role_arn))
+    let names = KnownMachineNames {
+        name: known.name,
+        role_arn: known.role_arn,
+        started_through: known.started_through,
+    };
+    Ok((loaded, names))
+}
+
+/// What `--state-machine-arn` names besides the definition.
+struct KnownMachineNames {
+    name: String,
+    role_arn: Option<String>,
+    /// The version (and alias) the ARN named, recorded on the execution.
+    started_through: Option<(String, Option<String>)>,
 }
 
 /// Runs `run`.
@@ -321,9 +334,16 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    let mut started_through = None;
     let loaded = match &args.state_machine_arn {
         Some(arn) => match known_machine(arn, args.db.clone(), &subs) {
-            Ok((loaded, name, role)) => {
+            Ok((loaded, names)) => {
+                let KnownMachineNames {
+                    name,
+                    role_arn: role,
+                    started_through: through,
+                } = names;
+                started_through = through;
                 // The ARN decides where the execution lives, as on AWS.
                 if let [_, _, _, region, account, ..] =
                     arn.splitn(7, ':').collect::<Vec<_>>().as_slice()
@@ -465,7 +485,7 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             );
         }
     }
-    let info = ExecutionInfo::new(
+    let mut info = ExecutionInfo::new(
         &region(args.region.clone()),
         &args.account_id,
         &machine_name,
@@ -473,7 +493,11 @@ pub fn run(mut args: RunArgs) -> ExitCode {
         args.role_arn.as_deref(),
         crate::clock::system_now(),
     );
+    if let Some((version, alias)) = started_through {
+        info = info.started_through(version, alias);
+    }
     let execution_arn = info.execution_arn.clone();
+    crate::cli::start::announce(&execution_arn);
     let request = RunRequest {
         definition: text,
         machine: Arc::new(machine),
