@@ -32,13 +32,17 @@ pub struct GraphArgs {
     /// Draw this execution's path on its machine, coloured by what happened to each state.
     #[arg(long, value_name = "ARN")]
     pub execution_arn: Option<String>,
+    /// Colour the definition by coverage: what the executions in the database that ran it
+    /// (by content) reached, and what none did.
+    #[arg(long, requires = "definition")]
+    pub coverage: bool,
     /// svg, mermaid or dot.
     #[arg(long, value_enum, default_value_t)]
     pub format: GraphFormat,
     /// Write to this file instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The database (with --execution-arn).
+    /// The database (with --execution-arn or --coverage).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
 }
@@ -97,7 +101,17 @@ pub fn run(args: GraphArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         };
         let name = crate::cli::definition::machine_name(path);
-        (Graph::from_machine(&machine), None, name)
+        let overlay = match args.coverage {
+            true => match coverage_overlay(path, args.db.clone()) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    errln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            },
+            false => None,
+        };
+        (Graph::from_machine(&machine), overlay, name)
     };
     let picture = match args.format {
         GraphFormat::Svg => svg::render(&graph, overlay.as_ref()),
@@ -117,4 +131,21 @@ pub fn run(args: GraphArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The coverage colours of the definition at `path`, from the executions in the database.
+fn coverage_overlay(
+    path: &std::path::Path,
+    db: Option<PathBuf>,
+) -> Result<crate::graph::overlay::Overlay, String> {
+    let store = crate::cli::db::open_for_reading(db).map_err(|e| e.to_string())?;
+    let targets = crate::cli::coverage::targets(
+        &[path.to_path_buf()],
+        &crate::cli::definition::SubstitutionArgs::default(),
+    )?;
+    let measured = crate::coverage::measure(&store, targets).map_err(|e| e.to_string())?;
+    measured
+        .first()
+        .map(|m| m.overlay())
+        .ok_or_else(|| format!("{} holds no state machine", path.display()))
 }

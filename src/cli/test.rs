@@ -89,6 +89,19 @@ pub struct TestArgs {
     /// memory, like the case itself).
     #[command(flatten)]
     pub machines: crate::cli::machines::MachineArgs,
+    /// Report which states, branches and error paths the cases took (see `sfn-local coverage`).
+    #[arg(long)]
+    pub coverage: bool,
+    /// text, json or lcov (with --coverage).
+    #[arg(long, value_enum, default_value_t, requires = "coverage")]
+    pub coverage_format: crate::cli::coverage::CoverageFormat,
+    /// Write the coverage report to FILE instead of stdout (with --coverage).
+    #[arg(long, value_name = "FILE", requires = "coverage")]
+    pub coverage_output: Option<PathBuf>,
+    /// Exit 1 when states (and branches) are covered below these percentages (with --coverage).
+    #[arg(long, value_name = "STATES[,BRANCHES]", requires = "coverage",
+          value_parser = crate::cli::coverage::parse_fail_under)]
+    pub coverage_fail_under: Option<crate::cli::coverage::FailUnder>,
 }
 
 /// One case, ready to run.
@@ -108,6 +121,8 @@ struct Prepared {
     s3_dir: Option<PathBuf>,
     /// A `"state"` case: the TestState request it makes.
     test_state: Option<TestStateRequest>,
+    /// The definition file, for `--coverage`.
+    definition: PathBuf,
     machines: crate::engine::children::KnownMachines,
 }
 
@@ -118,6 +133,8 @@ struct CaseResult {
     seconds: f64,
     /// Empty when it passed.
     failures: Vec<String>,
+    /// With `--coverage`: the definition file, the time scale and the execution's history.
+    history: Option<(PathBuf, f64, Vec<HistoryEvent>)>,
 }
 
 /// The specs the arguments name: files as given (a missing one fails as a broken spec),
@@ -253,6 +270,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
                     s3_dir: None,
                     test_state,
                     machines: Default::default(),
+                    definition: def_path.clone(),
                 })
             })();
             Job {
@@ -821,6 +839,7 @@ pub fn run(args: TestArgs) -> ExitCode {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 let started = Instant::now();
+                let mut history = None;
                 let failures = match &job.prepared {
                     Err(e) => vec![e.clone()],
                     Ok(Prepared {
@@ -836,7 +855,13 @@ pub fn run(args: TestArgs) -> ExitCode {
                         ),
                     ),
                     Ok(p) => match execute(p, i, limit) {
-                        Ok((outcome, events)) => check(&p.expect, &outcome, &events),
+                        Ok((outcome, events)) => {
+                            let failures = check(&p.expect, &outcome, &events);
+                            if args.coverage {
+                                history = Some((p.definition.clone(), p.time_scale, events));
+                            }
+                            failures
+                        }
                         Err(e) => vec![e],
                     },
                 };
@@ -845,6 +870,7 @@ pub fn run(args: TestArgs) -> ExitCode {
                     name: job.name.clone(),
                     seconds: started.elapsed().as_secs_f64(),
                     failures,
+                    history,
                 };
                 let mut all = match results.lock() {
                     Ok(r) => r,
@@ -885,11 +911,53 @@ pub fn run(args: TestArgs) -> ExitCode {
         }
     }
     outln!("{passed} passed, {failed} failed");
+    let covered = if args.coverage {
+        report_coverage(&args, &results)
+    } else {
+        ExitCode::SUCCESS
+    };
     if failed > 0 {
         ExitCode::from(1)
     } else {
-        ExitCode::SUCCESS
+        covered
     }
+}
+
+/// `--coverage`: what the cases' executions took in each definition the specs name.
+fn report_coverage(args: &TestArgs, results: &[CaseResult]) -> ExitCode {
+    let mut by_file: std::collections::BTreeMap<&Path, Vec<(f64, &[HistoryEvent])>> =
+        Default::default();
+    for (file, scale, events) in results.iter().filter_map(|r| r.history.as_ref()) {
+        by_file
+            .entry(file.as_path())
+            .or_default()
+            .push((*scale, events.as_slice()));
+    }
+    let files: Vec<PathBuf> = by_file.keys().map(|f| f.to_path_buf()).collect();
+    let targets = match crate::cli::coverage::targets(&files, &Default::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: coverage: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut measured = Vec::new();
+    for target in targets {
+        let mut m = crate::coverage::MachineCoverage::from_target(target);
+        let histories = m.file.as_deref().and_then(|f| by_file.get(f));
+        for (scale, events) in histories.into_iter().flatten() {
+            m.add(events.iter().map(Into::into), &mut || *scale);
+        }
+        measured.push(m);
+    }
+    crate::cli::coverage::write_report(
+        &measured,
+        &crate::cli::coverage::ReportOptions {
+            format: args.coverage_format,
+            output: args.coverage_output.clone(),
+            fail_under: args.coverage_fail_under,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -940,6 +1008,7 @@ mod tests {
             name: "a & b".into(),
             seconds: 0.5,
             failures: vec!["status: \"x\"".into()],
+            history: None,
         }]);
         assert!(xml.contains("s&lt;1&gt;") && xml.contains("a &amp; b"));
         assert!(xml.contains("failures=\"1\""));
