@@ -474,6 +474,8 @@ fn fill_bench_db(path: &std::path::Path, definition: &str) {
             owner: None,
             lease_expires_at_ms: None,
             run_config: None,
+            state_machine_version_arn: None,
+            state_machine_alias_arn: None,
             events: bench_history(["big", "gift", "other"][n % 3]),
         });
         let finish = Finish {
