@@ -88,14 +88,7 @@ pub fn run(args: GraphArgs) -> ExitCode {
         let (machine, diags) = (loaded.machine, loaded.diagnostics);
         let shown = path.display().to_string();
         let Some(machine) = machine else {
-            let report = report::render_human(
-                &[FileReport {
-                    path: &shown,
-                    text: &text,
-                    diagnostics: &diags,
-                }],
-                false,
-            );
+            let report = report::render_human(&[FileReport::new(&shown, &text, &diags)], false);
             err!("{report}");
             errln!("error: {shown} is not a valid state machine; nothing was drawn");
             return ExitCode::from(EXIT_USAGE);

@@ -2,7 +2,7 @@
 
 use crate::api;
 use crate::asl;
-use crate::cli::report::{self, FileReport};
+use crate::cli::report;
 use crate::cli::{db, EXIT_USAGE};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::MAX_PAYLOAD_BYTES;
@@ -275,11 +275,8 @@ fn known_machine(
             unresolved: asl::Unresolved::Refuse,
         },
     );
-    let loaded = crate::cli::definition::LoadedFile {
-        label: arn.to_owned(),
-        text: known.definition,
-        definition,
-    };
+    let loaded =
+        crate::cli::definition::LoadedFile::new(arn.to_owned(), known.definition, definition);
     let names = KnownMachineNames {
         name: known.name,
         role_arn: known.role_arn,
@@ -363,25 +360,21 @@ pub fn run(mut args: RunArgs) -> ExitCode {
             &subs,
         ),
     };
-    let (loaded, default_name) = match loaded {
+    let (mut loaded, default_name) = match loaded {
         Ok(l) => l,
         Err(e) => return usage(e),
     };
-    let path = loaded.label.clone();
+    let machine = loaded.definition.machine.take();
+    let path = loaded.label();
     let diags = loaded.definition.diagnostics.clone();
     let show_diagnostics = || {
         let report = report::render_human(
-            &[FileReport {
-                path: &path,
-                text: &loaded.text,
-                diagnostics: &diags,
-            }],
+            &[loaded.report()],
             report::color_wanted(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         );
         err!("{report}");
     };
-    let (Some(text), Some(machine)) = (loaded.stored_definition(), loaded.definition.machine)
-    else {
+    let (Some(text), Some(machine)) = (loaded.stored_definition(), machine) else {
         show_diagnostics();
         errln!("error: {path} is not a valid state machine; nothing was run");
         return ExitCode::from(EXIT_USAGE);
