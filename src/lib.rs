@@ -15,7 +15,7 @@
 //!   since deadlines are shared by the engine's timers and the token broker.
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
-//!   records.
+//!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
 //! - [`cli`]: the commands; no logic that the library does not own.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!

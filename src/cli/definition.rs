@@ -5,40 +5,9 @@
 use crate::asl::{
     self, LoadOptions, LoadedDefinition, MachineType, SourceFormat, Substitutions, Unresolved,
 };
-use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The substitution options every command that reads a definition takes.
-#[derive(Debug, Clone, Default, Args)]
-pub struct SubstitutionArgs {
-    /// A value for a `${NAME}` placeholder (SAM/CloudFormation DefinitionSubstitutions).
-    /// Repeatable; wins over --definition-substitutions.
-    #[arg(long = "sub", value_name = "NAME=VALUE")]
-    pub subs: Vec<String>,
-    /// A JSON or YAML file mapping placeholder names to values.
-    #[arg(long = "definition-substitutions", value_name = "FILE")]
-    pub definition_substitutions: Option<PathBuf>,
-}
-
-impl SubstitutionArgs {
-    /// The values given, file first, then each `--sub`.
-    pub fn substitutions(&self) -> Result<Substitutions, String> {
-        let mut subs = match &self.definition_substitutions {
-            Some(path) => {
-                let text =
-                    crate::limits::read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
-                        .map_err(|e| e.to_string())?;
-                Substitutions::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            None => Substitutions::new(),
-        };
-        for s in &self.subs {
-            let (name, value) = Substitutions::parse_assignment(s)?;
-            subs.insert(name, value);
-        }
-        Ok(subs)
-    }
-}
+pub use crate::cli::flags::SubstitutionArgs;
 
 /// Reads a definition file (or a template holding definitions) within AWS's limits, before
 /// anything parses it: at most [`crate::limits::DEFINITION_FILE_BYTES`] bytes of UTF-8, and a
@@ -184,44 +153,24 @@ fn load_template_machines(
             _ => machine_type,
         };
         match machine.source {
-            DefinitionSource::Inline { mut value, pointer } => {
-                let mut diags = asl::Diagnostics::default();
-                asl::substitution::apply(&mut value, &subs, unresolved, &mut diags);
-                let mut definition = asl::load_value(value, machine_type, diags);
-                for d in &mut definition.diagnostics.0 {
-                    rebase(d, &pointer);
-                }
-                out.push(LoadedFile {
-                    label,
-                    text: text.to_owned(),
-                    definition,
-                });
-            }
+            DefinitionSource::Inline { value, pointer } => out.push(LoadedFile {
+                label,
+                text: text.to_owned(),
+                definition: load_inline(value, &pointer, machine_type, &subs, unresolved),
+            }),
             DefinitionSource::Text {
                 text: definition_text,
                 pointer,
             } => {
-                let mut definition = asl::load_text(
-                    &definition_text,
-                    SourceFormat::Json,
-                    LoadOptions {
-                        machine_type,
-                        substitutions: &subs,
-                        unresolved,
-                    },
-                );
-                // Places inside the string are named in the message; the location is the
-                // DefinitionString field of the template.
-                for d in &mut definition.diagnostics.0 {
-                    let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
-                    d.message = format!("in DefinitionString at {inner}: {}", d.message);
-                    d.location = asl::diagnostic::Location::Pointer(pointer.clone());
-                    d.related.clear();
-                }
+                let options = LoadOptions {
+                    machine_type,
+                    substitutions: &subs,
+                    unresolved,
+                };
                 out.push(LoadedFile {
                     label,
                     text: text.to_owned(),
-                    definition,
+                    definition: load_string(&definition_text, &pointer, options),
                 });
             }
             DefinitionSource::File(rel) => {
@@ -241,6 +190,36 @@ fn load_template_machines(
         }
     }
     out
+}
+
+/// A template's inline `Definition` (at `pointer`), its diagnostics at the template's places.
+fn load_inline(
+    mut value: serde_json::Value,
+    pointer: &asl::JsonPointer,
+    machine_type: MachineType,
+    subs: &Substitutions,
+    unresolved: Unresolved,
+) -> LoadedDefinition {
+    let mut diags = asl::Diagnostics::default();
+    asl::substitution::apply(&mut value, subs, unresolved, &mut diags);
+    let mut definition = asl::load_value(value, machine_type, diags);
+    for d in &mut definition.diagnostics.0 {
+        rebase(d, pointer);
+    }
+    definition
+}
+
+/// A template's `DefinitionString` (at `pointer`): places inside the string are named in the
+/// message; the location is the DefinitionString field of the template.
+fn load_string(text: &str, pointer: &asl::JsonPointer, options: LoadOptions) -> LoadedDefinition {
+    let mut definition = asl::load_text(text, SourceFormat::Json, options);
+    for d in &mut definition.diagnostics.0 {
+        let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
+        d.message = format!("in DefinitionString at {inner}: {}", d.message);
+        d.location = asl::diagnostic::Location::Pointer(pointer.clone());
+        d.related.clear();
+    }
+    definition
 }
 
 /// Moves a diagnostic from the definition's own pointers to the template's.

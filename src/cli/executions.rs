@@ -3,11 +3,11 @@
 
 use crate::api;
 use crate::cli::db;
+use crate::cli::flags::{Database, DbArgs};
 use crate::cli::output::{Format, OutputArgs};
 use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
 use clap::Args;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `describe-execution`.
@@ -19,9 +19,9 @@ pub struct DescribeArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `get-execution-history`.
@@ -39,9 +39,9 @@ pub struct HistoryArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `list-executions`.
@@ -59,9 +59,9 @@ pub struct ListArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// The AWS CLI's pagination flags.
@@ -110,9 +110,9 @@ pub(crate) fn no_execution(operation: &str, execution: &str, db: &std::path::Pat
 pub(crate) fn open_for(
     operation: &str,
     execution: &str,
-    flag: Option<PathBuf>,
+    database: &Database,
 ) -> Result<std::sync::Arc<crate::store::Store>, ExitCode> {
-    db::open_for_reading(flag).map_err(|e| match e {
+    database.open_for_reading().map_err(|e| match e {
         db::OpenExistingError::Missing(path) => no_execution(operation, execution, &path),
         db::OpenExistingError::Failed(e) => fail(operation, e),
     })
@@ -145,7 +145,7 @@ fn print_text(text: &str) {
 /// Runs `describe-execution`.
 pub fn describe(args: DescribeArgs) -> ExitCode {
     const OP: &str = "DescribeExecution";
-    let store = match open_for(OP, &args.execution_arn, args.db) {
+    let store = match open_for(OP, &args.execution_arn, &args.database.lower()) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -177,7 +177,7 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
 /// Runs `get-execution-history`.
 pub fn history(args: HistoryArgs) -> ExitCode {
     const OP: &str = "GetExecutionHistory";
-    let store = match open_for(OP, &args.execution_arn, args.db) {
+    let store = match open_for(OP, &args.execution_arn, &args.database.lower()) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -271,7 +271,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return refuse(OP, "ValidationException", &e.to_string(), exit::VALIDATION),
     };
-    let store = match db::open_for_reading(args.db) {
+    let store = match args.database.lower().open_for_reading() {
         Ok(s) => s,
         Err(db::OpenExistingError::Missing(path)) => {
             // No database, no executions; created by nothing but a run.

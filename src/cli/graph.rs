@@ -22,6 +22,7 @@ pub enum GraphFormat {
 
 /// Arguments of `graph`.
 #[derive(Debug, Args)]
+#[command(mut_arg("db", |a| a.help("The database (with --execution-arn)")))]
 pub struct GraphArgs {
     /// The definition to draw (not needed with --execution-arn).
     #[arg(
@@ -38,9 +39,9 @@ pub struct GraphArgs {
     /// Write to this file instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The database (with --execution-arn).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`, read with --execution-arn.
+    #[command(flatten)]
+    pub database: crate::cli::flags::DbArgs,
 }
 
 /// Runs `graph`.
@@ -48,7 +49,7 @@ pub fn run(args: GraphArgs) -> ExitCode {
     let (graph, overlay, name) = if let Some(arn) = &args.execution_arn {
         // The same answers as describe-execution: a missing database holds no execution.
         const OP: &str = "DescribeExecution";
-        let store = match crate::cli::executions::open_for(OP, arn, args.db.clone()) {
+        let store = match crate::cli::executions::open_for(OP, arn, &args.database.lower()) {
             Ok(s) => s,
             Err(code) => return code,
         };

@@ -1,6 +1,7 @@
 //! `sfn-local serve`: the AWS Step Functions API on localhost (see [`crate::serve`]).
 
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::flags::{self, AccountArgs, DatabaseArgs, FlagError, SupervisionArgs};
+use crate::cli::EXIT_USAGE;
 use crate::serve::{MachineTask, ServeConfig};
 use clap::Args;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -9,6 +10,9 @@ use std::process::ExitCode;
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
+#[command(mut_arg("region", |a| a.help(
+    "The region of ARNs for unsigned requests (a signed request's own region wins)"
+)))]
 pub struct ServeArgs {
     /// The port (Step Functions Local's is 8083; 0 picks a free one).
     #[arg(long, default_value_t = 8083)]
@@ -16,18 +20,12 @@ pub struct ServeArgs {
     /// The address to listen on. Only loopback unless you name another address here.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
-    /// The region of ARNs for unsigned requests (a signed request's own region wins).
-    #[arg(long)]
-    pub region: Option<String>,
-    /// The account id in ARNs.
-    #[arg(long, default_value = "123456789012")]
-    pub account_id: String,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// How hard each commit tries to survive a crash (see the README).
-    #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
-    pub durability: db::DurabilityArg,
+    /// `--region`, `--account-id`.
+    #[command(flatten)]
+    pub account: AccountArgs,
+    /// `--db`, `--durability`.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// A MockConfigFile (Step Functions Local's format) for `stateMachineArn#TestCase`.
     #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
     pub mock_config: Option<PathBuf>,
@@ -43,12 +41,9 @@ pub struct ServeArgs {
     /// cancellation are done for it (see "Workers").
     #[arg(long = "worker", value_name = "MACHINE:STATE=COMMAND")]
     pub workers: Vec<String>,
-    /// Who beats for `--worker` handlers: `auto` (sfn-local) or `manual` (the handler).
-    #[arg(long, value_enum, default_value_t = crate::tasks::managed::HeartbeatMode::Auto)]
-    pub heartbeat: crate::tasks::managed::HeartbeatMode,
-    /// Seconds between SIGTERM and SIGKILL for a `--worker` handler whose task is over.
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::tasks::managed::parse_seconds)]
-    pub kill_after: std::time::Duration,
+    /// `--heartbeat`, `--kill-after`.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
@@ -57,62 +52,44 @@ pub struct ServeArgs {
     pub execution_threads: usize,
 }
 
-/// Runs `serve` until SIGINT or SIGTERM.
-pub fn run(args: ServeArgs) -> ExitCode {
-    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
-        errln!("error: --time-scale must be a non-negative number");
-        return ExitCode::from(EXIT_USAGE);
-    }
-    let mut tasks = Vec::new();
-    for t in &args.tasks {
-        match MachineTask::parse(t) {
-            Ok(task) => tasks.push(task),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    let mut workers = Vec::new();
-    for w in &args.workers {
-        match MachineTask::parse_flag("--worker", w) {
-            Ok(worker) => workers.push(worker),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    let store = match db::open_with(args.db.clone(), args.durability) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let region = args
-        .region
-        .or_else(|| std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty()))
-        .or_else(|| {
-            std::env::var("AWS_DEFAULT_REGION")
-                .ok()
-                .filter(|r| !r.is_empty())
-        })
-        .unwrap_or_else(|| "us-east-1".into());
-    let config = ServeConfig {
+/// Lowers `serve`'s flags into the server's configuration.
+fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
+    let time_scale = flags::time_scale::check(args.time_scale)?;
+    let tasks = args
+        .tasks
+        .iter()
+        .map(|t| MachineTask::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let workers = args
+        .workers
+        .iter()
+        .map(|w| MachineTask::parse_flag("--worker", w))
+        .collect::<Result<Vec<_>, _>>()?;
+    let account = args.account.lower();
+    Ok(ServeConfig {
         bind: SocketAddr::new(args.bind, args.port),
-        region,
-        account_id: args.account_id,
-        time_scale: args.time_scale,
+        region: account.region,
+        account_id: account.account_id,
+        time_scale,
         mock_config: args.mock_config,
         tasks,
         workers,
-        worker_options: crate::tasks::managed::ManagedOptions {
-            heartbeat: args.heartbeat,
-            kill_after: args.kill_after,
-        },
+        worker_options: args.supervision.lower(),
         max_history_events: args.max_history_events,
         threads: args.execution_threads,
+    })
+}
+
+/// Runs `serve` until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let database = args.database.lower();
+    let config = match lower(args) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
+    let store = match database.open() {
+        Ok(s) => s,
+        Err(e) => return e.exit(),
     };
     let path = store.path().display().to_string();
     let result = crate::serve::run(store, config, |addr, resumed| {
