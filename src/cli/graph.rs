@@ -22,7 +22,7 @@ pub enum GraphFormat {
 
 /// Arguments of `graph`.
 #[derive(Debug, Args)]
-#[command(mut_arg("db", |a| a.help("The database (with --execution-arn)")))]
+#[command(mut_args(crate::cli::flags::reword("db", "The database (with --execution-arn)")))]
 pub struct GraphArgs {
     /// The definition to draw (not needed with --execution-arn).
     #[arg(

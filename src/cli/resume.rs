@@ -19,7 +19,8 @@ use std::sync::Arc;
 /// Arguments of `resume`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["execution_arn", "all"])))]
-#[command(mut_arg("endpoints", |a| a.help(
+#[command(mut_args(crate::cli::flags::reword(
+    "endpoints",
     "Call a service's integrations at a local endpoint: SERVICE=URL (repeatable), over the \
      endpoints the run had"
 )))]

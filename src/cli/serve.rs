@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
-#[command(mut_arg("region", |a| a.help(
+#[command(mut_args(flags::reword(
+    "region",
     "The region of ARNs for unsigned requests (a signed request's own region wins)"
 )))]
 pub struct ServeArgs {

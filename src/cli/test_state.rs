@@ -23,7 +23,8 @@ pub const EXIT_API_ERROR: u8 = 254;
 
 /// Arguments of `test-state`. Every JSON option takes the JSON text or `file://PATH`.
 #[derive(Debug, Args)]
-#[command(mut_arg("endpoints", |a| a.help(
+#[command(mut_args(crate::cli::flags::reword(
+    "endpoints",
     "Call a service's integrations at a local endpoint when there is no mock (as `run \
      --endpoint`): SERVICE=URL (repeatable; `all=URL`). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ..."
 )))]

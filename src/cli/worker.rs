@@ -7,7 +7,7 @@
 //! Functions API (`sfn-local serve`, or AWS).
 
 use crate::asl::resource::{Resource, ResourceKind};
-use crate::cli::flags::{DbArgs, SupervisionArgs};
+use crate::cli::flags::{self, DbArgs, SupervisionArgs};
 use crate::cli::tasks::{exit, refuse};
 use crate::cli::EXIT_USAGE;
 use crate::clock::{Clock, SystemClock};
@@ -20,13 +20,15 @@ use std::sync::Arc;
 
 /// Arguments of `worker`.
 #[derive(Debug, Args)]
-#[command(mut_arg("heartbeat", |a| a.help(
+#[command(mut_args(flags::reword(
+    "heartbeat",
     "`auto`: beat while the handler runs; `manual`: the handler beats itself"
 )))]
-#[command(mut_arg("kill_after", |a| a.help(
+#[command(mut_args(flags::reword(
+    "kill_after",
     "Seconds between SIGTERM and SIGKILL for a handler whose task is over"
 )))]
-#[command(mut_arg("db", |a| a.conflicts_with("endpoint_url")))]
+#[command(mut_args(flags::edit("db", |a| a.conflicts_with("endpoint_url"))))]
 pub struct WorkerArgs {
     /// The activity's ARN, as the Task state's `Resource` names it.
     #[arg(long)]

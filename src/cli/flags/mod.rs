@@ -22,9 +22,10 @@
 //! a `*Args` struct, flattened into each command that takes it), and turn it into a typed value
 //! in that group's `lower`. Every command that flattens the group gets the flag, its help text
 //! and its checks at once. A command whose wording of a shared flag must differ keeps the one
-//! declaration and rewords it with `#[command(mut_arg("flag_id", |a| a.help("...")))]` on its
-//! own `*Args` struct (see `serve`'s `--region`). Flags only one command takes stay in that
-//! command's `*Args`.
+//! declaration and rewords it with `#[command(mut_args(flags::reword("flag_id", "...")))]` on
+//! its own `*Args` struct (see `serve`'s `--region`; clap's `mut_arg` would move the flag to
+//! the end of the shell completions). Flags only one command takes stay in that command's
+//! `*Args`.
 
 pub mod account;
 pub mod bindings;
@@ -51,7 +52,20 @@ pub use output::{RunFormat, RunOutputArgs};
 pub use s3::S3Args;
 pub use substitutions::SubstitutionArgs;
 
+use clap::Arg;
 use std::process::ExitCode;
+
+/// For `#[command(mut_args(...))]`: applies `edit` to the flag `id` only, in place (its place in
+/// help and completions kept).
+pub fn edit(id: &'static str, edit: impl Fn(Arg) -> Arg) -> impl FnMut(Arg) -> Arg {
+    move |arg| if arg.get_id() == id { edit(arg) } else { arg }
+}
+
+/// For `#[command(mut_args(...))]`: a command's own wording of the shared flag `id` (one
+/// paragraph, no final period, as clap shows a doc comment).
+pub fn reword(id: &'static str, help: &'static str) -> impl FnMut(Arg) -> Arg {
+    edit(id, move |arg| arg.help(help))
+}
 
 /// Why a command line could not be lowered into what a command runs on.
 #[derive(Debug, thiserror::Error)]
