@@ -3,7 +3,7 @@
 
 use crate::api;
 use crate::cli::db;
-use crate::cli::flags::{Database, DbArgs};
+use crate::cli::flags::{Database, DbArgs, PageArgs};
 use crate::cli::output::{Format, OutputArgs};
 use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
@@ -62,26 +62,6 @@ pub struct ListArgs {
     /// `--db`.
     #[command(flatten)]
     pub database: DbArgs,
-}
-
-/// The AWS CLI's pagination flags.
-#[derive(Debug, Args)]
-pub struct PageArgs {
-    /// Print at most N items, and a `NextToken` when more follow.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_items: Option<u32>,
-    /// Continue after a previous page: its `NextToken`.
-    #[arg(long, value_name = "TOKEN")]
-    pub starting_token: Option<String>,
-}
-
-impl PageArgs {
-    fn page(&self) -> api::Page {
-        api::Page {
-            max_items: self.max_items.map(|n| n as usize),
-            starting_token: self.starting_token.clone(),
-        }
-    }
 }
 
 fn fail(operation: &str, message: impl std::fmt::Display) -> ExitCode {
@@ -197,7 +177,7 @@ pub fn history(args: HistoryArgs) -> ExitCode {
             }
         }
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
-            Ok(events) => match args.page.page().slice(&events) {
+            Ok(events) => match args.page.lower().slice(&events) {
                 Ok((events, next)) => {
                     if args.out.wants_response() {
                         return respond(
@@ -294,7 +274,7 @@ pub fn list(args: ListArgs) -> ExitCode {
             .collect(),
         None => list,
     };
-    match args.page.page().slice(&list) {
+    match args.page.lower().slice(&list) {
         Ok((list, next)) => {
             let response = api::with_next_token(api::list_executions(list), next);
             if args.out.wants_response() {

@@ -3,7 +3,8 @@
 //! 1. **Low: what the user typed.** Each group of flags that several commands share is one
 //!    clap struct here (`*Args`: [`DefinitionArgs`], [`DatabaseArgs`], [`BindingArgs`],
 //!    [`EndpointArgs`], [`MockArgs`], [`AccountArgs`], [`RunOutputArgs`], [`MachineArgs`],
-//!    [`S3Args`], ...). A command's
+//!    [`S3Args`], [`PageArgs`], ...; the read commands' `--format`/`--output`/`--query` are
+//!    [`crate::cli::output::OutputArgs`], beside the printing they choose). A command's
 //!    own `*Args` struct (in `cli/COMMAND.rs`) flattens the groups it takes with
 //!    `#[command(flatten)]`, so a shared flag is declared, documented and parsed once.
 //! 2. **High: what the program runs on.** Each group has one `lower` that turns it into a typed,
@@ -36,6 +37,7 @@ pub mod input;
 pub mod machines;
 pub mod mocks;
 pub mod output;
+pub mod page;
 pub mod s3;
 pub mod substitutions;
 pub mod time_scale;
@@ -49,6 +51,7 @@ pub use input::InputArgs;
 pub use machines::MachineArgs;
 pub use mocks::{MockArgs, MockCase};
 pub use output::{RunFormat, RunOutputArgs};
+pub use page::PageArgs;
 pub use s3::S3Args;
 pub use substitutions::SubstitutionArgs;
 
