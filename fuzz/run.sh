@@ -6,7 +6,7 @@
 #
 # Needs the nightly toolchain and cargo-fuzz (`rustup toolchain install nightly`,
 # `cargo +nightly install cargo-fuzz`); not part of CI. Seeds come from fuzz/seeds.py (the
-# conformance corpus in ../shared and the repository's fixtures). Findings are kept in
+# conformance corpus in tests/corpora and the repository's fixtures). Findings are kept in
 # fuzz/artifacts/TARGET/; reproduce one with
 #   fuzz/target/x86_64-unknown-linux-gnu/release/TARGET fuzz/artifacts/TARGET/crash-...
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds the fuzz targets' seed corpora in fuzz/corpus/TARGET/ from the conformance corpus
-(../shared/conformance beside the repository), the published definitions (../shared/realworld)
+(tests/corpora/conformance), the published definitions (tests/corpora/realworld)
 and the repository's own fixtures, definitions, test specs and mock files.
 
 Seeds are generated, not committed: run `fuzz/seeds.py` (fuzz/run.sh does) after a fresh clone.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 FUZZ = Path(__file__).resolve().parent
 REPO = FUZZ.parent
-SHARED = Path(os.environ.get("SFN_SHARED", REPO.parent / "shared"))
+SHARED = Path(os.environ.get("SFN_SHARED", REPO / "tests" / "corpora"))
 CORPUS = FUZZ / "corpus"
 # A cap per target: enough variety, and libFuzzer merges the rest away anyway.
 MAX_SEEDS = 3000

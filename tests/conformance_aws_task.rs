@@ -1,5 +1,5 @@
 //! The engine against AWS's recordings of executions with Task states: every case in
-//! `../shared/conformance/cases/aws_task` is replayed with each Task's recorded answers as mocks
+//! `tests/corpora/conformance/cases/aws_task` is replayed with each Task's recorded answers as mocks
 //! (`task_results`: a `*Succeeded` event returns its output, a `*Failed` one throws its error and
 //! cause, a `*TimedOut` one never answers, so the state's own TimeoutSeconds/HeartbeatSeconds
 //! decide), in the order AWS recorded them per state. The run is compared with the recording by

@@ -1,4 +1,4 @@
-//! The engine against AWS's own recordings: every case in `../shared/conformance/cases/pure`
+//! The engine against AWS's own recordings: every case in `tests/corpora/conformance/cases/pure`
 //! runs through the engine with the case's context hints, and the run is compared with what AWS
 //! recorded. Two suites, each with its own known-failures list and report: the JSONPath cases
 //! (features name neither `jsonata` nor `variables`) and the JSONata-and-variables cases.

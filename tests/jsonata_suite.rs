@@ -1,12 +1,11 @@
 //! The JSONata engine sfn-local is built on, against the official jsonata-js test suite at
-//! `../shared/jsonata-test-suite` (see its `TESTSUITE.md`): every case of every group is
+//! `tests/corpora/jsonata-test-suite` (see its `TESTSUITE.md` and `PROVENANCE.md`): every case of every group is
 //! compiled and evaluated, and the result compared with the expected `result`,
 //! `undefinedResult` or error `code`.
 //!
 //! The pass rate is printed (`cargo test --test jsonata_suite -- --nocapture`) and the test
 //! fails when it drops below [`FLOOR`], the count passing when the engine was pinned. Raise the
-//! floor when an engine upgrade passes more; never lower it. Without the suite the test skips
-//! with a note, except under `CI`, where a missing suite is a failure.
+//! floor when an engine upgrade passes more; never lower it.
 
 use jlens_core::{Bindings, Expression, Options};
 use serde_json::Value;
@@ -18,21 +17,6 @@ use std::time::Duration;
 /// `$string(1/0)`, where jlens raises D1001 (number out of range) before `$string` can raise
 /// D3001.
 const FLOOR: usize = 1683;
-
-fn suite_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/jsonata-test-suite");
-    if dir.join("groups").is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "the JSONata test suite is missing at {}: CI must run with ../shared beside the repository",
-            dir.display()
-        );
-    }
-    eprintln!("note: {} is missing; JSONata suite skipped", dir.display());
-    None
-}
 
 fn read(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
@@ -132,7 +116,7 @@ fn run_case(dir: &Path, group: &Path, case: &Value) -> Option<String> {
 
 #[test]
 fn jsonata_engine_passes_the_official_suite() {
-    let Some(dir) = suite_dir() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/jsonata-test-suite");
     let mut groups: Vec<PathBuf> = std::fs::read_dir(dir.join("groups"))
         .expect("groups")
         .filter_map(|e| e.ok().map(|e| e.path()))

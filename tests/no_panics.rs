@@ -78,14 +78,13 @@ fn definitions() -> Vec<String> {
             out.push(std::fs::read_to_string(f).unwrap());
         }
     }
-    if let Some(cases) = common::conformance_cases() {
-        for f in common::json_files(&cases.join("pure"))
-            .into_iter()
-            .step_by(7)
-        {
-            if let Some(t) = common::definition_text(&common::read_json(&f)) {
-                out.push(t);
-            }
+    let cases = common::conformance_cases();
+    for f in common::json_files(&cases.join("pure"))
+        .into_iter()
+        .step_by(7)
+    {
+        if let Some(t) = common::definition_text(&common::read_json(&f)) {
+            out.push(t);
         }
     }
     out

@@ -1,6 +1,6 @@
-//! Drives the AWS-recorded conformance corpus (`../shared/conformance/cases/pure`) through the
+//! Drives the AWS-recorded conformance corpus (`tests/corpora/conformance/cases/pure`) through the
 //! Choice rules and payload templates, where a case needs nothing but them. Cases that need the
-//! full engine are skipped and counted. When the corpus is absent the tests pass vacuously.
+//! full engine are skipped and counted.
 
 use crate::asl::choice::Rule;
 use crate::asl::diagnostic::{Diagnostics, JsonPointer};
@@ -10,11 +10,9 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 fn cases(prefix: &str) -> Vec<(String, Value)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases/pure");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("corpus not found at {}", dir.display());
-        return Vec::new();
-    };
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/conformance/cases/pure");
+    let entries = std::fs::read_dir(&dir).expect("the corpus is in the repository");
     let mut out: Vec<(String, Value)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {

@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests: the conformance corpus beside the repository, the
+//! Helpers shared by the integration tests: the corpora in `tests/corpora`, the
 //! real binary and its worker scripts, and [`Sandbox`]: a temporary database to run the binary
 //! against, with the reads most tests make of an execution.
 #![allow(dead_code)]
@@ -9,44 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `../shared/conformance/cases`, beside the repository. Missing in CI is a failure (the corpus
-/// is how we prove conformance); missing on a developer's machine skips with a note.
-pub fn conformance_cases() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cases");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "the conformance corpus is missing at {}: CI must run with ../shared beside the repository",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "note: {} is missing; conformance test skipped",
-        dir.display()
-    );
-    None
+/// `tests/corpora/conformance/cases`: AWS's recordings, copied into the repository with their
+/// provenance (`scripts/refresh-corpora.sh` refreshes them), so a clone alone runs every case.
+pub fn conformance_cases() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/conformance/cases")
 }
 
-/// `../shared/realworld`, beside the repository: published definitions and SAM templates.
-/// Missing in CI is a failure; missing on a developer's machine skips with a note.
-pub fn realworld_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realworld");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "the real-world definitions are missing at {}: CI must run with ../shared beside the repository",
-            dir.display()
-        );
-    }
-    eprintln!(
-        "note: {} is missing; real-world test skipped",
-        dir.display()
-    );
-    None
+/// `tests/corpora/realworld`: published definitions and SAM templates, copied likewise.
+pub fn realworld_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/realworld")
 }
 
 /// Where `.ci/deps` installed the real clients and peers (AWS CLI, boto3, moto, the JavaScript
