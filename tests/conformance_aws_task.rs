@@ -4,7 +4,7 @@
 //! cause, a `*TimedOut` one never answers, so the state's own TimeoutSeconds/HeartbeatSeconds
 //! decide), in the order AWS recorded them per state. The run is compared with the recording by
 //! the same rules as the pure cases (`tests/common/conformance.rs`): status, output or
-//! error/cause, event types.
+//! error/cause, event types and their `previousEventId` links.
 //!
 //! Failing cases are listed with the reason in `tests/known_failures/aws_task.txt`; the test fails
 //! when an unlisted case fails and when a listed one passes, so the list only shrinks. The report

@@ -12,7 +12,7 @@
 //! real names (`<ArnPart_0idx>` the child's name, `<region>` us-east-1, a second account the
 //! same account: there is one account locally), and the run is compared with the recording as
 //! the other suites compare: status, output or error and cause (placeholders are wildcards
-//! bound consistently), event types. A real call's HTTP metadata (`SdkHttpMetadata`,
+//! bound consistently), event types and their `previousEventId` links. A real call's HTTP metadata (`SdkHttpMetadata`,
 //! `SdkResponseMetadata`: AWS's headers, dates and request ids) is not compared, and for a
 //! recording made before redrive existed (15 November 2023) neither are the redrive fields AWS
 //! has added to DescribeExecution since.
@@ -373,6 +373,23 @@ fn run(case: &Value) -> Vec<String> {
         diffs.push(format!(
             "event types:\n    expected {want:?}\n    got      {got:?}"
         ));
+    } else if case["parallel_branch_events_reordered"] != true {
+        // AWS's links between events, as the other suites compare them.
+        let recorded = case["events"].as_array().cloned().unwrap_or_default();
+        let chain: Vec<String> = recorded
+            .iter()
+            .zip(&history)
+            .filter(|(e, g)| e["previousEventId"] != g["previousEventId"])
+            .map(|(e, g)| {
+                format!(
+                    "#{} {}: AWS links it to {}, ours to {}",
+                    g["id"], g["type"], e["previousEventId"], g["previousEventId"]
+                )
+            })
+            .collect();
+        if !chain.is_empty() {
+            diffs.push(format!("previousEventId:\n    {}", chain.join("\n    ")));
+        }
     }
     diffs
 }

@@ -6,7 +6,9 @@
 //!
 //! - the status (SUCCEEDED / FAILED / ABORTED; `INCOMPLETE` recordings are compared as a prefix);
 //! - the output when it succeeded, or the error and cause when it failed;
-//! - for `execution_history` cases, the sequence of event types. Cases flagged
+//! - for `execution_history` cases, the sequence of event types, and every event's
+//!   `previousEventId` (AWS's links; a difference is a failure, see
+//!   `common::conformance::chain_differences`). Cases flagged
 //!   `parallel_branch_events_reordered` (LocalStack sorted the events inside Parallel branches
 //!   and zeroed their ids before recording, losing some on the way: the remaining ids have
 //!   gaps) are compared as multisets: every recorded event type must appear in ours, and we
@@ -24,7 +26,7 @@
 //! built here so that the events of an execution still waiting at the virtual horizon
 //! (`INCOMPLETE` recordings) can be read.
 //!
-//! The report (counts per feature tag, the pass rate, `previousEventId` differences) goes to
+//! The report (counts per feature tag, the pass rate) goes to
 //! stderr (`cargo test --test conformance_pure -- --nocapture`) and to
 //! `target/conformance/pure_jsonpath.txt`.
 //!

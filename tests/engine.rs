@@ -262,6 +262,40 @@ async fn retries_then_catches_a_failing_task() {
             "ExecutionSucceeded"
         ]
     );
+    // As AWS links them: the retry's TaskScheduled follows the TaskFailed before it.
+    let prev: Vec<i64> = events.iter().map(|e| e.previous_event_id).collect();
+    assert_eq!(prev, [0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+}
+
+#[tokio::test]
+async fn output_path_failure_after_a_task_follows_the_task_s_last_event() {
+    let (outcome, events) = run_with(
+        json!({"StartAt":"T","States":{
+            "T":{"Type":"Task","Resource":"arn:aws:states:::sns:publish",
+                 "OutputPath":"$.no.such.path","End":true}}}),
+        json!({}),
+        tasks(&["T=cat"]),
+        Arc::new(SystemClock::new(1.0)),
+    )
+    .await;
+    let outcome = (outcome.status, outcome.error.and_then(|e| e.error));
+    assert_eq!(outcome, (Status::Failed, Some("States.Runtime".into())));
+    let chain: Vec<(&str, i64)> = events
+        .iter()
+        .map(|e| (e.event_type.as_str(), e.previous_event_id))
+        .collect();
+    // As AWS recorded it (test_catch_states_runtime): ExecutionFailed follows TaskSucceeded.
+    assert_eq!(
+        chain,
+        [
+            ("ExecutionStarted", 0),
+            ("TaskStateEntered", 0),
+            ("TaskScheduled", 2),
+            ("TaskStarted", 3),
+            ("TaskSucceeded", 4),
+            ("ExecutionFailed", 5)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -346,4 +380,26 @@ fn machine_unchecked(def: Value) -> Arc<sfn_local::asl::StateMachine> {
     def["States"]["A2"] = json!({"Type":"Choice","Choices":[{"Variable":"$.never","IsPresent":true,"Next":"End"}],"Default":"A"});
     let m = sfn_local::asl::parse::parse_machine(&def, MachineType::Standard, &mut diags);
     Arc::new(m.unwrap_or_else(|| panic!("{diags:#?}")))
+}
+
+#[tokio::test]
+async fn a_negative_tolerated_failure_count_path_fails_as_aws_words_it() {
+    // The definition of AWS's recorded test_map_state_tolerated_failure_count_path, with -1.
+    let def = json!({"StartAt":"MapState","States":{"MapState":{"Type":"Map","ItemsPath":"$.Items",
+        "MaxConcurrency":1,"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+        "StartAt":"HandleItem","States":{"HandleItem":{"Type":"Pass","End":true}}},
+        "ToleratedFailureCountPath":"$.ToleratedFailureCount","End":true}}});
+    for count in [json!(-1), json!("-1")] {
+        let (outcome, _) = run(
+            def.clone(),
+            json!({"Items": [0], "ToleratedFailureCount": count}),
+        )
+        .await;
+        let e = outcome.error.expect("a failure");
+        assert_eq!(e.error.as_deref(), Some("States.Runtime"));
+        assert_eq!(
+            e.cause.as_deref(),
+            Some("An error occurred while executing the state 'MapState' (entered at the event id #2). ToleratedFailureCount cannot be negative.")
+        );
+    }
 }

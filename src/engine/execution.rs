@@ -98,6 +98,16 @@ impl Failed {
         Ok(())
     }
 
+    /// The failure of a state's output processing (ResultSelector, ResultPath, OutputPath)
+    /// after its work wrote `last`: a runtime error, written as at the state's entry, follows
+    /// `last` on AWS. (`EvaluationFailed` events keep their own links.)
+    pub(crate) fn after_work(self, cx: &StateCx<'_>, last: EventId) -> Failed {
+        match self.prev == cx.entered_id {
+            true => Failed { prev: last, ..self },
+            false => self,
+        }
+    }
+
     /// A failure with its error cut to AWS's lengths (error 256, cause 32,768 characters):
     /// causes often quote inputs and outputs, which may be far longer.
     pub(crate) fn new(error: StatesError, prev: EventId) -> Self {
@@ -131,6 +141,9 @@ pub(crate) struct StateCx<'a> {
     pub entered_id: EventId,
     /// What the `*StateEntered` event points at (AWS points `EvaluationFailed` there too).
     pub entered_prev: EventId,
+    /// What a Task attempt's first event (`TaskScheduled`, ...) points at: the `*StateEntered`
+    /// event for the first attempt, the failure event of the attempt before for a retry.
+    pub attempt_prev: EventId,
     pub entered_at: Millis,
     pub retry_count: Option<u64>,
     /// The variables of the scope the state runs in.
@@ -597,6 +610,7 @@ impl Engine {
                     state,
                     entered_id: entered,
                     entered_prev: prev,
+                    attempt_prev: entered,
                     entered_at,
                     retry_count: None,
                     frame: &frame,
@@ -1174,6 +1188,7 @@ impl Engine {
                         state,
                         entered_id: recorded.entered.id,
                         entered_prev: recorded.entered.id,
+                        attempt_prev: recorded.entered.id,
                         entered_at: recorded.entered.timestamp,
                         retry_count: None,
                         frame,

@@ -416,6 +416,7 @@ pub async fn test_state(
         state,
         entered_id: 1,
         entered_prev: 1,
+        attempt_prev: 1,
         entered_at: now,
         retry_count: config.retrier_retry_count.or(Some(0)),
         frame: &frame,
@@ -1319,13 +1320,7 @@ impl TestRun<'_> {
             Err(f) => return unhandled(f, input),
         };
         self.data.max_concurrency = Some(max_concurrency);
-        let tolerated_count = match engine.resolve_count(
-            cx,
-            m.tolerated_failure_count.as_ref(),
-            &effective,
-            "ToleratedFailureCountPath",
-            0,
-        ) {
+        let tolerated_count = match engine.tolerated_count(cx, m, &effective) {
             Ok(n) => n,
             Err(f) => return unhandled(f, input),
         };

@@ -313,13 +313,12 @@ pub fn items_at_pointer(body: Value, pointer: &str) -> Result<Vec<Value>, States
     }
 }
 
-/// A JSON object body must hold an array: its elements are the items.
+/// A JSON object body must hold an array: its elements are the items. Anything else is
+/// AWS's `States.ItemReaderFailed` "Attempting to map over non-iterable node." (its words).
 fn parse_json(text: &str) -> Result<Vec<Value>, StatesError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(items)) => Ok(items),
-        Ok(_) => Err(reader_failed(
-            "Attempting to map over non-iterable node: the JSON object must hold an array",
-        )),
+        Ok(_) => Err(reader_failed("Attempting to map over non-iterable node.")),
         Err(e) => Err(reader_failed(format!("The object is not valid JSON: {e}"))),
     }
 }
@@ -769,6 +768,17 @@ mod tests {
         assert_eq!(strings(&lines), r#"[{"a":1},2]"#);
         let e = read(Some(dir.path()), &get("b", "f.json", "JSON", Some(-1))).unwrap_err();
         assert_eq!(e.cause.as_deref(), Some("field MaxItems must be positive"));
+    }
+
+    #[test]
+    fn a_json_object_that_is_not_an_array_is_not_iterable_as_aws_words_it() {
+        let dir = s3_with(&[("b", "o.json", r#"{"a": [1]}"#), ("b", "n.json", "3")]);
+        for key in ["o.json", "n.json"] {
+            let e = read(Some(dir.path()), &get("b", key, "JSON", None)).unwrap_err();
+            assert_eq!(e.error.as_deref(), Some(names::ITEM_READER_FAILED));
+            let cause = e.cause.as_deref();
+            assert_eq!(cause, Some("Attempting to map over non-iterable node."));
+        }
     }
 
     #[test]

@@ -36,12 +36,12 @@ impl Engine {
         let issued = match self.recorded(&scheduled_key).is_some() || self.map_child {
             true => broker
                 .find_issued(&scheduled_key)
-                .map_err(|e| Failed::new(e, cx.entered_id))?,
+                .map_err(|e| Failed::new(e, cx.attempt_prev))?,
             false => None,
         };
         let token = match &issued {
             Some(row) => TaskToken::from_stored(row.token.clone()),
-            None => TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?,
+            None => TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?,
         };
         let set_token = |context: &mut Value| {
             if let Value::Object(m) = context {
@@ -79,7 +79,7 @@ impl Engine {
         if let Some(hb) = heartbeat {
             scheduled = scheduled.int("heartbeatInSeconds", hb as i64);
         }
-        let mut prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
+        let mut prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
         if !is_activity {
             prev = self.push(
                 prev,
@@ -262,7 +262,9 @@ impl Engine {
                                 .build(),
                         ),
                     )?;
-                    let output = self.finish_result(cx, &t.io, raw_input.clone(), result)?;
+                    let output = self
+                        .finish_result(cx, &t.io, raw_input.clone(), result)
+                        .map_err(|f| f.after_work(cx, prev))?;
                     return Ok((output, prev));
                 }
                 TokenEvent::Failed(e) => {

@@ -172,13 +172,7 @@ impl Engine {
             started: false,
         };
         let tolerated_count = self
-            .resolve_count(
-                cx,
-                m.tolerated_failure_count.as_ref(),
-                effective,
-                "ToleratedFailureCountPath",
-                0,
-            )
+            .tolerated_count(cx, m, effective)
             .map_err(after_start)?
             .map(|n| n as usize);
         let tolerated_percentage = self
@@ -598,8 +592,9 @@ impl Engine {
         let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
         self.push(run_done, EventType::MapStateSucceeded, None)?;
         let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
-        // AWS points MapStateExited at MapRunSucceeded, like MapStateSucceeded.
-        Ok((output, run_done))
+        // AWS points MapStateExited at MapRunStarted (recordings since November 2024; older
+        // ones point it at MapRunSucceeded, like MapStateSucceeded).
+        Ok((output, run_started))
     }
 
     /// The `mapRunArn` of the `MapRunStarted` about to be pushed, when resuming and it is
@@ -741,6 +736,38 @@ impl Engine {
             ));
         }
         Ok(Some(value))
+    }
+
+    /// `ToleratedFailureCount(Path)`: a non-negative integer. A path naming a negative integer
+    /// fails with AWS's own words for it ("ToleratedFailureCount cannot be negative."), anything
+    /// else that is not an integer as `resolve_count` says.
+    pub(crate) fn tolerated_count(
+        &self,
+        cx: &StateCx<'_>,
+        m: &Map,
+        effective: &Value,
+    ) -> Result<Option<u64>, Failed> {
+        if let Some(Dynamic::Path(p)) = &m.tolerated_failure_count {
+            let v = self.with_env(cx, effective, |_| {}, |env| p.select(env));
+            // AWS also takes an integer written as a string (a variable assigned "-1").
+            let n = v
+                .as_ref()
+                .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse::<i64>().ok()));
+            if n.is_some_and(|n| n < 0) {
+                return Err(self.state_error(
+                    cx,
+                    names::RUNTIME,
+                    "ToleratedFailureCount cannot be negative.",
+                ));
+            }
+        }
+        self.resolve_count(
+            cx,
+            m.tolerated_failure_count.as_ref(),
+            effective,
+            "ToleratedFailureCountPath",
+            0,
+        )
     }
 
     /// One iteration: its input (ItemSelector with `$$.Map.Item`), its events, its scope.

@@ -46,14 +46,14 @@ impl Engine {
         effective: &Value,
         answer: Result<MockAnswer, StatesError>,
     ) -> Result<(Value, EventId), Failed> {
-        let answer = answer.map_err(|e| Failed::new(e, cx.entered_id))?;
+        let answer = answer.map_err(|e| Failed::new(e, cx.attempt_prev))?;
         let kind = &t.resource.kind;
         let events = TaskEvents::of(kind);
         let waits = t.resource.waits_for_token();
         // AWS gives `.sync` tasks a token in the context object too.
         let has_token = waits || t.resource.pattern() == Some(IntegrationPattern::Sync);
         let parameters = if has_token {
-            let token = TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?;
+            let token = TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?;
             let set_token = |context: &mut Value| {
                 if let Value::Object(m) = context {
                     m.insert("Task".into(), json!({ "Token": token.as_str() }));
@@ -65,7 +65,7 @@ impl Engine {
         };
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
-        let mut prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
+        let mut prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
         let started = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
             ResourceKind::Activity { .. } => {

@@ -95,9 +95,12 @@ impl Engine {
     ) -> Result<Step, Failed> {
         let effective = self.input_path(cx, &t.io, input.clone())?;
         let mut retries = Retries::new(&t.errors.retry);
+        // A retry's first event points at the failure event of the attempt before it.
+        let mut attempt_prev = cx.entered_id;
         loop {
             let attempt = StateCx {
                 retry_count: Some(retries.count),
+                attempt_prev,
                 ..cx.clone()
             };
             match self.task_attempt(&attempt, t, &input, &effective).await {
@@ -110,7 +113,10 @@ impl Engine {
                     })
                 }
                 Err(failed) => match retries.on_failure(&failed) {
-                    Some(delay) => self.retry_pause(delay).await,
+                    Some(delay) => {
+                        attempt_prev = failed.prev;
+                        self.retry_pause(delay).await
+                    }
                     None => return self.catch(cx, &t.errors, &input, failed),
                 },
             }
@@ -256,13 +262,13 @@ impl Engine {
                 let issued = match self.recorded(&scheduled_key).is_some() || self.map_child {
                     true => broker
                         .find_issued(&scheduled_key)
-                        .map_err(|e| Failed::new(e, cx.entered_id))?,
+                        .map_err(|e| Failed::new(e, cx.attempt_prev))?,
                     false => None,
                 };
                 Some(match issued {
                     Some(row) => (TaskToken::from_stored(row.token), true),
                     None => (
-                        TaskToken::generate().map_err(|e| Failed::new(e, cx.entered_id))?,
+                        TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?,
                         false,
                     ),
                 })
@@ -284,7 +290,7 @@ impl Engine {
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
-        let prev = self.push(cx.entered_id, events.scheduled, Some(scheduled.build()))?;
+        let prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
         let started_details = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
             ResourceKind::Activity { .. } => {
@@ -553,7 +559,11 @@ impl Engine {
                     events.succeeded,
                     Some(integration_details(kind).payload("output", text).build()),
                 )?;
-                let output = self.finish_result(cx, &t.io, raw_input.clone(), result)?;
+                // A runtime error of ResultSelector, ResultPath or OutputPath follows the
+                // task's last event: AWS points the failure there, not at TaskStateEntered.
+                let output = self
+                    .finish_result(cx, &t.io, raw_input.clone(), result)
+                    .map_err(|f| f.after_work(cx, prev))?;
                 Ok((output, prev))
             }
             Some(Err(e)) => {

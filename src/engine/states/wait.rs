@@ -102,8 +102,14 @@ impl Engine {
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
                         };
+                        // The expression was evaluated; its value is rejected once the
+                        // state waits, so AWS points this EvaluationFailed at WaitStateEntered.
+                        let waiting = StateCx {
+                            entered_prev: cx.entered_id,
+                            ..cx.clone()
+                        };
                         return Err(self.evaluation_failed(
-                            cx,
+                            &waiting,
                             Some("Timestamp"),
                             &format!("The Timestamp field cannot be parsed as an ISO-8601 extended offset date-time format string: {shown}"),
                         ));
