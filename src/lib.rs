@@ -16,6 +16,8 @@
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
 //!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
+//! - [`coverage`]: which states, transitions and error paths stored executions took, reported
+//!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!
@@ -31,6 +33,7 @@ pub mod asl;
 pub mod cli;
 pub mod clock;
 pub mod console;
+pub mod coverage;
 pub mod engine;
 pub mod graph;
 pub mod limits;

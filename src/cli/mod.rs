@@ -35,6 +35,7 @@ macro_rules! err {
 
 pub mod completions;
 pub mod console;
+pub mod coverage;
 pub mod db;
 pub mod definition;
 pub mod executions;
@@ -117,6 +118,8 @@ pub enum Command {
     TestState(test_state::TestStateArgs),
     /// Draw a state machine (or an execution's path on it) as SVG, Mermaid or DOT.
     Graph(graph::GraphArgs),
+    /// Which states, branches and error paths the stored executions took (text, JSON, LCOV).
+    Coverage(coverage::CoverageArgs),
     /// Open the console in the browser: executions on their graphs, events, waiting tasks.
     Console(console::ConsoleArgs),
     /// Serve the AWS Step Functions API on localhost (for the AWS CLI, SDKs, Step Functions Local suites).
@@ -146,6 +149,7 @@ impl Command {
             Command::TestState(args) => test_state::run(args),
             Command::Graph(args) => graph::run(args),
             Command::Console(args) => console::run(args),
+            Command::Coverage(args) => coverage::run(args),
             Command::Completions(args) => completions::run(args),
             Command::Serve(args) => serve::run(args),
         }

@@ -88,6 +88,19 @@ pub struct TestArgs {
     /// memory, like the case itself).
     #[command(flatten)]
     pub machines: crate::cli::flags::MachineArgs,
+    /// Report which states, branches and error paths the cases took (see `sfn-local coverage`).
+    #[arg(long)]
+    pub coverage: bool,
+    /// text, json or lcov (with --coverage).
+    #[arg(long, value_enum, default_value_t, requires = "coverage")]
+    pub coverage_format: crate::cli::coverage::CoverageFormat,
+    /// Write the coverage report to FILE instead of stdout (with --coverage).
+    #[arg(long, value_name = "FILE", requires = "coverage")]
+    pub coverage_output: Option<PathBuf>,
+    /// Exit 1 when states (and branches) are covered below these percentages (with --coverage).
+    #[arg(long, value_name = "STATES[,BRANCHES]", requires = "coverage",
+          value_parser = crate::cli::coverage::parse_fail_under)]
+    pub coverage_fail_under: Option<crate::cli::coverage::FailUnder>,
 }
 
 /// One case, ready to run.
@@ -107,6 +120,8 @@ struct Prepared {
     s3_dir: Option<PathBuf>,
     /// A `"state"` case: the TestState request it makes.
     test_state: Option<TestStateRequest>,
+    /// The definition file, for `--coverage`.
+    definition: PathBuf,
     machines: crate::engine::children::KnownMachines,
 }
 
@@ -117,6 +132,8 @@ struct CaseResult {
     seconds: f64,
     /// Empty when it passed.
     failures: Vec<String>,
+    /// With `--coverage`: the definition file, the time scale and the execution's history.
+    history: Option<(PathBuf, f64, Vec<HistoryEvent>)>,
 }
 
 /// The specs the arguments name: files as given (a missing one fails as a broken spec),
@@ -134,6 +151,8 @@ struct Suite {
     machine_name: String,
     config: MockConfig,
     scale: f64,
+    /// The definition file, for `--coverage`.
+    definition: PathBuf,
 }
 
 /// Reads a spec into its jobs; a broken spec is one failing job that says why.
@@ -234,6 +253,7 @@ fn read_suite(path: &Path, suite: &str, time_scale: Option<f64>) -> Result<Suite
         machine_name,
         config,
         scale,
+        definition: def_path,
     })
 }
 
@@ -273,6 +293,7 @@ fn prepare_case(suite: &Suite, case: &Value) -> Result<Prepared, String> {
         s3_dir: None,
         test_state,
         machines: Default::default(),
+        definition: suite.definition.clone(),
     })
 }
 
@@ -794,8 +815,21 @@ pub fn run(args: TestArgs) -> ExitCode {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
         .clamp(1, jobs.len().max(1));
     let limit = Duration::from_secs(args.case_timeout.max(1));
-    let results = run_jobs(&jobs, workers, limit);
-    report(&results, args.junit.as_deref())
+    let results = run_jobs(&jobs, workers, limit, args.coverage);
+    let failed = match report(&results, args.junit.as_deref()) {
+        Ok(failed) => failed,
+        Err(code) => return code,
+    };
+    let covered = if args.coverage {
+        report_coverage(&args, &results)
+    } else {
+        ExitCode::SUCCESS
+    };
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        covered
+    }
 }
 
 /// Lowers `test`'s flags and reads every spec into its jobs (a broken spec is a failing job).
@@ -834,8 +868,9 @@ fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
     Ok(jobs)
 }
 
-/// Runs the jobs on `workers` threads, each case at most `limit`; results in the jobs' order.
-fn run_jobs(jobs: &[Job], workers: usize, limit: Duration) -> Vec<CaseResult> {
+/// Runs the jobs on `workers` threads, each case at most `limit`; results in the jobs' order,
+/// with each execution's history when `coverage` asks for it.
+fn run_jobs(jobs: &[Job], workers: usize, limit: Duration, coverage: bool) -> Vec<CaseResult> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -844,7 +879,7 @@ fn run_jobs(jobs: &[Job], workers: usize, limit: Duration) -> Vec<CaseResult> {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let result = run_job(job, i, limit);
+                let result = run_job(job, i, limit, coverage);
                 let mut all = match results.lock() {
                     Ok(r) => r,
                     Err(poisoned) => poisoned.into_inner(),
@@ -864,9 +899,11 @@ fn run_jobs(jobs: &[Job], workers: usize, limit: Duration) -> Vec<CaseResult> {
     .collect()
 }
 
-/// Runs one job (the `index`th) and checks it against its expectations.
-fn run_job(job: &Job, index: usize, limit: Duration) -> CaseResult {
+/// Runs one job (the `index`th) and checks it against its expectations; with `coverage`, keeps
+/// the execution's history.
+fn run_job(job: &Job, index: usize, limit: Duration, coverage: bool) -> CaseResult {
     let started = Instant::now();
+    let mut history = None;
     let failures = match &job.prepared {
         Err(e) => vec![e.clone()],
         Ok(Prepared {
@@ -882,7 +919,13 @@ fn run_job(job: &Job, index: usize, limit: Duration) -> CaseResult {
             ),
         ),
         Ok(p) => match execute(p, index, limit) {
-            Ok((outcome, events)) => check(&p.expect, &outcome, &events),
+            Ok((outcome, events)) => {
+                let failures = check(&p.expect, &outcome, &events);
+                if coverage {
+                    history = Some((p.definition.clone(), p.time_scale, events));
+                }
+                failures
+            }
             Err(e) => vec![e],
         },
     };
@@ -891,12 +934,13 @@ fn run_job(job: &Job, index: usize, limit: Duration) -> CaseResult {
         name: job.name.clone(),
         seconds: started.elapsed().as_secs_f64(),
         failures,
+        history,
     }
 }
 
-/// Prints the failures (and with -v the passes), writes the JUnit file, and returns 1 when
-/// anything failed.
-fn report(results: &[CaseResult], junit_file: Option<&Path>) -> ExitCode {
+/// Prints the failures (and with -v the passes) and writes the JUnit file; returns how many
+/// cases failed.
+fn report(results: &[CaseResult], junit_file: Option<&Path>) -> Result<usize, ExitCode> {
     let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
     let passed = results.len() - failed;
     if crate::cli::ui::verbose() {
@@ -915,15 +959,48 @@ fn report(results: &[CaseResult], junit_file: Option<&Path>) -> ExitCode {
     if let Some(path) = junit_file {
         if let Err(e) = std::fs::write(path, junit(results)) {
             errln!("error: cannot write {}: {e}", path.display());
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
     }
     outln!("{passed} passed, {failed} failed");
-    if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    Ok(failed)
+}
+
+/// `--coverage`: what the cases' executions took in each definition the specs name.
+fn report_coverage(args: &TestArgs, results: &[CaseResult]) -> ExitCode {
+    let mut by_file: std::collections::BTreeMap<&Path, Vec<(f64, &[HistoryEvent])>> =
+        Default::default();
+    for (file, scale, events) in results.iter().filter_map(|r| r.history.as_ref()) {
+        by_file
+            .entry(file.as_path())
+            .or_default()
+            .push((*scale, events.as_slice()));
     }
+    let files: Vec<PathBuf> = by_file.keys().map(|f| f.to_path_buf()).collect();
+    let targets = match crate::cli::coverage::targets(&files, &Default::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: coverage: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut measured = Vec::new();
+    for target in targets {
+        let mut m = crate::coverage::MachineCoverage::from_target(target);
+        let histories = m.file.as_deref().and_then(|f| by_file.get(f));
+        for (scale, events) in histories.into_iter().flatten() {
+            m.add(events.iter().map(Into::into), &mut || *scale);
+        }
+        measured.push(m);
+    }
+    crate::cli::coverage::write_report(
+        &measured,
+        &crate::cli::coverage::ReportOptions {
+            format: args.coverage_format,
+            output: args.coverage_output.clone(),
+            fail_under: args.coverage_fail_under,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -974,6 +1051,7 @@ mod tests {
             name: "a & b".into(),
             seconds: 0.5,
             failures: vec!["status: \"x\"".into()],
+            history: None,
         }]);
         assert!(xml.contains("s&lt;1&gt;") && xml.contains("a &amp; b"));
         assert!(xml.contains("failures=\"1\""));

@@ -87,13 +87,49 @@ async fn executions(State(store): Shared, Query(q): Query<ListQuery>) -> Respons
     };
     match store.list_executions(status) {
         Ok(mut list) => {
+            let mut coverage = None;
             if let Some(m) = q.machine.as_deref().filter(|m| !m.is_empty()) {
+                coverage = machine_coverage(&store, m);
                 list.retain(|e| e.state_machine_arn == m || e.state_machine_name == m);
             }
-            Html(pages::executions(&list, status, q.machine.as_deref())).into_response()
+            let page = pages::executions(&list, status, q.machine.as_deref(), coverage.as_ref());
+            Html(page).into_response()
         }
         Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
+}
+
+/// A machine's coverage by every execution that ran its definition (by content): the one
+/// created through the API, else the one its newest execution ran. `None` when it has neither,
+/// or the definition does not compile.
+fn machine_coverage(store: &Store, machine: &str) -> Option<crate::coverage::MachineCoverage> {
+    let definition = match store.state_machine(machine).ok().flatten() {
+        Some(created) => created.definition,
+        None => {
+            store
+                .list_executions(None)
+                .ok()?
+                .into_iter()
+                .filter(|e| e.state_machine_arn == machine || e.state_machine_name == machine)
+                .max_by_key(|e| (e.start_date_ms, e.id))?
+                .definition
+        }
+    };
+    let value: serde_json::Value = serde_json::from_str(&definition).ok()?;
+    let compiled = [
+        crate::asl::MachineType::Standard,
+        crate::asl::MachineType::Express,
+    ]
+    .into_iter()
+    .find_map(|t| crate::asl::compile_text(&definition, t).0)?;
+    let target = crate::coverage::Target {
+        label: machine.to_owned(),
+        file: None,
+        machine: compiled,
+        definition: value,
+        placement: None,
+    };
+    crate::coverage::measure(store, vec![target]).ok()?.pop()
 }
 
 /// `?arn=ARN_OR_NAME` (and after a form post, `&said=...` or `&error=...`).

@@ -144,6 +144,7 @@ pub fn executions(
     list: &[ExecutionRecord],
     status: Option<ExecutionStatus>,
     machine: Option<&str>,
+    coverage: Option<&crate::coverage::MachineCoverage>,
 ) -> String {
     let machine_q = machine
         .map(|m| format!("&machine={}", url_encode(m)))
@@ -191,6 +192,9 @@ pub fn executions(
         body.push_str(r#"<tr><td colspan="6" class="muted">No executions.</td></tr>"#);
     }
     body.push_str("</table>");
+    if let Some(c) = coverage {
+        coverage_section(c, &mut body);
+    }
     layout("Executions", &body)
 }
 
@@ -402,4 +406,50 @@ fn pretty_details(map: &serde_json::Map<String, serde_json::Value>) -> String {
         }
     }
     serde_json::to_string_pretty(&serde_json::Value::Object(shown)).unwrap_or_default()
+}
+
+/// A machine's coverage: the counts, its graph coloured by what was reached, and the list of
+/// what no execution took.
+fn coverage_section(c: &crate::coverage::MachineCoverage, body: &mut String) {
+    use crate::coverage::Category;
+    let cell = |category| {
+        let n = c.counts(category);
+        format!("{}/{} ({:.0}%)", n.covered, n.total, n.percent())
+    };
+    let _ = write!(
+        body,
+        r#"<h2 id="coverage">Coverage</h2><p class="coverage-counts">{} executions of this definition · states {} · branches {} · error paths {}</p>"#,
+        c.hits.executions,
+        cell(Category::State),
+        cell(Category::Branch),
+        cell(Category::ErrorPath)
+    );
+    let graph = crate::graph::Graph::from_machine(&c.coverable.machine);
+    let _ = write!(
+        body,
+        r#"<div class="graph coverage-graph">{}</div>"#,
+        crate::graph::svg::render(&graph, Some(&c.overlay()))
+    );
+    let missed: Vec<&crate::coverage::model::Item> = c
+        .coverable
+        .items
+        .iter()
+        .zip(&c.hits.items)
+        .filter(|(_, hits)| **hits == 0)
+        .map(|(item, _)| item)
+        .collect();
+    if missed.is_empty() {
+        body.push_str("<p>Everything was covered.</p>");
+        return;
+    }
+    body.push_str(r#"<h3>Not covered</h3><ul class="not-covered">"#);
+    for item in missed {
+        let _ = write!(
+            body,
+            "<li>{} <span class=\"muted\">{}</span></li>",
+            esc(&item.description),
+            esc(&item.pointer.to_string())
+        );
+    }
+    body.push_str("</ul>");
 }

@@ -61,6 +61,9 @@ fn attributes(node: &Node, overlay: Option<&Overlay>) -> String {
         if run.retries > 0 {
             label = format!("{label}\nretried ×{}", run.retries);
         }
+        if let Some(missed) = run.not_covered.as_ref().filter(|m| !m.is_empty()) {
+            label = format!("{label}\n{} not covered", missed.len());
+        }
         let _ = write!(
             extra,
             ", tooltip={}",

@@ -57,6 +57,9 @@ fn label(node: &Node, overlay: Option<&Overlay>) -> String {
                 it.started, it.succeeded, it.failed
             );
         }
+        if let Some(missed) = run.not_covered.as_ref().filter(|m| !m.is_empty()) {
+            text = format!("{text}\n{} not covered", missed.len());
+        }
     }
     // Mermaid breaks lines on <br/>, written after escaping.
     quoted(&text).replace('\n', "<br/>")

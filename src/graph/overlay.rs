@@ -112,6 +112,9 @@ pub struct StateRun {
     pub waiting: Vec<Option<i64>>,
     /// Map iterations.
     pub iterations: Option<IterationCounts>,
+    /// For a coverage picture (many executions, not one): what of this state no execution
+    /// took. `None` in an execution's picture.
+    pub not_covered: Option<Vec<String>>,
 }
 
 impl StateRun {
@@ -138,6 +141,9 @@ impl StateRun {
 
     /// A few lines for a hover title: status, visits, retries, catch, deadlines, duration.
     pub fn describe(&self, now_ms: i64) -> Vec<String> {
+        if let Some(missed) = &self.not_covered {
+            return self.describe_coverage(missed);
+        }
         let mut out = vec![self.status().as_str().replace('-', " ")];
         if self.entered > 1 {
             out.push(format!("entered ×{}", self.entered));
@@ -174,6 +180,22 @@ impl StateRun {
                 duration_text(self.duration_ms)
             ));
         }
+        out
+    }
+}
+
+impl StateRun {
+    /// A coverage picture's hover lines: entered how often, retries, what was not covered.
+    fn describe_coverage(&self, missed: &[String]) -> Vec<String> {
+        let mut out = vec![if self.entered == 0 {
+            "not covered".to_owned()
+        } else {
+            format!("entered ×{}", self.entered)
+        }];
+        if self.retries > 0 {
+            out.push(format!("retried ×{}", self.retries));
+        }
+        out.extend(missed.iter().map(|m| format!("not covered: {m}")));
         out
     }
 }

@@ -104,6 +104,9 @@ fn detail_lines(node: &Node, overlay: Option<&Overlay>) -> Vec<String> {
         if !run.waiting.is_empty() {
             lines.push("waiting for a token".into());
         }
+        if let Some(missed) = run.not_covered.as_ref().filter(|m| !m.is_empty()) {
+            lines.push(format!("{} not covered", missed.len()));
+        }
     }
     lines
 }

@@ -53,6 +53,7 @@
 mod error;
 mod events;
 mod executions;
+mod histories;
 mod leases;
 mod lock;
 mod map_runs;
@@ -71,6 +72,7 @@ use rusqlite::{Connection, OpenFlags, MAIN_DB};
 pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
+pub use histories::ExecutionHead;
 pub use map_runs::{
     MapRunChange, MapRunChild, MapRunCounts, MapRunExecution, MapRunRecord, MapRunSettings,
     MapRunUpdate, NewMapRun,
@@ -428,6 +430,32 @@ impl Store {
                 chunk.iter().all(&mut *each)
             })
             .map_err(|e| self.sqlite("read history", e))
+        })
+    }
+
+    /// Each distinct definition text executions ran, with how many ran it (for coverage).
+    pub fn distinct_definitions(&self) -> Result<Vec<(String, u64)>> {
+        self.read(|conn| {
+            histories::distinct_definitions(conn).map_err(|e| self.sqlite("list definitions", e))
+        })
+    }
+
+    /// The executions that ran exactly this definition text, oldest first.
+    pub fn executions_with_definition(&self, definition: &str) -> Result<Vec<ExecutionHead>> {
+        self.read(|conn| {
+            histories::with_definition(conn, definition)
+                .map_err(|e| self.sqlite("list executions", e))
+        })
+    }
+
+    /// Hands `each` the whole history of every listed execution, one execution at a time.
+    pub fn for_each_history(
+        &self,
+        executions: &[ExecutionHead],
+        each: &mut dyn FnMut(&ExecutionHead, &[EventRecord]),
+    ) -> Result<()> {
+        self.read(|conn| {
+            histories::for_each(conn, executions, each).map_err(|e| self.sqlite("read history", e))
         })
     }
 

@@ -1,0 +1,275 @@
+//! `coverage`: which states, branches and error paths the executions in a database took, for
+//! definition files, a template's state machines, or every machine in the database; as a text
+//! table, JSON or LCOV, with `--fail-under` for CI.
+
+use crate::asl::{self, JsonPointer, MachineType, SourceFormat, Unresolved};
+use crate::cli::definition::{self, LoadedFile, SubstitutionArgs};
+use crate::cli::EXIT_USAGE;
+use crate::coverage::{self, report, Category, MachineCoverage, Placement, Target};
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The report's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum CoverageFormat {
+    /// A table per machine, then what was not covered with file:line.
+    #[default]
+    Text,
+    /// Every item with its hits.
+    Json,
+    /// LCOV tracefile: the definition file's lines and branches (genhtml, Codecov, Coveralls).
+    Lcov,
+}
+
+/// Arguments of `coverage`.
+#[derive(Debug, Args)]
+pub struct CoverageArgs {
+    /// Definition files or SAM/CloudFormation templates (all their state machines) to measure;
+    /// none: every machine with executions in the database.
+    pub definitions: Vec<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: crate::cli::flags::DbArgs,
+    /// text, json or lcov.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: CoverageFormat,
+    /// Write the report to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when states (and branches, if given) are covered below these percentages.
+    #[arg(long, value_name = "STATES[,BRANCHES]", value_parser = parse_fail_under)]
+    pub fail_under: Option<FailUnder>,
+    /// `${Name}` values, as the executions were started with.
+    #[command(flatten)]
+    pub substitutions: SubstitutionArgs,
+}
+
+/// How a coverage report is written and judged (`coverage`, `test --coverage`).
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Its format.
+    pub format: CoverageFormat,
+    /// A file to write it to, else stdout.
+    pub output: Option<PathBuf>,
+    /// `--fail-under`.
+    pub fail_under: Option<FailUnder>,
+}
+
+/// `--fail-under STATES[,BRANCHES]`, in percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FailUnder {
+    /// The least share of states covered.
+    pub states: f64,
+    /// The least share of branches covered.
+    pub branches: Option<f64>,
+}
+
+/// Reads `--fail-under STATES[,BRANCHES]`.
+pub fn parse_fail_under(text: &str) -> Result<FailUnder, String> {
+    let percent = |s: &str| -> Result<f64, String> {
+        let v: f64 = s
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .map_err(|_| format!("'{s}' is not a percentage (0 to 100)"))?;
+        if (0.0..=100.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("'{s}' is not a percentage (0 to 100)"))
+        }
+    };
+    match text.split_once(',') {
+        Some((s, b)) => Ok(FailUnder {
+            states: percent(s)?,
+            branches: Some(percent(b)?),
+        }),
+        None => Ok(FailUnder {
+            states: percent(text)?,
+            branches: None,
+        }),
+    }
+}
+
+/// Runs `coverage`.
+pub fn run(args: CoverageArgs) -> ExitCode {
+    let store = match args.database.lower().open_for_reading() {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let measured = if args.definitions.is_empty() {
+        coverage::every_machine(&store)
+    } else {
+        let targets = match targets(&args.definitions, &args.substitutions) {
+            Ok(t) => t,
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        coverage::measure(&store, targets)
+    };
+    match measured {
+        Ok(measured) => write_report(
+            &measured,
+            &ReportOptions {
+                format: args.format,
+                output: args.output,
+                fail_under: args.fail_under,
+            },
+        ),
+        Err(e) => {
+            errln!("error: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// The definitions the files hold (a template gives each of its state machines).
+pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>, String> {
+    let subs = subs.substitutions()?;
+    let mut out = Vec::new();
+    for path in paths {
+        let mut notes = Vec::new();
+        let files = definition::load_any(
+            path,
+            MachineType::Standard,
+            &subs,
+            Unresolved::StandIn,
+            &mut notes,
+        )?;
+        for note in notes {
+            errln!("note: {note}");
+        }
+        for file in files {
+            out.push(target(path, file)?);
+        }
+    }
+    Ok(out)
+}
+
+/// One loaded definition as a [`Target`], placed in its file.
+fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
+    let (Some(machine), Some(json)) = (file.definition.machine, file.definition.json) else {
+        return Err(format!(
+            "{} is not a valid state machine (see `sfn-local validate {}`)",
+            file.label,
+            path.display()
+        ));
+    };
+    let definition: serde_json::Value =
+        serde_json::from_str(&json).map_err(|e| format!("{}: {e}", file.label))?;
+    let (on_disk, logical_id) = match file.label.rsplit_once('#') {
+        Some((f, id)) => (PathBuf::from(f), Some(id.to_owned())),
+        None => (path.to_path_buf(), None),
+    };
+    let yaml =
+        SourceFormat::detect(Some(&on_disk.to_string_lossy()), &file.text) == SourceFormat::Yaml;
+    let placement = match logical_id {
+        Some(id) if on_disk == path => template_placement(&file.text, yaml, &id),
+        _ => Some(Placement::Text {
+            text: file.text,
+            yaml,
+            base: JsonPointer::root(),
+        }),
+    };
+    Ok(Target {
+        label: file.label,
+        file: Some(on_disk),
+        machine,
+        definition,
+        placement,
+    })
+}
+
+/// Where a template's state machine `id` is written in the template.
+fn template_placement(text: &str, yaml: bool, id: &str) -> Option<Placement> {
+    let value = if yaml {
+        asl::yaml::parse(text).ok()?.value
+    } else {
+        serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()?
+    };
+    let machine = asl::cfn::state_machines(&value)
+        .into_iter()
+        .find(|m| m.logical_id == id)?;
+    match machine.source {
+        asl::cfn::DefinitionSource::Inline { pointer, .. } => Some(Placement::Text {
+            text: text.to_owned(),
+            yaml,
+            base: pointer,
+        }),
+        asl::cfn::DefinitionSource::Text { pointer, .. } => Some(Placement::Field {
+            text: text.to_owned(),
+            yaml,
+            pointer,
+        }),
+        _ => None,
+    }
+}
+
+/// Prints (or writes) the report; exit 1 when `--fail-under` is not met.
+pub fn write_report(measured: &[MachineCoverage], args: &ReportOptions) -> ExitCode {
+    let text = match args.format {
+        CoverageFormat::Text => report::text(measured),
+        CoverageFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&report::json(measured)).unwrap_or_default();
+            t.push('\n');
+            t
+        }
+        CoverageFormat::Lcov => {
+            match report::lcov(measured) {
+                Some(t) => t,
+                None => {
+                    errln!("error: LCOV needs definition files: name them (or the template) as arguments");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        }
+    };
+    match &args.output {
+        Some(file) => {
+            if let Err(e) = std::fs::write(file, &text) {
+                errln!("error: cannot write {}: {e}", file.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+        None => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+    judge(measured, args.fail_under)
+}
+
+/// `--fail-under`: exit 1, saying why, when a share is below its floor.
+fn judge(measured: &[MachineCoverage], floor: Option<FailUnder>) -> ExitCode {
+    let Some(floor) = floor else {
+        return ExitCode::SUCCESS;
+    };
+    let mut failed = false;
+    let checks = [
+        ("states", Category::State, Some(floor.states)),
+        ("branches", Category::Branch, floor.branches),
+    ];
+    for (what, category, least) in checks {
+        let Some(least) = least else { continue };
+        let got = report::total(measured, category);
+        if got.percent() < least {
+            errln!(
+                "coverage: {what} {:.1}% ({}/{}) is below --fail-under {least}%",
+                got.percent(),
+                got.covered,
+                got.total
+            );
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,322 @@
+//! Coverage of state machines: which states, transitions and error paths the executions stored
+//! in a database (or just run by `test`) took.
+//!
+//! - [`model`]: what can be covered in a machine ([`Coverable`]): each state, each `Next`,
+//!   `End`, Choice rule and `Default`, each `Catch` and `Retry` entry, and a Task's declared
+//!   `TimeoutSeconds` and `HeartbeatSeconds` running out, each with its place in the definition;
+//! - [`collect`]: reads histories and counts what they took;
+//! - [`report`]: text, JSON and LCOV.
+//!
+//! Executions are matched to a definition by content: the definition each execution stored,
+//! read as JSON, must equal the definition (after its `${Name}` substitutions) with object keys
+//! in any order and any spacing. Renaming a machine keeps its coverage; an execution of an edited
+//! definition is never counted.
+//!
+//! ```
+//! use sfn_local::coverage::{collect::EventView, Coverable, MachineCoverage};
+//! let text = r#"{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}"#;
+//! let (machine, _) = sfn_local::asl::compile_text(text, sfn_local::asl::MachineType::Standard);
+//! let value: serde_json::Value = serde_json::from_str(text).unwrap();
+//! let coverable = Coverable::new(machine.unwrap(), &value);
+//! let mut measured = MachineCoverage::new("a.asl.json".into(), None, coverable, Vec::new());
+//! let entered = EventView { event_type: "PassStateEntered", timestamp_ms: 0,
+//!     details: Some(r#"{"name":"A"}"#), replay_key: Some("r:0") };
+//! let exited = EventView { event_type: "PassStateExited", ..entered };
+//! measured.add([entered, exited], &mut || 1.0);
+//! let all = sfn_local::coverage::model::Category::Branch;
+//! assert_eq!(measured.counts(all).covered, 1); // End was taken
+//! ```
+
+pub mod collect;
+pub mod model;
+pub mod report;
+
+pub use collect::{Collector, EventView, Hits};
+pub use model::{Category, Coverable};
+
+use crate::asl::source::SpanIndex;
+use crate::asl::{JsonPointer, MachineType};
+use crate::store::{Store, StoreError};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Why coverage could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum CoverageError {
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One machine's coverage: what it has, what was taken, and where each item is written.
+#[derive(Debug, Clone)]
+pub struct MachineCoverage {
+    /// What to call it: the file, `template#LogicalId`, or the state machine's names.
+    pub label: String,
+    /// The file whose lines [`MachineCoverage::lines`] count (none for a machine known only
+    /// from the database).
+    pub file: Option<PathBuf>,
+    /// The state machine names its executions were started under.
+    pub machine_names: Vec<String>,
+    /// Its coverable items.
+    pub coverable: Coverable,
+    /// What was taken.
+    pub hits: Hits,
+    /// Per item, its 1-based line in `file`.
+    pub lines: Vec<Option<usize>>,
+}
+
+impl MachineCoverage {
+    /// Nothing taken yet.
+    pub fn new(
+        label: String,
+        file: Option<PathBuf>,
+        coverable: Coverable,
+        lines: Vec<Option<usize>>,
+    ) -> Self {
+        let hits = Collector::new(&coverable).hits;
+        MachineCoverage {
+            label,
+            file,
+            machine_names: Vec::new(),
+            coverable,
+            hits,
+            lines,
+        }
+    }
+
+    /// A target's machine, placed in its file, with nothing taken yet.
+    pub fn from_target(target: Target) -> Self {
+        let coverable = Coverable::new(target.machine, &target.definition);
+        let lines = match &target.placement {
+            Some(p) => lines(&coverable, p),
+            None => vec![None; coverable.items.len()],
+        };
+        MachineCoverage::new(target.label, target.file, coverable, lines)
+    }
+
+    /// Counts one execution's history (oldest event first); see [`Collector::add`].
+    pub fn add<'e>(
+        &mut self,
+        events: impl IntoIterator<Item = EventView<'e>>,
+        time_scale: &mut dyn FnMut() -> f64,
+    ) {
+        let mut collector = Collector::new(&self.coverable);
+        collector.hits = std::mem::take(&mut self.hits);
+        collector.add(events, time_scale);
+        self.hits = collector.hits;
+    }
+}
+
+impl MachineCoverage {
+    /// The picture's colours: a state entered by some execution as reached, the others as not
+    /// entered, each with what of it no execution took (for `graph --coverage`, the console).
+    pub fn overlay(&self) -> crate::graph::overlay::Overlay {
+        let mut states = std::collections::HashMap::new();
+        for (name, items) in &self.coverable.states {
+            let visits = self.hits.items[items.state];
+            let retries = items.retriers.iter().map(|i| self.hits.items[*i]).sum();
+            let missed = items
+                .own()
+                .into_iter()
+                .filter(|i| self.hits.items[*i] == 0)
+                .map(|i| self.coverable.items[i].description.clone())
+                .collect();
+            let run = crate::graph::overlay::StateRun {
+                entered: visits,
+                succeeded: visits,
+                retries,
+                not_covered: Some(missed),
+                ..Default::default()
+            };
+            states.insert(name.clone(), run);
+        }
+        crate::graph::overlay::Overlay { states, now_ms: 0 }
+    }
+}
+
+/// Where a definition's items are written, for line numbers.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    /// The definition is the whole text (JSON or YAML), or sits at `base` in it (a template's
+    /// inline `Definition`).
+    Text {
+        /// The file's text.
+        text: String,
+        /// Whether it is YAML.
+        yaml: bool,
+        /// Where the definition starts in it (the root for a definition file).
+        base: JsonPointer,
+    },
+    /// Everything is on the line of one field (a template's `DefinitionString`).
+    Field {
+        /// The file's text.
+        text: String,
+        /// Whether it is YAML.
+        yaml: bool,
+        /// The field.
+        pointer: JsonPointer,
+    },
+}
+
+/// The 1-based line of each item.
+pub fn lines(coverable: &Coverable, placement: &Placement) -> Vec<Option<usize>> {
+    let (text, yaml) = match placement {
+        Placement::Text { text, yaml, .. } | Placement::Field { text, yaml, .. } => (text, *yaml),
+    };
+    let index = if yaml {
+        SpanIndex::new_yaml(text)
+    } else {
+        SpanIndex::new(text)
+    };
+    let line = |p: &JsonPointer| Some(index.line_col(index.span(p).start).0);
+    coverable
+        .items
+        .iter()
+        .map(|item| match placement {
+            Placement::Field { pointer, .. } => line(pointer),
+            Placement::Text { base, .. } => {
+                let mut at = base.clone();
+                for token in item.pointer.tokens() {
+                    at = at.key(&token);
+                }
+                line(&at)
+            }
+        })
+        .collect()
+}
+
+/// A definition to measure: what to call it, its file, the machine and its JSON after
+/// substitution.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// What to call it.
+    pub label: String,
+    /// The file its lines are in.
+    pub file: Option<PathBuf>,
+    /// The compiled machine.
+    pub machine: crate::asl::StateMachine,
+    /// The definition as JSON, after substitution: executions must have run this content.
+    pub definition: Value,
+    /// Where its items are written.
+    pub placement: Option<Placement>,
+}
+
+/// The definition's content, independent of key order and spacing: JSON with object keys
+/// sorted.
+pub fn canonical(value: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, &mut out);
+    out
+}
+
+/// The stored definition texts, grouped by content (texts that are not JSON are left out).
+fn stored_by_content(store: &Store) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (text, _) in store.distinct_definitions()? {
+        if let Ok(value) = serde_json::from_str::<Value>(&text) {
+            groups.entry(canonical(&value)).or_default().push(text);
+        }
+    }
+    Ok(groups)
+}
+
+/// Reads every execution that ran one of `texts` into `measured`.
+fn read_executions(
+    store: &Store,
+    texts: &[String],
+    measured: &mut MachineCoverage,
+) -> Result<(), StoreError> {
+    let mut names = std::collections::BTreeSet::new();
+    for text in texts {
+        let heads = store.executions_with_definition(text)?;
+        names.extend(heads.iter().map(|h| h.state_machine_name.clone()));
+        store.for_each_history(&heads, &mut |head, events| {
+            let mut scale = || time_scale(store, &head.execution_arn);
+            measured.add(events.iter().map(EventView::from), &mut scale);
+        })?;
+    }
+    measured.machine_names = names.into_iter().collect();
+    Ok(())
+}
+
+/// The `--time-scale` an execution ran with (1 when not recorded).
+fn time_scale(store: &Store, execution_arn: &str) -> f64 {
+    store
+        .run_config(execution_arn)
+        .ok()
+        .flatten()
+        .and_then(|c| serde_json::from_str::<Value>(&c).ok())
+        .and_then(|c| c.get("time_scale").and_then(Value::as_f64))
+        .unwrap_or(1.0)
+}
+
+/// Coverage of each target from the executions in `store` that ran its content.
+pub fn measure(store: &Store, targets: Vec<Target>) -> Result<Vec<MachineCoverage>, CoverageError> {
+    let stored = stored_by_content(store)?;
+    let mut out = Vec::new();
+    for target in targets {
+        let content = canonical(&target.definition);
+        let mut measured = MachineCoverage::from_target(target);
+        if let Some(texts) = stored.get(&content) {
+            read_executions(store, texts, &mut measured)?;
+        }
+        out.push(measured);
+    }
+    Ok(out)
+}
+
+/// Coverage of every machine that has executions in `store`, one per distinct definition
+/// content, named by its state machines' names; items are placed by JSON pointer. A
+/// definition that no longer compiles is left out.
+pub fn every_machine(store: &Store) -> Result<Vec<MachineCoverage>, CoverageError> {
+    let mut out = Vec::new();
+    for texts in stored_by_content(store)?.into_values() {
+        let Some(first) = texts.first() else { continue };
+        let machine = [MachineType::Standard, MachineType::Express]
+            .into_iter()
+            .find_map(|t| crate::asl::compile_text(first, t).0);
+        let (Some(machine), Ok(value)) = (machine, serde_json::from_str::<Value>(first)) else {
+            continue;
+        };
+        let coverable = Coverable::new(machine, &value);
+        // No file of its own: places are given as pointers.
+        let lines = vec![None; coverable.items.len()];
+        let mut measured = MachineCoverage::new(String::new(), None, coverable, lines);
+        read_executions(store, &texts, &mut measured)?;
+        measured.label = measured.machine_names.join(", ");
+        out.push(measured);
+    }
+    out.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(out)
+}

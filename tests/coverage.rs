@@ -1,0 +1,528 @@
+//! `sfn-local coverage` over executions made by `run`, `test` and `serve` (driven by boto3): a
+//! suite that misses exactly one Choice rule, one Catch and one Retry reports exactly those in
+//! text, JSON and LCOV (checked by Debian's `lcov` and `genhtml`); an edited definition's
+//! executions are not counted; pictures and the console colour what was reached.
+
+mod common;
+
+use common::{deps_python_bin, Sandbox};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const ORDERS: &str = "tests/coverage/orders.asl.json";
+const MOCKS: &str = "tests/coverage/orders.mocks.json";
+
+/// The three items the suite misses, as the text report lists them.
+const MISSED: [&str; 3] = [
+    r#"  tests/coverage/orders.asl.json:13  branch: Choice rule 2 of Check ($.kind == "small" → Charge)"#,
+    "  tests/coverage/orders.asl.json:39  error path: Retry 2 of Charge (Flaky)",
+    "  tests/coverage/orders.asl.json:50  error path: Catch 2 of Charge (States.ALL → Broken)",
+];
+
+/// Runs `orders` once through `run` (mocked Charge, no waiting on Retry intervals).
+fn run_order(sb: &Sandbox, definition: &str, kind: &str, test_case: Option<&str>, extra: &[&str]) {
+    let input = format!(r#"{{"kind": "{kind}"}}"#);
+    let mut args = vec!["run", definition, "--input", &input, "--time-scale", "0"];
+    if let Some(case) = test_case {
+        args.extend(["--mock-config", MOCKS, "--test-case", case]);
+    }
+    args.extend(extra);
+    let out = sb.run(&args);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+}
+
+/// The suite: every rule but `small`, the Default, a Retry of `Busy`, a Catch of `Declined`.
+fn run_suite(sb: &Sandbox) {
+    run_order(sb, ORDERS, "big", Some("Paid"), &[]);
+    run_order(sb, ORDERS, "other", None, &[]);
+    run_order(sb, ORDERS, "big", Some("BusyThenPaid"), &[]);
+    run_order(sb, ORDERS, "big", Some("Declined"), &[]);
+    // The same content, minified and under another machine name, counts.
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(ORDERS).unwrap()).unwrap();
+    let copy = sb.write("renamed.asl.json", &value.to_string());
+    run_order(sb, copy.to_str().unwrap(), "gift", None, &[]);
+}
+
+/// The lines of the text report's "not covered" section.
+fn missed_lines(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .skip_while(|l| !l.ends_with(": not covered"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The LCOV branches (line, taken) of a tracefile.
+fn branches(lcov: &str) -> Vec<(usize, String)> {
+    lcov.lines()
+        .filter_map(|l| l.strip_prefix("BRDA:"))
+        .map(|b| {
+            let parts: Vec<&str> = b.split(',').collect();
+            (parts[0].parse().unwrap(), parts[3].to_owned())
+        })
+        .collect()
+}
+
+fn lcov_tool(args: &[&str]) -> std::process::Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("{} (install Debian's lcov: .ci/deps): {e}", args[0]))
+}
+
+#[test]
+fn a_suite_missing_one_rule_one_catch_and_one_retry_reports_exactly_those_in_every_format() {
+    let sb = Sandbox::new();
+    run_suite(&sb);
+    // An edited definition under the same name: its executions are not counted.
+    let edited = std::fs::read_to_string(ORDERS)
+        .unwrap()
+        .replace("Coverage fixture", "Edited fixture");
+    let edited = sb.write("orders.asl.json", &edited);
+    run_order(&sb, edited.to_str().unwrap(), "small", Some("Paid"), &[]);
+    check_text(&sb);
+    check_json(&sb);
+    check_lcov(&sb);
+    let gate = sb.run(&["coverage", ORDERS, "--fail-under", "100"]);
+    assert_eq!(gate.code, 0, "{}", gate.stderr);
+    let gate = sb.run(&["coverage", ORDERS, "--fail-under", "100,90"]);
+    assert_eq!(gate.code, 1, "{}", gate.stderr);
+    assert!(
+        gate.stderr
+            .contains("branches 83.3% (5/6) is below --fail-under 90%"),
+        "{}",
+        gate.stderr
+    );
+}
+
+/// The table's row and the three items missed, with their lines.
+fn check_text(sb: &Sandbox) {
+    let text = sb.run(&["coverage", ORDERS]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(missed_lines(&text.stdout), MISSED, "{}", text.stdout);
+    let row = text.stdout.lines().nth(1).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [ORDERS, "5", "6/6", "100%", "5/6", "83%", "2/4", "50%"],
+        "{}",
+        text.stdout
+    );
+}
+
+/// The same three items missed, and the rules that share a target told apart.
+fn check_json(sb: &Sandbox) {
+    let json = sb.run(&["coverage", ORDERS, "--format", "json"]).json();
+    let machine = &json["machines"][0];
+    assert_eq!(machine["executions"], 5);
+    assert_eq!(
+        machine["stateMachineNames"],
+        serde_json::json!(["orders", "renamed"])
+    );
+    let missed: Vec<(String, String, i64)> = machine["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["hits"] == 0)
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap().to_owned(),
+                i["state"].as_str().unwrap().to_owned(),
+                i["line"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        missed,
+        [
+            ("choice".into(), "Check".into(), 13),
+            ("retry".into(), "Charge".into(), 39),
+            ("catch".into(), "Charge".into(), 50)
+        ]
+    );
+    let rule = |n: usize| machine["items"].as_array().unwrap()[1 + n]["hits"].clone();
+    assert_eq!((rule(0), rule(2)), (3.into(), 1.into()), "{machine}");
+}
+
+/// The same three branches at 0 in LCOV, which `lcov --summary` and `genhtml` read.
+fn check_lcov(sb: &Sandbox) {
+    let lcov_file = sb.path("orders.lcov");
+    let out = sb.run(&[
+        "coverage",
+        ORDERS,
+        "--format",
+        "lcov",
+        "-o",
+        lcov_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lcov = std::fs::read_to_string(&lcov_file).unwrap();
+    assert!(lcov.starts_with(&format!("TN:\nSF:{ORDERS}\n")), "{lcov}");
+    let zero: Vec<usize> = branches(&lcov)
+        .into_iter()
+        .filter(|(_, taken)| taken == "0")
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(zero, [13, 39, 50], "{lcov}");
+    assert!(
+        lcov.contains("DA:5,5\n") && lcov.contains("LH:6\n"),
+        "{lcov}"
+    );
+    let summary = lcov_tool(&[
+        "lcov",
+        "--summary",
+        lcov_file.to_str().unwrap(),
+        "--rc",
+        "lcov_branch_coverage=1",
+    ]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&summary.stdout),
+        String::from_utf8_lossy(&summary.stderr)
+    );
+    assert!(summary.status.success(), "{said}");
+    assert!(
+        said.contains("6 of 6 lines") && said.contains("7 of 10 branches"),
+        "{said}"
+    );
+    let html = sb.path("html");
+    let genhtml = lcov_tool(&[
+        "genhtml",
+        lcov_file.to_str().unwrap(),
+        "--branch-coverage",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(
+        genhtml.status.success(),
+        "{}",
+        String::from_utf8_lossy(&genhtml.stderr)
+    );
+    assert!(html.join("index.html").is_file());
+}
+
+#[test]
+fn test_coverage_reports_the_suite_it_just_ran() {
+    let sb = Sandbox::new();
+    let lcov_file = sb.path("suite.lcov");
+    let out = sb.run(&["test", "tests/coverage/orders.sfntest.json", "--coverage"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("5 passed, 0 failed"), "{}", out.stdout);
+    assert_eq!(missed_lines(&out.stdout), MISSED, "{}", out.stdout);
+    let out = sb.run(&[
+        "test",
+        "tests/coverage/orders.sfntest.json",
+        "--coverage",
+        "--coverage-format",
+        "lcov",
+        "--coverage-output",
+        lcov_file.to_str().unwrap(),
+        "--coverage-fail-under",
+        "100,90",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let lcov = std::fs::read_to_string(&lcov_file).unwrap();
+    let zero: Vec<usize> = branches(&lcov)
+        .into_iter()
+        .filter(|(_, taken)| taken == "0")
+        .map(|(line, _)| line)
+        .collect();
+    assert_eq!(zero, [13, 39, 50], "{lcov}");
+    // Nothing was stored: `test` runs in memory.
+    assert!(!sb.db().exists());
+}
+
+#[test]
+fn graph_coverage_colours_what_was_reached() {
+    let sb = Sandbox::new();
+    run_order(&sb, ORDERS, "gift", None, &[]);
+    let svg = sb.run(&["graph", ORDERS, "--coverage"]);
+    assert_eq!(svg.code, 0, "{}", svg.stderr);
+    let class_of = |name: &str| {
+        let at = svg.stdout.find(&format!("data-name=\"{name}\"")).unwrap();
+        let start = svg.stdout[..at].rfind("<g class=\"").unwrap();
+        svg.stdout[start..at].to_owned()
+    };
+    assert!(
+        class_of("Free").contains("succeeded"),
+        "{}",
+        class_of("Free")
+    );
+    assert!(
+        class_of("Charge").contains("not-entered"),
+        "{}",
+        class_of("Charge")
+    );
+    assert!(svg.stdout.contains("not covered: Choice rule 1 of Check"));
+    let mermaid = sb.run(&["graph", ORDERS, "--coverage", "--format", "mermaid"]);
+    assert!(
+        mermaid.stdout.contains("class n2 succeeded"),
+        "{}",
+        mermaid.stdout
+    );
+    assert!(
+        mermaid.stdout.contains("class n1 not_entered"),
+        "{}",
+        mermaid.stdout
+    );
+    let dot = sb.run(&["graph", ORDERS, "--coverage", "--format", "dot"]);
+    let line = |name: &str| {
+        dot.stdout
+            .lines()
+            .find(|l| l.contains(&format!("label=\"{name}")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(line("Free").contains("#e6f4ea"), "{}", dot.stdout);
+    assert!(line("Charge").contains("#ffffff"), "{}", dot.stdout);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// Starts `sfn-local ARGS --port P` in the sandbox and waits until it listens.
+fn start_server(sb: &Sandbox, args: &[&str], port: u16) -> std::process::Child {
+    let mut child = sb
+        .command()
+        .args(args)
+        .args(["--port", &port.to_string()])
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("listening on") || line.contains("console") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let until = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "server did not start");
+        let _ = rx.recv_timeout(Duration::from_millis(50));
+    }
+    child
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn coverage_of_executions_made_through_serve_by_boto3() {
+    let port = free_port();
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let server = start_server(&sb, &["serve"], port);
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let client = Command::new(deps_python_bin("python"))
+        .args([
+            "tests/coverage/boto3_runs.py",
+            &endpoint,
+            "tests/coverage/picker.asl.json",
+            "Picker",
+            r#"{"n": 20, "items": [1, 2, 3]}"#,
+            r#"{"n": 30, "items": []}"#,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("python");
+    let page = http_get(port, "/console/executions?machine=Picker");
+    stop(server);
+    assert!(
+        client.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&client.stdout),
+        String::from_utf8_lossy(&client.stderr)
+    );
+    let json = sb
+        .run(&[
+            "coverage",
+            "tests/coverage/picker.asl.json",
+            "--format",
+            "json",
+        ])
+        .json();
+    let machine = &json["machines"][0];
+    assert_eq!(machine["executions"], 2, "{machine}");
+    let hits = |state: &str, kind: &str| {
+        machine["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["state"] == state && i["kind"] == kind)
+            .map(|i| i["hits"].clone())
+            .unwrap()
+    };
+    // States inside a Map's processor count, once per iteration.
+    assert_eq!(hits("Item", "state"), 3);
+    assert_eq!(hits("Pick", "choice"), 2);
+    assert_eq!(hits("Pick", "default"), 0);
+    assert_eq!(hits("Small", "state"), 0);
+    // Every machine in the database, named by its API name.
+    let all = sb.run(&["coverage"]);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let row = all.stdout.lines().nth(1).unwrap();
+    assert!(row.starts_with("Picker "), "{}", all.stdout);
+    assert!(row.contains("3/4 75%"), "{}", all.stdout);
+    // The console shows the same on the machine's page.
+    assert!(page.contains("<h2 id=\"coverage\">Coverage</h2>"), "{page}");
+    assert!(
+        page.contains("2 executions of this definition · states 3/4 (75%)"),
+        "{page}"
+    );
+    assert!(page.contains("Default of Pick (→ Small)"), "{page}");
+}
+
+#[test]
+fn bad_input_is_refused_with_what_is_wrong() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["coverage", ORDERS]);
+    out.assert_error(2, "there is no database at");
+    run_order(&sb, ORDERS, "gift", None, &[]);
+    let out = sb.run(&["coverage", ORDERS, "--fail-under", "120"]);
+    out.assert_error(2, "'120' is not a percentage");
+    let out = sb.run(&["coverage", "--format", "lcov"]);
+    out.assert_error(2, "LCOV needs definition files");
+    let broken = sb.write("broken.asl.json", r#"{"StartAt": "Nowhere", "States": {}}"#);
+    let out = sb.run(&["coverage", broken.to_str().unwrap()]);
+    out.assert_error(2, "is not a valid state machine");
+}
+
+/// A made-up history of `orders` for one input kind: the states it enters, in one lane.
+fn bench_history(kind: &str) -> Vec<sfn_local::store::NewEvent> {
+    use sfn_local::store::NewEvent;
+    let path: &[(&str, &str)] = match kind {
+        "big" => &[("Check", "Choice"), ("Charge", "Task"), ("Done", "Succeed")],
+        "gift" => &[("Check", "Choice"), ("Free", "Pass"), ("Done", "Succeed")],
+        _ => &[("Check", "Choice"), ("Broken", "Fail")],
+    };
+    let mut events = vec![NewEvent {
+        id: 1,
+        previous_event_id: 0,
+        timestamp_ms: 0,
+        event_type: "ExecutionStarted".into(),
+        details: Some("{}".into()),
+    }];
+    let input = format!(r#"{{\"kind\":\"{kind}\"}}"#);
+    for (state, ty) in path {
+        let mut push = |what: &str, details: String| {
+            let id = events.len() as i64 + 1;
+            events.push(NewEvent {
+                id,
+                previous_event_id: id - 1,
+                timestamp_ms: id,
+                event_type: format!("{ty}{what}\u{1f}r:{}", id - 2),
+                details: Some(details),
+            });
+        };
+        push(
+            "StateEntered",
+            format!(r#"{{"name":"{state}","input":"{input}"}}"#),
+        );
+        if *ty != "Fail" {
+            push("StateExited", format!(r#"{{"name":"{state}"}}"#));
+        }
+    }
+    events
+}
+
+/// Stores 10,000 finished executions of `definition` through the store's own writer.
+fn fill_bench_db(path: &std::path::Path, definition: &str) {
+    use sfn_local::store::{Append, ExecutionStatus, Finish, NewExecution, Store};
+    let store = Store::open(path, Default::default()).unwrap();
+    let mut last = None;
+    for n in 0..10_000 {
+        let arn = format!("arn:aws:states:us-east-1:123456789012:execution:orders:e{n}");
+        let _ = store.create_execution(NewExecution {
+            execution_arn: arn.clone(),
+            name: format!("e{n}"),
+            state_machine_arn: "arn:aws:states:us-east-1:123456789012:stateMachine:orders".into(),
+            state_machine_name: "orders".into(),
+            definition: definition.to_owned(),
+            input: "{}".into(),
+            start_date_ms: 0,
+            role_arn: None,
+            timeout_at_ms: None,
+            position: None,
+            owner: None,
+            lease_expires_at_ms: None,
+            run_config: None,
+            events: bench_history(["big", "gift", "other"][n % 3]),
+        });
+        let finish = Finish {
+            status: ExecutionStatus::Succeeded,
+            output: Some("{}".into()),
+            error: None,
+            cause: None,
+            stop_date_ms: 1,
+        };
+        last = Some(store.append(Append {
+            execution_arn: arn,
+            events: Vec::new(),
+            position: None,
+            finish: Some(finish),
+            owner: None,
+        }));
+    }
+    last.unwrap().wait_blocking().unwrap();
+}
+
+/// CPU time of this process's waited-for children, in ms.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage fills a plain struct.
+    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { nix::libc::getrusage(nix::libc::RUSAGE_CHILDREN, &mut usage) };
+    let ms = |t: nix::libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// A database of 10,000 executions, summarised: the time is printed, not asserted (run with
+/// `cargo test --test coverage -- --ignored --nocapture`).
+#[test]
+#[ignore = "a benchmark: prints how long coverage of 10,000 executions takes"]
+fn ten_thousand_executions_are_summarised() {
+    let sb = Sandbox::new();
+    fill_bench_db(&sb.db(), &std::fs::read_to_string(ORDERS).unwrap());
+    let (cpu_before, started) = (children_cpu_ms(), Instant::now());
+    let out = sb.run(&["coverage", ORDERS]);
+    let (elapsed, cpu_ms) = (started.elapsed(), children_cpu_ms() - cpu_before);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(" 10000 "), "{}", out.stdout);
+    let build = if cfg!(debug_assertions) {
+        "debug build"
+    } else {
+        "release build"
+    };
+    println!(
+        "coverage of 10,000 executions: {:.0} ms wall, {cpu_ms:.0} ms CPU (the whole `sfn-local coverage` process, {build})",
+        elapsed.as_secs_f64() * 1000.0
+    );
+    println!("{}", out.stdout);
+}
