@@ -401,6 +401,34 @@ fn coverage_of_executions_made_through_serve_by_boto3() {
 }
 
 #[test]
+fn a_templates_machine_is_reported_on_the_templates_lines() {
+    let sb = Sandbox::new();
+    let template = "tests/coverage/template.yaml";
+    let out = sb.run(&["run", "--template", template, "--input", r#"{"n": 20}"#]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = sb.run(&["coverage", template]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        missed_lines(&text.stdout),
+        [
+            "  tests/coverage/template.yaml:15  branch: Default of Pick (→ Small)",
+            "  tests/coverage/template.yaml:19  state: Pass state Small",
+            "  tests/coverage/template.yaml:21  branch: End of Small",
+        ],
+        "{}",
+        text.stdout
+    );
+    assert!(text
+        .stdout
+        .contains("tests/coverage/template.yaml#Picker  "));
+    let lcov = sb.run(&["coverage", template, "--format", "lcov"]);
+    assert!(lcov
+        .stdout
+        .starts_with("TN:\nSF:tests/coverage/template.yaml\n"));
+    assert!(lcov.stdout.contains("DA:19,0\n"), "{}", lcov.stdout);
+}
+
+#[test]
 fn bad_input_is_refused_with_what_is_wrong() {
     let sb = Sandbox::new();
     let out = sb.run(&["coverage", ORDERS]);

@@ -449,3 +449,125 @@ fn heartbeat_ran_out(visit: &Visit, at_ms: i64, time_scale: &mut dyn FnMut() -> 
     let elapsed = (at_ms - visit.attempt_started_ms) as f64;
     elapsed < timeout * 1000.0 * time_scale()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coverage::model::ItemKind;
+
+    fn coverable(text: &str) -> Coverable {
+        let (machine, diags) = crate::asl::compile_text(text, crate::asl::MachineType::Standard);
+        let machine = machine.unwrap_or_else(|| panic!("{diags:?}"));
+        Coverable::new(machine, &serde_json::from_str(text).unwrap())
+    }
+
+    /// `(type, timestamp, details)` in one lane, keys in order.
+    fn history(events: &[(&str, i64, &str)]) -> Vec<(String, i64, String)> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, (ty, at, d))| (format!("r:{i}"), *at, format!("{ty}\u{1f}{d}")))
+            .collect()
+    }
+
+    fn add(collector: &mut Collector<'_>, events: &[(String, i64, String)]) {
+        let views = events.iter().map(|(key, at, text)| {
+            let (ty, details) = text.split_once('\u{1f}').unwrap();
+            EventView {
+                event_type: ty,
+                timestamp_ms: *at,
+                details: Some(details),
+                replay_key: Some(key),
+            }
+        });
+        collector.add(views, &mut || 1.0);
+    }
+
+    fn hits(c: &Collector<'_>, kind: ItemKind) -> u64 {
+        let i = c
+            .coverable
+            .items
+            .iter()
+            .position(|i| i.kind == kind)
+            .unwrap();
+        c.hits.items[i]
+    }
+
+    #[test]
+    fn a_timeout_before_timeout_seconds_is_the_heartbeats() {
+        let cov = coverable(
+            r#"{"StartAt":"Work","States":{
+              "Work":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","TimeoutSeconds":60,
+                "HeartbeatSeconds":5,"Retry":[{"ErrorEquals":["States.HeartbeatTimeout"],"MaxAttempts":1}],
+                "Catch":[{"ErrorEquals":["States.Timeout"],"Next":"Done"}],"End":true},
+              "Done":{"Type":"Succeed"}}}"#,
+        );
+        let mut c = Collector::new(&cov);
+        let scheduled = r#"{"timeoutInSeconds":60,"heartbeatInSeconds":5}"#;
+        add(
+            &mut c,
+            &history(&[
+                ("TaskStateEntered", 0, r#"{"name":"Work"}"#),
+                ("TaskScheduled", 0, scheduled),
+                ("TaskTimedOut", 5_000, r#"{"error":"States.Timeout"}"#),
+                ("TaskScheduled", 6_000, scheduled),
+                ("TaskTimedOut", 66_000, r#"{"error":"States.Timeout"}"#),
+                ("TaskStateExited", 66_000, r#"{"name":"Work"}"#),
+                ("SucceedStateEntered", 66_000, r#"{"name":"Done"}"#),
+            ]),
+        );
+        assert_eq!(hits(&c, ItemKind::HeartbeatTimeout), 1);
+        assert_eq!(hits(&c, ItemKind::Timeout), 1);
+        assert_eq!(hits(&c, ItemKind::Retry(0)), 1);
+        assert_eq!(hits(&c, ItemKind::Catch(0, "Done".into())), 1);
+        assert_eq!(hits(&c, ItemKind::End), 0);
+    }
+
+    #[test]
+    fn rules_sharing_a_target_are_told_apart_or_left_unattributed() {
+        let jsonpath = coverable(
+            r#"{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[
+              {"Variable":"$.a","NumericEquals":1,"Next":"T"},
+              {"Variable":"$.a","NumericEquals":2,"Next":"T"}],"Default":"T"},
+              "T":{"Type":"Succeed"}}}"#,
+        );
+        let mut c = Collector::new(&jsonpath);
+        for input in [
+            r#"{"name":"C","input":"{\"a\":2}"}"#,
+            r#"{"name":"C","input":"{\"a\":3}"}"#,
+        ] {
+            add(
+                &mut c,
+                &history(&[
+                    ("ChoiceStateEntered", 0, input),
+                    ("ChoiceStateExited", 0, r#"{"name":"C"}"#),
+                    ("SucceedStateEntered", 0, r#"{"name":"T"}"#),
+                ]),
+            );
+        }
+        assert_eq!(hits(&c, ItemKind::Rule(0, "T".into())), 0);
+        assert_eq!(hits(&c, ItemKind::Rule(1, "T".into())), 1);
+        assert_eq!(hits(&c, ItemKind::Default("T".into())), 1);
+        let jsonata = coverable(
+            r#"{"QueryLanguage":"JSONata","StartAt":"C","States":{"C":{"Type":"Choice","Choices":[
+              {"Condition":"{% $states.input.a = 1 %}","Next":"T"},
+              {"Condition":"{% $states.input.a = 2 %}","Next":"T"}]},
+              "T":{"Type":"Succeed"}}}"#,
+        );
+        let mut c = Collector::new(&jsonata);
+        add(
+            &mut c,
+            &history(&[
+                (
+                    "ChoiceStateEntered",
+                    0,
+                    r#"{"name":"C","input":"{\"a\":2}"}"#,
+                ),
+                ("ChoiceStateExited", 0, r#"{"name":"C"}"#),
+                ("SucceedStateEntered", 0, r#"{"name":"T"}"#),
+            ]),
+        );
+        assert_eq!(c.hits.unattributed.get("C"), Some(&1));
+        assert_eq!(hits(&c, ItemKind::Rule(1, "T".into())), 0);
+    }
+}
