@@ -1,5 +1,5 @@
 //! Progress on `run` while stderr is a terminal (a real pseudo-terminal from util-linux's
-//! `script`), and none when it is not.
+//! `script`); when it is not, only the `-v` lines.
 
 mod common;
 
@@ -56,11 +56,14 @@ fn run_on_a_terminal_shows_the_running_state_and_with_v_each_finished_one() {
     assert!(!json.contains("running Pause"), "{json}");
 }
 
+/// Regression (#30): `-v` printed nothing in CI logs or under pytest, where stderr is no
+/// terminal, although `--help` promises its per-state lines.
 #[test]
-fn run_not_on_a_terminal_prints_no_progress() {
+fn run_not_on_a_terminal_prints_state_lines_only_with_v() {
     let sandbox = Sandbox::new();
     let file = sandbox.write("m.asl.json", MACHINE);
-    let out = sandbox.run(&["run", file.to_str().unwrap(), "-v"]);
+    let file = file.to_str().unwrap();
+    let out = sandbox.run(&["run", file, "--time-scale", "0"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     // Only the line naming the execution, which every run prints; no progress.
     let lines: Vec<&str> = out.stderr.lines().collect();
@@ -71,4 +74,25 @@ fn run_not_on_a_terminal_prints_no_progress() {
         out.stderr
     );
     assert_eq!(out.stdout.trim(), "{}");
+
+    let out = sandbox.run(&["run", file, "-v", "--time-scale", "0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let states: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("  ✓ "))
+        .collect();
+    assert_eq!(
+        states,
+        ["  ✓ Prepare", "  ✓ Pause", "  ✓ Finish"],
+        "{}",
+        out.stderr
+    );
+    // No spinner or cursor movement in a log.
+    assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
+    assert!(!out.stderr.contains("events"), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "{}");
+    // --quiet wins.
+    let out = sandbox.run(&["run", file, "--quiet", "--time-scale", "0"]);
+    assert!(!out.stderr.contains('✓'), "{}", out.stderr);
 }

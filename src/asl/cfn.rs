@@ -41,9 +41,20 @@ pub enum DefinitionSource {
         pointer: JsonPointer,
     },
     /// `DefinitionUri` naming a local file (relative to the template's folder).
-    File(String),
+    File {
+        /// The file, as the template names it.
+        uri: String,
+        /// Where `DefinitionUri` is in the template.
+        pointer: JsonPointer,
+    },
     /// A definition that cannot be read locally (an S3 location), with why.
-    Unreadable(String),
+    Unreadable {
+        /// Why, for a person.
+        why: String,
+        /// The template's field that says where the definition is (or the resource's
+        /// `Properties` when none does).
+        pointer: JsonPointer,
+    },
 }
 
 /// One state machine of a template.
@@ -59,6 +70,9 @@ pub struct TemplateMachine {
     pub substitutions: Substitutions,
     /// `Type` (`STANDARD` or `EXPRESS`), when the template says.
     pub machine_type: Option<String>,
+    /// The name it is deployed under, when the template gives one as a plain string (`Name`
+    /// for SAM, `StateMachineName` for CloudFormation).
+    pub name: Option<String>,
 }
 
 /// Whether a parsed file is a template holding at least one state machine.
@@ -108,43 +122,15 @@ pub fn state_machines(template: &Value) -> Vec<TemplateMachine> {
                 }
             }
         }
-        let source = if let Some(def) = props.get("Definition") {
-            let mut value = def.clone();
-            stand_in_intrinsics(&mut value, None);
-            DefinitionSource::Inline {
-                value,
-                pointer: at.key("Definition"),
-            }
-        } else if let Some(def) = props.get("DefinitionString") {
-            match definition_string(def, &mut subs) {
-                Some(text) => DefinitionSource::Text {
-                    text,
-                    pointer: at.key("DefinitionString"),
-                },
-                None => DefinitionSource::Unreadable(
-                    "DefinitionString is an intrinsic sfn-local cannot read (only a string, Fn::Sub and Fn::Join)".to_owned(),
-                ),
-            }
-        } else if let Some(uri) = props.get("DefinitionUri") {
-            match uri {
-                Value::String(s) if s.starts_with("s3://") => {
-                    DefinitionSource::Unreadable(format!("DefinitionUri {s} is in S3"))
-                }
-                Value::String(s) => DefinitionSource::File(s.clone()),
-                _ => DefinitionSource::Unreadable(
-                    "DefinitionUri is an S3 location (Bucket/Key)".to_owned(),
-                ),
-            }
-        } else if props.contains_key("DefinitionS3Location") {
-            DefinitionSource::Unreadable("DefinitionS3Location is in S3".to_owned())
-        } else {
-            DefinitionSource::Unreadable(
-                "no Definition, DefinitionString or DefinitionUri".to_owned(),
-            )
-        };
+        let source = definition_source(props, &at, &mut subs);
         let machine_type = props
             .get("Type")
             .or_else(|| props.get("StateMachineType"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let name = props
+            .get("Name")
+            .or_else(|| props.get("StateMachineName"))
             .and_then(Value::as_str)
             .map(str::to_owned);
         out.push(TemplateMachine {
@@ -153,9 +139,66 @@ pub fn state_machines(template: &Value) -> Vec<TemplateMachine> {
             source,
             substitutions: subs,
             machine_type,
+            name,
         });
     }
     out
+}
+
+/// Where a state machine's properties (at `at`) keep its definition.
+fn definition_source(
+    props: &Map<String, Value>,
+    at: &JsonPointer,
+    subs: &mut Substitutions,
+) -> DefinitionSource {
+    let unreadable = |why: &str, field: Option<&str>| DefinitionSource::Unreadable {
+        why: why.to_owned(),
+        pointer: field.map_or_else(|| at.clone(), |f| at.key(f)),
+    };
+    if let Some(def) = props.get("Definition") {
+        let mut value = def.clone();
+        stand_in_intrinsics(&mut value, None);
+        DefinitionSource::Inline {
+            value,
+            pointer: at.key("Definition"),
+        }
+    } else if let Some(def) = props.get("DefinitionString") {
+        match definition_string(def, subs) {
+            Some(text) => DefinitionSource::Text {
+                text,
+                pointer: at.key("DefinitionString"),
+            },
+            None => unreadable(
+                "DefinitionString is an intrinsic sfn-local cannot read (only a string, Fn::Sub and Fn::Join)",
+                Some("DefinitionString"),
+            ),
+        }
+    } else if let Some(uri) = props.get("DefinitionUri") {
+        match uri {
+            Value::String(s) if s.starts_with("s3://") => unreadable(
+                &format!("DefinitionUri {s} is in S3, which sfn-local cannot read: point DefinitionUri at the local file `sam build` uploads"),
+                Some("DefinitionUri"),
+            ),
+            Value::String(s) => DefinitionSource::File {
+                uri: s.clone(),
+                pointer: at.key("DefinitionUri"),
+            },
+            _ => unreadable(
+                "DefinitionUri is an S3 location (Bucket/Key), which sfn-local cannot read: point DefinitionUri at a local file",
+                Some("DefinitionUri"),
+            ),
+        }
+    } else if props.contains_key("DefinitionS3Location") {
+        unreadable(
+            "DefinitionS3Location is in S3, which sfn-local cannot read: give the definition inline (Definition or DefinitionString)",
+            Some("DefinitionS3Location"),
+        )
+    } else {
+        unreadable(
+            "the state machine has no Definition, DefinitionString or DefinitionUri",
+            None,
+        )
+    }
 }
 
 /// The text of a `DefinitionString`: a string, `Fn::Sub` (string, or [string, map]) or
@@ -303,7 +346,14 @@ mod tests {
         assert_eq!(found.len(), 4);
         assert_eq!(
             found[0].source,
-            DefinitionSource::File("statemachine/a.asl.json".into())
+            DefinitionSource::File {
+                uri: "statemachine/a.asl.json".into(),
+                pointer: JsonPointer::root()
+                    .key("Resources")
+                    .key("A")
+                    .key("Properties")
+                    .key("DefinitionUri")
+            }
         );
         assert_eq!(found[0].substitutions.get("Table"), Some("t"));
         assert!(found[0].substitutions.is_deferred("FnArn"));

@@ -62,6 +62,9 @@ pub enum Code {
     /// A JSONPath that Jayway (AWS's evaluator) may not read as its author meant (WARNING:
     /// AWS accepts such definitions). sfn-local's own code.
     JsonPathDialect,
+    /// A template's state machine whose definition cannot be read (a missing `DefinitionUri`
+    /// file, an S3 location): an ERROR, so a renamed file never passes. sfn-local's own code.
+    UnreadableDefinition,
 }
 
 impl Code {
@@ -86,6 +89,7 @@ impl Code {
             Code::UnresolvedSubstitution => "UNRESOLVED_SUBSTITUTION",
             Code::UnknownStatesError => "UNKNOWN_STATES_ERROR",
             Code::JsonPathDialect => "JSONPATH_DIALECT",
+            Code::UnreadableDefinition => "UNREADABLE_DEFINITION",
         }
     }
 }
@@ -178,6 +182,14 @@ pub enum Location {
         /// Byte offset into the decoded string.
         offset: usize,
     },
+    /// A field of an object: AWS names the object (`pointer`, the `location` of its
+    /// response); a person is shown the field itself (`key`).
+    Field {
+        /// The object's pointer, AWS's `location`.
+        pointer: JsonPointer,
+        /// The key of the field the problem is in.
+        key: String,
+    },
     /// A place in text that did not parse as JSON (1-based line and column).
     Text {
         /// 1-based line.
@@ -225,6 +237,27 @@ impl Diagnostic {
         }
     }
 
+    /// Shows a diagnostic at a pointer on the field `key` of that object instead, keeping the
+    /// object as AWS's `location`.
+    pub fn on_field(mut self, key: &str) -> Self {
+        if let Location::Pointer(pointer) = self.location {
+            self.location = Location::Field {
+                pointer,
+                key: key.to_owned(),
+            };
+        }
+        self
+    }
+
+    /// The pointer a person is shown: the field's own for [`Location::Field`], else
+    /// [`Diagnostic::pointer`].
+    pub fn focus(&self) -> Option<JsonPointer> {
+        match &self.location {
+            Location::Field { pointer, key } => Some(pointer.key(key)),
+            _ => self.pointer().cloned(),
+        }
+    }
+
     /// Adds a related place to show beside the main one.
     pub fn with_related(mut self, at: JsonPointer, label: impl Into<String>) -> Self {
         self.related.push((at, label.into()));
@@ -234,7 +267,9 @@ impl Diagnostic {
     /// The pointer, when the diagnostic has one.
     pub fn pointer(&self) -> Option<&JsonPointer> {
         match &self.location {
-            Location::Pointer(p) | Location::InString { pointer: p, .. } => Some(p),
+            Location::Pointer(p)
+            | Location::InString { pointer: p, .. }
+            | Location::Field { pointer: p, .. } => Some(p),
             _ => None,
         }
     }
@@ -242,7 +277,9 @@ impl Diagnostic {
     /// AWS's `location` text: the pointer, or nothing.
     pub fn location_text(&self) -> Option<String> {
         match &self.location {
-            Location::Pointer(p) | Location::InString { pointer: p, .. } => Some(p.to_string()),
+            Location::Pointer(p)
+            | Location::InString { pointer: p, .. }
+            | Location::Field { pointer: p, .. } => Some(p.to_string()),
             Location::Text { line, column } => Some(format!("line: {line}, column: {column}")),
             Location::None => None,
         }

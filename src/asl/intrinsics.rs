@@ -664,8 +664,13 @@ impl<'s> Parser<'s> {
             .find(|c: char| !c.is_ascii_alphanumeric())
             .unwrap_or(after.len());
         let name = &after[..name_len];
-        let function = Function::from_name(name)
-            .ok_or_else(|| self.error(&format!("unknown function 'States.{name}'")))?;
+        let function = Function::from_name(name).ok_or_else(|| {
+            let known = Function::ALL.iter().map(|(n, _)| *n);
+            let hint = crate::suggest::closest(name, known)
+                .map(|n| format!(" (did you mean 'States.{n}'?)"))
+                .unwrap_or_default();
+            self.error(&format!("unknown function 'States.{name}'{hint}"))
+        })?;
         self.pos += "States.".len() + name_len;
         self.skip_ws();
         if self.peek() != Some('(') {
@@ -1158,6 +1163,15 @@ mod tests {
         ] {
             assert!(Call::parse(text).is_ok(), "{text} should parse");
         }
+        // A misspelt function name says which one was meant.
+        let e = Call::parse("States.Formatt('{}', $.a)").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown function 'States.Formatt' (did you mean 'States.Format'?)"),
+            "{e}"
+        );
+        let e = Call::parse("States.Nope()").unwrap_err();
+        assert!(!e.to_string().contains("did you mean"), "{e}");
     }
 
     #[test]

@@ -362,6 +362,7 @@ impl<'t> SpanIndex<'t> {
                 Some(at) => self.line_col(at),
                 None => self.line_col(self.span(pointer).start),
             },
+            Location::Field { pointer, key } => self.line_col(self.span(&pointer.key(key)).start),
             Location::Text { line, column } => (*line, *column),
             Location::None => (1, 1),
         }

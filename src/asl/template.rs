@@ -12,7 +12,7 @@
 //! (corpus: `scenarios…test_invalid_jsonpath_INVALID_JSONPATH_IN_STRING_EXPR_CONTEXTPATH`), and
 //! so do we.
 
-use crate::asl::diagnostic::{Code, Diagnostics, JsonPointer};
+use crate::asl::diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer};
 use crate::asl::error::StatesError;
 use crate::asl::eval::Env;
 use crate::asl::intrinsics::Call;
@@ -208,9 +208,14 @@ fn compile_dynamic(key: &str, v: &Value, at: &JsonPointer, diags: &mut Diagnosti
         other => Err(format!("the value must be a string, not {other}")),
     };
     compiled.unwrap_or_else(|why| {
-        diags.schema(
-            at,
-            format!("The value for the field '{key}' must be a valid JSONPath or a valid intrinsic function call ({why})"),
+        // AWS's location is the holding object; a person is shown the key itself.
+        diags.push(
+            Diagnostic::error(
+                Code::SchemaValidationFailed,
+                at,
+                format!("The value for the field '{key}' must be a valid JSONPath or a valid intrinsic function call ({why})"),
+            )
+            .on_field(key),
         );
         Node::Literal(Value::Null)
     })

@@ -1,29 +1,28 @@
 //! YAML definitions and templates: read into the same `serde_json::Value` a JSON definition
 //! gives, keeping where each value was written so diagnostics land at YAML line and column.
 //!
-//! Built on yaml-rust2's event parser (not a serde deserializer) because the events carry the
-//! source position of every node and keep the tags: CloudFormation's short forms (`!Ref X`,
-//! `!GetAtt A.B`, `!Sub ...`) become their long forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A",
-//! "B"]}`, `{"Fn::Sub": ...}`), as CloudFormation itself reads them.
+//! Read with libyaml's own parser, ported to safe Rust (`libyaml-safer`): CloudFormation, the
+//! SAM CLI, cfn-lint and PyYAML all read templates with libyaml, so a template they accept is
+//! accepted here, and one they refuse is refused with libyaml's words. (yaml-rust2, used
+//! before, follows YAML 1.2 more strictly and refused published templates libyaml reads: a
+//! flow mapping whose closing brace sits left of its content, a quoted scalar continued at its
+//! key's column.) Its events carry the byte offsets of every node and keep the tags, so
+//! CloudFormation's short forms (`!Ref X`, `!GetAtt A.B`, `!Sub ...`) become their long forms
+//! (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": ...}`), as CloudFormation reads
+//! them. Two short forms on one node (`!GetAZs !Ref ...`), which AWS's guide forbids, are an
+//! error that says so.
 //!
 //! Scalars follow YAML 1.2's core schema: plain `null`/`~`/empty, `true`/`false`, integers and
 //! floats are typed; anything quoted or block-styled is a string. Aliases are expanded, with a
 //! bound on the expanded size so no input can exhaust memory.
-//!
-//! One leniency of libyaml's (which PyYAML, the SAM CLI and CloudFormation read templates
-//! with) is kept: a multi-line quoted scalar whose continuation lines are indented no deeper
-//! than its key (`Value: "{` ... `}"` at the key's column). YAML 1.2 and yaml-rust2 refuse it;
-//! published templates hold it. Such a scalar is re-read with its continuation lines indented
-//! (leading blanks of those lines are not part of a quoted scalar's value, so the value is the
-//! same), and positions are mapped back to the text as written.
 
 use crate::asl::diagnostic::JsonPointer;
 use crate::asl::source::NodeSpans;
+use libyaml_safer::{Event, EventData, Mark, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
+use std::io::Cursor;
 use std::ops::Range;
-use yaml_rust2::parser::{Event, Parser};
-use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// Most nodes a document may expand to (aliases included): far above any real definition,
 /// far below what would exhaust memory.
@@ -71,257 +70,78 @@ pub fn looks_like_yaml(text: &str) -> bool {
 
 /// Parses one YAML document (a stream holding more than one is an error).
 pub fn parse(text: &str) -> Result<YamlDocument, YamlError> {
-    let mut indented: Option<Indented> = None;
-    loop {
-        let current = indented.as_ref().map_or(text, |i| i.text.as_str());
-        let failure = match parse_exact(current) {
-            Ok(mut doc) => {
-                if let Some(i) = &indented {
-                    i.map_spans_back(&mut doc.spans);
-                }
-                return Ok(doc);
-            }
-            Err(failure) => failure,
-        };
-        let repairable = failure.error.message == QUOTED_SCALAR_INDENTATION
-            && indented.as_ref().map_or(0, |i| i.repairs) < MAX_REPAIRS;
-        let repaired = repairable
-            && indented
-                .get_or_insert_with(|| Indented::new(text))
-                .indent_quoted_scalar(failure.at);
-        if !repaired {
-            let mut error = failure.error;
-            if let Some(i) = &indented {
-                error.column = i.column_back(error.line, error.column);
-            }
-            return Err(error);
-        }
-    }
-}
-
-/// yaml-rust2's message for a quoted scalar's continuation line indented too little.
-const QUOTED_SCALAR_INDENTATION: &str = "invalid indentation in quoted scalar";
-/// Most quoted scalars of one document re-read with their lines indented.
-const MAX_REPAIRS: usize = 64;
-
-/// A parse error with the byte offset of the marker yaml-rust2 reported.
-struct Failure {
-    error: YamlError,
-    at: usize,
-}
-
-/// Parses `text` exactly as yaml-rust2 reads it.
-fn parse_exact(text: &str) -> Result<YamlDocument, Failure> {
+    // libyaml skips a byte-order mark without counting it in its offsets.
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut parser = Parser::new();
+    parser.set_input(Cursor::new(body.as_bytes()));
     let mut reader = Reader {
-        parser: Parser::new_from_str(text),
-        offsets: CharOffsets::new(text),
-        text,
+        parser,
+        text: body,
+        shift: text.len() - body.len(),
         spans: HashMap::new(),
         anchors: HashMap::new(),
         nodes: 0,
-        failed_at: 0,
     };
-    reader.document().map_err(|error| Failure {
-        error,
-        at: reader.failed_at,
-    })
-}
-
-/// The text with the continuation lines of some quoted scalars indented (libyaml's leniency,
-/// see the module's overview), and where blanks were inserted.
-struct Indented {
-    original: String,
-    text: String,
-    /// (byte offset in the original text, blanks inserted there), sorted by offset.
-    inserted: Vec<(usize, usize)>,
-    repairs: usize,
-}
-
-impl Indented {
-    fn new(original: &str) -> Self {
-        Indented {
-            original: original.to_owned(),
-            text: original.to_owned(),
-            inserted: Vec::new(),
-            repairs: 0,
-        }
-    }
-
-    /// The original offset of an offset in the indented text (inserted blanks map to where
-    /// they were inserted).
-    fn offset_back(&self, at: usize) -> usize {
-        let mut shift = 0;
-        for &(orig, count) in &self.inserted {
-            let start = orig + shift;
-            if at < start {
-                break;
-            }
-            if at < start + count {
-                return orig;
-            }
-            shift += count;
-        }
-        at - shift
-    }
-
-    fn map_spans_back(&self, spans: &mut HashMap<JsonPointer, NodeSpans>) {
-        let back = |r: &Range<usize>| self.offset_back(r.start)..self.offset_back(r.end);
-        for node in spans.values_mut() {
-            node.key = node.key.as_ref().map(back);
-            node.value = back(&node.value);
-        }
-    }
-
-    /// A 1-based column on `line` (1-based) of the indented text, in the original text.
-    fn column_back(&self, line: usize, column: usize) -> usize {
-        let line_start = self
-            .original
-            .split_inclusive('\n')
-            .take(line.saturating_sub(1))
-            .map(str::len)
-            .sum::<usize>();
-        let added: usize = self
-            .inserted
-            .iter()
-            .filter(|(orig, _)| *orig == line_start)
-            .map(|(_, n)| n)
-            .sum();
-        column.saturating_sub(added).max(1)
-    }
-
-    /// Indents the continuation lines of the quoted scalar that opens at `at` (an offset in
-    /// the indented text) past its opening quote's column. False when `at` opens no
-    /// terminated quoted scalar.
-    fn indent_quoted_scalar(&mut self, at: usize) -> bool {
-        let bytes = self.text.as_bytes();
-        let Some(&quote) = bytes.get(at).filter(|b| matches!(b, b'"' | b'\'')) else {
-            return false;
-        };
-        let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
-        let needed = self.text[line_start..at].chars().count() + 1;
-        let mut short_lines = Vec::new();
-        let mut i = at + 1;
-        let closed = loop {
-            match bytes.get(i) {
-                None => break false,
-                Some(b'\\') if quote == b'"' => i += 2,
-                Some(b'\'') if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 2,
-                Some(&b) if b == quote => break true,
-                Some(b'\n') => {
-                    let start = i + 1;
-                    let blanks = bytes[start..]
-                        .iter()
-                        .take_while(|b| matches!(b, b' ' | b'\t'))
-                        .count();
-                    let blank_line =
-                        matches!(bytes.get(start + blanks), Some(b'\n' | b'\r') | None);
-                    if blanks < needed && !blank_line {
-                        short_lines.push((start, needed - blanks));
-                    }
-                    i = start + blanks;
-                }
-                Some(_) => i += 1,
-            }
-        };
-        if !closed || short_lines.is_empty() {
-            return false;
-        }
-        // Offsets in the current text, mapped back before any of this repair's insertions.
-        let short_lines: Vec<(usize, usize)> = short_lines
-            .into_iter()
-            .map(|(start, count)| (self.offset_back(start), count))
-            .collect();
-        for (orig, count) in short_lines {
-            match self.inserted.iter_mut().find(|(o, _)| *o == orig) {
-                Some(existing) => existing.1 += count,
-                None => self.inserted.push((orig, count)),
-            }
-        }
-        self.inserted.sort_unstable();
-        let mut text = String::with_capacity(self.original.len() + self.inserted.len() * 8);
-        let mut from = 0;
-        for &(orig, count) in &self.inserted {
-            text.push_str(&self.original[from..orig]);
-            text.extend(std::iter::repeat_n(' ', count));
-            from = orig;
-        }
-        text.push_str(&self.original[from..]);
-        self.text = text;
-        self.repairs += 1;
-        true
-    }
-}
-
-/// Char index → byte offset (yaml-rust2's markers count characters).
-struct CharOffsets {
-    /// Byte offset of every char, only built when the text is not ASCII.
-    table: Option<Vec<usize>>,
-    len: usize,
-}
-
-impl CharOffsets {
-    fn new(text: &str) -> Self {
-        CharOffsets {
-            table: (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i).collect()),
-            len: text.len(),
-        }
-    }
-
-    fn byte(&self, char_index: usize) -> usize {
-        match &self.table {
-            None => char_index.min(self.len),
-            Some(t) => t.get(char_index).copied().unwrap_or(self.len),
-        }
-    }
+    reader.document()
 }
 
 struct Reader<'t> {
-    parser: Parser<std::str::Chars<'t>>,
-    offsets: CharOffsets,
+    parser: Parser<Cursor<&'t [u8]>>,
+    /// The text parsed (without a byte-order mark).
     text: &'t str,
+    /// Bytes before `text` in the file (a byte-order mark), added to every span.
+    shift: usize,
     spans: HashMap<JsonPointer, NodeSpans>,
-    anchors: HashMap<usize, Value>,
+    anchors: HashMap<String, Value>,
     nodes: usize,
-    /// Byte offset of the marker of the last parse error.
-    failed_at: usize,
 }
 
 impl Reader<'_> {
-    fn error_at(&self, mark: &Marker, message: impl Into<String>) -> YamlError {
+    fn error_at(&self, mark: Mark, message: impl Into<String>) -> YamlError {
         YamlError {
-            line: mark.line().max(1),
-            column: mark.col() + 1,
+            line: mark.line as usize + 1,
+            column: mark.column as usize + 1,
             message: message.into(),
         }
     }
 
-    fn next(&mut self) -> Result<(Event, Marker), YamlError> {
-        self.parser.next_token().map_err(|e| {
-            self.failed_at = self.offsets.byte(e.marker().index());
-            YamlError {
-                line: e.marker().line().max(1),
-                column: e.marker().col() + 1,
-                message: e.info().to_owned(),
+    /// The byte offset of a mark in the file.
+    fn offset(&self, mark: Mark) -> usize {
+        (mark.index as usize).min(self.text.len()) + self.shift
+    }
+
+    fn next(&mut self) -> Result<Event, YamlError> {
+        self.parser.parse().map_err(|e| {
+            let mark = e.problem_mark().unwrap_or_default();
+            let at = mark.index as usize;
+            let mut message = match e.context() {
+                Some(context) => format!("{} ({context})", e.problem()),
+                None => e.problem().to_owned(),
+            };
+            if two_tags_at(self.text, at) {
+                message = "two tags on one node: CloudFormation's short forms cannot be nested directly (`!GetAZs !Ref X`); write the inner one in full (`!GetAZs {Ref: X}`)".to_owned();
             }
+            self.error_at(mark, message)
         })
     }
 
     fn document(&mut self) -> Result<YamlDocument, YamlError> {
         let mut value = None;
         loop {
-            let (event, mark) = self.next()?;
-            match event {
-                Event::StreamStart | Event::DocumentStart | Event::DocumentEnd | Event::Nothing => {
-                }
-                Event::StreamEnd => break,
-                event => {
+            let event = self.next()?;
+            match event.data {
+                EventData::StreamStart { .. }
+                | EventData::DocumentStart { .. }
+                | EventData::DocumentEnd { .. } => {}
+                EventData::StreamEnd => break,
+                _ => {
                     if value.is_some() {
                         return Err(self.error_at(
-                            &mark,
+                            event.start_mark,
                             "more than one YAML document: a definition is one document",
                         ));
                     }
-                    value = Some(self.node(event, mark, &JsonPointer::root(), None, 0)?);
+                    value = Some(self.node(event, &JsonPointer::root(), None, 0)?);
                 }
             }
         }
@@ -331,7 +151,7 @@ impl Reader<'_> {
         })
     }
 
-    fn count(&mut self, mark: &Marker, n: usize) -> Result<(), YamlError> {
+    fn count(&mut self, mark: Mark, n: usize) -> Result<(), YamlError> {
         self.nodes = self.nodes.saturating_add(n);
         if self.nodes > MAX_NODES {
             return Err(self.error_at(mark, "the document expands to too many values (aliases?)"));
@@ -343,82 +163,56 @@ impl Reader<'_> {
     fn node(
         &mut self,
         event: Event,
-        mark: Marker,
         at: &JsonPointer,
         key: Option<Range<usize>>,
         depth: usize,
     ) -> Result<Value, YamlError> {
+        let mark = event.start_mark;
         if depth > MAX_DEPTH {
-            return Err(self.error_at(&mark, "nested too deeply"));
+            return Err(self.error_at(mark, "nested too deeply"));
         }
-        self.count(&mark, 1)?;
-        let start = self.offsets.byte(mark.index());
-        let (value, end, anchor) = match event {
-            Event::Scalar(text, style, anchor, tag) => {
-                let len = text.len()
-                    + match style {
-                        TScalarStyle::SingleQuoted | TScalarStyle::DoubleQuoted => 2,
-                        _ => 0,
-                    };
-                let tag = tag.map(|t| (t.handle, t.suffix));
-                let value = scalar(text, style, tag.as_ref());
-                (value, (start + len).min(self.text.len()), anchor)
-            }
-            Event::SequenceStart(anchor, tag) => {
+        self.count(mark, 1)?;
+        let start = self.offset(mark);
+        let (value, end, anchor) = match event.data {
+            EventData::Scalar {
+                anchor,
+                tag,
+                value,
+                style,
+                ..
+            } => (
+                scalar(value, style, tag),
+                self.offset(event.end_mark),
+                anchor,
+            ),
+            EventData::SequenceStart { anchor, tag, .. } => {
                 let mut items = Vec::new();
                 let end = loop {
-                    let (event, mark) = self.next()?;
-                    if let Event::SequenceEnd = event {
-                        break self.offsets.byte(mark.index());
+                    let event = self.next()?;
+                    if let EventData::SequenceEnd = event.data {
+                        break self.offset(event.end_mark);
                     }
                     let item_at = at.index(items.len());
-                    items.push(self.node(event, mark, &item_at, None, depth + 1)?);
+                    items.push(self.node(event, &item_at, None, depth + 1)?);
                 };
-                (
-                    tagged(Value::Array(items), tag.map(|t| (t.handle, t.suffix))),
-                    end,
-                    anchor,
-                )
+                (tagged(Value::Array(items), tag), end, anchor)
             }
-            Event::MappingStart(anchor, tag) => {
-                let mut map = Map::new();
-                let end = loop {
-                    let (event, mark) = self.next()?;
-                    let name = match event {
-                        Event::MappingEnd => break self.offsets.byte(mark.index()),
-                        Event::Scalar(text, ..) => text,
-                        Event::Alias(id) => match self.anchors.get(&id) {
-                            Some(Value::String(s)) => s.clone(),
-                            _ => return Err(self.error_at(&mark, "a mapping key must be a string")),
-                        },
-                        _ => return Err(self.error_at(&mark, "a mapping key must be a string")),
-                    };
-                    let key_start = self.offsets.byte(mark.index());
-                    let key_span = key_start..(key_start + name.len()).min(self.text.len());
-                    let (event, vmark) = self.next()?;
-                    let member_at = at.key(&name);
-                    let value = self.node(event, vmark, &member_at, Some(key_span), depth + 1)?;
-                    // The last of a repeated key wins, as in JSON.
-                    map.insert(name, value);
-                };
-                (
-                    tagged(Value::Object(map), tag.map(|t| (t.handle, t.suffix))),
-                    end,
-                    anchor,
-                )
+            EventData::MappingStart { anchor, tag, .. } => {
+                let (map, end) = self.mapping(at, depth)?;
+                (tagged(Value::Object(map), tag), end, anchor)
             }
-            Event::Alias(id) => {
-                let Some(value) = self.anchors.get(&id).cloned() else {
-                    return Err(self.error_at(&mark, "an alias names no anchor"));
+            EventData::Alias { anchor } => {
+                let Some(value) = self.anchors.get(&anchor).cloned() else {
+                    return Err(self.error_at(mark, format!("the alias *{anchor} names no anchor")));
                 };
-                self.count(&mark, approximate_size(&value))?;
-                (value, start, 0)
+                self.count(mark, approximate_size(&value))?;
+                (value, self.offset(event.end_mark), None)
             }
             other => {
-                return Err(self.error_at(&mark, format!("unexpected YAML event {other:?}")));
+                return Err(self.error_at(mark, format!("unexpected YAML event {other:?}")));
             }
         };
-        if anchor > 0 {
+        if let Some(anchor) = anchor {
             self.anchors.insert(anchor, value.clone());
         }
         self.spans.insert(
@@ -430,6 +224,51 @@ impl Reader<'_> {
         );
         Ok(value)
     }
+
+    /// The members of a mapping whose start event was just read, and where it ends.
+    fn mapping(
+        &mut self,
+        at: &JsonPointer,
+        depth: usize,
+    ) -> Result<(Map<String, Value>, usize), YamlError> {
+        let mut map = Map::new();
+        loop {
+            let event = self.next()?;
+            let name = match event.data {
+                EventData::MappingEnd => return Ok((map, self.offset(event.end_mark))),
+                EventData::Scalar { value, .. } => value,
+                EventData::Alias { ref anchor } => match self.anchors.get(anchor) {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => {
+                        return Err(
+                            self.error_at(event.start_mark, "a mapping key must be a string")
+                        )
+                    }
+                },
+                _ => return Err(self.error_at(event.start_mark, "a mapping key must be a string")),
+            };
+            let key_span = self.offset(event.start_mark)..self.offset(event.end_mark);
+            let value_event = self.next()?;
+            let member_at = at.key(&name);
+            let value = self.node(value_event, &member_at, Some(key_span), depth + 1)?;
+            // The last of a repeated key wins, as in JSON.
+            map.insert(name, value);
+        }
+    }
+}
+
+/// Whether a parse error at `at` is a second tag on a node: the error is on a tag, and the word
+/// before it on the line is one too (`!GetAZs !Ref X`).
+fn two_tags_at(text: &str, at: usize) -> bool {
+    let (Some(before), Some(rest)) = (text.get(..at), text.get(at..)) else {
+        return false;
+    };
+    let line = before.rsplit('\n').next().unwrap_or(before);
+    rest.starts_with('!')
+        && line
+            .split_whitespace()
+            .next_back()
+            .is_some_and(|w| w.starts_with('!') && w.len() > 1)
 }
 
 fn approximate_size(v: &Value) -> usize {
@@ -440,18 +279,20 @@ fn approximate_size(v: &Value) -> usize {
     }
 }
 
+/// YAML's own tags (`!!str`, `!!int`, ...), as libyaml resolves them.
+const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
+
 /// A scalar's value: typed when plain and untagged, else a string (or what its tag says).
-fn scalar(text: String, style: TScalarStyle, tag: Option<&(String, String)>) -> Value {
+fn scalar(text: String, style: ScalarStyle, tag: Option<String>) -> Value {
     if let Some(tag) = tag {
-        let standard = tag.0 == "!!" || tag.0 == "tag:yaml.org,2002:";
-        return match (standard, tag.1.as_str()) {
-            (true, "str") => Value::String(text),
-            (true, _) => plain(text),
-            (false, _) => tagged(Value::String(text), Some(tag.clone())),
+        return match tag.strip_prefix(CORE_TAG_PREFIX) {
+            Some("str") => Value::String(text),
+            Some(_) => plain(text),
+            None => tagged(Value::String(text), Some(tag)),
         };
     }
     match style {
-        TScalarStyle::Plain => plain(text),
+        ScalarStyle::Plain | ScalarStyle::Any => plain(text),
         _ => Value::String(text),
     }
 }
@@ -482,18 +323,20 @@ fn plain(text: String) -> Value {
     Value::String(text)
 }
 
-/// Applies a CloudFormation short-form tag: `!Ref x` is `{"Ref": x}`, `!GetAtt a.b` is
-/// `{"Fn::GetAtt": ["a", "b"]}`, `!Condition c` is `{"Condition": c}`, any other `!Name v`
-/// is `{"Fn::Name": v}`. Other tags leave the value as it is.
-fn tagged(value: Value, tag: Option<(String, String)>) -> Value {
-    let Some((handle, suffix)) = tag else {
+/// Applies a CloudFormation short-form tag (`!Name`, as libyaml resolves it): `!Ref x` is
+/// `{"Ref": x}`, `!GetAtt a.b` is `{"Fn::GetAtt": ["a", "b"]}`, `!Condition c` is
+/// `{"Condition": c}`, any other `!Name v` is `{"Fn::Name": v}`. Other tags leave the value
+/// as it is.
+fn tagged(value: Value, tag: Option<String>) -> Value {
+    let Some(suffix) = tag
+        .as_deref()
+        .and_then(|t| t.strip_prefix('!'))
+        .filter(|s| !s.is_empty() && !s.starts_with('!'))
+    else {
         return value;
     };
-    if handle != "!" || suffix.is_empty() {
-        return value;
-    }
-    let (name, value) = match suffix.as_str() {
-        "Ref" | "Condition" => (suffix.clone(), value),
+    let (name, value) = match suffix {
+        "Ref" | "Condition" => (suffix.to_owned(), value),
         "GetAtt" => match value {
             Value::String(s) => match s.split_once('.') {
                 Some((res, attr)) => ("Fn::GetAtt".to_owned(), serde_json::json!([res, attr])),
@@ -525,18 +368,33 @@ mod tests {
         let node = &doc.spans[&at];
         assert_eq!(&text[node.key.clone().unwrap()], "Type");
         assert_eq!(&text[node.value.clone()], "Pass");
+        let at = JsonPointer::root()
+            .key("States")
+            .key("A")
+            .key("Result")
+            .key("s");
+        assert_eq!(&text[doc.spans[&at].value.clone()], "'1'");
     }
 
     #[test]
     fn cloudformation_short_forms_become_long_forms() {
         let doc = parse(
-            "a: !Ref X\nb: !GetAtt Fn.Arn\nc: !Sub 'arn:${AWS::Region}'\nd: !Join ['', [a, b]]\n",
+            "a: !Ref X\nb: !GetAtt Fn.Arn\nc: !Sub 'arn:${AWS::Region}'\nd: !Join ['', [a, b]]\ne: !!str 1\nf: !Condition C\n",
         )
         .unwrap();
         assert_eq!(
             doc.value,
-            json!({"a": {"Ref": "X"}, "b": {"Fn::GetAtt": ["Fn", "Arn"]}, "c": {"Fn::Sub": "arn:${AWS::Region}"}, "d": {"Fn::Join": ["", ["a", "b"]]}})
+            json!({"a": {"Ref": "X"}, "b": {"Fn::GetAtt": ["Fn", "Arn"]}, "c": {"Fn::Sub": "arn:${AWS::Region}"}, "d": {"Fn::Join": ["", ["a", "b"]]}, "e": "1", "f": {"Condition": "C"}})
         );
+    }
+
+    /// What AWS's guide forbids stays an error that says so.
+    #[test]
+    fn two_short_forms_on_one_node_are_an_error_that_says_so() {
+        let e = parse("Resources:\n  A:\n    Properties:\n      AZ: !GetAZs !Ref AWS::Region\n")
+            .unwrap_err();
+        assert!(e.message.contains("two tags on one node"), "{e}");
+        assert_eq!(e.line, 4, "{e}");
     }
 
     #[test]
@@ -551,6 +409,12 @@ mod tests {
             ));
         }
         assert!(parse(&bomb).is_err());
+        let deep = "[".repeat(100_000);
+        assert!(parse(&deep).is_err());
+        assert_eq!(
+            parse("a: &x {b: 1}\nc: *x\n").unwrap().value,
+            json!({"a": {"b": 1}, "c": {"b": 1}})
+        );
     }
 
     /// Regression: text-processing-sqs-express/template.yaml (AWS's workflows collection)
@@ -567,7 +431,7 @@ mod tests {
         let at = JsonPointer::root().key("Outputs").key("Next");
         let node = &doc.spans[&at];
         assert_eq!(&text[node.key.clone().unwrap()], "Next");
-        assert_eq!(&text[node.value.clone()], "Q");
+        assert_eq!(&text[node.value.clone()], "!Ref Q");
         let at = JsonPointer::root()
             .key("Outputs")
             .key("Sample")
@@ -575,7 +439,45 @@ mod tests {
         assert_eq!(&text[doc.spans[&at].key.clone().unwrap()], "After");
         // A quoted scalar that never closes is still an error, at its place.
         let e = parse("a:\n  b: \"x\n  y\n").unwrap_err();
-        assert_eq!(e.line, 2, "{e}");
+        assert!(e.line >= 2, "{e}");
+    }
+
+    /// Regression (#30): published templates hold a flow mapping whose closing brace sits
+    /// left of its content, even of its key; libyaml reads them, yaml-rust2 refused them
+    /// (`invalid indentation`) and a folder walk left them out. (The shape of
+    /// train-ml-model/template.yaml, CRLF line ends included, is read too.)
+    #[test]
+    fn a_flow_mapping_closed_left_of_its_content_is_read() {
+        for eol in ["\n", "\r\n"] {
+            let text = [
+                "Statement:",
+                "  - Effect: Allow",
+                "    Condition: {",
+                "      \"StringEquals\": {\"iam:PassedToService\": \"sagemaker.amazonaws.com\"}",
+                "      }",
+                "    Next: !Ref X",
+                "",
+            ]
+            .join(eol);
+            let doc = parse(&text).unwrap_or_else(|e| panic!("{eol:?}: {e}"));
+            assert_eq!(
+                doc.value["Statement"][0]["Condition"],
+                json!({"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+            );
+            let at = JsonPointer::root().key("Statement").index(0).key("Next");
+            assert_eq!(&text[doc.spans[&at].key.clone().unwrap()], "Next");
+        }
+        let text = "a:\n  b: {\n  c: 1\n }\n";
+        assert_eq!(parse(text).unwrap().value, json!({"a": {"b": {"c": 1}}}));
+    }
+
+    #[test]
+    fn offsets_count_bytes_after_a_byte_order_mark_and_wide_characters() {
+        let text = "\u{feff}Comment: \"é😀\"\nStartAt: A\n";
+        let doc = parse(text).unwrap();
+        let at = JsonPointer::root().key("StartAt");
+        assert_eq!(&text[doc.spans[&at].key.clone().unwrap()], "StartAt");
+        assert_eq!(&text[doc.spans[&at].value.clone()], "A");
     }
 
     #[test]

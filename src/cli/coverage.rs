@@ -133,17 +133,7 @@ pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>
     let subs = subs.substitutions()?;
     let mut out = Vec::new();
     for path in paths {
-        let mut notes = Vec::new();
-        let files = definition::load_any(
-            path,
-            MachineType::Standard,
-            &subs,
-            Unresolved::StandIn,
-            &mut notes,
-        )?;
-        for note in notes {
-            errln!("note: {note}");
-        }
+        let files = definition::load_any(path, MachineType::Standard, &subs, Unresolved::StandIn)?;
         for file in files {
             out.push(target(path, file)?);
         }
@@ -153,23 +143,23 @@ pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>
 
 /// One loaded definition as a [`Target`], placed in its file.
 fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
+    let label = file.label();
     let (Some(machine), Some(json)) = (file.definition.machine, file.definition.json) else {
         return Err(format!(
-            "{} is not a valid state machine (see `sfn-local validate {}`)",
-            file.label,
+            "{label} is not a valid state machine (see `sfn-local validate {}`)",
             path.display()
         ));
     };
     let definition: serde_json::Value =
-        serde_json::from_str(&json).map_err(|e| format!("{}: {e}", file.label))?;
-    let (on_disk, logical_id) = match file.label.rsplit_once('#') {
-        Some((f, id)) => (PathBuf::from(f), Some(id.to_owned())),
-        None => (path.to_path_buf(), None),
-    };
+        serde_json::from_str(&json).map_err(|e| format!("{label}: {e}"))?;
+    let on_disk = PathBuf::from(&file.path);
+    let logical_id = file.logical_id.clone();
+    // Inline in the template unless a DefinitionUri names a file of its own.
+    let inline = file.template.is_none();
     let yaml =
         SourceFormat::detect(Some(&on_disk.to_string_lossy()), &file.text) == SourceFormat::Yaml;
     let placement = match logical_id {
-        Some(id) if on_disk == path => template_placement(&file.text, yaml, &id),
+        Some(id) if inline => template_placement(&file.text, yaml, &id),
         _ => Some(Placement::Text {
             text: file.text,
             yaml,
@@ -177,7 +167,7 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
         }),
     };
     Ok(Target {
-        label: file.label,
+        label,
         file: Some(on_disk),
         machine,
         definition,

@@ -5,7 +5,7 @@
 use crate::asl::{
     self, LoadOptions, LoadedDefinition, MachineType, SourceFormat, Substitutions, Unresolved,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use crate::cli::flags::SubstitutionArgs;
 
@@ -15,8 +15,14 @@ pub use crate::cli::flags::SubstitutionArgs;
 /// wording.
 pub fn read_definition_text(path: &Path) -> Result<String, String> {
     use crate::limits::{read_text_capped, too_long_message, DEFINITION_CHARS};
-    let text = read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
-        .map_err(|e| format!("{e} (AWS: a definition is at most {DEFINITION_CHARS} characters)"))?;
+    // The AWS limit is only worth saying when the file is too large, not when it is missing.
+    let text =
+        read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES).map_err(|e| match e {
+            crate::limits::ReadError::TooLarge { .. } => {
+                format!("{e} (AWS: a definition is at most {DEFINITION_CHARS} characters)")
+            }
+            crate::limits::ReadError::Unreadable { .. } => e.to_string(),
+        })?;
     // A template holds other resources besides its definitions; its own definitions are
     // checked as they are loaded.
     if text.len() > DEFINITION_CHARS
@@ -53,46 +59,86 @@ pub fn load_file(
     Ok((text, loaded))
 }
 
-/// One definition read for a report: the label to show, the text diagnostics point into,
-/// and what loading found.
+/// One definition read for a report: the file that holds it, the text diagnostics point
+/// into, the template's logical ID when it is a template's state machine, and what loading
+/// found.
 #[derive(Debug)]
 pub struct LoadedFile {
-    /// `file`, or `template#LogicalId` for a template's state machine.
-    pub label: String,
-    /// The text of the file holding the definition.
+    /// The file that holds the definition (the file itself, the template, or the file a
+    /// template's `DefinitionUri` names), as a path the user can open from where they ran the
+    /// command.
+    pub path: String,
+    /// The logical ID, for a template's state machine.
+    pub logical_id: Option<String>,
+    /// The template, when the definition is in a file of its own (`DefinitionUri`).
+    pub template: Option<String>,
+    /// The name the template deploys it under (`Name`, `StateMachineName`), when it says.
+    pub deployed_name: Option<String>,
+    /// The text of `path`.
     pub text: String,
     /// The definition, its diagnostics pointing into `text`.
     pub definition: LoadedDefinition,
 }
 
+impl LoadedFile {
+    /// A definition file of its own (or a definition named otherwise, by an ARN).
+    pub fn new(path: String, text: String, definition: LoadedDefinition) -> Self {
+        LoadedFile {
+            path,
+            logical_id: None,
+            template: None,
+            deployed_name: None,
+            text,
+            definition,
+        }
+    }
+
+    /// How people are shown it: `path`, or `path (LogicalId)` for a template's state machine.
+    pub fn label(&self) -> String {
+        match &self.logical_id {
+            Some(id) => format!("{} ({id})", self.path),
+            None => self.path.clone(),
+        }
+    }
+
+    /// Its report for `validate` and the other commands that show diagnostics.
+    pub fn report(&self) -> crate::cli::report::FileReport<'_> {
+        crate::cli::report::FileReport {
+            path: &self.path,
+            logical_id: self.logical_id.as_deref(),
+            template: self.template.as_deref(),
+            text: &self.text,
+            diagnostics: &self.definition.diagnostics,
+        }
+    }
+}
+
 /// Reads a file that is a definition or a SAM/CloudFormation template: one [`LoadedFile`] per
-/// definition (a template gives one per state machine it can read; the others are named in
-/// `notes`). `cli` values win over a template's `DefinitionSubstitutions`.
+/// definition (a template gives one per state machine, an ERROR for one whose definition
+/// cannot be read). `cli` values win over a template's `DefinitionSubstitutions`.
 pub fn load_any(
     path: &Path,
     machine_type: MachineType,
     cli: &Substitutions,
     unresolved: Unresolved,
-    notes: &mut Vec<String>,
 ) -> Result<Vec<LoadedFile>, String> {
     let (text, loaded) = load_file(path, machine_type, cli, unresolved)?;
-    let label = path.display().to_string();
-    if let Some(template) = template_value(&text, &label) {
-        return Ok(load_template(
+    if let Some(template) = template_value(&text, &path.to_string_lossy()) {
+        return Ok(load_template_machines(
             path,
             &text,
             &template,
             machine_type,
             cli,
             unresolved,
-            notes,
+            None,
         ));
     }
-    Ok(vec![LoadedFile {
-        label,
+    Ok(vec![LoadedFile::new(
+        path.display().to_string(),
         text,
-        definition: loaded,
-    }])
+        loaded,
+    )])
 }
 
 /// The parsed file, when it is a template with state machines.
@@ -104,30 +150,7 @@ fn template_value(text: &str, name: &str) -> Option<serde_json::Value> {
     asl::cfn::is_template_with_machines(&value).then_some(value)
 }
 
-/// Every state machine of a template, loaded. `only` picks one by logical ID.
-pub fn load_template(
-    path: &Path,
-    text: &str,
-    template: &serde_json::Value,
-    machine_type: MachineType,
-    cli: &Substitutions,
-    unresolved: Unresolved,
-    notes: &mut Vec<String>,
-) -> Vec<LoadedFile> {
-    load_template_machines(
-        path,
-        text,
-        template,
-        machine_type,
-        cli,
-        unresolved,
-        None,
-        notes,
-    )
-}
-
-/// [`load_template`], for the machine with logical ID `only` when given.
-#[allow(clippy::too_many_arguments)]
+/// Every state machine of a template, loaded, or the one with logical ID `only` when given.
 fn load_template_machines(
     path: &Path,
     text: &str,
@@ -136,90 +159,126 @@ fn load_template_machines(
     cli: &Substitutions,
     unresolved: Unresolved,
     only: Option<&str>,
-    notes: &mut Vec<String>,
 ) -> Vec<LoadedFile> {
+    asl::cfn::state_machines(template)
+        .into_iter()
+        .filter(|m| only.is_none_or(|id| id == m.logical_id))
+        .map(|machine| {
+            let mut subs = machine.substitutions.clone();
+            subs.extend(cli);
+            let machine_type = match machine.machine_type.as_deref() {
+                Some("EXPRESS") => MachineType::Express,
+                Some("STANDARD") => MachineType::Standard,
+                _ => machine_type,
+            };
+            let options = LoadOptions {
+                machine_type,
+                substitutions: &subs,
+                unresolved,
+            };
+            let mut file = load_template_machine(path, text, machine.source, options);
+            file.logical_id = Some(machine.logical_id);
+            file.deployed_name = machine.name;
+            file
+        })
+        .collect()
+}
+
+/// One state machine of a template, from wherever its definition is.
+fn load_template_machine(
+    path: &Path,
+    text: &str,
+    source: asl::cfn::DefinitionSource,
+    options: LoadOptions<'_>,
+) -> LoadedFile {
     use asl::cfn::DefinitionSource;
-    let mut out = Vec::new();
-    for machine in asl::cfn::state_machines(template) {
-        if only.is_some_and(|id| id != machine.logical_id) {
-            continue;
-        }
-        let label = format!("{}#{}", path.display(), machine.logical_id);
-        let mut subs = machine.substitutions.clone();
-        subs.extend(cli);
-        let machine_type = match machine.machine_type.as_deref() {
-            Some("EXPRESS") => MachineType::Express,
-            Some("STANDARD") => MachineType::Standard,
-            _ => machine_type,
-        };
-        match machine.source {
-            DefinitionSource::Inline { value, pointer } => out.push(LoadedFile {
-                label,
-                text: text.to_owned(),
-                definition: load_inline(value, &pointer, machine_type, &subs, unresolved),
-            }),
-            DefinitionSource::Text {
-                text: definition_text,
-                pointer,
-            } => {
-                let options = LoadOptions {
-                    machine_type,
-                    substitutions: &subs,
-                    unresolved,
-                };
-                out.push(LoadedFile {
-                    label,
-                    text: text.to_owned(),
-                    definition: load_string(&definition_text, &pointer, options),
-                });
+    let in_template =
+        |definition| LoadedFile::new(path.display().to_string(), text.to_owned(), definition);
+    match source {
+        DefinitionSource::Inline { mut value, pointer } => {
+            let mut diags = asl::Diagnostics::default();
+            asl::substitution::apply(
+                &mut value,
+                options.substitutions,
+                options.unresolved,
+                &mut diags,
+            );
+            let mut definition = asl::load_value(value, options.machine_type, diags);
+            for d in &mut definition.diagnostics.0 {
+                rebase(d, &pointer);
             }
-            DefinitionSource::File(rel) => {
-                let file = path.parent().unwrap_or(Path::new(".")).join(&rel);
-                match load_file(&file, machine_type, &subs, unresolved) {
-                    Ok((file_text, definition)) => out.push(LoadedFile {
-                        label: format!("{}#{}", file.display(), machine.logical_id),
-                        text: file_text,
-                        definition,
-                    }),
-                    Err(e) => notes.push(format!("{label}: DefinitionUri {rel}: {e}")),
+            in_template(definition)
+        }
+        DefinitionSource::Text {
+            text: definition_text,
+            pointer,
+        } => {
+            let mut definition = asl::load_text(&definition_text, SourceFormat::Json, options);
+            // Places inside the string are named in the message; the location is the
+            // DefinitionString field of the template.
+            for d in &mut definition.diagnostics.0 {
+                let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
+                d.message = format!("in DefinitionString at {inner}: {}", d.message);
+                d.location = asl::diagnostic::Location::Pointer(pointer.clone());
+                d.related.clear();
+            }
+            in_template(definition)
+        }
+        DefinitionSource::File { uri, pointer } => {
+            let file = beside(path.parent().unwrap_or(Path::new("")), &uri);
+            match load_file(
+                &file,
+                options.machine_type,
+                options.substitutions,
+                options.unresolved,
+            ) {
+                Ok((file_text, definition)) => LoadedFile {
+                    template: Some(path.display().to_string()),
+                    ..LoadedFile::new(file.display().to_string(), file_text, definition)
+                },
+                Err(e) => in_template(unreadable(&pointer, format!("DefinitionUri {uri}: {e}"))),
+            }
+        }
+        DefinitionSource::Unreadable { why, pointer } => in_template(unreadable(&pointer, why)),
+    }
+}
+
+/// A definition that cannot be read: an ERROR at the template's field that names it.
+fn unreadable(at: &asl::JsonPointer, message: String) -> LoadedDefinition {
+    let mut diagnostics = asl::Diagnostics::default();
+    diagnostics.error(asl::Code::UnreadableDefinition, at, message);
+    LoadedDefinition {
+        machine: None,
+        diagnostics,
+        json: None,
+    }
+}
+
+/// The file a template in `folder` names as `uri`, as a repository path reads: `uri`'s `.`
+/// dropped, and each of its `..` taking back a folder of `folder` (a template in `sam/`
+/// naming `../statemachine/a.asl.json` gives `statemachine/a.asl.json`). `folder` is kept as
+/// the user wrote it otherwise, and a symbolic link is never taken back.
+fn beside(folder: &Path, uri: &str) -> PathBuf {
+    use std::path::Component;
+    let mut out = folder.to_path_buf();
+    for part in Path::new(uri).components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let real_folder =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)))
+                        && !std::fs::symlink_metadata(&out)
+                            .is_ok_and(|m| m.file_type().is_symlink());
+                if real_folder {
+                    out.pop();
+                } else {
+                    out.push("..");
                 }
             }
-            DefinitionSource::Unreadable(why) => {
-                notes.push(format!("{label}: {why}; not validated"));
-            }
+            other => out.push(other),
         }
     }
     out
-}
-
-/// A template's inline `Definition` (at `pointer`), its diagnostics at the template's places.
-fn load_inline(
-    mut value: serde_json::Value,
-    pointer: &asl::JsonPointer,
-    machine_type: MachineType,
-    subs: &Substitutions,
-    unresolved: Unresolved,
-) -> LoadedDefinition {
-    let mut diags = asl::Diagnostics::default();
-    asl::substitution::apply(&mut value, subs, unresolved, &mut diags);
-    let mut definition = asl::load_value(value, machine_type, diags);
-    for d in &mut definition.diagnostics.0 {
-        rebase(d, pointer);
-    }
-    definition
-}
-
-/// A template's `DefinitionString` (at `pointer`): places inside the string are named in the
-/// message; the location is the DefinitionString field of the template.
-fn load_string(text: &str, pointer: &asl::JsonPointer, options: LoadOptions) -> LoadedDefinition {
-    let mut definition = asl::load_text(text, SourceFormat::Json, options);
-    for d in &mut definition.diagnostics.0 {
-        let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
-        d.message = format!("in DefinitionString at {inner}: {}", d.message);
-        d.location = asl::diagnostic::Location::Pointer(pointer.clone());
-        d.related.clear();
-    }
-    definition
 }
 
 /// Moves a diagnostic from the definition's own pointers to the template's.
@@ -233,7 +292,8 @@ fn rebase(d: &mut asl::Diagnostic, base: &asl::JsonPointer) {
     };
     match &mut d.location {
         asl::diagnostic::Location::Pointer(p)
-        | asl::diagnostic::Location::InString { pointer: p, .. } => *p = join(p),
+        | asl::diagnostic::Location::InString { pointer: p, .. }
+        | asl::diagnostic::Location::Field { pointer: p, .. } => *p = join(p),
         _ => {}
     }
     for (p, _) in &mut d.related {
@@ -276,7 +336,6 @@ pub fn load_for_run(
                 ))
             }
         };
-        let mut notes = Vec::new();
         let mut found = load_template_machines(
             path,
             &text,
@@ -285,12 +344,12 @@ pub fn load_for_run(
             cli,
             Unresolved::Refuse,
             Some(&id),
-            &mut notes,
         );
-        return match found.pop() {
-            Some(file) => Ok((file, id)),
-            None => Err(notes.join("; ")),
-        };
+        let file = found
+            .pop()
+            .ok_or_else(|| format!("{}: no state machine {id}", path.display()))?;
+        let name = file.deployed_name.clone().unwrap_or(id);
+        return Ok((file, name));
     }
     let Some(path) = definition else {
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
@@ -298,11 +357,7 @@ pub fn load_for_run(
     let (text, definition) = load_file(path, MachineType::Standard, cli, Unresolved::Refuse)?;
     let name = machine_name(path);
     Ok((
-        LoadedFile {
-            label: path.display().to_string(),
-            text,
-            definition,
-        },
+        LoadedFile::new(path.display().to_string(), text, definition),
         name,
     ))
 }
@@ -311,8 +366,8 @@ impl LoadedFile {
     /// The definition text to store with an execution: the file as written when it is plain
     /// JSON without placeholders, else the JSON the definition became.
     pub fn stored_definition(&self) -> Option<String> {
-        let plain = !self.label.contains('#')
-            && SourceFormat::detect(Some(&self.label), &self.text) == SourceFormat::Json
+        let plain = self.logical_id.is_none()
+            && SourceFormat::detect(Some(&self.path), &self.text) == SourceFormat::Json
             && !self.text.contains("${");
         if plain {
             Some(self.text.clone())

@@ -123,11 +123,7 @@ fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Pictur
     let shown = path.display().to_string();
     let Some(machine) = loaded.machine else {
         let report = report::render_human(
-            &[FileReport {
-                path: &shown,
-                text: &text,
-                diagnostics: &loaded.diagnostics,
-            }],
+            &[FileReport::new(&shown, &text, &loaded.diagnostics)],
             false,
         );
         err!("{report}");

@@ -3,8 +3,9 @@
 //! line per finished state.
 //!
 //! It reads what the engine committed (the database is the source of truth) from a thread of its
-//! own, so the engine knows nothing of it. Nothing is drawn when stderr is not a terminal, with
-//! `--quiet`, or with `--format json`.
+//! own, so the engine knows nothing of it. The spinner is drawn only on a terminal, never with
+//! `--quiet` or `--format json`; the `-v` lines are printed wherever stderr goes (a CI log, a
+//! pipe under pytest), since that is where they are wanted most.
 
 use crate::graph::overlay::{duration_text, Overlay};
 use crate::store::Store;
@@ -24,9 +25,10 @@ pub struct Progress {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Whether progress should be drawn: stderr is a terminal, and neither `--quiet` nor JSON output.
+/// Whether progress should be watched: not `--quiet`, and either `--verbose` (its lines go
+/// to any stderr) or a terminal without JSON output (for the spinner).
 pub fn wanted(quiet: bool, json: bool) -> bool {
-    !quiet && !json && std::io::stderr().is_terminal()
+    !quiet && (crate::cli::ui::verbose() || (!json && std::io::stderr().is_terminal()))
 }
 
 impl Progress {
@@ -61,7 +63,21 @@ impl Drop for Progress {
 }
 
 fn watch(store: &Store, executions: &[String], verbose: bool, stop: &AtomicBool) {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    // The spinner only on a terminal; elsewhere the `-v` lines alone, printed as they come.
+    let terminal = std::io::stderr().is_terminal();
+    let target = if terminal {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(None, target);
+    let print = |line: String| {
+        if terminal {
+            bar.println(line);
+        } else {
+            errln!("{line}");
+        }
+    };
     bar.set_style(
         ProgressStyle::with_template("{spinner:.cyan} {elapsed:>4} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -79,7 +95,7 @@ fn watch(store: &Store, executions: &[String], verbose: bool, stop: &AtomicBool)
             if verbose {
                 for event in events.iter().skip(seen[i]) {
                     if let Some(line) = finished_line(event) {
-                        bar.println(line);
+                        print(line);
                     }
                 }
             }

@@ -25,8 +25,12 @@ use std::ops::Range;
 /// One definition file and what validation found in it.
 #[derive(Debug, Clone, Copy)]
 pub struct FileReport<'a> {
-    /// The path as the user gave it; shown as is.
+    /// The path of the file that holds the definition, as the user gave it; shown as is.
     pub path: &'a str,
+    /// The logical ID, when the definition is a template's state machine.
+    pub logical_id: Option<&'a str>,
+    /// The template, when the definition is in a file of its own that a template names.
+    pub template: Option<&'a str>,
     /// The file's text, exactly as read.
     pub text: &'a str,
     /// What validation found, in order.
@@ -72,10 +76,30 @@ struct Place {
     label: Option<String>,
 }
 
-/// How a report's text is written; a template's state machine is labelled `FILE#LogicalId`.
+impl<'a> FileReport<'a> {
+    /// The report of a definition file of its own.
+    pub fn new(path: &'a str, text: &'a str, diagnostics: &'a Diagnostics) -> Self {
+        FileReport {
+            path,
+            logical_id: None,
+            template: None,
+            text,
+            diagnostics,
+        }
+    }
+
+    /// How people are shown it: `path`, or `path (LogicalId)` for a template's state machine.
+    fn label(&self) -> String {
+        match self.logical_id {
+            Some(id) => format!("{} ({id})", self.path),
+            None => self.path.to_owned(),
+        }
+    }
+}
+
+/// How a report's text is written.
 fn source_format(file: &FileReport<'_>) -> crate::asl::SourceFormat {
-    let name = file.path.split('#').next().unwrap_or(file.path);
-    crate::asl::SourceFormat::detect(Some(name), file.text)
+    crate::asl::SourceFormat::detect(Some(file.path), file.text)
 }
 
 /// Resolves locations in one file; the index and the syntax error are computed once.
@@ -107,6 +131,9 @@ impl<'a> Resolver<'a> {
     fn place(&self, location: &Location) -> Place {
         match location {
             Location::Pointer(pointer) => self.place_span(self.index.span(pointer), None),
+            Location::Field { pointer, key } => {
+                self.place_span(self.index.span(&pointer.key(key)), None)
+            }
             Location::InString { pointer, offset } => {
                 match self.index.string_offset(pointer, *offset) {
                     Some(at) => {
@@ -281,12 +308,36 @@ pub fn render_human(files: &[FileReport<'_>], color: bool) -> String {
         }
         let counts = Counts::of(file.diagnostics);
         total = total.add(counts);
-        let _ = writeln!(out, "{}: {counts}", file.path);
+        let _ = writeln!(out, "{}: {counts}", file.label());
     }
     if files.len() > 1 {
-        let _ = writeln!(out, "{} files: {total}", files.len());
+        let _ = writeln!(out, "{}: {total}", totals_line(files));
     }
     out
+}
+
+/// `3 files`, or for templates `2 files, 3 state machines`: every file read (a template and
+/// the definition files it names), and every state machine checked.
+fn totals_line(files: &[FileReport<'_>]) -> String {
+    let mut read: Vec<&str> = files
+        .iter()
+        .flat_map(|f| std::iter::once(f.path).chain(f.template))
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let in_templates = files.iter().any(|f| f.logical_id.is_some());
+    if in_templates {
+        let machines = files.len();
+        format!(
+            "{} file{}, {machines} state machine{}",
+            read.len(),
+            plural(read.len()),
+            plural(machines)
+        )
+    } else {
+        format!("{} file{}", read.len(), plural(read.len()))
+    }
 }
 
 /// The longest line a snippet shows; past it, a diagnostic is shown without one.
@@ -462,6 +513,14 @@ fn file_json(file: &FileReport<'_>, with_path: bool) -> Map<String, Value> {
     if with_path {
         object.insert("file".to_owned(), json!(file.path));
     }
+    // A template's state machine: which one, and the template when the definition is a file
+    // of its own (`file` stays a path either way).
+    if let Some(id) = file.logical_id {
+        object.insert("logicalId".to_owned(), json!(id));
+    }
+    if let Some(template) = file.template {
+        object.insert("template".to_owned(), json!(template));
+    }
     object.insert(
         "result".to_owned(),
         json!(validation::result(file.diagnostics)),
@@ -498,19 +557,37 @@ pub fn render_github(files: &[FileReport<'_>]) -> String {
                 let (line, column) = resolver.index.line_col(resolver.index.span(pointer).start);
                 let _ = write!(message, "\n{label} (line {line}, column {column})");
             }
+            // `file=` must be a path GitHub finds in the repository; which state machine goes
+            // into the title.
+            let title = match file.logical_id {
+                Some(id) => format!("{} in {id}", diagnostic.code),
+                None => diagnostic.code.to_string(),
+            };
             let _ = writeln!(
                 out,
                 "::{} file={},line={},col={},title={}::{}",
                 severity_word(diagnostic.severity),
-                escape_property(file.path),
+                escape_property(&repository_path(file.path)),
                 place.line,
                 place.column,
-                escape_property(diagnostic.code.as_str()),
+                escape_property(&title),
                 escape_data(&message)
             );
         }
     }
     out
+}
+
+/// A path as GitHub names files: relative to the working directory (the repository's root in
+/// a workflow) when it is under it, without `./`.
+fn repository_path(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let relative = match std::env::current_dir() {
+        Ok(cwd) if p.is_absolute() => p.strip_prefix(&cwd).unwrap_or(p),
+        _ => p,
+    };
+    let shown = relative.display().to_string();
+    shown.strip_prefix("./").map(str::to_owned).unwrap_or(shown)
 }
 
 /// GitHub's escaping of a command's message.
@@ -579,11 +656,7 @@ mod tests {
     fn human_single_file() {
         let diags = task_diagnostics();
         let out = render_human(
-            &[FileReport {
-                path: "definitions/a.json",
-                text: TASK,
-                diagnostics: &diags,
-            }],
+            &[FileReport::new("definitions/a.json", TASK, &diags)],
             false,
         );
         assert!(out.ends_with("definitions/a.json: 2 errors, 1 warning\n"));
@@ -598,26 +671,10 @@ mod tests {
         let ok = Diagnostics::default();
         let out = render_human(
             &[
-                FileReport {
-                    path: "broken.json",
-                    text: BROKEN,
-                    diagnostics: &broken,
-                },
-                FileReport {
-                    path: "words.json",
-                    text: "not a definition",
-                    diagnostics: &not_json,
-                },
-                FileReport {
-                    path: "good.json",
-                    text: "{}",
-                    diagnostics: &ok,
-                },
-                FileReport {
-                    path: "a.json",
-                    text: TASK,
-                    diagnostics: &task,
-                },
+                FileReport::new("broken.json", BROKEN, &broken),
+                FileReport::new("words.json", "not a definition", &not_json),
+                FileReport::new("good.json", "{}", &ok),
+                FileReport::new("a.json", TASK, &task),
             ],
             false,
         );
@@ -627,11 +684,7 @@ mod tests {
     #[test]
     fn json_single_file_is_aws_shape() {
         let diags = task_diagnostics();
-        let out = render_json(&[FileReport {
-            path: "a.json",
-            text: TASK,
-            diagnostics: &diags,
-        }]);
+        let out = render_json(&[FileReport::new("a.json", TASK, &diags)]);
         let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["result"], "FAIL");
         assert_eq!(value["truncated"], false);
@@ -666,31 +719,19 @@ mod tests {
             ),
         ] {
             let diags = syntax_diagnostics(text);
-            let out = render_json(&[FileReport {
-                path: "x.json",
-                text,
-                diagnostics: &diags,
-            }]);
+            let out = render_json(&[FileReport::new("x.json", text, &diags)]);
             assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), expected);
         }
         // A root pointer is AWS's "/"; no diagnostics is OK; warnings alone are OK.
         let mut diags = Diagnostics::default();
-        let ok = render_json(&[FileReport {
-            path: "x.json",
-            text: "{}",
-            diagnostics: &diags,
-        }]);
+        let ok = render_json(&[FileReport::new("x.json", "{}", &diags)]);
         assert_eq!(
             serde_json::from_str::<Value>(&ok).unwrap(),
             json!({"result": "OK", "diagnostics": [], "truncated": false})
         );
         diags.warning(Code::NoPath, &JsonPointer::root(), "w");
-        let warned: Value = serde_json::from_str(&render_json(&[FileReport {
-            path: "x.json",
-            text: "{}",
-            diagnostics: &diags,
-        }]))
-        .unwrap();
+        let warned: Value =
+            serde_json::from_str(&render_json(&[FileReport::new("x.json", "{}", &diags)])).unwrap();
         assert_eq!(warned["result"], "OK");
         assert_eq!(warned["diagnostics"][0]["location"], "/");
     }
@@ -700,16 +741,8 @@ mod tests {
         let task = task_diagnostics();
         let broken = syntax_diagnostics(BROKEN);
         let out = render_json(&[
-            FileReport {
-                path: "a.json",
-                text: TASK,
-                diagnostics: &task,
-            },
-            FileReport {
-                path: "broken.json",
-                text: BROKEN,
-                diagnostics: &broken,
-            },
+            FileReport::new("a.json", TASK, &task),
+            FileReport::new("broken.json", BROKEN, &broken),
         ]);
         let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
@@ -724,16 +757,8 @@ mod tests {
         let task = task_diagnostics();
         let broken = syntax_diagnostics(BROKEN);
         let out = render_github(&[
-            FileReport {
-                path: "definitions/a.json",
-                text: TASK,
-                diagnostics: &task,
-            },
-            FileReport {
-                path: "C:\\defs\\b,c.json",
-                text: BROKEN,
-                diagnostics: &broken,
-            },
+            FileReport::new("definitions/a.json", TASK, &task),
+            FileReport::new("C:\\defs\\b,c.json", BROKEN, &broken),
         ]);
         insta::assert_snapshot!("github", out);
     }
@@ -764,11 +789,7 @@ mod tests {
             ..Diagnostic::error(Code::InvalidJsonDescription, &JsonPointer::root(), "there")
         });
         let text = "  {\n  \"a\": 1}";
-        let out = render_github(&[FileReport {
-            path: "x.json",
-            text,
-            diagnostics: &diags,
-        }]);
+        let out = render_github(&[FileReport::new("x.json", text, &diags)]);
         let positions: Vec<&str> = out
             .lines()
             .map(|l| {
@@ -790,29 +811,11 @@ mod tests {
             ]
         );
         // And miette copes with every one of them, and with text that is not there at all.
-        let human = render_human(
-            &[FileReport {
-                path: "x.json",
-                text,
-                diagnostics: &diags,
-            }],
-            true,
-        );
+        let human = render_human(&[FileReport::new("x.json", text, &diags)], true);
         assert!(human.contains("x.json: 4 errors, 0 warnings"));
         for text in ["", "\u{feff}", "[]", "{\"a\": [1, 2]}", "é😀"] {
-            let _ = render_human(
-                &[FileReport {
-                    path: "y.json",
-                    text,
-                    diagnostics: &diags,
-                }],
-                false,
-            );
-            let _ = render_github(&[FileReport {
-                path: "y.json",
-                text,
-                diagnostics: &diags,
-            }]);
+            let _ = render_human(&[FileReport::new("y.json", text, &diags)], false);
+            let _ = render_github(&[FileReport::new("y.json", text, &diags)]);
         }
     }
 

@@ -11,7 +11,7 @@ use crate::cli::flags::{
     self, AccountArgs, BindingArgs, DatabaseArgs, DefinitionArgs, EndpointArgs, FlagError,
     InputArgs, MachineArgs, MockArgs, RunOutputArgs, S3Args,
 };
-use crate::cli::report::{self, FileReport};
+use crate::cli::report;
 use crate::cli::EXIT_USAGE;
 use crate::engine::context::ExecutionInfo;
 use crate::engine::runner::{check_name, run_execution, RunError, RunRequest};
@@ -91,11 +91,7 @@ struct Shown {
 impl Shown {
     fn show(&self) {
         let report = report::render_human(
-            &[FileReport {
-                path: &self.file.label,
-                text: &self.file.text,
-                diagnostics: &self.file.definition.diagnostics,
-            }],
+            &[self.file.report()],
             report::color_wanted(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         );
         err!("{report}");
@@ -149,7 +145,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         shown.show();
         errln!(
             "error: {} is not a valid state machine; nothing was run",
-            shown.file.label
+            shown.file.label()
         );
         return Err(ExitCode::from(EXIT_USAGE));
     };
@@ -289,7 +285,7 @@ fn show_warnings(store: &Store, plan: &Plan) {
     } else {
         errln!(
             "sfn-local: {count} warning(s) about {}, shown on its first run (-v shows them again; validate lists them)",
-            plan.shown.file.label
+            plan.shown.file.label()
         );
     }
 }

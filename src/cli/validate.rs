@@ -1,7 +1,7 @@
 //! `sfn-local validate FILE_OR_DIR...`: a CI gate with AWS's verdicts at line and column.
 
 use crate::asl::{MachineType, Unresolved};
-use crate::cli::definition::{load_any, SubstitutionArgs};
+use crate::cli::definition::{load_any, LoadedFile, SubstitutionArgs};
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use clap::{Args, ValueEnum};
@@ -87,10 +87,16 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     let value = if yaml {
         crate::asl::yaml::parse(&text)
             .map(|d| d.value)
-            .map_err(|e| format!("not valid YAML ({e})"))?
+            .map_err(|e| format!("not valid YAML ({e})"))
     } else {
         serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
-            .map_err(|_| "not valid JSON (and not named *.asl.json)".to_owned())?
+            .map_err(|e| format!("not valid JSON ({e}) and not named *.asl.json"))
+    };
+    let value = match value {
+        Ok(v) => v,
+        // A state machine that does not parse is a failure to report, never a skip.
+        Err(_) if looks_like_state_machine(&text) => return Ok(()),
+        Err(why) => return Err(why),
     };
     let machine = value.get("States").is_some() && value.get("StartAt").is_some();
     if machine || crate::asl::cfn::is_template_with_machines(&value) {
@@ -100,6 +106,17 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     } else {
         Err("not a state machine (no top-level States and StartAt)".to_owned())
     }
+}
+
+/// Whether text that does not parse is recognisably a state machine: a template that names a
+/// Step Functions state machine type, or a definition with both `StartAt` and `States`.
+fn looks_like_state_machine(text: &str) -> bool {
+    let template = text.contains("Resources")
+        && crate::asl::cfn::STATE_MACHINE_TYPES
+            .iter()
+            .any(|t| text.contains(t));
+    let definition = text.contains("StartAt") && text.contains("States");
+    template || definition
 }
 
 /// Finds the definition files named by the arguments: files as given, folders walked for
@@ -144,31 +161,17 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let mut loaded = Vec::with_capacity(files.len());
-    let mut notes = Vec::new();
     for f in &files {
-        match load_any(f, machine_type, &subs, Unresolved::StandIn, &mut notes) {
-            Ok(found) => loaded.extend(
-                found
-                    .into_iter()
-                    .map(|l| (l.label, l.text, l.definition.diagnostics)),
-            ),
+        match load_any(f, machine_type, &subs, Unresolved::StandIn) {
+            Ok(found) => loaded.extend(found),
             Err(e) => {
                 errln!("error: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         }
     }
-    for note in &notes {
-        errln!("note: {note}");
-    }
-    let reports: Vec<FileReport<'_>> = loaded
-        .iter()
-        .map(|(path, text, diags)| FileReport {
-            path,
-            text,
-            diagnostics: diags,
-        })
-        .collect();
+    let loaded = once_per_state_machine(loaded);
+    let reports: Vec<FileReport<'_>> = loaded.iter().map(LoadedFile::report).collect();
     let out = match args.format {
         Format::Human => report::render_human(
             &reports,
@@ -187,9 +190,27 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     if !out.ends_with('\n') && !out.is_empty() {
         let _ = stdout.write_all(b"\n");
     }
-    if loaded.iter().any(|(_, _, d)| d.has_errors()) {
+    if loaded.iter().any(|l| l.definition.diagnostics.has_errors()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Drops a definition file checked on its own when a template also names it (`DefinitionUri`):
+/// it is checked once, in the template's context (its substitutions, its type), so a folder
+/// walk neither counts it twice nor warns about placeholders the template fills.
+fn once_per_state_machine(loaded: Vec<LoadedFile>) -> Vec<LoadedFile> {
+    let same_file = |p: &str| std::fs::canonicalize(p).ok();
+    let named: Vec<PathBuf> = loaded
+        .iter()
+        .filter(|l| l.template.is_some())
+        .filter_map(|l| same_file(&l.path))
+        .collect();
+    loaded
+        .into_iter()
+        .filter(|l| {
+            l.logical_id.is_some() || same_file(&l.path).is_none_or(|p| !named.contains(&p))
+        })
+        .collect()
 }

@@ -203,11 +203,7 @@ fn known_machine(
         },
     );
     Ok(LoadedMachine {
-        file: LoadedFile {
-            label: arn.to_owned(),
-            text: known.definition,
-            definition,
-        },
+        file: LoadedFile::new(arn.to_owned(), known.definition, definition),
         default_name: known.name,
         role_arn: known.role_arn,
         account: Account::of_arn(arn),

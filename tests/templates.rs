@@ -1,0 +1,338 @@
+//! SAM and CloudFormation templates as `validate` reads them (#30): nothing unreadable passes,
+//! in any output format; annotations and JSON reports name real files with the logical ID
+//! beside them; a definition a template names is checked once, in the template's context.
+
+mod common;
+
+use common::{Output, Sandbox};
+use serde_json::Value;
+
+const FORMATS: [&str; 3] = ["text", "json", "github"];
+
+/// Runs `sfn-local ARGS` with the sandbox as the working directory, as a user in their
+/// repository does (paths in the output are then repository paths).
+fn run_in(sb: &Sandbox, args: &[&str]) -> Output {
+    let child = sb
+        .command()
+        .current_dir(sb.dir.path())
+        .args(args)
+        .spawn()
+        .expect("spawn sfn-local");
+    Output::of(child)
+}
+
+fn mkdir(sb: &Sandbox, dir: &str) {
+    std::fs::create_dir_all(sb.path(dir)).unwrap();
+}
+
+/// Asserts that `validate ARGS` fails (exit 1) in every output format, and returns the JSON.
+fn fails_in_every_format(sb: &Sandbox, args: &[&str]) -> Value {
+    let mut json = Value::Null;
+    for format in FORMATS {
+        let mut all = vec!["validate", "--format", format];
+        all.extend_from_slice(args);
+        let out = run_in(sb, &all);
+        assert_eq!(
+            out.code, 1,
+            "--format {format}: {}\n{}",
+            out.stdout, out.stderr
+        );
+        match format {
+            "json" => json = out.json(),
+            "github" => assert!(out.stdout.starts_with("::error "), "{}", out.stdout),
+            _ => assert!(out.stdout.contains("error"), "{}", out.stdout),
+        }
+    }
+    json
+}
+
+const ORDER: &str = r#"{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": {"Type": "Task", "Resource": "${ChargeFunctionArn}", "End": true}
+  }
+}
+"#;
+
+const SAM: &str = "Transform: AWS::Serverless-2016-10-31
+Resources:
+  ChargeFunction:
+    Type: AWS::Serverless::Function
+  OrderStateMachine:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionUri: statemachine/order.asl.json
+      DefinitionSubstitutions:
+        ChargeFunctionArn: !GetAtt ChargeFunction.Arn
+";
+
+/// Regression (#30): a `DefinitionUri` naming a missing file printed a note and passed (exit
+/// 0, `[]` in JSON, nothing for GitHub), so a renamed `.asl.json` passed CI.
+#[test]
+fn a_missing_definition_uri_fails_in_every_format() {
+    let sb = Sandbox::new();
+    sb.write("template.yaml", SAM);
+    let json = fails_in_every_format(&sb, &["template.yaml"]);
+    assert_eq!(json["result"], "FAIL", "{json}");
+    let d = &json["diagnostics"][0];
+    assert_eq!(d["code"], "UNREADABLE_DEFINITION");
+    assert_eq!(
+        d["location"],
+        "/Resources/OrderStateMachine/Properties/DefinitionUri"
+    );
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("statemachine/order.asl.json") && message.contains("No such file"),
+        "{message}"
+    );
+    // Only what is wrong: not the unrelated size limit of a definition.
+    assert!(!message.contains("at most"), "{message}");
+
+    let out = run_in(&sb, &["validate", "--format", "github", "template.yaml"]);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .split("::")
+            .nth(1)
+            .unwrap(),
+        "error file=template.yaml,line=8,col=7,title=UNREADABLE_DEFINITION in OrderStateMachine",
+        "{}",
+        out.stdout
+    );
+    // A folder walk fails the same way.
+    let walk = fails_in_every_format(&sb, &["."]);
+    assert_eq!(walk[0]["logicalId"], "OrderStateMachine", "{walk}");
+}
+
+#[test]
+fn definitions_in_s3_or_missing_fail() {
+    let sb = Sandbox::new();
+    sb.write(
+        "template.yaml",
+        "Resources:
+  InS3:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionUri: s3://bucket/order.asl.json
+  InS3Object:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionUri: {Bucket: b, Key: k}
+  Nothing:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      RoleArn: arn:aws:iam::123456789012:role/r
+",
+    );
+    let json = fails_in_every_format(&sb, &["template.yaml"]);
+    let reports = json.as_array().unwrap();
+    assert_eq!(reports.len(), 3, "{json}");
+    for r in reports {
+        assert_eq!(r["result"], "FAIL", "{r}");
+        assert_eq!(r["diagnostics"][0]["code"], "UNREADABLE_DEFINITION", "{r}");
+    }
+}
+
+/// Regression (#30): a folder walk skipped a template it could not parse and exited 0.
+#[test]
+fn a_template_that_does_not_parse_fails_a_walk_and_junk_is_skipped_with_why() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "app");
+    sb.write(
+        "app/template.yaml",
+        "Resources:\n  Machine:\n    Type: AWS::Serverless::StateMachine\n    Properties:\n      Definition: [unclosed\n",
+    );
+    sb.write("app/notes.yaml", "just: [text\n");
+    sb.write("app/broken.json", "{\"StartAt\": \"A\", \"States\": {");
+    let json = fails_in_every_format(&sb, &["app"]);
+    let files: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["app/broken.json", "app/template.yaml"], "{json}");
+    let out = run_in(&sb, &["validate", "-v", "app"]);
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.starts_with("skipped app/notes.yaml: not valid YAML")),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Regression (#30): a walk checked a definition a template names twice (alone, with spurious
+/// UNRESOLVED_SUBSTITUTION warnings, and through the template) and counted "3 files" for 2.
+#[test]
+fn a_walk_checks_a_named_definition_once_in_its_template_context() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "statemachine");
+    sb.write("template.yaml", SAM);
+    sb.write("statemachine/order.asl.json", ORDER);
+    let out = run_in(&sb, &["validate", "--format", "json", "."]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let v = out.json();
+    assert_eq!(
+        v,
+        serde_json::json!([{
+            "file": "./statemachine/order.asl.json",
+            "logicalId": "OrderStateMachine",
+            "template": "./template.yaml",
+            "result": "OK",
+            "diagnostics": [],
+            "truncated": false
+        }])
+    );
+    let out = run_in(&sb, &["validate", "."]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(
+        out.stdout, "./statemachine/order.asl.json (OrderStateMachine): ok\n",
+        "{}",
+        out.stdout
+    );
+    let out = run_in(&sb, &["validate", "--format", "github", "."]);
+    assert_eq!(out.stdout, "", "no annotation for a clean definition");
+
+    // Two machines, one in the template, one in a file: 2 files, 2 state machines.
+    sb.write(
+        "template.yaml",
+        &format!(
+            "{SAM}  Inline:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: P
+        States:
+          P: {{Type: Pass, End: true}}
+"
+        ),
+    );
+    let out = run_in(&sb, &["validate", "."]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.ends_with("2 files, 2 state machines: ok\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Regression (#30): annotations said `file=template.yaml#MyStateMachine`, which GitHub
+/// cannot place. The file holding the problem is named, at its own line.
+#[test]
+fn annotations_name_the_file_that_holds_the_problem() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "statemachine");
+    sb.write("template.yaml", SAM);
+    sb.write(
+        "statemachine/order.asl.json",
+        "{\n  \"StartAt\": \"Charge\",\n  \"States\": {\n    \"Charge\": {\"Type\": \"Task\", \"Resource\": \"${ChargeFunctionArn}\", \"Next\": \"Nowhere\"}\n  }\n}\n",
+    );
+    let json = fails_in_every_format(&sb, &["template.yaml"]);
+    assert_eq!(json["logicalId"], "OrderStateMachine", "{json}");
+    let out = run_in(&sb, &["validate", "--format", "github", "template.yaml"]);
+    let line = out.stdout.lines().next().unwrap();
+    assert!(
+        line.starts_with(
+            "::error file=statemachine/order.asl.json,line=4,col=68,title=MISSING_TRANSITION_TARGET in OrderStateMachine::"
+        ),
+        "{line}"
+    );
+    // An absolute path is shown relative to the working directory, as GitHub wants it.
+    let abs = sb.path("template.yaml").display().to_string();
+    let out = run_in(&sb, &["validate", "--format", "github", &abs]);
+    assert!(
+        out.stdout
+            .starts_with("::error file=statemachine/order.asl.json,"),
+        "{}",
+        out.stdout
+    );
+    // Text names the file and the state machine.
+    let out = run_in(&sb, &["validate", "template.yaml"]);
+    assert!(
+        out.stdout
+            .contains("statemachine/order.asl.json (OrderStateMachine): 1 error"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// #30 item 8: a bad `key.$` inside `Parameters` is shown at that key (AWS's `location` stays
+/// the object that holds it); an unknown intrinsic gets a did-you-mean.
+#[test]
+fn a_bad_dynamic_key_is_shown_at_the_key_and_typos_get_a_suggestion() {
+    let sb = Sandbox::new();
+    sb.write(
+        "m.asl.json",
+        r#"{
+  "StartAt": "Call",
+  "States": {
+    "Call": {
+      "Type": "Task",
+      "Resource": "arn:aws:states:::lambda:invoke",
+      "Parameters": {
+        "Payload": {
+          "ok.$": "$.a",
+          "text.$": "States.Formatt('{}', $.a)"
+        }
+      },
+      "End": true
+    }
+  }
+}
+"#,
+    );
+    let json = fails_in_every_format(&sb, &["m.asl.json"]);
+    let d = &json["diagnostics"][0];
+    assert_eq!(d["location"], "/States/Call/Parameters/Payload", "{json}");
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("unknown function 'States.Formatt' (did you mean 'States.Format'?)"),
+        "{message}"
+    );
+    let out = run_in(&sb, &["validate", "--format", "github", "m.asl.json"]);
+    assert!(
+        out.stdout
+            .starts_with("::error file=m.asl.json,line=10,col=11,"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Regression (#30): YAML that libyaml (CloudFormation, the SAM CLI, PyYAML) reads and
+/// yaml-rust2 refused, so a walk skipped the template and passed: a flow mapping closed left of
+/// its content, a quoted scalar continued at its key's column.
+#[test]
+fn templates_libyaml_reads_are_read_and_checked() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "app");
+    sb.write(
+        "app/template.yaml",
+        "Resources:
+  Policy:
+    Type: AWS::IAM::ManagedPolicy
+    Properties:
+      PolicyDocument: {
+        \"Version\": \"2012-10-17\"
+     }
+  Machine:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      Definition:
+        StartAt: P
+        States:
+          P: {Type: Pass, Next: Missing}
+Outputs:
+  Sample:
+    Value: \"{
+      \\\"input\\\": 1
+    }\"
+",
+    );
+    let json = fails_in_every_format(&sb, &["app"]);
+    let d = &json[0]["diagnostics"][0];
+    assert_eq!(d["code"], "MISSING_TRANSITION_TARGET", "{json}");
+    assert_eq!(json[0]["logicalId"], "Machine", "{json}");
+}
