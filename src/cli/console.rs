@@ -18,10 +18,22 @@ pub struct ConsoleArgs {
     /// `--db`.
     #[command(flatten)]
     pub database: DbArgs,
+    /// Who may address the server and how long clients may take.
+    #[command(flatten)]
+    pub web: crate::cli::web::WebArgs,
 }
 
 /// Runs `console`.
 pub fn run(args: ConsoleArgs) -> ExitCode {
+    let checked = crate::cli::web::check_exposure("sfn-local console", args.bind, false, false)
+        .and_then(|()| args.web.options("sfn-local console"));
+    let web = match checked {
+        Ok(web) => web,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let store = match args.database.lower().open() {
         Ok(s) => s,
         Err(e) => return e.exit(),
@@ -55,10 +67,7 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        match axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
+        match crate::web::listen::serve(listener, app, &web, shutdown).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 errln!("error: {e}");

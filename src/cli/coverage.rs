@@ -143,7 +143,11 @@ pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>
 
 /// One loaded definition as a [`Target`], placed in its file.
 fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
-    let label = file.label();
+    // Coverage names a template's machine `FILE#LogicalId`, one token per machine.
+    let label = match &file.logical_id {
+        Some(id) => format!("{}#{id}", file.path),
+        None => file.path.clone(),
+    };
     let (Some(machine), Some(json)) = (file.definition.machine, file.definition.json) else {
         return Err(format!(
             "{label} is not a valid state machine (see `sfn-local validate {}`)",

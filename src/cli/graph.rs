@@ -1,6 +1,6 @@
 //! `graph`: draw a definition (or an execution on its definition) as SVG, Mermaid or DOT.
 
-use crate::asl::{self, MachineType};
+use crate::asl;
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use crate::graph::{dot, mermaid, svg, ExecutionPicture, Graph};
@@ -27,7 +27,9 @@ pub enum GraphFormat {
     "The database (with --execution-arn or --coverage)"
 )))]
 pub struct GraphArgs {
-    /// The definition to draw (not needed with --execution-arn).
+    /// The definition to draw: a file, or a SAM/CloudFormation template
+    /// (`template.yaml#LogicalId` when it has several state machines). Not needed with
+    /// --execution-arn.
     #[arg(
         required_unless_present = "execution_arn",
         conflicts_with = "execution_arn"
@@ -49,6 +51,9 @@ pub struct GraphArgs {
     /// `--db`, read with --execution-arn or --coverage.
     #[command(flatten)]
     pub database: crate::cli::flags::DbArgs,
+    /// Values for `${NAME}` placeholders (stand-ins for the rest).
+    #[command(flatten)]
+    pub substitutions: crate::cli::flags::SubstitutionArgs,
 }
 
 /// What to draw: the graph, the colours over it, and the machine's name.
@@ -105,27 +110,22 @@ fn execution_picture(args: &GraphArgs, arn: &str) -> Result<Picture, ExitCode> {
     }
 }
 
-/// A definition file's machine, coloured by coverage with `--coverage`.
+/// A definition file's (or a template's) machine, coloured by coverage with `--coverage`.
 fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Picture, ExitCode> {
     let usage = |e: String| {
         errln!("error: {e}");
         ExitCode::from(EXIT_USAGE)
     };
-    // JSON or YAML, as every command reads a definition; `${Name}` placeholders get
-    // stand-ins, since a picture needs no values.
-    let (text, loaded) = crate::cli::definition::load_file(
-        path,
-        MachineType::Standard,
-        &asl::Substitutions::new(),
-        asl::Unresolved::StandIn,
-    )
-    .map_err(usage)?;
-    let shown = path.display().to_string();
-    let Some(machine) = loaded.machine else {
-        let report = report::render_human(
-            &[FileReport::new(&shown, &text, &loaded.diagnostics)],
-            false,
-        );
+    // JSON or YAML, or a template's state machine, as every command reads a definition;
+    // `${Name}` placeholders without a value get stand-ins, since a picture needs none.
+    let subs = args.substitutions.substitutions().map_err(usage)?;
+    let (file, name) =
+        crate::cli::definition::load_definition_or_template(path, &subs, asl::Unresolved::StandIn)
+            .map_err(usage)?;
+    let shown = file.label();
+    let Some(machine) = file.definition.machine else {
+        let diags = &file.definition.diagnostics;
+        let report = report::render_human(&[FileReport::new(&shown, &file.text, diags)], false);
         err!("{report}");
         errln!("error: {shown} is not a valid state machine; nothing was drawn");
         return Err(ExitCode::from(EXIT_USAGE));
@@ -134,7 +134,6 @@ fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Pictur
         true => Some(coverage_overlay(path, &args.database.lower()).map_err(usage)?),
         false => None,
     };
-    let name = crate::cli::definition::machine_name(path);
     Ok((Graph::from_machine(&machine), overlay, name))
 }
 

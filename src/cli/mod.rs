@@ -57,6 +57,7 @@ pub mod test;
 pub mod test_state;
 pub mod ui;
 pub mod validate;
+pub mod web;
 pub mod worker;
 
 /// `--machine`/`--machines` live with the other shared flag groups.

@@ -111,6 +111,8 @@ struct Plan {
     machine_name: String,
     role_arn: Option<String>,
     account: flags::Account,
+    /// Whether the machine is one the database knows (`--state-machine-arn`), not a file.
+    known: bool,
     database: flags::Database,
     format: RunFormat,
     bound: Bound,
@@ -185,6 +187,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         machine_name,
         role_arn: args.role_arn.clone().or(loaded.role_arn),
         account: loaded.account.unwrap_or_else(|| args.account.lower()),
+        known: matches!(definition.source, flags::DefinitionSource::Known(_)),
         database,
         format: args.output.lower(),
         bound,
@@ -237,6 +240,13 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
     );
     let execution_arn = info.execution_arn.clone();
     let format = plan.format;
+    if !plan.known {
+        if let Err(refused) =
+            register_machine(&store, &info, &plan.definition, &plan.shown.file.label())
+        {
+            return refused;
+        }
+    }
     let request = RunRequest {
         definition: plan.definition,
         machine: Arc::new(plan.machine),
@@ -247,7 +257,10 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         task_bindings: plan.bound.bindings.task_bindings,
         workers: plan.bound.bindings.workers,
         worker_bindings: plan.bound.bindings.worker_bindings,
-        options: EngineOptions { max_history_events },
+        options: EngineOptions {
+            max_history_events,
+            ..EngineOptions::default()
+        },
         notice: std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}")),
         machines: plan.bound.machines,
     };
@@ -287,6 +300,60 @@ fn show_warnings(store: &Store, plan: &Plan) {
             "sfn-local: {count} warning(s) about {}, shown on its first run (-v shows them again; validate lists them)",
             plan.shown.file.label()
         );
+    }
+}
+
+/// Exit status when the state machine's name is taken by another definition created through
+/// the API (`StateMachineAlreadyExists`).
+pub const EXIT_STATE_MACHINE_EXISTS: u8 = 18;
+
+/// Makes the machine this run executes one of the database's state machines (one world with
+/// `serve`'s API: ListStateMachines and DescribeStateMachine show it). A machine created through
+/// the API under this name with another definition refuses the run, as AWS refuses
+/// CreateStateMachine; one this command registered before takes the new definition.
+fn register_machine(
+    store: &crate::store::Store,
+    info: &ExecutionInfo,
+    definition: &str,
+    path: &str,
+) -> Result<(), ExitCode> {
+    use crate::store::Registered;
+    let now = crate::clock::system_now();
+    let record = crate::store::StateMachineRecord {
+        arn: info.state_machine_arn.clone(),
+        name: info.state_machine_name.clone(),
+        machine_type: "STANDARD".into(),
+        definition: definition.to_owned(),
+        role_arn: info.role_arn.clone(),
+        settings: "{}".into(),
+        revision_id: uuid::Uuid::new_v4().to_string(),
+        creation_date_ms: now,
+        update_date_ms: None,
+    };
+    match store.register_cli_machine(&record) {
+        Ok(Registered::Created | Registered::Unchanged) => Ok(()),
+        Ok(Registered::Updated) => {
+            if !crate::cli::ui::quiet() {
+                errln!(
+                    "sfn-local: state machine '{}' now has the definition of {path} (a new revision)",
+                    record.name
+                );
+            }
+            Ok(())
+        }
+        Ok(Registered::Taken(existing)) => Err(crate::cli::tasks::refuse(
+            "CreateStateMachine",
+            "StateMachineAlreadyExists",
+            &format!(
+                "State Machine Already Exists: '{}' (created through the API with another definition; run it with --state-machine-arn {}, or name this one with --state-machine-name NAME)",
+                existing.arn, existing.arn
+            ),
+            EXIT_STATE_MACHINE_EXISTS,
+        )),
+        Err(e) => {
+            errln!("error: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
     }
 }
 
