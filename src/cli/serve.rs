@@ -58,9 +58,6 @@ pub struct ServeArgs {
     /// heartbeats and cancellation are done for it (see "Workers").
     #[arg(long = "worker", value_name = "[MACHINE:]STATE=COMMAND")]
     pub workers: Vec<String>,
-    /// `--heartbeat`, `--kill-after`.
-    #[command(flatten)]
-    pub supervision: SupervisionArgs,
     /// `--endpoint`.
     #[command(flatten)]
     pub endpoints: EndpointArgs,
@@ -68,6 +65,9 @@ pub struct ServeArgs {
     /// README's table); AWS's behaviour by default.
     #[arg(long, value_enum, env = "SFN_LOCAL_COMPAT", default_value_t = CompatArg::Aws)]
     pub compat: CompatArg,
+    /// `--heartbeat`, `--kill-after`.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
