@@ -15,10 +15,12 @@
 //!   since deadlines are shared by the engine's timers and the token broker.
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
-//!   records.
+//!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.
+//! - [`web`]: what the HTTP faces (`serve`, the console) share to be safe to leave running: the
+//!   `Host` allow-list, timeouts and a connection cap.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!
 //! ```
@@ -42,3 +44,4 @@ pub mod serve;
 pub mod store;
 pub mod suggest;
 pub mod tasks;
+pub mod web;

@@ -353,6 +353,7 @@ async fn history_cap_fails_with_states_runtime_at_the_last_event() {
         Rc::new(LocalTasks::default()),
         EngineOptions {
             max_history_events: 50,
+            ..EngineOptions::default()
         },
     )
     .await;

@@ -818,12 +818,19 @@ fn serve_binds_a_managed_handler_to_a_callback_state_of_one_machine() {
     assert_eq!(output["input"]["MessageBody"]["n"], 7, "{output}");
     let t = types(&sb.history(&execution));
     assert!(!t.contains(&"TaskTimedOut".to_owned()), "{t:?}");
-    // A binding without the machine's name is refused before the server starts.
-    let out = sb.run(&["serve", "--port", "0", "--worker", "Work=true"]);
+    // A binding whose program cannot be started is refused before the server starts (one
+    // without the machine's name binds the state in every machine).
+    let out = sb.run(&[
+        "serve",
+        "--port",
+        "0",
+        "--worker",
+        "Work=no-such-handler-program",
+    ]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr
-            .contains("--worker Work=true: name the state machine too"),
+            .contains("--worker 'Work=no-such-handler-program'"),
         "{}",
         out.stderr
     );

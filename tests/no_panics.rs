@@ -178,6 +178,7 @@ fn mutated_machines_run_without_panics() {
                 Rc::new(sfn_local::tasks::LocalTasks::default()),
                 EngineOptions {
                     max_history_events: 500,
+                    ..EngineOptions::default()
                 },
             );
             let local = tokio::task::LocalSet::new();

@@ -336,3 +336,65 @@ Outputs:
     assert_eq!(d["code"], "MISSING_TRANSITION_TARGET", "{json}");
     assert_eq!(json[0]["logicalId"], "Machine", "{json}");
 }
+
+/// Regression (#30): `graph template.yaml` read the template as a definition ("Field
+/// 'Resources' is not supported"). A template's machine is drawn, chosen by `#LogicalId` when
+/// it has several; placeholders take `--sub` values or stand-ins.
+#[test]
+fn graph_draws_a_templates_state_machine() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "statemachine");
+    sb.write("statemachine/order.asl.json", ORDER);
+    let two = format!(
+        "{SAM}  Refund:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      Definition:
+        StartAt: GiveBack
+        States:
+          GiveBack: {{Type: Pass, End: true}}
+"
+    );
+    sb.write("template.yaml", &two);
+    let out = run_in(&sb, &["graph", "--format", "mermaid", "template.yaml"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("several state machines")
+            && out.stderr.contains("OrderStateMachine, Refund"),
+        "{}",
+        out.stderr
+    );
+    let args = [
+        "graph",
+        "--format",
+        "mermaid",
+        "template.yaml#OrderStateMachine",
+    ];
+    let out = run_in(&sb, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("Charge") && !out.stdout.contains("GiveBack"),
+        "{}",
+        out.stdout
+    );
+    let out = run_in(&sb, &["graph", "--format", "dot", "template.yaml#Refund"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("GiveBack"), "{}", out.stdout);
+    let args = [
+        "graph",
+        "--sub",
+        "ChargeFunctionArn=arn:aws:lambda:us-east-1:1:function:c",
+    ];
+    let out = run_in(
+        &sb,
+        &[&args[..], &["template.yaml#OrderStateMachine"]].concat(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run_in(&sb, &["graph", "template.yaml#Nope"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("has no state machine 'Nope'"),
+        "{}",
+        out.stderr
+    );
+}

@@ -28,6 +28,20 @@ pub use error::StatesError;
 pub use model::{MachineType, QueryLanguage, StateMachine};
 pub use substitution::{Substitutions, Unresolved};
 
+/// Whose behaviour to reproduce where AWS Step Functions and AWS's Step Functions Local
+/// differ. AWS's is the default; `StepFunctionsLocal` is for suites written against the old
+/// emulator that assert its differences (`serve --compat stepfunctions-local`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Compat {
+    /// AWS Step Functions.
+    #[default]
+    Aws,
+    /// AWS Step Functions Local: a retrier's `IntervalSeconds` may be 0, and `aws-sdk` tasks'
+    /// events name the resource `aws-sdk` / `SERVICE:ACTION`.
+    StepFunctionsLocal,
+}
+
 /// How a definition's text is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceFormat {
@@ -152,9 +166,23 @@ pub fn validate_text(text: &str, machine_type: MachineType) -> Diagnostics {
     compile_text(text, machine_type).1
 }
 
+/// [`validate_text`] with the rules of `compat`.
+pub fn validate_text_as(text: &str, machine_type: MachineType, compat: Compat) -> Diagnostics {
+    compile_text_as(text, machine_type, compat).1
+}
+
 /// Parses and validates a definition given as text. The machine is only returned when there is
 /// no ERROR (warnings are allowed), so whatever runs has passed every rule.
 pub fn compile_text(text: &str, machine_type: MachineType) -> (Option<StateMachine>, Diagnostics) {
+    compile_text_as(text, machine_type, Compat::Aws)
+}
+
+/// [`compile_text`] with the rules of `compat` (Step Functions Local accepts what AWS refuses).
+pub fn compile_text_as(
+    text: &str,
+    machine_type: MachineType,
+    compat: Compat,
+) -> (Option<StateMachine>, Diagnostics) {
     let mut diags = Diagnostics::default();
     let value = match source::parse_json(text) {
         Ok(v) => v,
@@ -164,7 +192,7 @@ pub fn compile_text(text: &str, machine_type: MachineType) -> (Option<StateMachi
         }
     };
     duplicate_keys(text, &mut diags);
-    let machine = parse::parse_machine(&value, machine_type, &mut diags);
+    let machine = parse::parse_machine_as(&value, machine_type, compat, &mut diags);
     let machine = if diags.has_errors() { None } else { machine };
     (machine, diags)
 }

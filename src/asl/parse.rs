@@ -54,6 +54,16 @@ pub fn parse_machine(
     machine_type: MachineType,
     diags: &mut Diagnostics,
 ) -> Option<StateMachine> {
+    parse_machine_as(value, machine_type, crate::asl::Compat::Aws, diags)
+}
+
+/// [`parse_machine`] with the rules of `compat`.
+pub fn parse_machine_as(
+    value: &Value,
+    machine_type: MachineType,
+    compat: crate::asl::Compat,
+    diags: &mut Diagnostics,
+) -> Option<StateMachine> {
     let Value::Object(obj) = value else {
         diags.push(crate::asl::diagnostic::Diagnostic {
             location: crate::asl::diagnostic::Location::None,
@@ -68,6 +78,7 @@ pub fn parse_machine(
     let mut p = Parser {
         diags,
         machine_type,
+        compat,
         machine_language: QueryLanguage::JsonPath,
         names: HashMap::new(),
         missing_targets: Vec::new(),
@@ -109,6 +120,7 @@ struct MissingTarget {
 struct Parser<'d> {
     diags: &'d mut Diagnostics,
     machine_type: MachineType,
+    compat: crate::asl::Compat,
     machine_language: QueryLanguage,
     /// Every state name seen so far, machine-wide, with where it was defined.
     names: HashMap<String, JsonPointer>,
@@ -665,8 +677,13 @@ impl Parser<'_> {
         let mut f = Fields::new(obj, at);
         f.string(self.diags, "Comment");
         let error_equals = self.error_equals(&mut f, last, "Retry");
+        // Step Functions Local takes 0 (retry at once); AWS asks for at least 1.
+        let least_interval = match self.compat {
+            crate::asl::Compat::Aws => 1,
+            crate::asl::Compat::StepFunctionsLocal => 0,
+        };
         let interval_seconds = f
-            .bounded_uint(self.diags, "IntervalSeconds", 1)
+            .bounded_uint(self.diags, "IntervalSeconds", least_interval)
             .unwrap_or(1);
         let max_attempts = f.bounded_uint(self.diags, "MaxAttempts", 0).unwrap_or(3);
         let backoff_rate = match f.take("BackoffRate") {

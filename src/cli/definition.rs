@@ -5,40 +5,9 @@
 use crate::asl::{
     self, LoadOptions, LoadedDefinition, MachineType, SourceFormat, Substitutions, Unresolved,
 };
-use clap::Args;
 use std::path::{Path, PathBuf};
 
-/// The substitution options every command that reads a definition takes.
-#[derive(Debug, Clone, Default, Args)]
-pub struct SubstitutionArgs {
-    /// A value for a `${NAME}` placeholder (SAM/CloudFormation DefinitionSubstitutions).
-    /// Repeatable; wins over --definition-substitutions.
-    #[arg(long = "sub", value_name = "NAME=VALUE")]
-    pub subs: Vec<String>,
-    /// A JSON or YAML file mapping placeholder names to values.
-    #[arg(long = "definition-substitutions", value_name = "FILE")]
-    pub definition_substitutions: Option<PathBuf>,
-}
-
-impl SubstitutionArgs {
-    /// The values given, file first, then each `--sub`.
-    pub fn substitutions(&self) -> Result<Substitutions, String> {
-        let mut subs = match &self.definition_substitutions {
-            Some(path) => {
-                let text =
-                    crate::limits::read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
-                        .map_err(|e| e.to_string())?;
-                Substitutions::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            None => Substitutions::new(),
-        };
-        for s in &self.subs {
-            let (name, value) = Substitutions::parse_assignment(s)?;
-            subs.insert(name, value);
-        }
-        Ok(subs)
-    }
-}
+pub use crate::cli::flags::SubstitutionArgs;
 
 /// Reads a definition file (or a template holding definitions) within AWS's limits, before
 /// anything parses it: at most [`crate::limits::DEFINITION_FILE_BYTES`] bytes of UTF-8, and a
@@ -344,53 +313,100 @@ pub fn load_for_run(
 ) -> Result<(LoadedFile, String), String> {
     if let Some(path) = template {
         let text = read_definition_text(path)?;
-        let value = template_value(&text, &path.to_string_lossy()).ok_or_else(|| {
-            format!(
-                "{} is not a SAM or CloudFormation template with a state machine",
-                path.display()
-            )
-        })?;
-        let ids: Vec<String> = asl::cfn::state_machines(&value)
-            .into_iter()
-            .map(|m| m.logical_id)
-            .collect();
-        let id = match (state_machine, ids.as_slice()) {
-            (Some(id), _) if ids.iter().any(|i| i == id) => id.to_owned(),
-            (None, [only]) => only.clone(),
-            (want, _) => {
-                return Err(format!(
-                    "{}{}: choose one with --state-machine: {}",
-                    path.display(),
-                    want.map(|w| format!(" has no state machine '{w}'"))
-                        .unwrap_or_else(|| " has several state machines".to_owned()),
-                    ids.join(", ")
-                ))
-            }
-        };
-        let mut found = load_template_machines(
-            path,
-            &text,
-            &value,
-            MachineType::Standard,
-            cli,
-            Unresolved::Refuse,
-            Some(&id),
-        );
-        let file = found
-            .pop()
-            .ok_or_else(|| format!("{}: no state machine {id}", path.display()))?;
-        let name = file.deployed_name.clone().unwrap_or(id);
-        return Ok((file, name));
+        return load_template_for(path, &text, state_machine, cli, Unresolved::Refuse);
     }
     let Some(path) = definition else {
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
     };
-    let (text, definition) = load_file(path, MachineType::Standard, cli, Unresolved::Refuse)?;
-    let name = machine_name(path);
+    load_definition_or_template(path, cli, Unresolved::Refuse)
+}
+
+/// A definition argument as every command takes one: a definition file, or a SAM/CloudFormation
+/// template (`template.yaml`, or `template.yaml#LogicalId` when it has several state machines).
+/// Returns the loaded file and the machine's default name (the deployed name, the logical ID,
+/// or the file's stem).
+pub fn load_definition_or_template(
+    arg: &Path,
+    cli: &Substitutions,
+    unresolved: Unresolved,
+) -> Result<(LoadedFile, String), String> {
+    let (path, id) = split_logical_id(arg);
+    let text = read_definition_text(&path)?;
+    if id.is_some() || template_value(&text, &path.to_string_lossy()).is_some() {
+        return load_template_for(&path, &text, id.as_deref(), cli, unresolved);
+    }
+    let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
+    let options = LoadOptions {
+        machine_type: MachineType::Standard,
+        substitutions: cli,
+        unresolved,
+    };
+    let definition = asl::load_text(&text, format, options);
+    let name = machine_name(&path);
     Ok((
         LoadedFile::new(path.display().to_string(), text, definition),
         name,
     ))
+}
+
+/// `template.yaml#LogicalId` split in two, when the path without `#...` is a file and the
+/// whole is not.
+fn split_logical_id(arg: &Path) -> (PathBuf, Option<String>) {
+    let whole = arg.to_string_lossy();
+    if let Some((file, id)) = whole.rsplit_once('#') {
+        if !arg.exists() && Path::new(file).is_file() && !id.is_empty() {
+            return (PathBuf::from(file), Some(id.to_owned()));
+        }
+    }
+    (arg.to_path_buf(), None)
+}
+
+/// The state machine `state_machine` of the template at `path` (or its only one).
+fn load_template_for(
+    path: &Path,
+    text: &str,
+    state_machine: Option<&str>,
+    cli: &Substitutions,
+    unresolved: Unresolved,
+) -> Result<(LoadedFile, String), String> {
+    let value = template_value(text, &path.to_string_lossy()).ok_or_else(|| {
+        format!(
+            "{} is not a SAM or CloudFormation template with a state machine",
+            path.display()
+        )
+    })?;
+    let ids: Vec<String> = asl::cfn::state_machines(&value)
+        .into_iter()
+        .map(|m| m.logical_id)
+        .collect();
+    let id = match (state_machine, ids.as_slice()) {
+        (Some(id), _) if ids.iter().any(|i| i == id) => id.to_owned(),
+        (None, [only]) => only.clone(),
+        (want, _) => {
+            return Err(format!(
+                "{}{}: choose one with --state-machine (or {}#LogicalId): {}",
+                path.display(),
+                want.map(|w| format!(" has no state machine '{w}'"))
+                    .unwrap_or_else(|| " has several state machines".to_owned()),
+                path.display(),
+                ids.join(", ")
+            ))
+        }
+    };
+    let mut found = load_template_machines(
+        path,
+        text,
+        &value,
+        MachineType::Standard,
+        cli,
+        unresolved,
+        Some(&id),
+    );
+    let file = found
+        .pop()
+        .ok_or_else(|| format!("{}: no state machine {id}", path.display()))?;
+    let name = file.deployed_name.clone().unwrap_or(id);
+    Ok((file, name))
 }
 
 impl LoadedFile {

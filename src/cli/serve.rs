@@ -1,126 +1,198 @@
 //! `sfn-local serve`: the AWS Step Functions API on localhost (see [`crate::serve`]).
 
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::flags::{
+    self, AccountArgs, DatabaseArgs, EndpointArgs, FlagError, SupervisionArgs,
+};
+use crate::cli::EXIT_USAGE;
 use crate::serve::{MachineTask, ServeConfig};
 use clap::Args;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
+#[command(mut_args(flags::reword(
+    "region",
+    "The region of ARNs for unsigned requests (a signed request's own region wins)"
+)))]
+#[command(mut_args(flags::edit("account_id", |arg| arg
+    .env("AWS_ACCOUNT_ID")
+    .help("The account id in ARNs (Step Functions Local's AWS_ACCOUNT_ID)"))))]
+#[command(mut_args(flags::reword(
+    "endpoints",
+    "Call a service's integrations at a local endpoint: SERVICE=URL (repeatable; `all=URL` for one endpoint serving every service). Also Step Functions Local's LAMBDA_ENDPOINT, SQS_ENDPOINT, ... (a flag wins over a variable)"
+)))]
 pub struct ServeArgs {
-    /// The port (Step Functions Local's is 8083; 0 picks a free one).
+    /// The port (Step Functions Local's is 8083; 0 picks a free one). Once listening, serve
+    /// prints `SFN_LOCAL_ENDPOINT=http://HOST:PORT` on a line of its own to stdout.
     #[arg(long, default_value_t = 8083)]
     pub port: u16,
-    /// The address to listen on. Only loopback unless you name another address here.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
-    pub bind: IpAddr,
-    /// The region of ARNs for unsigned requests (a signed request's own region wins).
-    #[arg(long)]
-    pub region: Option<String>,
-    /// The account id in ARNs.
-    #[arg(long, default_value = "123456789012")]
-    pub account_id: String,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
+    /// Once the server accepts connections, write {"endpoint", "host", "port", "pid",
+    /// "database"} as JSON to PATH (atomically: it exists only whole); removed when serve stops.
     #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// How hard each commit tries to survive a crash (see the README).
-    #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
-    pub durability: db::DurabilityArg,
-    /// A MockConfigFile (Step Functions Local's format) for `stateMachineArn#TestCase`.
+    pub ready_file: Option<PathBuf>,
+    /// The address to listen on. Only loopback unless you name another address here (the
+    /// Docker image sets SFN_LOCAL_BIND=0.0.0.0).
+    #[arg(long, env = "SFN_LOCAL_BIND", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// `--region`, `--account-id`.
+    #[command(flatten)]
+    pub account: AccountArgs,
+    /// `--db`, `--durability`.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// A MockConfigFile (Step Functions Local's format) for `stateMachineArn#TestCase`
+    /// (default: ./MockConfigFile.json when it exists, as Step Functions Local's JAR reads it).
     #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
     pub mock_config: Option<PathBuf>,
     /// Multiply every duration executions wait for (Step Functions Local's WAIT_TIME_SCALE).
     #[arg(long, value_name = "F", env = "WAIT_TIME_SCALE", default_value_t = 1.0)]
     pub time_scale: f64,
-    /// Run a local program for a Task state of one state machine: MACHINE:STATE=COMMAND
-    /// (repeatable).
-    #[arg(long = "task", value_name = "MACHINE:STATE=COMMAND")]
+    /// Run a local program for the Task states of this name in every state machine
+    /// (STATE=COMMAND), or in one (MACHINE:STATE=COMMAND); repeatable.
+    #[arg(long = "task", value_name = "[MACHINE:]STATE=COMMAND")]
     pub tasks: Vec<String>,
-    /// Run a managed handler for a `.waitForTaskToken` state of one state machine:
-    /// MACHINE:STATE=COMMAND (repeatable). Its stdout answers the task; heartbeats and
-    /// cancellation are done for it (see "Workers").
-    #[arg(long = "worker", value_name = "MACHINE:STATE=COMMAND")]
+    /// Run a managed handler for `.waitForTaskToken` states of this name, in every state
+    /// machine or in one: [MACHINE:]STATE=COMMAND (repeatable). Its stdout answers the task;
+    /// heartbeats and cancellation are done for it (see "Workers").
+    #[arg(long = "worker", value_name = "[MACHINE:]STATE=COMMAND")]
     pub workers: Vec<String>,
-    /// Who beats for `--worker` handlers: `auto` (sfn-local) or `manual` (the handler).
-    #[arg(long, value_enum, default_value_t = crate::tasks::managed::HeartbeatMode::Auto)]
-    pub heartbeat: crate::tasks::managed::HeartbeatMode,
-    /// Seconds between SIGTERM and SIGKILL for a `--worker` handler whose task is over.
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::tasks::managed::parse_seconds)]
-    pub kill_after: std::time::Duration,
+    /// `--endpoint`.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+    /// Reproduce Step Functions Local where suites assert its differences from AWS (see the
+    /// README's table); AWS's behaviour by default.
+    #[arg(long, value_enum, env = "SFN_LOCAL_COMPAT", default_value_t = CompatArg::Aws)]
+    pub compat: CompatArg,
+    /// `--heartbeat`, `--kill-after`.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
     /// How many threads run executions (each hosts many).
     #[arg(long, default_value_t = 2)]
     pub execution_threads: usize,
+    /// Let HTTP Tasks (`http:invoke`) call their ApiEndpoint: any host, or only the HOST or
+    /// HOST:PORT listed. Off by default: a server that calls whatever URL a request names is a
+    /// proxy into this machine for anyone who reaches it.
+    #[arg(long, value_name = "HOST", num_args = 0.., value_delimiter = ',')]
+    pub allow_http_invoke: Option<Vec<String>>,
+    /// Allow a --bind address other than loopback even with --task or --worker bindings.
+    // Falsey: the variable reads as a switch (`1`, `true`, `yes` allow; `0`, `false`, `no` or empty
+    // do not), as the Docker image and the README set it (`SFN_LOCAL_ALLOW_REMOTE=1`).
+    #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_remote: bool,
+    /// Who may address the server and how long clients may take.
+    #[command(flatten)]
+    pub web: crate::cli::web::WebArgs,
+}
+
+/// `--compat`: whose behaviour to reproduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompatArg {
+    /// AWS Step Functions.
+    Aws,
+    /// AWS Step Functions Local (the `amazon/aws-stepfunctions-local` image).
+    #[value(name = "stepfunctions-local")]
+    StepfunctionsLocal,
+}
+
+impl From<CompatArg> for crate::asl::Compat {
+    fn from(c: CompatArg) -> Self {
+        match c {
+            CompatArg::Aws => crate::asl::Compat::Aws,
+            CompatArg::StepfunctionsLocal => crate::asl::Compat::StepFunctionsLocal,
+        }
+    }
+}
+
+/// Parses `--task`/`--worker` bindings and checks each program can be started, before the
+/// server listens: a binding that cannot work is refused (exit 2), not found out by an
+/// execution.
+fn bindings(flag: &str, written: &[String]) -> Result<Vec<MachineTask>, String> {
+    let mut out = Vec::new();
+    for text in written {
+        let binding = MachineTask::parse_flag(flag, text)?;
+        binding
+            .command
+            .check_program()
+            .map_err(|e| format!("{}: {e}", binding.written))?;
+        out.push(binding);
+    }
+    Ok(out)
+}
+
+/// Step Functions Local's ready line, which suites and testcontainers wait for (its log
+/// prints `Starting server on port 8083 with account 123456789012, region us-east-1` on
+/// stdout once it accepts connections).
+fn announce_ready(port: u16, account: &str, region: &str) {
+    let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S%.3f");
+    outln!("{now}: Starting server on port {port} with account {account}, region {region}");
+}
+
+/// Lowers `serve`'s flags (all but the database and the ready file) into the server's
+/// configuration, checking each binding's program can be started before the server listens.
+fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
+    let time_scale = flags::time_scale::check(args.time_scale)?;
+    let tasks = bindings("--task", &args.tasks)?;
+    let workers = bindings("--worker", &args.workers)?;
+    let endpoints = args.endpoints.lower()?;
+    let bound = !(tasks.is_empty() && workers.is_empty());
+    crate::cli::web::check_exposure("sfn-local serve", args.bind, bound, args.allow_remote)?;
+    let web = args.web.options("sfn-local serve")?;
+    let account = args.account.lower();
+    Ok(ServeConfig {
+        bind: SocketAddr::new(args.bind, args.port),
+        region: account.region,
+        account_id: account.account_id,
+        time_scale,
+        mock_config: args.mock_config.or_else(|| {
+            let default = PathBuf::from("MockConfigFile.json");
+            default.is_file().then_some(default)
+        }),
+        tasks,
+        endpoints,
+        compat: args.compat.into(),
+        workers,
+        worker_options: args.supervision.lower(),
+        max_history_events: args.max_history_events,
+        threads: args.execution_threads,
+        web,
+        http_invoke: crate::tasks::http::HttpAccess::from_flag(args.allow_http_invoke.as_deref()),
+    })
 }
 
 /// Runs `serve` until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
-    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
-        errln!("error: --time-scale must be a non-negative number");
-        return ExitCode::from(EXIT_USAGE);
-    }
-    let mut tasks = Vec::new();
-    for t in &args.tasks {
-        match MachineTask::parse(t) {
-            Ok(task) => tasks.push(task),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    let mut workers = Vec::new();
-    for w in &args.workers {
-        match MachineTask::parse_flag("--worker", w) {
-            Ok(worker) => workers.push(worker),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    let store = match db::open_with(args.db.clone(), args.durability) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let database = args.database.lower();
+    let ready_file = args.ready_file.clone();
+    let config = match lower(args) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
     };
-    let region = args
-        .region
-        .or_else(|| std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty()))
-        .or_else(|| {
-            std::env::var("AWS_DEFAULT_REGION")
-                .ok()
-                .filter(|r| !r.is_empty())
-        })
-        .unwrap_or_else(|| "us-east-1".into());
-    let config = ServeConfig {
-        bind: SocketAddr::new(args.bind, args.port),
-        region,
-        account_id: args.account_id,
-        time_scale: args.time_scale,
-        mock_config: args.mock_config,
-        tasks,
-        workers,
-        worker_options: crate::tasks::managed::ManagedOptions {
-            heartbeat: args.heartbeat,
-            kill_after: args.kill_after,
-        },
-        max_history_events: args.max_history_events,
-        threads: args.execution_threads,
+    if let Err(e) = clear_ready_file(ready_file.as_deref()) {
+        return FlagError::Usage(e).exit();
+    }
+    let store = match database.open() {
+        Ok(s) => s,
+        Err(e) => return e.exit(),
     };
     let path = store.path().display().to_string();
+    let (account, region) = (config.account_id.clone(), config.region.clone());
     let result = crate::serve::run(store, config, |addr, resumed| {
         if resumed > 0 {
             errln!("sfn-local serve: resumed {resumed} execution(s) whose runner was gone");
         }
         errln!("sfn-local serve: listening on http://{addr} (database {path})");
+        announce_ready(addr.port(), &account, &region);
+        announce_endpoint(addr, ready_file.as_deref(), &path)
     });
+    if let Some(file) = &ready_file {
+        let _ = std::fs::remove_file(file);
+    }
     match result {
         Ok(()) => {
             errln!("sfn-local serve: stopped; running executions stay RUNNING and resume on the next start");
@@ -130,5 +202,84 @@ pub fn run(args: ServeArgs) -> ExitCode {
             errln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// The URL a client on this machine uses: an unspecified bind address (`0.0.0.0`, `::`) is
+/// reached through loopback.
+pub fn endpoint_url(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(host, addr.port()))
+}
+
+/// Tells a test fixture where the server is, once it accepts connections: the `--ready-file`
+/// (when asked for), then `SFN_LOCAL_ENDPOINT=URL` alone on a line of stdout, flushed. This line's
+/// form is stable: fixtures parse it.
+fn announce_endpoint(
+    addr: SocketAddr,
+    ready_file: Option<&Path>,
+    database: &str,
+) -> Result<(), String> {
+    let endpoint = endpoint_url(addr);
+    if let Some(file) = ready_file {
+        let ready = serde_json::json!({
+            "endpoint": endpoint,
+            "host": endpoint_host(&endpoint),
+            "port": addr.port(),
+            "pid": std::process::id(),
+            "database": database,
+        });
+        write_atomically(file, &format!("{ready}\n"))
+            .map_err(|e| format!("--ready-file {}: {e}", file.display()))?;
+    }
+    outln!("SFN_LOCAL_ENDPOINT={endpoint}");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    Ok(())
+}
+
+/// `127.0.0.1` or `::1` out of `http://127.0.0.1:8083` or `http://[::1]:8083`.
+fn endpoint_host(endpoint: &str) -> &str {
+    let authority = endpoint.trim_start_matches("http://");
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Writes beside the file then renames, so a reader polling for it never sees half of it.
+fn write_atomically(file: &Path, text: &str) -> std::io::Result<()> {
+    let mut partial = file.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = PathBuf::from(partial);
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&partial);
+    })
+}
+
+/// Removes a ready file left by an earlier server (so a waiter never takes it for this one's),
+/// after checking that its folder exists: a typo fails before the server starts, not after.
+fn clear_ready_file(file: Option<&Path>) -> Result<(), String> {
+    let Some(file) = file else { return Ok(()) };
+    let folder = match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "--ready-file {}: the folder {} does not exist",
+            file.display(),
+            folder.display()
+        ));
+    }
+    match std::fs::remove_file(file) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("--ready-file {}: {e}", file.display())),
     }
 }

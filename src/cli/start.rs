@@ -9,7 +9,7 @@
 //! from any shell, and `resume` takes it over if that runner dies.
 
 use crate::api;
-use crate::cli::{db, run::RunArgs, EXIT_USAGE};
+use crate::cli::{run::RunArgs, EXIT_USAGE};
 use clap::Args;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -143,7 +143,7 @@ fn wait_for_runner(
 }
 
 fn find(args: &StartArgs, arn: &str) -> Option<crate::store::ExecutionRecord> {
-    let store = db::open_for_reading(args.run.db.clone()).ok()?;
+    let store = args.run.database.lower().open_for_reading().ok()?;
     store.execution(arn).ok().flatten()
 }
 

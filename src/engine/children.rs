@@ -275,7 +275,8 @@ impl LocalChildren {
                 }
                 let sink = MemorySink::default();
                 let history =
-                    History::new(1, Box::new(sink), self.setup.options.max_history_events);
+                    History::new(1, Box::new(sink), self.setup.options.max_history_events)
+                        .with_compat(self.setup.options.compat);
                 let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(self.setup.time_scale));
                 let start_date = info.start_time;
                 let engine = Engine::new(

@@ -177,12 +177,15 @@ impl<'a> StatesData<'a> {
 pub struct EngineOptions {
     /// The history cap (AWS: 25,000; 0 for none).
     pub max_history_events: i64,
+    /// Whose behaviour to reproduce where AWS and Step Functions Local differ.
+    pub compat: crate::asl::Compat,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
+            compat: crate::asl::Compat::Aws,
         }
     }
 }

@@ -419,6 +419,29 @@ pub struct History {
     sink: Box<dyn HistorySink>,
     max_events: i64,
     full: bool,
+    compat: crate::asl::Compat,
+}
+
+/// An event's details as Step Functions Local writes them: an `aws-sdk` task's `resourceType`
+/// is `aws-sdk` and its `resource` `SERVICE:ACTION` (AWS: `aws-sdk:SERVICE` and `ACTION`), as
+/// the history of AWS's own sample for Step Functions Local shows
+/// (aws-samples/aws-stepfunctions-examples, sam/app-local-testing-mock-config).
+fn step_functions_local_naming(details: String) -> String {
+    if !details.contains("\"resourceType\":\"aws-sdk:") {
+        return details;
+    }
+    let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&details) else {
+        return details;
+    };
+    let service = match m.get("resourceType").and_then(Value::as_str) {
+        Some(t) => t.strip_prefix("aws-sdk:").unwrap_or(t).to_owned(),
+        None => return details,
+    };
+    let action = m.get("resource").and_then(Value::as_str).unwrap_or("");
+    let resource = format!("{service}:{action}");
+    m.insert("resourceType".into(), Value::String("aws-sdk".into()));
+    m.insert("resource".into(), Value::String(resource));
+    Value::Object(m).to_string()
 }
 
 /// The error raised when the history reaches its cap, as AWS words it.
@@ -438,6 +461,7 @@ impl History {
             sink,
             max_events,
             full: false,
+            compat: crate::asl::Compat::Aws,
         }
     }
 
@@ -501,6 +525,10 @@ impl History {
     ) -> EventId {
         let id = self.next_id;
         self.next_id += 1;
+        let details = match self.compat {
+            crate::asl::Compat::Aws => details,
+            crate::asl::Compat::StepFunctionsLocal => details.map(step_functions_local_naming),
+        };
         self.buffer.push(HistoryEvent {
             id,
             previous_event_id,
@@ -513,6 +541,13 @@ impl History {
             self.submit();
         }
         id
+    }
+
+    /// Writes events as `compat` does (Step Functions Local names `aws-sdk` resources its own
+    /// way).
+    pub fn with_compat(mut self, compat: crate::asl::Compat) -> Self {
+        self.compat = compat;
+        self
     }
 
     /// Whether the cap was reached.

@@ -39,7 +39,8 @@ pub async fn run_in_memory(
     options: EngineOptions,
 ) -> (Outcome, Vec<HistoryEvent>) {
     let sink = MemorySink::default();
-    let history = History::new(1, Box::new(sink.clone()), options.max_history_events);
+    let history = History::new(1, Box::new(sink.clone()), options.max_history_events)
+        .with_compat(options.compat);
     let engine = Engine::new(machine, info, input, history, clock, tasks);
     let outcome = engine.run().await;
     let _ = engine.committed().await;

@@ -155,6 +155,20 @@ struct RunConfig {
     /// `--endpoint` bindings (`SERVICE=URL`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     endpoints: Vec<String>,
+    /// Which hosts HTTP Tasks may call (any unless started by `serve`), so a resumed
+    /// execution calls no more than it could before.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::tasks::http::HttpAccess::is_any"
+    )]
+    http_invoke: crate::tasks::http::HttpAccess,
+    /// `serve --compat` (AWS's behaviour when absent).
+    #[serde(default, skip_serializing_if = "is_aws")]
+    compat: crate::asl::Compat,
+}
+
+fn is_aws(compat: &crate::asl::Compat) -> bool {
+    *compat == crate::asl::Compat::Aws
 }
 
 /// Renews the leases of one runner from its own thread, a few times per lease period, until
@@ -324,6 +338,8 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
             .collect(),
         parent: None,
         endpoints: request.tasks.endpoints.bindings(),
+        http_invoke: request.tasks.http_access.clone(),
+        compat: request.options.compat,
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -387,7 +403,8 @@ fn build_engine(
     tasks.notice = crate::tasks::Notice(Some(notice.clone()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
-    let history = History::new(next_id, Box::new(sink), options.max_history_events);
+    let history = History::new(next_id, Box::new(sink), options.max_history_events)
+        .with_compat(options.compat);
     let broker = TokenBroker::new(
         store.clone(),
         &info.execution_arn,
@@ -695,9 +712,6 @@ fn prepare_resume(
 ) -> Result<Prepared, RunError> {
     let arn = record.execution_arn.clone();
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
-    let (machine, _) =
-        crate::asl::compile_text(&record.definition, crate::asl::MachineType::Standard);
-    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
     let input: Value = serde_json::from_str(&record.input)
         .map_err(|e| cannot(format!("its stored input is not JSON: {e}")))?;
     let config: RunConfig = match store.run_config(&arn)? {
@@ -714,9 +728,20 @@ fn prepare_resume(
             machines: BTreeMap::new(),
             parent: None,
             endpoints: Vec::new(),
+            compat: crate::asl::Compat::Aws,
+            http_invoke: Default::default(),
         },
     };
-    let mut tasks = LocalTasks::default();
+    let (machine, _) = crate::asl::compile_text_as(
+        &record.definition,
+        crate::asl::MachineType::Standard,
+        config.compat,
+    );
+    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
+    let mut tasks = LocalTasks {
+        http_access: config.http_invoke.clone(),
+        ..LocalTasks::default()
+    };
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
@@ -823,6 +848,7 @@ fn prepare_resume(
     );
     let options = EngineOptions {
         max_history_events: config.max_history_events,
+        compat: config.compat,
     };
     let mut known = crate::engine::children::compile_known(&config.machines);
     known.extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
@@ -933,6 +959,8 @@ pub(crate) fn create_child(
             .collect(),
         parent: Some(parent.to_owned()),
         endpoints: setup.tasks.endpoints.bindings(),
+        http_invoke: setup.tasks.http_access.clone(),
+        compat: setup.options.compat,
         workers: Vec::new(),
         manual_heartbeat: false,
         kill_after_ms: None,

@@ -123,19 +123,13 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
     let mut known = KnownMachines::new();
     for record in server.store.state_machines()? {
         let kind = crate::serve::ops::machine_type(&record.machine_type);
-        let (Some(machine), _) = asl::compile_text(&record.definition, kind) else {
+        let (Some(machine), _) =
+            asl::compile_text_as(&record.definition, kind, server.config.compat)
+        else {
             continue;
         };
-        let mut bindings = MachineBindings::default();
-        for t in server
-            .config
-            .tasks
-            .iter()
-            .filter(|t| t.machine == record.name)
-        {
-            bindings.commands.insert(t.state.clone(), t.command.clone());
-            bindings.written.push(t.binding.clone());
-        }
+        let (commands, written) = crate::serve::bindings_for(&server.config.tasks, &record.name);
+        let bindings = MachineBindings { commands, written };
         known.insert(
             record.name.clone(),
             KnownMachine {
@@ -150,7 +144,8 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
 
 /// Compiles the machine and binds its tasks and mocks, on the execution thread.
 fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError> {
-    let (machine, _) = asl::compile_text(&spec.definition, spec.machine_type);
+    let (machine, _) =
+        asl::compile_text_as(&spec.definition, spec.machine_type, server.config.compat);
     let machine = machine.ok_or_else(|| {
         ApiError::new(
             "InvalidDefinition",
@@ -158,12 +153,14 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         )
     })?;
     let name = &spec.info.state_machine_name;
-    let mut tasks = LocalTasks::default();
-    let mut bindings = Vec::new();
-    for t in server.config.tasks.iter().filter(|t| &t.machine == name) {
-        tasks.commands.insert(t.state.clone(), t.command.clone());
-        bindings.push(t.binding.clone());
-    }
+    let (commands, bindings) = crate::serve::bindings_for(&server.config.tasks, name);
+    let mut tasks = LocalTasks {
+        commands,
+        endpoints: server.config.endpoints.clone(),
+        advice: crate::tasks::Advice::Serve,
+        http_access: server.config.http_invoke.clone(),
+        ..LocalTasks::default()
+    };
     if let Some(case) = &spec.test_case {
         let Some(file) = &server.config.mock_config else {
             return Err(ApiError::new(
@@ -189,15 +186,12 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
             })?;
         tasks.mocks = mocks;
     }
-    let mut workers = crate::tasks::managed::ManagedBindings {
-        commands: Default::default(),
+    let (worker_commands, worker_bindings) =
+        crate::serve::bindings_for(&server.config.workers, name);
+    let workers = crate::tasks::managed::ManagedBindings {
+        commands: worker_commands,
         options: server.config.worker_options,
     };
-    let mut worker_bindings = Vec::new();
-    for w in server.config.workers.iter().filter(|w| &w.machine == name) {
-        workers.commands.insert(w.state.clone(), w.command.clone());
-        worker_bindings.push(w.binding.clone());
-    }
     let arn = spec.info.execution_arn.clone();
     // Only a machine that can start others needs them (compiling every machine per start
     // would slow StartExecution down for nothing).
@@ -219,6 +213,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         machines,
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
+            compat: server.config.compat,
         },
         notice: notice(&arn),
     })

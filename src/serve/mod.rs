@@ -10,6 +10,10 @@
 //! ([`crate::engine::runner::start_engine`]). On start the server resumes executions whose
 //! runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
 //! so everything stays resumable.
+//!
+//! Connections go through [`crate::web`]: requests addressed to a name other than localhost,
+//! an IP address or one `--allow-host` names are refused (DNS rebinding), with timeouts and a
+//! connection cap; HTTP Tasks call nothing unless `--allow-http-invoke` says which hosts.
 
 pub mod executions;
 pub mod model;
@@ -36,44 +40,81 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// A `--task` (or `--worker`) `MACHINE:STATE=COMMAND` binding: a local program for one Task
-/// state of one state machine.
+/// A `--task` (or `--worker`) binding: a local program for the Task states of one name, in
+/// every state machine (`STATE=COMMAND`) or in one (`MACHINE:STATE=COMMAND`).
 #[derive(Debug, Clone)]
 pub struct MachineTask {
-    /// The state machine's name.
-    pub machine: String,
+    /// The state machine's name; `None` binds the state in every machine (suites that create
+    /// machines with random names).
+    pub machine: Option<String>,
     /// The Task state's name.
     pub state: String,
     /// The program.
     pub command: CommandLine,
     /// `STATE=COMMAND`, as stored with each execution for `resume`.
     pub binding: String,
+    /// The binding as given (`--task order:Charge=./charge.sh`), for messages.
+    pub written: String,
 }
 
 impl MachineTask {
-    /// Parses `MACHINE:STATE=COMMAND`.
+    /// Parses `[MACHINE:]STATE=COMMAND`.
     pub fn parse(text: &str) -> Result<MachineTask, String> {
         MachineTask::parse_flag("--task", text)
     }
 
-    /// Parses `MACHINE:STATE=COMMAND` given to `flag` (`--task`, `--worker`).
+    /// Parses `[MACHINE:]STATE=COMMAND` given to `flag` (`--task`, `--worker`). A machine's
+    /// name cannot hold `:` (AWS's naming rules), so the first `:` before `=` ends it; a
+    /// leading `:` binds a state whose own name holds one in every machine.
     pub fn parse_flag(flag: &str, text: &str) -> Result<MachineTask, String> {
-        let (target, command) = text
-            .split_once('=')
-            .ok_or_else(|| format!("{flag} {text}: expected MACHINE:STATE=COMMAND"))?;
-        let (machine, state) = target.split_once(':').ok_or_else(|| {
-            format!("{flag} {text}: name the state machine too: MACHINE:STATE=COMMAND")
+        let (target, command) = text.split_once('=').ok_or_else(|| {
+            format!("{flag} {text}: expected STATE=COMMAND or MACHINE:STATE=COMMAND")
         })?;
+        let (machine, state) = match target.split_once(':') {
+            Some(("", state)) => (None, state),
+            Some((machine, state)) => (Some(machine.to_owned()), state),
+            None => (None, target),
+        };
         let binding = format!("{state}={command}");
         let (state, command) = crate::tasks::command::parse_binding(&binding)
             .map_err(|e| format!("{flag} {text}: {e}"))?;
         Ok(MachineTask {
-            machine: machine.to_owned(),
+            machine,
             state,
             command,
             binding,
+            written: format!("{flag} '{text}'"),
         })
     }
+
+    /// Whether the binding serves the machine named `machine`.
+    pub fn serves(&self, machine: &str) -> bool {
+        self.machine.as_deref().is_none_or(|m| m == machine)
+    }
+}
+
+/// The bindings of `bindings` that serve `machine`: commands by state (a binding naming the
+/// machine wins over one for every machine) and the `STATE=COMMAND` texts stored for `resume`.
+pub fn bindings_for(
+    bindings: &[MachineTask],
+    machine: &str,
+) -> (std::collections::HashMap<String, CommandLine>, Vec<String>) {
+    let mut commands = std::collections::HashMap::new();
+    let mut written = Vec::new();
+    let general = bindings.iter().filter(|b| b.machine.is_none());
+    let named = bindings
+        .iter()
+        .filter(|b| b.machine.as_deref() == Some(machine));
+    for b in general.chain(named) {
+        if commands
+            .insert(b.state.clone(), b.command.clone())
+            .is_some()
+        {
+            written.retain(|w: &String| !w.starts_with(&format!("{}=", b.state)));
+        }
+        written.push(b.binding.clone());
+    }
+    (commands, written)
 }
 
 /// How the server runs.
@@ -91,6 +132,10 @@ pub struct ServeConfig {
     pub mock_config: Option<PathBuf>,
     /// `--task` bindings.
     pub tasks: Vec<MachineTask>,
+    /// Local endpoints Task states call (`--endpoint`, `LAMBDA_ENDPOINT`, ...).
+    pub endpoints: crate::tasks::aws::Endpoints,
+    /// AWS's behaviour, or Step Functions Local's where suites assert its differences.
+    pub compat: crate::asl::Compat,
     /// `--worker` bindings: managed handlers of `.waitForTaskToken` states.
     pub workers: Vec<MachineTask>,
     /// How those handlers are supervised.
@@ -99,6 +144,10 @@ pub struct ServeConfig {
     pub max_history_events: i64,
     /// How many execution threads.
     pub threads: usize,
+    /// Who may address the server, and how long clients may take ([`crate::web`]).
+    pub web: crate::web::WebOptions,
+    /// Which hosts HTTP Tasks may call (none unless `--allow-http-invoke`).
+    pub http_invoke: crate::tasks::http::HttpAccess,
 }
 
 /// The shared state of every request: the store, the configuration and the execution threads.
@@ -112,6 +161,8 @@ pub struct Server {
     owner: String,
     /// Flips to `true` when the server stops: long polls answer at once.
     stopping: tokio::sync::watch::Receiver<bool>,
+    /// The `--task`/`--worker` bindings for every machine that some machine has matched.
+    matched: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Why the server could not run.
@@ -128,16 +179,21 @@ pub enum ServeError {
     /// The runtime or a thread could not start, or the listener failed.
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
+    /// The caller's `ready` hook could not announce the server (a `--ready-file` not written).
+    #[error("{0}")]
+    Ready(String),
 }
 
 /// The largest request body read (a 1 MB definition, JSON-escaped, fits).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens.
+/// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens (the
+/// kernel queues connections from then on) and how many executions were resumed. An error from
+/// `ready` stops the server before it serves.
 pub fn run(
     store: Arc<Store>,
     config: ServeConfig,
-    ready: impl FnOnce(SocketAddr, usize),
+    ready: impl FnOnce(SocketAddr, usize) -> Result<(), String>,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -155,28 +211,33 @@ pub fn run(
         pool,
         owner: owner.clone(),
         stopping,
+        matched: Default::default(),
     });
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .map_err(|source| ServeError::Bind { addr: bind, source })?;
         let addr = listener.local_addr()?;
+        if let Ok(machines) = server.store.state_machines() {
+            for m in &machines {
+                server.check_bindings(m, false);
+            }
+        }
         let resumed = server.resume_orphans();
-        ready(addr, resumed);
+        ready(addr, resumed).map_err(ServeError::Ready)?;
         // The API on `POST /`; the console's pages on `GET /` and `/console/...` of the same port.
         let app = Router::new()
             .route("/", post(api))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(server.clone())
             .merge(crate::console::router(store.clone()));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                let _ = stop.send(true);
-            })
-            .await?;
+        let stopped = async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        };
+        crate::web::listen::serve(listener, app, &server.config.web, stopped).await?;
         Ok::<(), ServeError>(())
-    })?;
+    });
     // Everything submitted is committed, then the executions are left RUNNING for the next
     // server (or `sfn-local resume`) to take at once.
     drop(keeper);
@@ -189,7 +250,7 @@ pub fn run(
             let _ = store.release_lease(&r.execution_arn, &owner);
         }
     }
-    Ok(())
+    served
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM (docker stop, systemd).
@@ -285,6 +346,56 @@ async fn call(server: &Arc<Server>, headers: &HeaderMap, body: &[u8]) -> Result<
 }
 
 impl Server {
+    /// Logs the `--task`/`--worker` bindings that `machine` shows to match nothing: those
+    /// naming it whose state it lacks (with "did you mean"), and, when `created`, those for
+    /// every machine that no machine so far has a Task state for. A binding that matches
+    /// nothing is a typo or a stale setup; the user hears of it when machines are created,
+    /// not when an execution fails.
+    pub fn check_bindings(&self, machine: &crate::store::StateMachineRecord, created: bool) {
+        let config = &self.config;
+        if config.tasks.is_empty() && config.workers.is_empty() {
+            return;
+        }
+        let kind = ops::machine_type(&machine.machine_type);
+        let (Some(compiled), _) =
+            crate::asl::compile_text_as(&machine.definition, kind, config.compat)
+        else {
+            return;
+        };
+        let tasks: Vec<&str> = compiled
+            .all_states()
+            .into_iter()
+            .filter(|s| s.type_name() == "Task")
+            .map(|s| s.name.as_str())
+            .collect();
+        let mut matched = self.matched.lock().unwrap_or_else(|e| e.into_inner());
+        for b in config.tasks.iter().chain(&config.workers) {
+            let has = tasks.contains(&b.state.as_str());
+            match &b.machine {
+                Some(m) if m == &machine.name && !has => executions::say(&format!(
+                    "{}: state machine '{m}' has no Task state named '{}'{}",
+                    b.written,
+                    b.state,
+                    crate::suggest::did_you_mean(&b.state, tasks.iter().copied())
+                )),
+                Some(_) => {}
+                None if has => {
+                    matched.insert(b.written.clone());
+                }
+                None if created && !matched.contains(&b.written) => {
+                    executions::say(&format!(
+                    "{}: no state machine created so far has a Task state named '{}' ('{}' has {})",
+                    b.written,
+                    b.state,
+                    machine.name,
+                    if tasks.is_empty() { "none".to_owned() } else { tasks.join(", ") }
+                ))
+                }
+                None => {}
+            }
+        }
+    }
+
     /// Resumes the running executions whose runner is gone; returns how many.
     fn resume_orphans(self: &Arc<Self>) -> usize {
         let Ok(running) = self.store.running_executions() else {

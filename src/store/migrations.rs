@@ -45,7 +45,11 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 8,
-        sql: include_str!("migrations/V8__execution_versions.sql"),
+        sql: include_str!("migrations/V8__wakeups.sql"),
+    },
+    Migration {
+        version: 9,
+        sql: include_str!("migrations/V9__execution_versions.sql"),
     },
 ];
 

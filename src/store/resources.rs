@@ -42,6 +42,26 @@ pub struct ActivityRecord {
     pub creation_date_ms: i64,
 }
 
+/// What [`Store::register_cli_machine`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Registered {
+    /// The machine is new: created.
+    Created,
+    /// The database holds it with this definition already.
+    Unchanged,
+    /// A machine registered by the command line held another definition: it has this one now
+    /// (a new revision), as a redeploy would do; editing a file and running it again is the
+    /// command line's loop.
+    Updated,
+    /// A machine created through the API holds the name with another definition: refused, as
+    /// AWS refuses CreateStateMachine (`StateMachineAlreadyExists`).
+    Taken(StateMachineRecord),
+}
+
+/// The mark in `settings` of a machine the command line registered (not echoed by the API,
+/// which reads only AWS's settings from that object).
+const CLI_MARK: &str = "registeredBy";
+
 const MACHINE_COLUMNS: &str =
     "arn, name, type, definition, role_arn, settings, revision_id, creation_date, update_date";
 
@@ -135,6 +155,61 @@ impl Store {
             )?;
             tx.execute("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
             Ok(deleted)
+        })
+    }
+
+    /// Makes a machine the command line runs from a file one of the database's state machines,
+    /// listed and described through the API like one created there: created when new, given
+    /// the new definition when the command line registered it before (see [`Registered`]), and
+    /// refused when the API created it with another definition. One transaction.
+    pub fn register_cli_machine(&self, machine: &StateMachineRecord) -> Result<Registered> {
+        self.write_now("register state machine", |tx| {
+            let existing = tx
+                .query_row(
+                    &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
+                    [&machine.arn],
+                    machine_from_row,
+                )
+                .optional()?;
+            let Some(existing) = existing else {
+                let settings = serde_json::json!({ CLI_MARK: "sfn-local run" }).to_string();
+                tx.execute(
+                    &format!(
+                        "INSERT INTO state_machines ({MACHINE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                    ),
+                    params![
+                        machine.arn,
+                        machine.name,
+                        machine.machine_type,
+                        machine.definition,
+                        machine.role_arn,
+                        settings,
+                        machine.revision_id,
+                        machine.creation_date_ms,
+                        machine.update_date_ms
+                    ],
+                )?;
+                return Ok(Registered::Created);
+            };
+            if existing.definition == machine.definition {
+                return Ok(Registered::Unchanged);
+            }
+            let registered_by_cli = serde_json::from_str::<serde_json::Value>(&existing.settings)
+                .map(|s| s.get(CLI_MARK).is_some())
+                .unwrap_or(false);
+            if !registered_by_cli {
+                return Ok(Registered::Taken(existing));
+            }
+            tx.execute(
+                "UPDATE state_machines SET definition = ?2, revision_id = ?3, update_date = ?4 WHERE arn = ?1",
+                params![
+                    machine.arn,
+                    machine.definition,
+                    machine.revision_id,
+                    machine.creation_date_ms
+                ],
+            )?;
+            Ok(Registered::Updated)
         })
     }
 

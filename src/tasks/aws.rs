@@ -5,14 +5,16 @@
 //! Optimized integrations send the request AWS's integration sends and shape the result as it
 //! does (`lambda:invoke`, the legacy Lambda ARN, `sqs:sendMessage`, `sns:publish`,
 //! `dynamodb:getItem|putItem|updateItem|deleteItem`, `events:putEvents`); `aws-sdk:SERVICE:ACTION`
-//! calls any service whose protocol is JSON, SNS over the query protocol (`query`), and S3's
-//! object and bucket operations (REST-XML,
+//! calls any service whose protocol is JSON, the services whose models `model` embeds
+//! (Lambda over rest-json, Route 53 over rest-xml, EC2 over ec2, IAM, CloudWatch, SNS and STS
+//! over query), and S3's object and bucket operations (REST-XML,
 //! in `s3`, which also serves a distributed Map's `ItemReader`/`ResultWriter`); `.sync` jobs of
 //! other services than Step Functions are polled to their end in `jobs`. Service errors are named as AWS names them:
 //! `DynamoDB.ResourceNotFoundException` for optimized integrations (the Java SDK v1's exception
 //! classes), `DynamoDb.ResourceNotFoundException` for `aws-sdk` ones (SDK v2's).
 
 mod jobs;
+mod model;
 mod query;
 mod s3;
 
@@ -37,6 +39,12 @@ enum Protocol {
     Lambda,
     /// S3's REST API with XML answers (path-style: `URL/BUCKET/KEY`).
     RestXml,
+    /// Only through `aws-sdk:*`, built from the service's model (`model`): rest-json, rest-xml,
+    /// ec2 or query.
+    Model,
+    /// AWS Batch's REST-JSON API: every action is `POST /v1/ACTION` (lower case) with a JSON
+    /// body.
+    RestJsonV1,
 }
 
 /// What sfn-local knows of a service.
@@ -161,12 +169,76 @@ const SERVICES: &[Service] = &[
         v2_name: "CloudWatchLogs",
     },
     Service {
+        key: "ecs",
+        signing: "ecs",
+        protocol: Protocol::Json("AmazonEC2ContainerServiceV20141113", "1.1"),
+        v1_name: "AmazonECS",
+        v1_prefix: "ECS",
+        v2_name: "Ecs",
+    },
+    Service {
+        key: "sagemaker",
+        signing: "sagemaker",
+        protocol: Protocol::Json("SageMaker", "1.1"),
+        v1_name: "AmazonSageMaker",
+        v1_prefix: "SageMaker",
+        v2_name: "SageMaker",
+    },
+    Service {
+        key: "batch",
+        signing: "batch",
+        protocol: Protocol::RestJsonV1,
+        v1_name: "AWSBatch",
+        v1_prefix: "Batch",
+        v2_name: "Batch",
+    },
+    Service {
         key: "sfn",
         signing: "states",
         protocol: Protocol::Json("AWSStepFunctions", "1.0"),
         v1_name: "AWSStepFunctions",
         v1_prefix: "StepFunctions",
         v2_name: "Sfn",
+    },
+    Service {
+        key: "route53",
+        signing: "route53",
+        protocol: Protocol::Model,
+        v1_name: "AmazonRoute53",
+        v1_prefix: "Route53",
+        v2_name: "Route53",
+    },
+    Service {
+        key: "ec2",
+        signing: "ec2",
+        protocol: Protocol::Model,
+        v1_name: "AmazonEC2",
+        v1_prefix: "EC2",
+        v2_name: "Ec2",
+    },
+    Service {
+        key: "iam",
+        signing: "iam",
+        protocol: Protocol::Model,
+        v1_name: "AmazonIdentityManagement",
+        v1_prefix: "IAM",
+        v2_name: "Iam",
+    },
+    Service {
+        key: "cloudwatch",
+        signing: "monitoring",
+        protocol: Protocol::Model,
+        v1_name: "AmazonCloudWatch",
+        v1_prefix: "CloudWatch",
+        v2_name: "CloudWatch",
+    },
+    Service {
+        key: "sts",
+        signing: "sts",
+        protocol: Protocol::Model,
+        v1_name: "AWSSecurityTokenService",
+        v1_prefix: "STS",
+        v2_name: "Sts",
     },
 ];
 
@@ -186,9 +258,31 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("kms", "KMS_ENDPOINT"),
     ("kinesis", "KINESIS_ENDPOINT"),
     ("logs", "LOGS_ENDPOINT"),
+    ("ecs", "ECS_ENDPOINT"),
+    ("sagemaker", "SAGE_MAKER_ENDPOINT"),
+    ("batch", "BATCH_ENDPOINT"),
     ("sfn", "STEP_FUNCTIONS_ENDPOINT"),
+    ("route53", "ROUTE53_ENDPOINT"),
+    ("ec2", "EC2_ENDPOINT"),
+    ("iam", "IAM_ENDPOINT"),
+    ("cloudwatch", "CLOUDWATCH_ENDPOINT"),
+    ("sts", "STS_ENDPOINT"),
     ("all", "AWS_ENDPOINT_URL"),
 ];
+
+/// Step Functions Local's variable for the endpoint of `service` (a resource's service name,
+/// `lambda`, `dynamodb`, ...), if it has one.
+pub fn endpoint_variable(service: &str) -> Option<&'static str> {
+    let key = service_key(service)?;
+    ENDPOINT_VARIABLES
+        .iter()
+        .find(|(name, _)| *name == key)
+        .map(|(_, var)| *var)
+}
+
+fn service_key(name: &str) -> Option<&'static str> {
+    service(name).map(|s| s.key)
+}
 
 /// The service of a name as `--endpoint` or an `aws-sdk:NAME` resource spells it.
 fn service(name: &str) -> Option<&'static Service> {
@@ -203,7 +297,7 @@ fn service(name: &str) -> Option<&'static Service> {
 
 /// Why an `--endpoint` is malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--endpoint '{binding}': {why}")]
+#[error("{binding}: {why}")]
 pub struct EndpointError {
     binding: String,
     why: String,
@@ -227,15 +321,20 @@ impl Endpoints {
         let mut e = Endpoints::default();
         for (name, var) in ENDPOINT_VARIABLES {
             if let Some(url) = env(var).filter(|u| !u.is_empty()) {
+                // Said as it was set: the variable, not a flag the user never gave.
                 e.set(name, &url, &format!("{var}={url}"))?;
             }
         }
         for binding in bindings {
             let (name, url) = binding.split_once('=').ok_or_else(|| EndpointError {
-                binding: binding.clone(),
+                binding: format!("--endpoint '{binding}'"),
                 why: "expected SERVICE=URL".into(),
             })?;
-            e.set(&name.to_ascii_lowercase(), url, binding)?;
+            e.set(
+                &name.to_ascii_lowercase(),
+                url,
+                &format!("--endpoint '{binding}'"),
+            )?;
         }
         Ok(e)
     }
@@ -593,7 +692,7 @@ impl Http {
     /// in Step Functions are expressed in PascalCase, even when the native service API is
     /// camelCase", AWS's CodeBuild integration page).
     fn camel_members(&self) -> bool {
-        matches!(self.svc.key, "sfn" | "logs" | "codebuild")
+        matches!(self.svc.key, "sfn" | "logs" | "codebuild" | "batch")
     }
 
     /// SigV4's settings: S3 signs its payload's hash in `x-amz-content-sha256` and its paths
@@ -729,7 +828,11 @@ impl Http {
         // The SDK v2's class of a service's error: its code with `Exception` (Step Functions'
         // `InvalidToken` is `InvalidTokenException`), the service's base class otherwise.
         let named = code.starts_with(|c: char| c.is_ascii_uppercase()) && !code.starts_with("Http");
-        let class = if code.ends_with("Exception") && code != "ValidationException" {
+        let modeled = model::model(self.svc.key).map(|m| m.error_class(&code));
+        let class = if let Some(found) = modeled {
+            // The model lists the service's errors; others are the service's base class.
+            found.unwrap_or_else(|| format!("{}Exception", self.svc.v2_name))
+        } else if code.ends_with("Exception") && code != "ValidationException" {
             code
         } else if named && !code.ends_with("Exception") {
             format!("{code}Exception")
@@ -749,6 +852,13 @@ impl Http {
     }
 
     async fn json_call(&self, action: &str, body: &Value) -> Result<Response, StatesError> {
+        if self.svc.protocol == Protocol::RestJsonV1 {
+            let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+            let path = format!("/v1/{}", action.to_ascii_lowercase());
+            return self
+                .send("POST", &path, headers, body.to_string().into_bytes())
+                .await;
+        }
         let Protocol::Json(prefix, version) = self.svc.protocol else {
             return Err(StatesError::runtime(format!(
                 "sfn-local calls {} only through its optimized integrations",
@@ -773,12 +883,17 @@ impl Http {
         if self.svc.protocol == Protocol::RestXml {
             return self.s3_sdk(action, params).await;
         }
+        if model::speaks(self.svc.protocol) {
+            if let Some(result) = self.model_sdk(action, params).await {
+                return result;
+            }
+        }
         if self.svc.protocol == Protocol::Query {
             return self.query_sdk(action, params).await;
         }
-        if !matches!(self.svc.protocol, Protocol::Json(..)) {
+        if !matches!(self.svc.protocol, Protocol::Json(..) | Protocol::RestJsonV1) {
             return Err(StatesError::runtime(format!(
-                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, SNS and S3 only; {} has an optimized integration",
+                "aws-sdk:{}:{action}: sfn-local calls aws-sdk integrations of JSON-protocol services, Batch, SNS and S3 only; {} has an optimized integration",
                 self.svc.key, self.svc.key
             )));
         }
@@ -906,7 +1021,7 @@ impl Http {
                     "SdkResponseMetadata": { "RequestId": request_id },
                 }))
             }
-            (_, _) if matches!(self.svc.protocol, Protocol::Json(..)) => {
+            (_, _) if matches!(self.svc.protocol, Protocol::Json(..) | Protocol::RestJsonV1) => {
                 if self.camel_members() {
                     let r = self.json_call(action, &camel_request(params)).await?;
                     if r.status >= 300 {

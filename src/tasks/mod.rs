@@ -104,6 +104,11 @@ pub trait TaskRunner {
         let _ = state;
         false
     }
+
+    /// Which hosts HTTP Tasks may call (TestState calls them itself, to trace the exchange).
+    fn http_access(&self) -> http::HttpAccess {
+        http::HttpAccess::Any
+    }
 }
 
 /// The child executions of `states:startExecution*` tasks (see [`nested::ChildExecutions`]).
@@ -134,8 +139,24 @@ pub struct LocalTasks {
     /// Only mocks run tasks here (`sfn-local test`, which has no `--task`): the error of an
     /// unmocked Task advises a mock instead of a binding.
     pub mocks_only: bool,
+    /// Whose syntax the error of an unbound Task advises.
+    pub advice: Advice,
     /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
     pub notice: Notice,
+    /// Which hosts HTTP Tasks may call (any, but for `serve`).
+    pub http_access: http::HttpAccess,
+}
+
+/// Whose flags and settings the error of a Task nothing runs advises: the command that was
+/// used (`run --task STATE=COMMAND`) or the server's (`serve --task`, `LAMBDA_ENDPOINT`, a
+/// test case), so the advice can be followed as written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Advice {
+    /// `run`, `resume` and the other commands that take `--task STATE=COMMAND`.
+    #[default]
+    Run,
+    /// `serve` and its image, set up by flags or Step Functions Local's variables.
+    Serve,
 }
 
 /// A function that shows a message to the user (`run` prints it on stderr).
@@ -180,6 +201,25 @@ pub fn unbound_task_error(state: &str, resource: &Resource) -> StatesError {
     ))
 }
 
+/// The error of a Task that nothing in `serve` can run, advising the server's flags and Step
+/// Functions Local's settings (the server's own syntax, not `run`'s).
+pub fn unbound_served_task_error(state: &str, resource: &Resource) -> StatesError {
+    let variable = match &resource.kind {
+        crate::asl::resource::ResourceKind::LambdaFunction => Some("LAMBDA_ENDPOINT"),
+        crate::asl::resource::ResourceKind::Integration { service, .. } => {
+            aws::endpoint_variable(service.strip_prefix("aws-sdk:").unwrap_or(service))
+        }
+        crate::asl::resource::ResourceKind::Activity { .. } => None,
+    };
+    let endpoint = match variable {
+        Some(var) => format!(", set {var}=URL (or start the server with --endpoint SERVICE=URL) to call a local endpoint"),
+        None => String::new(),
+    };
+    StatesError::runtime(format!(
+        "Task state '{state}' has no local binding for its resource {resource}: start the server with --task '{state}=COMMAND' (every state machine's '{state}'; MACHINE:{state}=COMMAND for one){endpoint}, or mock it: start the execution on STATE_MACHINE_ARN#TEST_CASE with SFN_MOCK_CONFIG (or --mock-config) naming a MockConfigFile"
+    ))
+}
+
 impl TaskRunner for LocalTasks {
     fn run(&self, request: TaskRequest) -> TaskFuture {
         self.run_job(request, JobContext::default())
@@ -195,6 +235,10 @@ impl TaskRunner for LocalTasks {
 
     fn binds(&self, state: &str) -> bool {
         self.commands.contains_key(state)
+    }
+
+    fn http_access(&self) -> http::HttpAccess {
+        self.http_access.clone()
     }
 
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
@@ -241,10 +285,16 @@ impl TaskRunner for LocalTasks {
                     .filter(|r| !r.is_empty())
                     .unwrap_or("us-east-1")
                     .to_owned();
-                Box::pin(async move { http::invoke(&request.input, &region).await.0 })
+                let access = self.http_access.clone();
+                Box::pin(async move { http::invoke(&request.input, &region, &access).await.0 })
             }
             None => {
-                let e = unbound_task_error(&request.state_name, &request.resource);
+                let e = match self.advice {
+                    Advice::Run => unbound_task_error(&request.state_name, &request.resource),
+                    Advice::Serve => {
+                        unbound_served_task_error(&request.state_name, &request.resource)
+                    }
+                };
                 Box::pin(async move { Err(e) })
             }
         }

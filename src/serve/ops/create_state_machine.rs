@@ -19,7 +19,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         return Err(ApiError::invalid_arn(role_arn));
     }
     let kind = request.str("type").unwrap_or("STANDARD");
-    check_definition(definition, machine_type(kind))?;
+    check_definition(server, definition, machine_type(kind))?;
     let arn = format!(
         "arn:aws:states:{}:{}:stateMachine:{name}",
         request.region, server.config.account_id
@@ -56,6 +56,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
             )),
         };
     }
+    server.check_bindings(&record, true);
     let mut answer =
         json!({ "stateMachineArn": arn, "creationDate": epoch_seconds(record.creation_date_ms) });
     if request.bool("publish") == Some(true) {

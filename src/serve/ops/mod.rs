@@ -252,8 +252,12 @@ pub fn machine_type(text: &str) -> MachineType {
 
 /// Checks a definition as CreateStateMachine does: AWS's verdicts, refused as
 /// `InvalidDefinition` in AWS's words.
-pub fn check_definition(definition: &str, kind: MachineType) -> Result<(), ApiError> {
-    let diagnostics = crate::asl::validate_text(definition, kind);
+pub fn check_definition(
+    server: &Server,
+    definition: &str,
+    kind: MachineType,
+) -> Result<(), ApiError> {
+    let diagnostics = crate::asl::validate_text_as(definition, kind, server.config.compat);
     if !diagnostics.has_errors() {
         return Ok(());
     }

@@ -22,7 +22,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         ));
     }
     if let Some(definition) = request.str("definition") {
-        check_definition(definition, machine_type(&machine.machine_type))?;
+        check_definition(server, definition, machine_type(&machine.machine_type))?;
         machine.definition = definition.to_owned();
     }
     if let Some(role) = request.str("roleArn") {

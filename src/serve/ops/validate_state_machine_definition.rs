@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Handles the call.
-pub async fn handle(_server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
+pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
     let definition = request.required("definition")?;
     let kind = machine_type(request.str("type").unwrap_or("STANDARD"));
     // `severity` is the least severe kind to report: ERROR (the default) leaves out warnings.
@@ -17,16 +17,12 @@ pub async fn handle(_server: &Arc<Server>, request: Request) -> Result<Value, Ap
         Some(0) | None => 100,
         Some(n) => n as usize,
     };
-    let diagnostics = crate::asl::validate_text(definition, kind);
-    let result = if diagnostics.has_errors() {
-        "FAIL"
-    } else {
-        "OK"
-    };
+    let diagnostics = crate::asl::validate_text_as(definition, kind, server.config.compat);
+    let result = crate::api::validation::result(&diagnostics);
     let shown: Vec<Value> = diagnostics
         .iter()
         .filter(|d| with_warnings || d.severity == crate::asl::Severity::Error)
-        .map(crate::cli::report::diagnostic_json)
+        .map(crate::api::validation::diagnostic_json)
         .collect();
     let truncated = shown.len() > max;
     let shown: Vec<Value> = shown.into_iter().take(max).collect();

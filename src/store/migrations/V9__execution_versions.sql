@@ -1,4 +1,4 @@
--- V8: the version and alias an execution was started through (StartExecution with a version or
+-- V9: the version and alias an execution was started through (StartExecution with a version or
 -- alias ARN), as DescribeExecution and ListExecutions show them (`stateMachineVersionArn`,
 -- `stateMachineAliasArn`). NULL for an execution of the unqualified machine.
 ALTER TABLE executions ADD COLUMN state_machine_version_arn TEXT;

@@ -1,0 +1,38 @@
+// Uses only the installed packages: sfn-local (its global setup started the server) and the
+// AWS SDK.
+const { StartExecutionCommand, ListStateMachinesCommand } = require("@aws-sdk/client-sfn");
+const { answerTask, connect, startAndWait, waitForExecution, waitForTaskToken } = require("sfn-local");
+
+// The server the global setup started: its endpoint and database.
+const server = connect();
+const sfn = server.client();
+const arn = "arn:aws:states:us-east-1:123456789012:stateMachine:Approval";
+
+test("the global setup created the state machine", async () => {
+  const { stateMachines } = await sfn.send(new ListStateMachinesCommand({}));
+  expect(stateMachines.map((m) => m.name)).toEqual(["Approval"]);
+});
+
+test("an approval answered with its task token", async () => {
+  const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, input: '{"order":"o-1"}' }));
+  const token = await waitForTaskToken(server, executionArn, "AskForApproval");
+  await answerTask(sfn, token, { approved: true });
+  const done = await waitForExecution(sfn, executionArn);
+  expect([done.status, done.outputJson]).toEqual(["SUCCEEDED", { approved: true }]);
+});
+
+test("a refusal fails the execution", async () => {
+  const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, input: '{"order":"o-2"}' }));
+  await answerTask(sfn, await waitForTaskToken(server, executionArn, "AskForApproval"), undefined, { error: "Refused" });
+  const done = await waitForExecution(sfn, executionArn);
+  expect([done.status, done.error]).toEqual(["FAILED", "Refused"]);
+});
+
+test("startAndWait on a machine that ends by itself", async () => {
+  // A Wait-only machine from the API, so the test shows startAndWait's whole round trip.
+  const { CreateStateMachineCommand } = require("@aws-sdk/client-sfn");
+  const definition = JSON.stringify({ StartAt: "W", States: { W: { Type: "Wait", Seconds: 60, End: true } } });
+  const { stateMachineArn } = await sfn.send(new CreateStateMachineCommand({ name: "Waits", definition, roleArn: "arn:aws:iam::123456789012:role/r" }));
+  const done = await startAndWait(sfn, stateMachineArn, { a: 1 });
+  expect([done.status, done.outputJson]).toEqual(["SUCCEEDED", { a: 1 }]);
+});

@@ -1,0 +1,13 @@
+// An example project's Jest configuration: one sfn-local server for the run, with a state
+// machine created at start and Wait states that take no time.
+module.exports = {
+  testEnvironment: "node",
+  globalSetup: "sfn-local/jest-global-setup",
+  globalTeardown: "sfn-local/jest-global-teardown",
+  globals: {
+    sfnLocal: {
+      timeScale: 0,
+      definitions: { Approval: "approval.asl.json" },
+    },
+  },
+};

@@ -1,0 +1,51 @@
+import type { ChildProcess } from "node:child_process";
+
+/** How `serve` runs; each field maps to a flag of `sfn-local serve`. */
+export interface ServeOptions {
+  /** `--task` bindings, `MACHINE:STATE=COMMAND`. */
+  tasks?: string[];
+  /** `--worker` bindings, `MACHINE:STATE=COMMAND`. */
+  workers?: string[];
+  /** `--mock-config`: Step Functions Local's MockConfigFile. */
+  mockConfig?: string;
+  /** `--time-scale`: 0 makes Wait states and retries take no time. */
+  timeScale?: number;
+  /** State machines created once the server is up: name -> definition file, JSON text or object. */
+  definitions?: Record<string, string | object>;
+  /** More `serve` flags, as on a command line. */
+  args?: string[];
+  env?: Record<string, string>;
+  region?: string;
+  /** The binary (default: $SFN_LOCAL_BIN, else this platform's package). */
+  binary?: string;
+  /** The folder of the database, ready file and log (default: a fresh temporary one). */
+  dir?: string;
+  /** Milliseconds to wait for the server (default 30000). */
+  startTimeout?: number;
+}
+
+export interface Server {
+  endpoint: string;
+  port: number;
+  db: string;
+  dir: string;
+  process: ChildProcess;
+  log(): string;
+  stop(timeoutMs?: number): Promise<number | null>;
+  cli(...args: string[]): Promise<string>;
+  client(): import("@aws-sdk/client-sfn").SFNClient;
+}
+
+/** The server a global setup started, seen from a test (SFN_LOCAL_ENDPOINT, SFN_LOCAL_DB). */
+export function connect(env?: Record<string, string | undefined>): Pick<Server, "endpoint" | "db" | "cli" | "client">;
+
+export const ANY_ROLE: string;
+export function binaryPath(): string;
+export function serve(options?: ServeOptions): Promise<Server>;
+export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<number | null> }>;
+export function sfnClient(endpoint: string, region?: string): import("@aws-sdk/client-sfn").SFNClient;
+export function createStateMachine(client: any, name: string, definition: string | object, roleArn?: string): Promise<string>;
+export function waitForExecution(client: any, executionArn: string, opts?: { timeout?: number; poll?: number }): Promise<any>;
+export function startAndWait(client: any, stateMachineArn: string, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number }): Promise<any>;
+export function waitForTaskToken(server: Server, executionArn: string, state: string, opts?: { timeout?: number; poll?: number }): Promise<string>;
+export function answerTask(client: any, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;

@@ -1,0 +1,239 @@
+// sfn-local for Node: where the binary is, `serve()` on a free port with a private database,
+// and the helpers tests write by hand otherwise (start and wait, wait for a task token, answer
+// it). The Jest and Vitest global setups build on `serve()`.
+"use strict";
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+const { spawn, execFile } = require("node:child_process");
+
+const ANY_ROLE = "arn:aws:iam::123456789012:role/sfn-local";
+const TERMINAL = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"];
+
+/** The binary: $SFN_LOCAL_BIN, else the one of this platform's package (@sfn-local/OS-CPU). */
+function binaryPath() {
+  if (process.env.SFN_LOCAL_BIN) {
+    return process.env.SFN_LOCAL_BIN;
+  }
+  const platform = `${process.platform}-${process.arch}`;
+  const exe = process.platform === "win32" ? "sfn-local.exe" : "sfn-local";
+  try {
+    return require.resolve(`@sfn-local/${platform}/bin/${exe}`);
+  } catch {
+    throw new Error(
+      `sfn-local: no binary for ${platform}: the package @sfn-local/${platform} is not installed ` +
+        "(npm skips optional dependencies with --omit=optional or --no-optional), or sfn-local " +
+        "has no build for this platform; set SFN_LOCAL_BIN to a binary to use another one",
+    );
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The `sfn-local serve` arguments of the options (see index.d.ts). */
+function serveArgs(options, db, readyFile) {
+  const args = ["serve", "--port", "0", "--db", db, "--ready-file", readyFile];
+  args.push("--region", options.region ?? "us-east-1");
+  for (const t of options.tasks ?? []) args.push("--task", t);
+  for (const w of options.workers ?? []) args.push("--worker", w);
+  if (options.mockConfig) args.push("--mock-config", options.mockConfig);
+  if (options.timeScale !== undefined) args.push("--time-scale", String(options.timeScale));
+  return args.concat(options.args ?? []);
+}
+
+/**
+ * Starts `sfn-local serve` on a free port with a private database and resolves once it accepts
+ * connections; then creates `options.definitions` ({name: file path or object}).
+ */
+async function serve(options = {}) {
+  const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "sfn-local-"));
+  fs.mkdirSync(dir, { recursive: true });
+  const readyFile = path.join(dir, "ready.json");
+  const logPath = path.join(dir, "serve.log");
+  const log = fs.openSync(logPath, "w");
+  const child = spawn(options.binary ?? binaryPath(), serveArgs(options, path.join(dir, "sfn-local.db"), readyFile), {
+    stdio: ["ignore", log, log],
+    env: { ...process.env, ...(options.env ?? {}) },
+    windowsHide: true,
+  });
+  fs.closeSync(log);
+  let exited = null;
+  child.on("exit", (code, signal) => (exited = { code, signal }));
+  const readLog = () => fs.readFileSync(logPath, "utf8");
+  const deadline = Date.now() + (options.startTimeout ?? 30000);
+  while (!fs.existsSync(readyFile)) {
+    if (exited) throw new Error(`sfn-local serve exited ${exited.code ?? exited.signal} before it was ready:\n${readLog()}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`sfn-local serve was not ready in time:\n${readLog()}`);
+    }
+    await sleep(20);
+  }
+  const ready = JSON.parse(fs.readFileSync(readyFile, "utf8"));
+  const server = {
+    endpoint: ready.endpoint,
+    port: ready.port,
+    db: ready.database,
+    dir,
+    process: child,
+    log: readLog,
+    /** Stops it as Ctrl-C does (SIGTERM; SIGKILL after `timeout` ms); resolves to its exit code. */
+    stop(timeout = 10000) {
+      if (exited) return Promise.resolve(exited.code);
+      return new Promise((resolve) => {
+        const kill = setTimeout(() => child.kill("SIGKILL"), timeout);
+        child.once("exit", (code) => {
+          clearTimeout(kill);
+          if (!options.dir) fs.rmSync(dir, { recursive: true, force: true });
+          resolve(code);
+        });
+        child.kill("SIGTERM");
+      });
+    },
+    /** Another sfn-local command on this server's database; resolves to its stdout. */
+    cli: (...args) => runCli(options.binary ?? binaryPath(), ready.database, args),
+    /** An SFNClient for this server. */
+    client: () => sfnClient(ready.endpoint, options.region),
+  };
+  if (options.definitions && Object.keys(options.definitions).length > 0) {
+    try {
+      const client = sfnClient(server.endpoint, options.region);
+      for (const [name, definition] of Object.entries(options.definitions)) {
+        await createStateMachine(client, name, definition);
+      }
+    } catch (e) {
+      await server.stop();
+      throw e;
+    }
+  }
+  return server;
+}
+
+function runCli(binary, db, args) {
+  return new Promise((resolve, reject) => {
+    execFile(binary, [...args, "--db", db], (err, stdout, stderr) =>
+      err ? reject(new Error(`sfn-local ${args.join(" ")}: ${stderr || err.message}`)) : resolve(stdout),
+    );
+  });
+}
+
+/**
+ * The server a global setup started, from inside a test (SFN_LOCAL_ENDPOINT and SFN_LOCAL_DB):
+ * `{endpoint, db, cli(...), client()}`, enough for waitForTaskToken.
+ */
+function connect(env = process.env) {
+  const endpoint = env.SFN_LOCAL_ENDPOINT;
+  const db = env.SFN_LOCAL_DB;
+  if (!endpoint || !db) {
+    throw new Error("sfn-local: SFN_LOCAL_ENDPOINT is not set: add sfn-local/jest-global-setup (or the Vitest one) to the test runner's globalSetup");
+  }
+  return { endpoint, db, cli: (...args) => runCli(binaryPath(), db, args), client: () => sfnClient(endpoint) };
+}
+
+function sdk() {
+  try {
+    return require("@aws-sdk/client-sfn");
+  } catch {
+    throw new Error("sfn-local: this helper needs @aws-sdk/client-sfn: npm i -D @aws-sdk/client-sfn");
+  }
+}
+
+/** An SFNClient for an endpoint (fake credentials). */
+function sfnClient(endpoint, region = "us-east-1") {
+  const { SFNClient } = sdk();
+  return new SFNClient({ endpoint, region, credentials: { accessKeyId: "test", secretAccessKey: "test" } });
+}
+
+/** Creates a state machine from a file path, an object or JSON text; resolves to its ARN. */
+async function createStateMachine(client, name, definition, roleArn = ANY_ROLE) {
+  const { CreateStateMachineCommand } = sdk();
+  let text;
+  if (typeof definition === "object") text = JSON.stringify(definition);
+  else if (definition.trimStart().startsWith("{")) text = definition;
+  else text = fs.readFileSync(definition, "utf8");
+  const out = await client.send(new CreateStateMachineCommand({ name, definition: text, roleArn }));
+  return out.stateMachineArn;
+}
+
+/** Waits for an execution's end; resolves to DescribeExecution's answer (`outputJson` added). */
+async function waitForExecution(client, executionArn, { timeout = 30000, poll = 50 } = {}) {
+  const { DescribeExecutionCommand } = sdk();
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const d = await client.send(new DescribeExecutionCommand({ executionArn }));
+    if (TERMINAL.includes(d.status)) {
+      if (d.output !== undefined) d.outputJson = JSON.parse(d.output);
+      return d;
+    }
+    if (Date.now() > deadline) throw new Error(`${executionArn} is still ${d.status} after ${timeout} ms`);
+    await sleep(poll);
+  }
+}
+
+/** Starts an execution and waits for its end (see waitForExecution). */
+async function startAndWait(client, stateMachineArn, input, { name, timeout, poll } = {}) {
+  const { StartExecutionCommand } = sdk();
+  const text = input === undefined ? undefined : typeof input === "string" ? input : JSON.stringify(input);
+  const { executionArn } = await client.send(new StartExecutionCommand({ stateMachineArn, input: text, name }));
+  return waitForExecution(client, executionArn, { timeout, poll });
+}
+
+/**
+ * Waits until the state `state` of the execution waits for a task token and resolves to it.
+ * It asks `sfn-local list-tasks` on the server's database: the API has no call that lists tokens.
+ */
+async function waitForTaskToken(server, executionArn, state, { timeout = 30000, poll = 50 } = {}) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const listed = JSON.parse(await server.cli("list-tasks", "--execution-arn", executionArn, "--format", "json"));
+    const task = listed.tasks.find((t) => t.stateName === state);
+    if (task) return task.taskToken;
+    const { DescribeExecutionCommand } = sdk();
+    const { status } = await sfnClient(server.endpoint).send(new DescribeExecutionCommand({ executionArn }));
+    if (TERMINAL.includes(status)) throw new Error(`${executionArn} ended ${status} before ${state} waited for a token`);
+    if (Date.now() > deadline) throw new Error(`no task token for state ${state} of ${executionArn} after ${timeout} ms`);
+    await sleep(poll);
+  }
+}
+
+/** Answers a task token: SendTaskFailure with `{error, cause}`, else SendTaskSuccess with `output`. */
+async function answerTask(client, taskToken, output = {}, { error, cause } = {}) {
+  const { SendTaskSuccessCommand, SendTaskFailureCommand } = sdk();
+  if (error !== undefined) {
+    await client.send(new SendTaskFailureCommand({ taskToken, error, cause }));
+  } else {
+    const text = typeof output === "string" ? output : JSON.stringify(output);
+    await client.send(new SendTaskSuccessCommand({ taskToken, output: text }));
+  }
+}
+
+/**
+ * A global setup for a test runner: starts a server with `options` (paths relative to `rootDir`),
+ * exports SFN_LOCAL_ENDPOINT and SFN_LOCAL_DB to the tests, and resolves to a teardown.
+ */
+async function globalServer(options = {}, rootDir = process.cwd()) {
+  const resolved = { ...options, definitions: {} };
+  for (const [name, d] of Object.entries(options.definitions ?? {})) {
+    resolved.definitions[name] = typeof d === "string" && !d.trimStart().startsWith("{") ? path.resolve(rootDir, d) : d;
+  }
+  if (options.mockConfig) resolved.mockConfig = path.resolve(rootDir, options.mockConfig);
+  const server = await serve(resolved);
+  process.env.SFN_LOCAL_ENDPOINT = server.endpoint;
+  process.env.SFN_LOCAL_DB = server.db;
+  process.env.SFN_LOCAL_LOG_FILE = path.join(server.dir, "serve.log");
+  return { server, teardown: () => server.stop() };
+}
+
+module.exports = {
+  ANY_ROLE,
+  globalServer,
+  answerTask,
+  binaryPath,
+  connect,
+  createStateMachine,
+  serve,
+  sfnClient,
+  startAndWait,
+  waitForExecution,
+  waitForTaskToken,
+};

@@ -1,0 +1,296 @@
+"""Start ``sfn-local serve`` from Python and drive executions through it.
+
+The ``sfn-local`` binary comes with this package (``pip install sfn-local``). ``serve()`` starts it
+on a free port with a private database and returns once it accepts connections; the helpers do
+what tests otherwise write by hand: start an execution and wait for its end, wait for a state's
+task token and answer it. The pytest plugin (``sfn_local.pytest_plugin``) wraps these in fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+__all__ = [
+    "ServeOptions",
+    "SfnLocal",
+    "SfnLocalError",
+    "answer_task",
+    "create_state_machine",
+    "find_binary",
+    "serve",
+    "start_and_wait",
+    "wait_for_task_token",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: The role ARN sfn-local accepts for every state machine (no IAM locally).
+ANY_ROLE = "arn:aws:iam::123456789012:role/sfn-local"
+
+TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+
+class SfnLocalError(RuntimeError):
+    """sfn-local could not be found, did not start, or an awaited thing did not happen in time."""
+
+
+def find_binary(explicit: Optional[PathLike] = None) -> str:
+    """The ``sfn-local`` program: ``explicit``, else ``$SFN_LOCAL_BIN``, else the one this
+    package installed (the environment's scripts folder), else the first on ``PATH``."""
+    for candidate in (explicit, os.environ.get("SFN_LOCAL_BIN")):
+        if candidate:
+            if not Path(candidate).is_file():
+                raise SfnLocalError(f"sfn-local binary not found at {candidate}")
+            return str(candidate)
+    exe = "sfn-local.exe" if sys.platform == "win32" else "sfn-local"
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        if folder and Path(folder, exe).is_file():
+            return str(Path(folder, exe))
+    found = shutil.which("sfn-local")
+    if not found:
+        raise SfnLocalError(
+            "sfn-local is not installed: `pip install sfn-local`, or set SFN_LOCAL_BIN to the binary"
+        )
+    return found
+
+
+@dataclass
+class ServeOptions:
+    """How ``serve`` runs; every field maps to a flag of ``sfn-local serve``.
+
+    ``tasks``/``workers`` are ``MACHINE:STATE=COMMAND`` bindings; ``definitions`` maps state machine
+    names to definition files (or dicts) created through the API once the server is up;
+    ``args`` are extra flags passed as they are (for instance ``["--template", "template.yaml"]``).
+    """
+
+    tasks: Sequence[str] = ()
+    workers: Sequence[str] = ()
+    mock_config: Optional[PathLike] = None
+    time_scale: Optional[float] = None
+    definitions: Mapping[str, Union[PathLike, Mapping[str, Any]]] = field(default_factory=dict)
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    region: str = "us-east-1"
+    binary: Optional[PathLike] = None
+    start_timeout: float = 30.0
+
+    def command(self, binary: str, db: Path, ready_file: Path) -> List[str]:
+        """The ``sfn-local serve`` command line for a private database and a free port."""
+        cmd = [binary, "serve", "--port", "0", "--db", str(db), "--ready-file", str(ready_file)]
+        cmd += ["--region", self.region]
+        for binding in self.tasks:
+            cmd += ["--task", binding]
+        for binding in self.workers:
+            cmd += ["--worker", binding]
+        if self.mock_config is not None:
+            cmd += ["--mock-config", str(self.mock_config)]
+        if self.time_scale is not None:
+            cmd += ["--time-scale", repr(float(self.time_scale))]
+        return cmd + [str(a) for a in self.args]
+
+
+class SfnLocal:
+    """A running ``sfn-local serve``: its endpoint, database and log. Stop it with ``stop()`` (or
+    use it as a context manager)."""
+
+    def __init__(self, process: subprocess.Popen, ready: Dict[str, Any], workdir: Path, log_path: Path,
+                 binary: str, options: ServeOptions, owns_workdir: bool):
+        self.process = process
+        self.endpoint: str = ready["endpoint"]
+        self.port: int = ready["port"]
+        self.db = Path(ready["database"])
+        self.workdir = workdir
+        self.log_path = log_path
+        self.binary = binary
+        self.options = options
+        self._owns_workdir = owns_workdir
+
+    def log(self, since: int = 0) -> str:
+        """What serve printed (stdout and stderr), from byte ``since`` on."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(since)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def log_size(self) -> int:
+        """How many bytes of log there are now (a mark for ``log(since=...)``)."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def client(self, **kwargs: Any):
+        """A boto3 Step Functions client pointed at this server (fake credentials)."""
+        try:
+            import boto3
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise SfnLocalError("the client needs boto3: pip install 'sfn-local[boto3]'") from e
+        settings = dict(
+            endpoint_url=self.endpoint,
+            region_name=self.options.region,
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        settings.update(kwargs)
+        return boto3.client("stepfunctions", **settings)
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Runs another ``sfn-local`` command on this server's database (``--db`` added)."""
+        cmd = [self.binary, *args, "--db", str(self.db)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if check and result.returncode != 0:
+            raise SfnLocalError(f"{' '.join(cmd)} exited {result.returncode}: {result.stderr.strip()}")
+        return result
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stops serve as Ctrl-C does (SIGTERM; killed after ``timeout``) and returns its exit code."""
+        if self.process.poll() is None:
+            if sys.platform == "win32":
+                self.process.terminate()
+            else:
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.process.returncode
+
+    def __enter__(self) -> "SfnLocal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def serve(options: Optional[ServeOptions] = None, workdir: Optional[PathLike] = None, **overrides: Any) -> SfnLocal:
+    """Starts ``sfn-local serve`` on a free port with a private database in ``workdir`` (a fresh
+    temporary folder when not given, removed by ``stop()``), waits until it accepts connections
+    and creates ``options.definitions``. Keyword arguments override fields of ``options``."""
+    options = options or ServeOptions()
+    if overrides:
+        options = ServeOptions(**{**options.__dict__, **overrides})
+    binary = find_binary(options.binary)
+    owns = workdir is None
+    folder = Path(tempfile.mkdtemp(prefix="sfn-local-")) if owns else Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    ready_file, log_path = folder / "ready.json", folder / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            options.command(binary, folder / "sfn-local.db", ready_file),
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **options.env},
+        )
+    ready = _wait_ready(process, ready_file, log_path, options.start_timeout)
+    server = SfnLocal(process, ready, folder, log_path, binary, options, owns)
+    try:
+        for name, definition in options.definitions.items():
+            create_state_machine(server.client(), name, definition)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_ready(process: subprocess.Popen, ready_file: Path, log_path: Path, timeout: float) -> Dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready_file.exists():
+            return json.loads(ready_file.read_text())
+        if process.poll() is not None:
+            raise SfnLocalError(
+                f"sfn-local serve exited {process.returncode} before it was ready:\n{log_path.read_text(errors='replace')}"
+            )
+        time.sleep(0.02)
+    process.kill()
+    process.wait()
+    raise SfnLocalError(f"sfn-local serve was not ready after {timeout}s:\n{log_path.read_text(errors='replace')}")
+
+
+def create_state_machine(client, name: str, definition: Union[PathLike, Mapping[str, Any], str],
+                         role_arn: str = ANY_ROLE, **kwargs: Any) -> str:
+    """Creates a state machine from a file path, a dict or JSON text and returns its ARN."""
+    if isinstance(definition, Mapping):
+        text = json.dumps(definition)
+    elif isinstance(definition, str) and definition.lstrip().startswith("{"):
+        text = definition
+    else:
+        text = Path(definition).read_text()
+    return client.create_state_machine(name=name, definition=text, roleArn=role_arn, **kwargs)["stateMachineArn"]
+
+
+def start_and_wait(client, state_machine_arn: str, input: Any = None, name: Optional[str] = None,
+                   timeout: float = 30.0, poll: float = 0.05) -> Dict[str, Any]:
+    """Starts an execution and waits for its end; returns DescribeExecution's answer with
+    ``output`` decoded (``output_json``). Raises ``SfnLocalError`` if it is still running after
+    ``timeout`` seconds."""
+    kwargs: Dict[str, Any] = {"stateMachineArn": state_machine_arn}
+    if input is not None:
+        kwargs["input"] = input if isinstance(input, str) else json.dumps(input)
+    if name is not None:
+        kwargs["name"] = name
+    arn = client.start_execution(**kwargs)["executionArn"]
+    return wait_for_execution(client, arn, timeout=timeout, poll=poll)
+
+
+def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: float = 0.05) -> Dict[str, Any]:
+    """Waits for an execution to end; returns DescribeExecution's answer (``output_json`` added)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        described = client.describe_execution(executionArn=execution_arn)
+        if described["status"] in TERMINAL:
+            if "output" in described:
+                described["output_json"] = json.loads(described["output"])
+            return described
+        if time.monotonic() >= deadline:
+            raise SfnLocalError(f"{execution_arn} is still {described['status']} after {timeout}s")
+        time.sleep(poll)
+
+
+def wait_for_task_token(server: SfnLocal, execution_arn: str, state: str, timeout: float = 30.0,
+                        poll: float = 0.05) -> str:
+    """Waits until the state ``state`` of the execution waits for a task token
+    (``.waitForTaskToken`` or an activity) and returns the token. It asks ``sfn-local list-tasks``
+    on the server's database: the API has no call that lists tokens."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = server.cli("list-tasks", "--execution-arn", execution_arn, "--format", "json", check=False)
+        if listed.returncode == 0:
+            for task in json.loads(listed.stdout)["tasks"]:
+                if task["stateName"] == state:  # list-tasks lists only tokens still open
+                    return task["taskToken"]
+        status = server.client().describe_execution(executionArn=execution_arn)["status"]
+        if status in TERMINAL:
+            raise SfnLocalError(f"{execution_arn} ended {status} before {state} waited for a token")
+        if time.monotonic() >= deadline:
+            raise SfnLocalError(f"no task token for state {state} of {execution_arn} after {timeout}s")
+        time.sleep(poll)
+
+
+def answer_task(client, token: str, output: Any = None, error: Optional[str] = None,
+                cause: Optional[str] = None) -> None:
+    """Answers a task token: SendTaskFailure when ``error`` is given, else SendTaskSuccess with
+    ``output`` (JSON text, or a value encoded as JSON)."""
+    if error is not None:
+        kwargs = {"taskToken": token, "error": error}
+        if cause is not None:
+            kwargs["cause"] = cause
+        client.send_task_failure(**kwargs)
+    else:
+        text = output if isinstance(output, str) else json.dumps(output if output is not None else {})
+        client.send_task_success(taskToken=token, output=text)

@@ -1,0 +1,166 @@
+"""pytest fixtures for sfn-local (loaded through the ``pytest11`` entry point).
+
+- ``sfn_local``: a running ``sfn-local serve`` on a free port with a private database, shared by
+  the session (``sfn_local_scope = module`` or ``function`` in the ini file narrows it).
+  Configure it by overriding the ``sfn_local_options`` fixture, or in the ini file.
+- ``sfn_client``: a boto3 Step Functions client pointed at it.
+- ``sfn_local_factory``: starts more servers inside one test, each with its own options; stopped
+  at the test's end.
+
+A failing test that used a server gets the server's log of that test in its report. Servers stop
+as Ctrl-C stops them (SIGTERM), so a stop is clean and the database stays readable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator, List, Mapping
+
+import pytest
+
+from . import ServeOptions, SfnLocal, serve
+
+_SCOPES = ("session", "package", "module", "class", "function")
+_SERVERS = pytest.StashKey[List[SfnLocal]]()  # every server of the session, for coverage
+_STARTED = pytest.StashKey[List[SfnLocal]]()  # the servers a test started with the factory
+_MARKS = pytest.StashKey[dict]()  # each server's log size when a test began
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sfn-local")
+    group.addoption("--sfn-local-bin", metavar="PATH",
+                    help="the sfn-local binary (default: $SFN_LOCAL_BIN, the installed one, PATH)")
+    group.addoption("--sfn-local-lcov", metavar="PATH",
+                    help="at the session's end, write the state machines' coverage by the "
+                         "session's executions as LCOV to PATH (`sfn-local coverage`)")
+    parser.addini("sfn_local_scope", "scope of the sfn_local fixture: session (default), package, "
+                  "module, class or function", default="session")
+    parser.addini("sfn_local_time_scale", "serve --time-scale (Wait states and retries sped up)", default="")
+    parser.addini("sfn_local_mock_config", "serve --mock-config: Step Functions Local's MockConfigFile",
+                  default="")
+    parser.addini("sfn_local_tasks", "serve --task bindings, MACHINE:STATE=COMMAND, one a line", type="linelist")
+    parser.addini("sfn_local_workers", "serve --worker bindings, MACHINE:STATE=COMMAND, one a line",
+                  type="linelist")
+    parser.addini("sfn_local_args", "more serve flags, as on a command line", type="args")
+
+
+def _scope(fixture_name: str, config: pytest.Config) -> str:
+    scope = config.getini("sfn_local_scope") or "session"
+    if scope not in _SCOPES:
+        raise pytest.UsageError(f"sfn_local_scope = {scope}: expected one of {', '.join(_SCOPES)}")
+    return scope
+
+
+@pytest.fixture(scope="session")
+def sfn_local_options(pytestconfig: pytest.Config) -> ServeOptions:
+    """How the ``sfn_local`` server runs. Override it in a conftest.py for bindings, mocks and
+    state machines created at start; relative paths in the ini file are from the rootdir."""
+    root = Path(pytestconfig.rootpath)
+    time_scale = pytestconfig.getini("sfn_local_time_scale")
+    mock_config = pytestconfig.getini("sfn_local_mock_config")
+    return ServeOptions(
+        tasks=list(pytestconfig.getini("sfn_local_tasks")),
+        workers=list(pytestconfig.getini("sfn_local_workers")),
+        mock_config=str(root / mock_config) if mock_config else None,
+        time_scale=float(time_scale) if time_scale else None,
+        args=list(pytestconfig.getini("sfn_local_args")),
+        binary=pytestconfig.getoption("sfn_local_bin"),
+    )
+
+
+def _start(request: pytest.FixtureRequest, options: ServeOptions, tmp_path_factory: pytest.TempPathFactory) -> SfnLocal:
+    server = serve(options, workdir=tmp_path_factory.mktemp("sfn-local"))
+    request.config.stash.setdefault(_SERVERS, []).append(server)
+    return server
+
+
+@pytest.fixture(scope=_scope)
+def sfn_local(request: pytest.FixtureRequest, sfn_local_options: ServeOptions,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[SfnLocal]:
+    """A running ``sfn-local serve`` (see ``sfn_local_options``); ``.endpoint`` is its URL."""
+    server = _start(request, sfn_local_options, tmp_path_factory)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sfn_client(sfn_local: SfnLocal):
+    """A boto3 Step Functions client pointed at ``sfn_local``."""
+    return sfn_local.client()
+
+
+@pytest.fixture
+def sfn_local_factory(request: pytest.FixtureRequest, sfn_local_options: ServeOptions,
+                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SfnLocal]]:
+    """``sfn_local_factory(**options)`` starts another server for this test (options override
+    ``sfn_local_options``); every one is stopped when the test ends."""
+    started: List[SfnLocal] = []
+
+    def start(**overrides: Any) -> SfnLocal:
+        options = ServeOptions(**{**sfn_local_options.__dict__, **overrides})
+        server = _start(request, options, tmp_path_factory)
+        started.append(server)
+        request.node.stash.setdefault(_STARTED, []).append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    # Where each server's log stood when the test began, to show only the test's part.
+    servers = item.config.stash.get(_SERVERS, [])
+    item.stash[_MARKS] = {id(s): s.log_size() for s in servers}
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    marks = item.stash.get(_MARKS, {})
+    for server in item.config.stash.get(_SERVERS, []):
+        if not _used_by(item, server):
+            continue
+        since = marks.get(id(server), 0) if report.when == "call" else 0
+        text = server.log(since).strip()
+        if not text:
+            tail = "\n".join(server.log().strip().splitlines()[-50:])
+            text = f"(nothing during this test; the log so far, {server.log_path}:)\n{tail}"
+        report.sections.append((f"sfn-local serve log ({server.endpoint}, {report.when})", text))
+
+
+def _used_by(item: pytest.Item, server: SfnLocal) -> bool:
+    # funcargs holds every fixture the test needed, directly or through another fixture.
+    funcargs = getattr(item, "funcargs", {}) or {}
+    return any(value is server for value in funcargs.values()) or any(
+        started is server for started in item.stash.get(_STARTED, [])
+    )
+
+
+def servers(config: pytest.Config) -> List[SfnLocal]:
+    """Every server this session started (running or stopped; their databases stay until pytest
+    cleans its temporary folders). The hook for coverage: a plugin or conftest can run
+    ``sfn-local`` commands on each ``server.db`` in ``pytest_sessionfinish``."""
+    return list(config.stash.get(_SERVERS, []))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = session.config.getoption("sfn_local_lcov")
+    if not target:
+        return
+    # One LCOV tracefile: each server's records one after the other (the format allows it).
+    # LCOV points at lines of files: the definitions given to a server as files are measured.
+    parts = []
+    for server in servers(session.config):
+        files = [str(d) for d in server.options.definitions.values()
+                 if not isinstance(d, Mapping) and not str(d).lstrip().startswith("{")]
+        if server.process.poll() is None:
+            server.stop()
+        if files:
+            parts.append(server.cli("coverage", "--format", "lcov", *files).stdout)
+    Path(target).write_text("".join(parts))
