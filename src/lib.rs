@@ -19,6 +19,8 @@
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.
+//! - [`web`]: what the HTTP faces (`serve`, the console) share to be safe to leave running: the
+//!   `Host` allow-list, timeouts and a connection cap.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
 //!
 //! ```
@@ -42,3 +44,4 @@ pub mod serve;
 pub mod store;
 pub mod suggest;
 pub mod tasks;
+pub mod web;

@@ -1,6 +1,8 @@
 //! The console in a real browser: headless Chromium driven through chromedriver's WebDriver HTTP
 //! API opens an execution waiting for its task token, clicks "Send success", and watches the
-//! execution turn SUCCEEDED; plus the pages and form posts over plain HTTP.
+//! execution turn SUCCEEDED; plus the pages and form posts over plain HTTP. And what a page
+//! from another site can do with the console open in the same browser: nothing (a rebinding
+//! page reads and writes nothing, a cross-site form is refused, framing is refused).
 //!
 //! Chromium and chromedriver are Debian's `chromium` and `chromium-driver`, installed by
 //! `.ci/deps`. Screenshots go to `$SFN_LOCAL_SCREENSHOTS` when it is set (the README's come
@@ -32,13 +34,26 @@ const APPROVAL: &str = r#"{
 
 /// One HTTP/1.1 request on a fresh connection; returns status and body.
 fn http(port: u16, method: &str, path: &str, body: Option<(&str, &str)>) -> (u16, String) {
+    let (status, _, body) = http_with(port, method, path, body, "");
+    (status, body)
+}
+
+/// One HTTP/1.1 request with `extra` header lines (each ending in CRLF); returns status,
+/// head and body.
+fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+    extra: &str,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     let (content_type, body) = body.unwrap_or(("application/json", ""));
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).unwrap();
@@ -83,7 +98,7 @@ fn http(port: u16, method: &str, path: &str, body: Option<(&str, &str)>) -> (u16
         reader.read_to_end(&mut raw).unwrap();
     }
     let body = String::from_utf8_lossy(&raw).into_owned();
-    (status, body)
+    (status, head, body)
 }
 
 fn free_port() -> u16 {
@@ -167,6 +182,105 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// The console's form token, as its execution page carries it.
+fn csrf_of(page: &str) -> String {
+    page.split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no csrf field in {page}"))
+        .to_owned()
+}
+
+/// Whether the execution still waits for `token`, with no answer in its history.
+fn still_waiting(sandbox: &Sandbox, name: &str, token: &str) {
+    let listed = sandbox.run(&["list-tasks", "--execution-arn", name, "--format", "json"]);
+    assert_eq!(
+        listed.json()["tasks"][0]["taskToken"].as_str(),
+        Some(token),
+        "{}",
+        listed.stdout
+    );
+    let history = sandbox.history(name);
+    let types = common::types(&history);
+    assert!(
+        !types.iter().any(|t| t.starts_with("TaskSucceeded")
+            || t.starts_with("TaskFailed")
+            || t.starts_with("Execution") && t != "ExecutionStarted"),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn cross_site_form_posts_are_refused_and_change_nothing() {
+    let sandbox = Sandbox::new();
+    let (run, token) = waiting_execution(&sandbox, "approve-csrf");
+    let (_console, port) = console(&sandbox);
+    let csrf = csrf_of(&http(port, "GET", "/console/execution?arn=approve-csrf", None).1);
+    let form = |csrf: &str| {
+        form_encode(&[
+            ("token", &token),
+            ("execution", "approve-csrf"),
+            ("output", r#"{"forged":true}"#),
+            ("csrf", csrf),
+        ])
+    };
+    let post = |body: &str, extra: &str| {
+        http_with(
+            port,
+            "POST",
+            "/console/tasks/success",
+            Some(("application/x-www-form-urlencoded", body)),
+            extra,
+        )
+    };
+    // What a browser says of a form on another site, even with the right token.
+    for extra in [
+        "Origin: http://evil.test\r\n".to_owned(),
+        "Origin: null\r\n".to_owned(),
+        format!("Origin: http://localhost:{port}\r\n"),
+        "Sec-Fetch-Site: cross-site\r\n".to_owned(),
+        "Sec-Fetch-Site: same-site\r\n".to_owned(),
+    ] {
+        let (status, _, page) = post(&form(&csrf), &extra);
+        assert_eq!(status, 403, "{extra}: {page}");
+        assert!(page.contains("its own pages"), "{page}");
+    }
+    // A form without this process's token (made elsewhere, or before a restart).
+    for stale in ["", "0000", &"ab".repeat(32)] {
+        let (status, _, page) = post(&form(stale), "");
+        assert_eq!(status, 403, "{stale}: {page}");
+        assert!(page.contains("reload the page"), "{page}");
+    }
+    still_waiting(&sandbox, "approve-csrf", &token);
+    // The console's own page, as the browser sends it, is taken.
+    let own = format!("Origin: http://127.0.0.1:{port}\r\nSec-Fetch-Site: same-origin\r\n");
+    let (status, _, _) = post(&form(&csrf), &own);
+    assert_eq!(status, 303);
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn pages_forbid_framing_and_run_only_the_consoles_script() {
+    let sandbox = Sandbox::new();
+    let (_console, port) = console(&sandbox);
+    for path in ["/", "/console/executions", "/console/execution?arn=nope"] {
+        let (_, head, _) = http_with(port, "GET", path, None, "");
+        let head = head.to_ascii_lowercase();
+        assert!(head.contains("x-frame-options: deny"), "{path}: {head}");
+        let csp = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-security-policy: "))
+            .unwrap_or_else(|| panic!("{path}: no CSP in {head}"));
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        assert!(csp.contains("script-src 'self';"), "{csp}");
+        assert!(!csp.contains("unsafe-eval"), "{csp}");
+        assert!(head.contains("x-content-type-options: nosniff"), "{head}");
+        assert!(head.contains("cache-control: no-store"), "{head}");
+        assert!(!head.contains("access-control-allow"), "no CORS: {head}");
+    }
+}
+
 #[test]
 fn pages_list_filter_and_answer_over_http() {
     let sandbox = Sandbox::new();
@@ -214,10 +328,12 @@ fn pages_list_filter_and_answer_over_http() {
 
     // Bad output is refused and changes nothing; a heartbeat and a success are taken.
     let arn = "approve-http";
+    let csrf = csrf_of(&http(port, "GET", "/console/execution?arn=approve-http", None).1);
     let bad = form_encode(&[
         ("token", &token),
         ("execution", arn),
         ("output", "{not json"),
+        ("csrf", &csrf),
     ]);
     let (status, _) = http(
         port,
@@ -228,7 +344,7 @@ fn pages_list_filter_and_answer_over_http() {
     assert_eq!(status, 303);
     let (_, page) = http(port, "GET", "/console/execution?arn=approve-http", None);
     assert!(page.contains("Send success"), "still waiting");
-    let beat = form_encode(&[("token", &token), ("execution", arn)]);
+    let beat = form_encode(&[("token", &token), ("execution", arn), ("csrf", &csrf)]);
     let (status, _) = http(
         port,
         "POST",
@@ -240,6 +356,7 @@ fn pages_list_filter_and_answer_over_http() {
         ("token", &token),
         ("execution", arn),
         ("output", r#"{"ok":true}"#),
+        ("csrf", &csrf),
     ]);
     let (status, _) = http(
         port,
@@ -297,16 +414,26 @@ struct Browser {
 
 impl Browser {
     fn open(port: u16, profile: &std::path::Path) -> Browser {
+        Browser::open_with(port, profile, &[])
+    }
+
+    /// A browser with more command-line switches.
+    fn open_with(port: u16, profile: &std::path::Path, switches: &[&str]) -> Browser {
+        let mut args = vec![
+            json!("--headless"),
+            json!("--no-sandbox"),
+            json!("--disable-gpu"),
+            json!("--disable-background-networking"),
+            json!("--disable-component-update"),
+            json!("--disable-sync"),
+            json!("--no-first-run"),
+            json!(format!("--user-data-dir={}", profile.display())),
+            json!("--window-size=1280,1000"),
+        ];
+        args.extend(switches.iter().map(|s| json!(s)));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
-                "args": ["--headless", "--no-sandbox", "--disable-gpu",
-                         "--disable-background-networking", "--disable-component-update",
-                         "--disable-sync", "--no-first-run",
-                         format!("--user-data-dir={}", profile.display()),
-                         "--window-size=1280,1000"]
-            }
+            "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}
         }}});
         let (status, body) = http(
             port,
@@ -365,6 +492,21 @@ impl Browser {
         )
         .as_str()
         .map(str::to_owned)
+    }
+
+    /// Clicks the element `css` selects. The page's live refresh replaces its elements every
+    /// second, so one found just before may be stale by the click: find it again then.
+    fn click(&self, css: &str) {
+        for _ in 0..10 {
+            let element = self.find(css).unwrap_or_else(|| panic!("no {css}"));
+            let path = format!("/session/{}/element/{element}/click", self.session);
+            let (status, out) = http(self.port, "POST", &path, Some(("application/json", "{}")));
+            if status == 200 {
+                return;
+            }
+            assert!(out.contains("stale element"), "click {css}: {out}");
+        }
+        panic!("{css} went stale ten times in a row");
     }
 
     fn screenshot(&self, file: &std::path::Path) {
@@ -431,10 +573,7 @@ fn clicking_send_success_in_chromium_turns_the_execution_succeeded() {
         "Approve drawn as waiting"
     );
     browser.screenshot(&shots.join("console-waiting.png"));
-    let button = browser
-        .find("button.success")
-        .expect("a Send success button");
-    browser.call("POST", &format!("/element/{button}/click"), json!({}));
+    browser.click("button.success");
 
     // The form posts, the page comes back, and its live part turns SUCCEEDED.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -465,4 +604,165 @@ fn clicking_send_success_in_chromium_turns_the_execution_succeeded() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Starts `sfn-local serve --port 0` on the sandbox's database; returns it and its port. Its
+/// stderr is drained on a thread.
+fn serve(sandbox: &Sandbox) -> (Running, u16) {
+    let mut child = sandbox
+        .command()
+        .args(["serve", "--port", "0"])
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .and_then(Result::ok)
+            .expect("serve said where it listens");
+        if let Some(rest) = line.split("listening on http://127.0.0.1:").nth(1) {
+            break rest
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("no port in {line:?}"));
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (Running(child), port)
+}
+
+/// What a rebinding page's script tries, same-origin to itself: read the console and the API,
+/// create and start a state machine, answer the waiting task. Each result is `{status, text}`
+/// or `{error}`.
+const REBINDING_ATTACK: &str = r#"
+const [token, execution, done] = arguments;
+async function attempt(path, init) {
+  try { const r = await fetch(path, init); return {status: r.status, text: await r.text()}; }
+  catch (e) { return {error: String(e)}; }
+}
+const api = (op, body) => attempt('/', {method: 'POST', body: JSON.stringify(body),
+  headers: {'X-Amz-Target': 'AWSStepFunctions.' + op, 'Content-Type': 'application/x-amz-json-1.0'}});
+(async () => {
+  const out = {};
+  out.home = await attempt('/');
+  out.execution = await attempt('/console/execution?arn=' + encodeURIComponent(execution));
+  out.list = await api('ListStateMachines', {});
+  out.create = await api('CreateStateMachine', {name: 'planted', roleArn: 'arn:aws:iam::123456789012:role/x',
+    definition: '{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}'});
+  out.answer = await attempt('/console/tasks/success', {method: 'POST',
+    body: new URLSearchParams({token, execution, output: '{"pwned":true}'})});
+  done(out);
+})();
+"#;
+
+/// Frames `src` in the current page; resolves once the frame has loaded (or after 10 s).
+const FRAME: &str = r#"
+const [src, done] = arguments;
+const f = document.createElement('iframe');
+f.id = 'framed'; f.src = src; f.width = 800; f.height = 600;
+f.onload = () => done('loaded');
+setTimeout(() => done('timeout'), 10000);
+document.body.appendChild(f);
+"#;
+
+impl Browser {
+    /// Runs an asynchronous script (its last argument is the callback).
+    fn run_async(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            "/execute/async",
+            json!({"script": script, "args": args}),
+        )
+    }
+
+    /// The URL and text of the frame `#framed`, read from inside it.
+    fn framed(&self) -> (String, String) {
+        let frame = self.find("#framed").expect("the frame");
+        self.call(
+            "POST",
+            "/frame",
+            json!({"id": {"element-6066-11e4-a52e-4f735466cecf": frame}}),
+        );
+        let read = "return [location.href, document.body ? document.body.innerText : ''];";
+        let path = format!("/session/{}/execute/sync", self.session);
+        let body = json!({"script": read, "args": []}).to_string();
+        let (_, out) = http(self.port, "POST", &path, Some(("application/json", &body)));
+        self.call("POST", "/frame/parent", json!({}));
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (
+            v["value"][0].as_str().unwrap_or_default().to_owned(),
+            v["value"][1].as_str().unwrap_or_default().to_owned(),
+        )
+    }
+}
+
+#[test]
+fn a_rebinding_page_in_chromium_can_neither_read_nor_write_nor_frame_the_console() {
+    let sandbox = Sandbox::new();
+    let (run, token) = waiting_execution(&sandbox, "approve-rebind");
+    let (_serve, port) = serve(&sandbox);
+    let (_driver, driver_port) = chromedriver();
+    // evil.test resolves to 127.0.0.1, as a rebinding site's name does once it has re-pointed.
+    let browser = Browser::open_with(
+        driver_port,
+        &sandbox.path("chromium-profile"),
+        &["--host-resolver-rules=MAP evil.test 127.0.0.1"],
+    );
+    let args = json!([token, "approve-rebind"]);
+
+    // In the page of http://evil.test:PORT, its script gets only refusals.
+    browser.go(&format!("http://evil.test:{port}/"));
+    let out = browser.run_async(REBINDING_ATTACK, args.clone());
+    for key in ["home", "execution", "list", "create", "answer"] {
+        assert_eq!(out[key]["status"], 403, "{key}: {}", out[key]);
+        let text = out[key]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("--allow-host evil.test"), "{key}: {text}");
+        assert!(!text.contains(&token), "{key} showed the token");
+    }
+    // The same script from the console's own origin does read: the test sees a hole when
+    // there is one. Its answer still lacks the form token, and is refused.
+    browser.go(&format!("http://127.0.0.1:{port}/"));
+    let own = browser.run_async(REBINDING_ATTACK, args);
+    assert_eq!(own["home"]["status"], 200, "{}", own["home"]);
+    assert!(own["execution"]["text"].as_str().unwrap().contains(&token));
+    assert_eq!(own["list"]["status"], 200, "{}", own["list"]);
+    assert_eq!(own["answer"]["status"], 403, "{}", own["answer"]);
+    assert!(own["answer"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("reload the page"));
+    let (_, _, listed) = http_with(
+        port,
+        "POST",
+        "/",
+        Some(("application/x-amz-json-1.0", "{}")),
+        "X-Amz-Target: AWSStepFunctions.ListStateMachines\r\n",
+    );
+    assert_eq!(
+        listed.matches("\"planted\"").count(),
+        1,
+        "created once, from the console's own origin only: {listed}"
+    );
+    still_waiting(&sandbox, "approve-rebind", &token);
+
+    // Framed by another site, the execution page stays blank (the browser's error page);
+    // a page that allows framing loads in the same frame (the check can see a frame load).
+    browser.go(&format!("http://evil.test:{port}/"));
+    let victim = format!("http://127.0.0.1:{port}/console/execution?arn=approve-rebind");
+    browser.run_async(FRAME, json!([victim]));
+    let (url, text) = browser.framed();
+    assert!(!url.starts_with("http://127.0.0.1"), "framed: {url}");
+    assert!(!text.contains("Send success"), "framed: {text}");
+    browser.go(&format!("http://evil.test:{port}/"));
+    browser.run_async(FRAME, json!([format!("http://evil.test:{port}/other")]));
+    let (url, text) = browser.framed();
+    assert!(url.starts_with("http://evil.test"), "{url}");
+    assert!(text.contains("--allow-host"), "{text}");
+    browser.close();
+
+    // The execution still waits: answer it so `run` ends.
+    assert_eq!(sandbox.send_success(&token, "{}").code, 0);
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
 }

@@ -516,3 +516,66 @@ fn codebuild_start_build_sync_polls_the_build_to_its_end() {
         "{response}"
     );
 }
+
+/// `aws-sdk:*` built from the services' models, one service per protocol at moto: Lambda
+/// (rest-json: URI, query string, JSON answer), Route 53 (rest-xml: an XML body with the model's
+/// namespace, an XML answer read by the output shape), EC2 (ec2: `Name.N` fields, `item` lists
+/// under wire names such as `reservationSet` read back as `Reservations`), IAM (query: a
+/// `…Result` wrapper, `member` lists) and a modeled error as the SDK v2's class.
+#[test]
+fn aws_sdk_speaks_rest_json_rest_xml_ec2_and_query_from_the_models() {
+    let moto = moto();
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let machine = sb.write(
+        "protocols.asl.json",
+        r#"{"StartAt":"Functions","States":{
+  "Functions":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:lambda:listFunctions","Parameters":{"MaxItems":5},"ResultPath":"$.functions","Next":"NoFunction"},
+  "NoFunction":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:lambda:getFunction","Parameters":{"FunctionName":"nope"},
+     "Catch":[{"ErrorEquals":["Lambda.ResourceNotFoundException"],"ResultPath":"$.nofunction","Next":"Zone"}],"End":true},
+  "Zone":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:route53:createHostedZone","Parameters":{"Name":"example.com","CallerReference":"ref-1","HostedZoneConfig":{"Comment":"test zone","PrivateZone":false}},"ResultPath":"$.zone","Next":"Zones"},
+  "Zones":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:route53:listHostedZones","Parameters":{},"ResultPath":"$.zones","Next":"Run"},
+  "Run":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:ec2:runInstances","Parameters":{"ImageId":"ami-12c6146b","MinCount":2,"MaxCount":2,"InstanceType":"t2.micro"},"ResultSelector":{"ids.$":"$.Instances[*].InstanceId"},"ResultPath":"$.run","Next":"Describe"},
+  "Describe":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:ec2:describeInstances","Parameters":{"InstanceIds.$":"$.run.ids"},"ResultPath":"$.described","Next":"User"},
+  "User":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:iam:createUser","Parameters":{"UserName":"ada","Tags":[{"Key":"team","Value":"a"}]},"ResultPath":"$.user","Next":"Users"},
+  "Users":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:iam:listUsers","Parameters":{},"ResultPath":"$.users","Next":"NoUser"},
+  "NoUser":{"Type":"Task","Resource":"arn:aws:states:::aws-sdk:iam:getUser","Parameters":{"UserName":"nobody"},
+     "Catch":[{"ErrorEquals":["Iam.NoSuchEntityException"],"ResultPath":"$.nouser","Next":"Done"}],"End":true},
+  "Done":{"Type":"Succeed"}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        machine.to_str().unwrap(),
+        "--endpoint",
+        &format!("all={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = out.json();
+    assert_eq!(o["functions"]["Functions"], serde_json::json!([]), "{o}");
+    assert_eq!(
+        o["nofunction"]["Error"], "Lambda.ResourceNotFoundException",
+        "{o}"
+    );
+    assert_eq!(o["zone"]["HostedZone"]["Name"], "example.com.", "{o}");
+    assert_eq!(
+        o["zone"]["HostedZone"]["Config"]["Comment"], "test zone",
+        "{o}"
+    );
+    assert!(o["zone"]["Location"].is_string(), "{o}");
+    assert_eq!(
+        o["zones"]["HostedZones"][0]["Id"], o["zone"]["HostedZone"]["Id"],
+        "{o}"
+    );
+    assert_eq!(o["zones"]["IsTruncated"], false, "{o}");
+    let ids = o["run"]["ids"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ids.len(), 2, "{o}");
+    let described = &o["described"]["Reservations"][0]["Instances"];
+    assert_eq!(described.as_array().map(Vec::len), Some(2), "{o}");
+    assert_eq!(described[0]["InstanceType"], "t2.micro", "{o}");
+    assert_eq!(described[0]["State"]["Code"], 16, "{o}");
+    assert_eq!(o["user"]["User"]["UserName"], "ada", "{o}");
+    assert_eq!(o["user"]["User"]["Tags"][0]["Key"], "team", "{o}");
+    assert_eq!(o["users"]["Users"][0]["UserName"], "ada", "{o}");
+    assert_eq!(o["nouser"]["Error"], "Iam.NoSuchEntityException", "{o}");
+}

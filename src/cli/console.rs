@@ -18,10 +18,22 @@ pub struct ConsoleArgs {
     /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// Who may address the server and how long clients may take.
+    #[command(flatten)]
+    pub web: crate::cli::web::WebArgs,
 }
 
 /// Runs `console`.
 pub fn run(args: ConsoleArgs) -> ExitCode {
+    let checked = crate::cli::web::check_exposure("sfn-local console", args.bind, false, false)
+        .and_then(|()| args.web.options("sfn-local console"));
+    let web = match checked {
+        Ok(web) => web,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let store = match db::open(args.db.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -58,10 +70,7 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        match axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
+        match crate::web::listen::serve(listener, app, &web, shutdown).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 errln!("error: {e}");

@@ -82,21 +82,20 @@ pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingEr
 
 /// Creates a database file that does not exist yet readable and writable by its owner only
 /// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
-/// mode), and the default folder (`$XDG_STATE_HOME/sfn-local`) likewise owner-only. A folder
-/// the user named is left as it is. Failures are left to the open, which names the path.
-fn create_private(path: &std::path::Path, default_location: bool) {
+/// mode), and every folder created for it (the default `$XDG_STATE_HOME/sfn-local`, or the
+/// missing folders of a path the user named) likewise owner-only. A folder that exists is left
+/// as it is. Failures are left to the open, which names the path.
+fn create_private(path: &std::path::Path) {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if path.exists() {
         return;
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            if default_location {
-                builder.mode(0o700);
-            }
-            let _ = builder.create(parent);
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent);
         }
     }
     let _ = std::fs::OpenOptions::new()
@@ -108,10 +107,8 @@ fn create_private(path: &std::path::Path, default_location: bool) {
 
 /// Opens the database, or says why not.
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
-    let default_location =
-        flag.is_none() && std::env::var_os("SFN_LOCAL_DB").is_none_or(|p| p.is_empty());
     let path = resolve(flag);
-    create_private(&path, default_location);
+    create_private(&path);
     Store::open(&path, options(durability))
         .map(Arc::new)
         .map_err(|e| format!("error: {e}"))

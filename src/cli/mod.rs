@@ -55,6 +55,7 @@ pub mod test;
 pub mod test_state;
 pub mod ui;
 pub mod validate;
+pub mod web;
 pub mod worker;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.

@@ -71,6 +71,17 @@ pub struct ServeArgs {
     /// How many threads run executions (each hosts many).
     #[arg(long, default_value_t = 2)]
     pub execution_threads: usize,
+    /// Let HTTP Tasks (`http:invoke`) call their ApiEndpoint: any host, or only the HOST or
+    /// HOST:PORT listed. Off by default: a server that calls whatever URL a request names is a
+    /// proxy into this machine for anyone who reaches it.
+    #[arg(long, value_name = "HOST", num_args = 0.., value_delimiter = ',')]
+    pub allow_http_invoke: Option<Vec<String>>,
+    /// Allow a --bind address other than loopback even with --task or --worker bindings.
+    #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE")]
+    pub allow_remote: bool,
+    /// Who may address the server and how long clients may take.
+    #[command(flatten)]
+    pub web: crate::cli::web::WebArgs,
 }
 
 /// `--compat`: whose behaviour to reproduce.
@@ -140,6 +151,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
         };
+    let exposure = crate::cli::web::check_exposure(
+        "sfn-local serve",
+        args.bind,
+        !(tasks.is_empty() && workers.is_empty()),
+        args.allow_remote,
+    );
+    let web = match exposure.and_then(|()| args.web.options("sfn-local serve")) {
+        Ok(web) => web,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     if let Err(e) = clear_ready_file(args.ready_file.as_deref()) {
         errln!("error: {e}");
         return ExitCode::from(EXIT_USAGE);
@@ -179,6 +203,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         },
         max_history_events: args.max_history_events,
         threads: args.execution_threads,
+        web,
+        http_invoke: crate::tasks::http::HttpAccess::from_flag(args.allow_http_invoke.as_deref()),
     };
     let path = store.path().display().to_string();
     let ready_file = args.ready_file;

@@ -6,7 +6,12 @@
 //! `/console/tasks/...`; it never takes `POST /`, which is the AWS API's (serve mounts this
 //! router beside its own). `sfn-local console` serves it alone. Handlers only decode, call the
 //! store, and render ([`pages`]); the assets are compiled into the binary.
+//!
+//! Safe to leave open while browsing ([`guard`]): every page forbids framing and runs only the
+//! console's own script, and a form post is taken only from the console's own pages (its
+//! `Origin`/`Sec-Fetch-Site`, and a token that only this process's pages carry).
 
+mod guard;
 mod pages;
 
 use crate::graph::ExecutionPicture;
@@ -23,8 +28,23 @@ use std::sync::Arc;
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
 
+/// What the handlers share: the database, and the token this process's forms carry.
+struct Console {
+    store: Arc<Store>,
+    csrf: guard::CsrfToken,
+}
+
 /// The console's routes over this database.
 pub fn router(store: Arc<Store>) -> Router {
+    let console = Arc::new(Console {
+        store,
+        csrf: guard::CsrfToken::generate(),
+    });
+    let writes = Router::new()
+        .route("/console/tasks/success", post(send_success))
+        .route("/console/tasks/failure", post(send_failure))
+        .route("/console/tasks/heartbeat", post(send_heartbeat))
+        .layer(axum::middleware::from_fn(guard::same_origin_only));
     Router::new()
         .route("/", get(home))
         .route("/console", get(home))
@@ -32,15 +52,14 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/console/execution", get(execution))
         .route("/console/execution/live", get(execution_live))
         .route("/console/execution/graph.svg", get(execution_svg))
-        .route("/console/tasks/success", post(send_success))
-        .route("/console/tasks/failure", post(send_failure))
-        .route("/console/tasks/heartbeat", post(send_heartbeat))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
-        .with_state(store)
+        .merge(writes)
+        .with_state(console)
+        .layer(axum::middleware::from_fn(guard::page_headers))
 }
 
-type Shared = State<Arc<Store>>;
+type Shared = State<Arc<Console>>;
 
 fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
     (status, Html(pages::error_page(&message.to_string()))).into_response()
@@ -57,7 +76,8 @@ async fn js() -> impl IntoResponse {
     )
 }
 
-async fn home(State(store): Shared) -> Response {
+async fn home(State(console): Shared) -> Response {
+    let store = &console.store;
     let created = store.state_machines().map(|machines| {
         machines
             .into_iter()
@@ -77,7 +97,8 @@ struct ListQuery {
     machine: Option<String>,
 }
 
-async fn executions(State(store): Shared, Query(q): Query<ListQuery>) -> Response {
+async fn executions(State(console): Shared, Query(q): Query<ListQuery>) -> Response {
+    let store = &console.store;
     let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => match s.parse::<ExecutionStatus>() {
@@ -89,7 +110,7 @@ async fn executions(State(store): Shared, Query(q): Query<ListQuery>) -> Respons
         Ok(mut list) => {
             let mut coverage = None;
             if let Some(m) = q.machine.as_deref().filter(|m| !m.is_empty()) {
-                coverage = machine_coverage(&store, m);
+                coverage = machine_coverage(store, m);
                 list.retain(|e| e.state_machine_arn == m || e.state_machine_name == m);
             }
             let page = pages::executions(&list, status, q.machine.as_deref(), coverage.as_ref());
@@ -164,29 +185,31 @@ fn picture(store: &Store, arn: &str) -> Result<Loaded, Box<Response>> {
     Ok((picture, events, tokens))
 }
 
-async fn execution(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
-    match picture(&store, &q.arn) {
+async fn execution(State(console): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&console.store, &q.arn) {
         Ok((p, events, tokens)) => Html(pages::execution(
             &p,
             &events,
             &tokens,
-            q.said.as_deref(),
-            q.error.as_deref(),
+            (q.said.as_deref(), q.error.as_deref()),
+            console.csrf.as_str(),
         ))
         .into_response(),
         Err(r) => *r,
     }
 }
 
-async fn execution_live(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
-    match picture(&store, &q.arn) {
-        Ok((p, events, tokens)) => Html(pages::live(&p, &events, &tokens)).into_response(),
+async fn execution_live(State(console): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&console.store, &q.arn) {
+        Ok((p, events, tokens)) => {
+            Html(pages::live(&p, &events, &tokens, console.csrf.as_str())).into_response()
+        }
         Err(r) => *r,
     }
 }
 
-async fn execution_svg(State(store): Shared, Query(q): Query<ExecutionQuery>) -> Response {
-    match picture(&store, &q.arn) {
+async fn execution_svg(State(console): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    match picture(&console.store, &q.arn) {
         Ok((p, _, _)) => (
             [(header::CONTENT_TYPE, "image/svg+xml")],
             crate::graph::svg::render(&p.graph, Some(&p.overlay)),
@@ -209,6 +232,8 @@ struct AnswerForm {
     error: Option<String>,
     /// SendTaskFailure's cause.
     cause: Option<String>,
+    /// The token of this process's pages ([`guard::CsrfToken`]).
+    csrf: Option<String>,
 }
 
 fn back(form: &AnswerForm, said: Result<&str, String>) -> Redirect {
@@ -225,34 +250,39 @@ fn back(form: &AnswerForm, said: Result<&str, String>) -> Redirect {
 }
 
 /// Answers through the token answer code the CLI and the API use, so the console refuses
-/// alike (AWS's error name, then its message).
-fn answer(store: &Store, form: &AnswerForm, answer: SentAnswer, said: &str) -> Redirect {
+/// alike (AWS's error name, then its message); a form without this process's token is refused
+/// before anything is read or changed.
+fn answer(console: &Console, form: &AnswerForm, answer: SentAnswer, said: &str) -> Response {
+    if !console.csrf.matches(form.csrf.as_deref()) {
+        return failure(StatusCode::FORBIDDEN, guard::STALE_FORM);
+    }
+    let store = &console.store;
     match answer_task(store, &form.token, answer, crate::clock::system_now()) {
-        Ok(()) => back(form, Ok(said)),
-        Err(r) => back(form, Err(format!("{}: {r}", r.code()))),
+        Ok(()) => back(form, Ok(said)).into_response(),
+        Err(r) => back(form, Err(format!("{}: {r}", r.code()))).into_response(),
     }
 }
 
-async fn send_success(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
+async fn send_success(State(console): Shared, Form(form): Form<AnswerForm>) -> Response {
     let text = form.output.as_deref().unwrap_or("{}").trim();
     let text = if text.is_empty() { "{}" } else { text };
     answer(
-        &store,
+        &console,
         &form,
         SentAnswer::Success(text.to_owned()),
         "success sent",
     )
 }
 
-async fn send_failure(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
+async fn send_failure(State(console): Shared, Form(form): Form<AnswerForm>) -> Response {
     let none_if_empty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
     let answer_with = SentAnswer::Failure {
         error: none_if_empty(&form.error),
         cause: none_if_empty(&form.cause),
     };
-    answer(&store, &form, answer_with, "failure sent")
+    answer(&console, &form, answer_with, "failure sent")
 }
 
-async fn send_heartbeat(State(store): Shared, Form(form): Form<AnswerForm>) -> Redirect {
-    answer(&store, &form, SentAnswer::Heartbeat, "heartbeat sent")
+async fn send_heartbeat(State(console): Shared, Form(form): Form<AnswerForm>) -> Response {
+    answer(&console, &form, SentAnswer::Heartbeat, "heartbeat sent")
 }

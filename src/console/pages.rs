@@ -206,13 +206,14 @@ fn pretty(json: &str) -> String {
 }
 
 /// One execution: its status, graph, waiting tasks and events, with the live part refreshed by
-/// the page's script while it runs.
+/// the page's script while it runs; `(said, error)` is what the last form post did, and `csrf`
+/// the token its forms carry.
 pub fn execution(
     p: &ExecutionPicture,
     events: &[EventRecord],
     tokens: &[TokenRecord],
-    said: Option<&str>,
-    error: Option<&str>,
+    (said, error): (Option<&str>, Option<&str>),
+    csrf: &str,
 ) -> String {
     let e = &p.record;
     let mut body = String::new();
@@ -239,13 +240,18 @@ pub fn execution(
         r#"<div id="live" data-running="{}" data-src="/console/execution/live?arn={}">{}</div>"#,
         e.status == ExecutionStatus::Running,
         url_encode(&e.execution_arn),
-        live(p, events, tokens)
+        live(p, events, tokens, csrf)
     );
     layout(&format!("{} {}", e.name, e.status.as_str()), &body)
 }
 
-/// The part of the execution page that changes while it runs.
-pub fn live(p: &ExecutionPicture, events: &[EventRecord], tokens: &[TokenRecord]) -> String {
+/// The part of the execution page that changes while it runs (its forms carry `csrf`).
+pub fn live(
+    p: &ExecutionPicture,
+    events: &[EventRecord],
+    tokens: &[TokenRecord],
+    csrf: &str,
+) -> String {
     let e = &p.record;
     let now = p.overlay.now_ms;
     let mut out = format!(
@@ -292,7 +298,7 @@ pub fn live(p: &ExecutionPicture, events: &[EventRecord], tokens: &[TokenRecord]
     out.push_str(r#"</p><div class="graph">"#);
     out.push_str(&svg::render(&p.graph, Some(&p.overlay)));
     out.push_str("</div></section><section>");
-    out.push_str(&tasks(&e.execution_arn, tokens, now));
+    out.push_str(&tasks(&e.execution_arn, tokens, now, csrf));
     let _ = write!(
         out,
         r#"<h2>Input and output</h2><details data-key="input"><summary>Execution input</summary><pre>{}</pre></details>"#,
@@ -311,7 +317,7 @@ pub fn live(p: &ExecutionPicture, events: &[EventRecord], tokens: &[TokenRecord]
     out
 }
 
-fn tasks(execution_arn: &str, tokens: &[TokenRecord], now: i64) -> String {
+fn tasks(execution_arn: &str, tokens: &[TokenRecord], now: i64, csrf: &str) -> String {
     let mut out = String::from("<h2>Waiting for a token</h2>");
     if tokens.is_empty() {
         out.push_str(r#"<p class="muted">No task is waiting.</p>"#);
@@ -347,9 +353,10 @@ fn tasks(execution_arn: &str, tokens: &[TokenRecord], now: i64) -> String {
             esc(&pretty(&t.input))
         );
         let hidden = format!(
-            r#"<input type="hidden" name="token" value="{}"><input type="hidden" name="execution" value="{}">"#,
+            r#"<input type="hidden" name="token" value="{}"><input type="hidden" name="execution" value="{}"><input type="hidden" name="csrf" value="{}">"#,
             esc(&t.token),
-            esc(execution_arn)
+            esc(execution_arn),
+            esc(csrf)
         );
         let _ = write!(
             out,

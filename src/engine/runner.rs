@@ -155,6 +155,13 @@ struct RunConfig {
     /// `--endpoint` bindings (`SERVICE=URL`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     endpoints: Vec<String>,
+    /// Which hosts HTTP Tasks may call (any unless started by `serve`), so a resumed
+    /// execution calls no more than it could before.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::tasks::http::HttpAccess::is_any"
+    )]
+    http_invoke: crate::tasks::http::HttpAccess,
     /// `serve --compat` (AWS's behaviour when absent).
     #[serde(default, skip_serializing_if = "is_aws")]
     compat: crate::asl::Compat,
@@ -331,6 +338,7 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
             .collect(),
         parent: None,
         endpoints: request.tasks.endpoints.bindings(),
+        http_invoke: request.tasks.http_access.clone(),
         compat: request.options.compat,
     };
     let row = NewExecution {
@@ -719,6 +727,7 @@ fn prepare_resume(
             parent: None,
             endpoints: Vec::new(),
             compat: crate::asl::Compat::Aws,
+            http_invoke: Default::default(),
         },
     };
     let (machine, _) = crate::asl::compile_text_as(
@@ -727,7 +736,10 @@ fn prepare_resume(
         config.compat,
     );
     let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
-    let mut tasks = LocalTasks::default();
+    let mut tasks = LocalTasks {
+        http_access: config.http_invoke.clone(),
+        ..LocalTasks::default()
+    };
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
             .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
@@ -945,6 +957,7 @@ pub(crate) fn create_child(
             .collect(),
         parent: Some(parent.to_owned()),
         endpoints: setup.tasks.endpoints.bindings(),
+        http_invoke: setup.tasks.http_access.clone(),
         compat: setup.options.compat,
         workers: Vec::new(),
         manual_heartbeat: false,

@@ -1061,6 +1061,7 @@ impl TestRun<'_> {
                 let http = crate::tasks::http::is_http_invoke(&t.resource)
                     && !engine.tasks.binds(&cx.state.name);
                 let region = engine.info.region.clone();
+                let access = engine.tasks.http_access();
                 let request = TaskRequest {
                     state_name: cx.state.name.clone(),
                     resource: t.resource.clone(),
@@ -1075,7 +1076,7 @@ impl TestRun<'_> {
                     let slot = exchange.clone();
                     Box::pin(async move {
                         let (result, sent) =
-                            crate::tasks::http::invoke(&request.input, &region).await;
+                            crate::tasks::http::invoke(&request.input, &region, &access).await;
                         *slot.borrow_mut() = sent;
                         result
                     })

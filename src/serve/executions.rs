@@ -158,6 +158,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         commands,
         endpoints: server.config.endpoints.clone(),
         advice: crate::tasks::Advice::Serve,
+        http_access: server.config.http_invoke.clone(),
         ..LocalTasks::default()
     };
     if let Some(case) = &spec.test_case {

@@ -10,6 +10,10 @@
 //! ([`crate::engine::runner::start_engine`]). On start the server resumes executions whose
 //! runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
 //! so everything stays resumable.
+//!
+//! Connections go through [`crate::web`]: requests addressed to a name other than localhost,
+//! an IP address or one `--allow-host` names are refused (DNS rebinding), with timeouts and a
+//! connection cap; HTTP Tasks call nothing unless `--allow-http-invoke` says which hosts.
 
 pub mod executions;
 pub mod model;
@@ -140,6 +144,10 @@ pub struct ServeConfig {
     pub max_history_events: i64,
     /// How many execution threads.
     pub threads: usize,
+    /// Who may address the server, and how long clients may take ([`crate::web`]).
+    pub web: crate::web::WebOptions,
+    /// Which hosts HTTP Tasks may call (none unless `--allow-http-invoke`).
+    pub http_invoke: crate::tasks::http::HttpAccess,
 }
 
 /// The shared state of every request: the store, the configuration and the execution threads.
@@ -223,12 +231,11 @@ pub fn run(
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(server.clone())
             .merge(crate::console::router(store.clone()));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                let _ = stop.send(true);
-            })
-            .await?;
+        let stopped = async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        };
+        crate::web::listen::serve(listener, app, &server.config.web, stopped).await?;
         Ok::<(), ServeError>(())
     });
     // Everything submitted is committed, then the executions are left RUNNING for the next

@@ -166,10 +166,17 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
-                path: parent.to_path_buf(),
-                source: source.into(),
-            })?;
+            // Owner-only, like the file: the database holds task tokens, inputs and outputs.
+            let mut folders = std::fs::DirBuilder::new();
+            folders.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
+            folders
+                .create(parent)
+                .map_err(|source| StoreError::CreateDir {
+                    path: parent.to_path_buf(),
+                    source: source.into(),
+                })?;
         }
         let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
         let flags = if options.read_only_file {

@@ -5,14 +5,16 @@
 //! Optimized integrations send the request AWS's integration sends and shape the result as it
 //! does (`lambda:invoke`, the legacy Lambda ARN, `sqs:sendMessage`, `sns:publish`,
 //! `dynamodb:getItem|putItem|updateItem|deleteItem`, `events:putEvents`); `aws-sdk:SERVICE:ACTION`
-//! calls any service whose protocol is JSON, SNS over the query protocol (`query`), and S3's
-//! object and bucket operations (REST-XML,
+//! calls any service whose protocol is JSON, the services whose models `model` embeds
+//! (Lambda over rest-json, Route 53 over rest-xml, EC2 over ec2, IAM, CloudWatch, SNS and STS
+//! over query), and S3's object and bucket operations (REST-XML,
 //! in `s3`, which also serves a distributed Map's `ItemReader`/`ResultWriter`); `.sync` jobs of
 //! other services than Step Functions are polled to their end in `jobs`. Service errors are named as AWS names them:
 //! `DynamoDB.ResourceNotFoundException` for optimized integrations (the Java SDK v1's exception
 //! classes), `DynamoDb.ResourceNotFoundException` for `aws-sdk` ones (SDK v2's).
 
 mod jobs;
+mod model;
 mod query;
 mod s3;
 
@@ -37,6 +39,9 @@ enum Protocol {
     Lambda,
     /// S3's REST API with XML answers (path-style: `URL/BUCKET/KEY`).
     RestXml,
+    /// Only through `aws-sdk:*`, built from the service's model (`model`): rest-json, rest-xml,
+    /// ec2 or query.
+    Model,
     /// AWS Batch's REST-JSON API: every action is `POST /v1/ACTION` (lower case) with a JSON
     /// body.
     RestJsonV1,
@@ -195,6 +200,46 @@ const SERVICES: &[Service] = &[
         v1_prefix: "StepFunctions",
         v2_name: "Sfn",
     },
+    Service {
+        key: "route53",
+        signing: "route53",
+        protocol: Protocol::Model,
+        v1_name: "AmazonRoute53",
+        v1_prefix: "Route53",
+        v2_name: "Route53",
+    },
+    Service {
+        key: "ec2",
+        signing: "ec2",
+        protocol: Protocol::Model,
+        v1_name: "AmazonEC2",
+        v1_prefix: "EC2",
+        v2_name: "Ec2",
+    },
+    Service {
+        key: "iam",
+        signing: "iam",
+        protocol: Protocol::Model,
+        v1_name: "AmazonIdentityManagement",
+        v1_prefix: "IAM",
+        v2_name: "Iam",
+    },
+    Service {
+        key: "cloudwatch",
+        signing: "monitoring",
+        protocol: Protocol::Model,
+        v1_name: "AmazonCloudWatch",
+        v1_prefix: "CloudWatch",
+        v2_name: "CloudWatch",
+    },
+    Service {
+        key: "sts",
+        signing: "sts",
+        protocol: Protocol::Model,
+        v1_name: "AWSSecurityTokenService",
+        v1_prefix: "STS",
+        v2_name: "Sts",
+    },
 ];
 
 /// The endpoint names `--endpoint` and the environment accept, with Step Functions Local's
@@ -217,6 +262,11 @@ pub const ENDPOINT_VARIABLES: &[(&str, &str)] = &[
     ("sagemaker", "SAGE_MAKER_ENDPOINT"),
     ("batch", "BATCH_ENDPOINT"),
     ("sfn", "STEP_FUNCTIONS_ENDPOINT"),
+    ("route53", "ROUTE53_ENDPOINT"),
+    ("ec2", "EC2_ENDPOINT"),
+    ("iam", "IAM_ENDPOINT"),
+    ("cloudwatch", "CLOUDWATCH_ENDPOINT"),
+    ("sts", "STS_ENDPOINT"),
     ("all", "AWS_ENDPOINT_URL"),
 ];
 
@@ -778,7 +828,11 @@ impl Http {
         // The SDK v2's class of a service's error: its code with `Exception` (Step Functions'
         // `InvalidToken` is `InvalidTokenException`), the service's base class otherwise.
         let named = code.starts_with(|c: char| c.is_ascii_uppercase()) && !code.starts_with("Http");
-        let class = if code.ends_with("Exception") && code != "ValidationException" {
+        let modeled = model::model(self.svc.key).map(|m| m.error_class(&code));
+        let class = if let Some(found) = modeled {
+            // The model lists the service's errors; others are the service's base class.
+            found.unwrap_or_else(|| format!("{}Exception", self.svc.v2_name))
+        } else if code.ends_with("Exception") && code != "ValidationException" {
             code
         } else if named && !code.ends_with("Exception") {
             format!("{code}Exception")
@@ -828,6 +882,11 @@ impl Http {
     async fn sdk(&self, action: &str, params: &Value) -> Result<Value, StatesError> {
         if self.svc.protocol == Protocol::RestXml {
             return self.s3_sdk(action, params).await;
+        }
+        if model::speaks(self.svc.protocol) {
+            if let Some(result) = self.model_sdk(action, params).await {
+                return result;
+            }
         }
         if self.svc.protocol == Protocol::Query {
             return self.query_sdk(action, params).await;

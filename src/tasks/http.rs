@@ -9,6 +9,10 @@
 //! `States.Http.StatusCode.NNN` (the cause is that result as JSON); a call that gets no
 //! answer (refused, timed out after 60 seconds as on AWS) fails with `States.Http.Socket`.
 //!
+//! Which hosts may be called is [`HttpAccess`]: any from the command line (the user runs their
+//! own definitions), none from `serve` unless `--allow-http-invoke` says (a server that calls any
+//! URL a request names is a proxy into the machine for whoever can reach it).
+//!
 //! An EventBridge connection's credentials do not exist on this machine: no authorization is
 //! added to the request. [`invoke`] also returns the exchange as it went over the wire, which
 //! TestState shows at `TRACE` (`inspectionData.request`/`response`).
@@ -29,6 +33,78 @@ const SECRET_HEADERS: &[&str] = &[
     "cookie",
     "set-cookie",
 ];
+
+/// Which hosts an HTTP Task may call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HttpAccess {
+    /// Any host (the command line's `run`, `test`, `test-state`; `serve --allow-http-invoke`).
+    #[default]
+    Any,
+    /// None (`serve` by default).
+    Refused,
+    /// Only these: `HOST` (any port) or `HOST:PORT`, lowercase (`serve --allow-http-invoke
+    /// HOST,...`).
+    Hosts(Vec<String>),
+}
+
+impl HttpAccess {
+    /// `--allow-http-invoke`'s value: absent refuses, empty or `*` allows any host, else a
+    /// list of `HOST` or `HOST:PORT`.
+    pub fn from_flag(flag: Option<&[String]>) -> HttpAccess {
+        match flag {
+            None => HttpAccess::Refused,
+            Some(hosts) => {
+                let hosts: Vec<String> = hosts
+                    .iter()
+                    .flat_map(|h| h.split(','))
+                    .map(|h| h.trim().trim_matches(['[', ']']).to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect();
+                if hosts.is_empty() || hosts.iter().any(|h| h == "*") {
+                    HttpAccess::Any
+                } else {
+                    HttpAccess::Hosts(hosts)
+                }
+            }
+        }
+    }
+
+    /// Whether this is [`HttpAccess::Any`].
+    pub fn is_any(&self) -> bool {
+        *self == HttpAccess::Any
+    }
+
+    /// Whether `url` may be called.
+    fn allows(&self, url: &reqwest::Url) -> bool {
+        let hosts = match self {
+            HttpAccess::Any => return true,
+            HttpAccess::Refused => return false,
+            HttpAccess::Hosts(hosts) => hosts,
+        };
+        let host = url
+            .host_str()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_ascii_lowercase();
+        let with_port = format!("{host}:{}", url.port_or_known_default().unwrap_or(0));
+        hosts.iter().any(|h| *h == host || *h == with_port)
+    }
+
+    /// The error of a call to `url` that is not allowed.
+    fn refusal(&self, url: &str) -> StatesError {
+        let why = match self {
+            HttpAccess::Hosts(hosts) => format!(
+                "its host is not one --allow-http-invoke names ({})",
+                hosts.join(", ")
+            ),
+            _ => "sfn-local serve calls no HTTP API unless started with --allow-http-invoke (any host) or --allow-http-invoke HOST[,HOST...]".to_owned(),
+        };
+        runtime(format!(
+            "The HTTP Task may not call {url}: {why}. A server that calls whatever URL a request names would let anyone who reaches it (a web page, through DNS rebinding) call services on this machine."
+        ))
+    }
+}
 
 /// Whether a Task's resource is the HTTP Task.
 pub fn is_http_invoke(resource: &Resource) -> bool {
@@ -261,22 +337,43 @@ fn result_of(response: &ReceivedResponse) -> Value {
 }
 
 /// Makes the call one attempt of an HTTP Task makes, with `parameters` its effective
-/// parameters. Returns the task's result or error, and the exchange (none when the
-/// parameters describe no request).
+/// parameters, if `access` allows its host (and the host of every redirect). Returns the
+/// task's result or error, and the exchange (none when no request was sent).
 pub async fn invoke(
     parameters: &Value,
     region: &str,
+    access: &HttpAccess,
 ) -> (Result<Value, StatesError>, Option<Exchange>) {
     let sent = match build(parameters, region) {
         Ok(r) => r,
         Err(e) => return (Err(e), None),
     };
+    if !reqwest::Url::parse(&sent.url).is_ok_and(|u| access.allows(&u)) {
+        return (Err(access.refusal(&sent.url)), None);
+    }
     let mut exchange = Exchange {
         request: sent.clone(),
         response: None,
     };
     let socket = |e: String| StatesError::new("States.Http.Socket", e);
-    let client = match reqwest::Client::builder().timeout(CALL_TIMEOUT).build() {
+    let redirects = {
+        let access = access.clone();
+        reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 10 {
+                attempt.error("too many redirects")
+            } else if access.allows(attempt.url()) {
+                attempt.follow()
+            } else {
+                let refused = access.refusal(attempt.url().as_str());
+                attempt.error(refused.cause.unwrap_or_default())
+            }
+        })
+    };
+    let client = match reqwest::Client::builder()
+        .timeout(CALL_TIMEOUT)
+        .redirect(redirects)
+        .build()
+    {
         Ok(c) => c,
         Err(e) => return (Err(socket(e.to_string())), Some(exchange)),
     };
@@ -382,5 +479,23 @@ mod tests {
         assert!(e.cause.unwrap_or_default().contains("http:// or https://"));
         let e = build(&json!({"ApiEndpoint": "http://x", "Method": "BREW"}), "r").unwrap_err();
         assert!(e.cause.unwrap_or_default().contains("not one of GET"));
+    }
+
+    #[test]
+    fn access_names_hosts_with_or_without_ports() {
+        let url = |u: &str| reqwest::Url::parse(u).unwrap();
+        let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(HttpAccess::from_flag(None), HttpAccess::Refused);
+        assert!(HttpAccess::from_flag(Some(&[])).is_any());
+        assert!(HttpAccess::from_flag(Some(&list(&["*"]))).is_any());
+        let some = HttpAccess::from_flag(Some(&list(&["API.example.com", "127.0.0.1:9000,[::1]"])));
+        assert!(some.allows(&url("https://api.example.com/x")));
+        assert!(some.allows(&url("http://127.0.0.1:9000/")));
+        assert!(!some.allows(&url("http://127.0.0.1:9001/")));
+        assert!(some.allows(&url("http://[::1]:5/")));
+        assert!(!some.allows(&url("http://evil.example/")));
+        assert!(!HttpAccess::Refused.allows(&url("http://127.0.0.1/")));
+        let refused = HttpAccess::Refused.refusal("http://127.0.0.1:22/");
+        assert!(refused.cause.unwrap().contains("--allow-http-invoke"));
     }
 }

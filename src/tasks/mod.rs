@@ -104,6 +104,11 @@ pub trait TaskRunner {
         let _ = state;
         false
     }
+
+    /// Which hosts HTTP Tasks may call (TestState calls them itself, to trace the exchange).
+    fn http_access(&self) -> http::HttpAccess {
+        http::HttpAccess::Any
+    }
 }
 
 /// The child executions of `states:startExecution*` tasks (see [`nested::ChildExecutions`]).
@@ -138,6 +143,8 @@ pub struct LocalTasks {
     pub advice: Advice,
     /// Where the commands' stderr lines go (prefixed with the state's name); nowhere if unset.
     pub notice: Notice,
+    /// Which hosts HTTP Tasks may call (any, but for `serve`).
+    pub http_access: http::HttpAccess,
 }
 
 /// Whose flags and settings the error of a Task nothing runs advises: the command that was
@@ -230,6 +237,10 @@ impl TaskRunner for LocalTasks {
         self.commands.contains_key(state)
     }
 
+    fn http_access(&self) -> http::HttpAccess {
+        self.http_access.clone()
+    }
+
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
         match self.commands.get(&request.state_name) {
             Some(cmd) => {
@@ -274,7 +285,8 @@ impl TaskRunner for LocalTasks {
                     .filter(|r| !r.is_empty())
                     .unwrap_or("us-east-1")
                     .to_owned();
-                Box::pin(async move { http::invoke(&request.input, &region).await.0 })
+                let access = self.http_access.clone();
+                Box::pin(async move { http::invoke(&request.input, &region, &access).await.0 })
             }
             None => {
                 let e = match self.advice {

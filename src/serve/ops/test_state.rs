@@ -13,13 +13,17 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// Handles the call.
-pub async fn handle(_server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
+pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
     let test: TestStateRequest = serde_json::from_value(request.input)
         .map_err(|e| ApiError::new("ValidationException", e.to_string()))?;
+    let http_access = server.config.http_invoke.clone();
     let answer = tokio::task::spawn_blocking(move || {
         test_state_blocking(
             &test,
-            Rc::new(LocalTasks::default()),
+            Rc::new(LocalTasks {
+                http_access,
+                ..LocalTasks::default()
+            }),
             Arc::new(SystemClock::new(1.0)),
         )
     })

@@ -1,0 +1,468 @@
+//! `serve` (with the console it mounts) and `sfn-local console` are safe to leave running while
+//! you browse: requests addressed to a foreign name are refused (DNS rebinding), slow clients
+//! are cut off and connections capped, HTTP Tasks call nothing unless allowed, a non-loopback
+//! address is warned about (refused with `--task` bindings), and database folders are
+//! owner-only. The browser's side (a rebinding page in Chromium, framing, cross-site forms) is
+//! in tests/console.rs.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running server (`serve` or `console` on port 0), killed when dropped.
+struct Served {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl Served {
+    /// Starts `command` (whose stderr is piped) and waits for the address it prints.
+    fn start(mut command: Command) -> Served {
+        let mut child = command.spawn().expect("spawn sfn-local");
+        let log = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr");
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let mut served = Served {
+            child,
+            port: 0,
+            log,
+        };
+        let until = Instant::now() + Duration::from_secs(60);
+        while served.port == 0 {
+            let log = served.log();
+            if let Some(port) = log
+                .split("http://127.0.0.1:")
+                .nth(1)
+                .or_else(|| log.split("http://0.0.0.0:").nth(1))
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|p| p.parse().ok())
+            {
+                served.port = port;
+            }
+            assert!(Instant::now() < until, "the server did not start: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        served
+    }
+
+    /// `sfn-local serve --port 0 ARGS`.
+    fn serve(sandbox: &Sandbox, args: &[&str]) -> Served {
+        let mut command = sandbox.command();
+        command.args(["serve", "--port", "0"]).args(args);
+        Served::start(command)
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream
+    }
+
+    /// One API call addressed to localhost: the status and the body as JSON.
+    fn call(&self, operation: &str, body: Value) -> (u16, Value) {
+        let (status, text) = curl(
+            self.port,
+            "localhost",
+            &[
+                "-X",
+                "POST",
+                "-H",
+                &format!("X-Amz-Target: AWSStepFunctions.{operation}"),
+                "-H",
+                "Content-Type: application/x-amz-json-1.0",
+                "--data-binary",
+                &body.to_string(),
+            ],
+            "/",
+        );
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        common::kill(&mut self.child);
+    }
+}
+
+/// curl, with `Host: HOST` on a request to 127.0.0.1: the status and the body.
+fn curl(port: u16, host: &str, args: &[&str], path: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-S", "--max-time", "30", "-w", "\n%{http_code}"])
+        .args(["-H", &format!("Host: {host}")])
+        .args(args)
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("curl (.ci/deps installs it)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (status.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/local";
+
+#[test]
+fn requests_addressed_to_a_foreign_name_are_refused_on_the_api_and_the_console() {
+    let sandbox = Sandbox::new();
+    let served = Served::serve(&sandbox, &["--allow-host", "sfn"]);
+    let port = served.port;
+    let evil = format!("evil.test:{port}");
+    let pass = r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#;
+    let create = json!({"name": "planted", "definition": pass, "roleArn": ROLE}).to_string();
+
+    // The API: AWS's error shape, naming the flag that would accept the name; nothing created.
+    let (status, body) = curl(
+        port,
+        &evil,
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "X-Amz-Target: AWSStepFunctions.CreateStateMachine",
+            "-H",
+            "Content-Type: application/x-amz-json-1.0",
+            "--data-binary",
+            &create,
+        ],
+        "/",
+    );
+    assert_eq!(status, 403, "{body}");
+    let error: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(error["__type"], "AccessDeniedException");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("--allow-host evil.test"), "{message}");
+    assert!(message.contains("SFN_LOCAL_ALLOW_HOSTS"), "{message}");
+    let (status, listed) = served.call("ListStateMachines", json!({}));
+    assert_eq!(status, 200);
+    assert_eq!(listed["stateMachines"], json!([]), "nothing was created");
+
+    // The console's pages and its form posts.
+    for path in ["/", "/console/executions", "/console/assets/console.js"] {
+        let (status, body) = curl(port, &evil, &[], path);
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("--allow-host evil.test"), "{path}: {body}");
+    }
+    let (status, _) = curl(
+        port,
+        &evil,
+        &["--data", "token=x&execution=y"],
+        "/console/tasks/success",
+    );
+    assert_eq!(status, 403);
+    // Any port: a rebinding page is refused by its name, whatever port it uses.
+    assert_eq!(curl(port, "evil.test", &[], "/").0, 403);
+
+    // This machine's names and addresses, on any port (a published one), and the allowed name.
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost:9000".to_owned(),
+        format!("[::1]:{port}"),
+        format!("sfn:{port}"),
+        format!("SFN.:{port}"),
+    ] {
+        let (status, body) = curl(port, &host, &[], "/");
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    // Each refused name is said once in the log, with the way out.
+    let log = served.log();
+    assert_eq!(log.matches("refused a request").count(), 1, "{log}");
+    assert!(log.contains("--allow-host evil.test"), "{log}");
+}
+
+#[test]
+fn allowed_names_come_from_the_environment_and_the_console_checks_them_too() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.command();
+    command
+        .args(["console", "--port", "0"])
+        .env("SFN_LOCAL_ALLOW_HOSTS", "sfn,.compose.internal");
+    let console = Served::start(command);
+    let port = console.port;
+    for host in ["sfn", "a.compose.internal:1", "localhost"] {
+        assert_eq!(curl(port, host, &[], "/").0, 200, "{host}");
+    }
+    let (status, body) = curl(port, "evil.test", &[], "/console/executions");
+    assert_eq!(status, 403);
+    assert!(body.contains("--allow-host evil.test"), "{body}");
+    let (status, _) = curl(port, "compose.internal.evil.test", &[], "/");
+    assert_eq!(status, 403);
+
+    let mut command = sandbox.command();
+    command
+        .args(["serve", "--port", "0"])
+        .env("SFN_LOCAL_ALLOW_HOSTS", "*");
+    let any = Served::start(command);
+    assert_eq!(curl(any.port, "anything.example", &[], "/").0, 200);
+}
+
+/// Reads until the server closes the connection; what it sent, or a failure if it was still
+/// open after 30 s (the server's timeouts here are half a second).
+fn read_until_closed(stream: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) => panic!(
+                "the connection was still open after 30 s ({e}); got {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn half_sent_requests_slow_bodies_and_idle_connections_are_closed() {
+    let sandbox = Sandbox::new();
+    let served = Served::serve(
+        &sandbox,
+        &["--header-timeout", "0.5", "--body-timeout", "0.5"],
+    );
+
+    // A head that never ends.
+    let mut half = served.connect();
+    half.write_all(b"POST / HTTP/1.1\r\nHost: localhost\r\nX-Amz-Target: Awsstep")
+        .unwrap();
+    let got = read_until_closed(&mut half);
+    assert!(!got.contains("200 OK"), "{got}");
+
+    // A body that never ends: AWS's error naming the flag, then the connection closes.
+    let mut slow = served.connect();
+    slow.write_all(
+        b"POST / HTTP/1.1\r\nHost: localhost\r\nX-Amz-Target: AWSStepFunctions.ListStateMachines\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"maxRes",
+    )
+    .unwrap();
+    let got = read_until_closed(&mut slow);
+    assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+    assert!(got.contains("--body-timeout"), "{got}");
+
+    // A keep-alive connection that goes idle after its answer.
+    let mut idle = served.connect();
+    idle.write_all(b"GET /console/executions HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let got = read_until_closed(&mut idle);
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+
+    // The server still answers.
+    assert_eq!(served.call("ListStateMachines", json!({})).0, 200);
+}
+
+#[test]
+fn connections_over_the_cap_wait_and_the_log_says_so() {
+    let sandbox = Sandbox::new();
+    let served = Served::serve(&sandbox, &["--max-connections", "2"]);
+    // Two connections that hold their place (half a head: the 10 s header timeout is theirs).
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = served.connect();
+            s.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    let until = Instant::now() + Duration::from_secs(30);
+    while !served.log().contains("connections are open") {
+        assert!(Instant::now() < until, "no log line: {}", served.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = served.log();
+    assert!(
+        log.contains("2 connections are open, the most --max-connections allows"),
+        "{log}"
+    );
+    // A third waits unanswered while the two are open...
+    let mut third = served.connect();
+    third
+        .write_all(
+            b"GET /console/executions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let waited = third.read(&mut buf);
+    assert!(
+        matches!(&waited, Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)),
+        "answered over the cap: {waited:?}"
+    );
+    // ...and is answered once one of them closes.
+    held.pop();
+    third
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let got = read_until_closed(&mut third);
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert_eq!(served.log().matches("connections are open").count(), 1);
+}
+
+/// A Task state of the HTTP Task calling `url`.
+fn http_task(url: &str) -> String {
+    json!({"Type": "Task", "Resource": "arn:aws:states:::http:invoke",
+           "Parameters": {"ApiEndpoint": url, "Method": "GET",
+                          "Authentication": {"ConnectionArn": "arn:aws:events:us-east-1:123456789012:connection/c/1"}},
+           "End": true})
+    .to_string()
+}
+
+/// A listener no one should call: `accept` says whether someone did.
+fn untouched_listener() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/secret", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+#[test]
+fn http_tasks_in_serve_call_nothing_unless_allowed() {
+    let sandbox = Sandbox::new();
+    let served = Served::serve(&sandbox, &[]);
+    let (listener, url) = untouched_listener();
+
+    // TestState: refused with a clear error, and nothing was called.
+    let (status, answer) = served.call(
+        "TestState",
+        json!({"definition": http_task(&url), "roleArn": ROLE}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "FAILED", "{answer}");
+    assert_eq!(answer["error"], "States.Runtime");
+    let cause = answer["cause"].as_str().unwrap();
+    assert!(
+        cause.contains(&url) && cause.contains("--allow-http-invoke"),
+        "{cause}"
+    );
+
+    // An execution: fails the same way.
+    let machine = json!({"StartAt": "Call", "States": {"Call": serde_json::from_str::<Value>(&http_task(&url)).unwrap()}});
+    let (status, created) = served.call(
+        "CreateStateMachine",
+        json!({"name": "caller", "definition": machine.to_string(), "roleArn": ROLE}),
+    );
+    assert_eq!(status, 200, "{created}");
+    let (_, started) = served.call(
+        "StartExecution",
+        json!({"stateMachineArn": created["stateMachineArn"]}),
+    );
+    let arn = started["executionArn"].clone();
+    let until = Instant::now() + Duration::from_secs(60);
+    let described = loop {
+        let (_, d) = served.call("DescribeExecution", json!({"executionArn": arn}));
+        if d["status"] != "RUNNING" {
+            break d;
+        }
+        assert!(Instant::now() < until, "the execution never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(described["status"], "FAILED", "{described}");
+    assert_eq!(described["error"], "States.Runtime");
+    assert!(described["cause"]
+        .as_str()
+        .unwrap()
+        .contains("--allow-http-invoke"));
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        ErrorKind::WouldBlock,
+        "the HTTP Task reached the listener"
+    );
+
+    // Allowed for other hosts only: still refused, naming the list.
+    let other = Served::serve(&sandbox, &["--allow-http-invoke", "api.example.com"]);
+    let (_, answer) = other.call(
+        "TestState",
+        json!({"definition": http_task(&url), "roleArn": ROLE}),
+    );
+    assert_eq!(answer["error"], "States.Runtime", "{answer}");
+    assert!(answer["cause"]
+        .as_str()
+        .unwrap()
+        .contains("api.example.com"));
+
+    // Allowed for this host: called.
+    let (api, request) = common::http_api::one_shot("200 OK", r#"{"ok":true}"#);
+    let host = api.trim_start_matches("http://").to_owned();
+    let allowed = Served::serve(&sandbox, &["--allow-http-invoke", &host]);
+    let (_, answer) = allowed.call(
+        "TestState",
+        json!({"definition": http_task(&format!("{api}/orders")), "roleArn": ROLE}),
+    );
+    assert_eq!(answer["status"], "SUCCEEDED", "{answer}");
+    assert!(request.join().unwrap().starts_with("GET /orders"));
+    drop(listener);
+}
+
+#[test]
+fn a_non_loopback_address_is_warned_about_and_refused_with_task_bindings() {
+    let sandbox = Sandbox::new();
+    let bound = sandbox.run(&[
+        "serve", "--bind", "0.0.0.0", "--port", "0", "--task", "M:S=true",
+    ]);
+    bound.assert_error(2, "--allow-remote");
+    assert!(bound
+        .stderr
+        .contains("could start executions that run those commands"));
+
+    let served = Served::serve(
+        &sandbox,
+        &["--bind", "0.0.0.0", "--task", "M:S=true", "--allow-remote"],
+    );
+    assert!(
+        served
+            .log()
+            .contains("warning: listening on 0.0.0.0, not only loopback"),
+        "{}",
+        served.log()
+    );
+    let mut command = sandbox.command();
+    command.args(["console", "--port", "0", "--bind", "0.0.0.0"]);
+    let console = Served::start(command);
+    assert!(console.log().contains("warning: listening on 0.0.0.0"));
+    // Loopback says nothing.
+    let quiet = Served::serve(&sandbox, &["--task", "M:S=true"]);
+    assert!(!quiet.log().contains("warning"), "{}", quiet.log());
+}
+
+#[test]
+fn folders_created_for_a_database_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let file = sandbox.write(
+        "pass.asl.json",
+        r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#,
+    );
+    let db = sandbox.path("new/deeper/runs.db");
+    let out = sandbox.run(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for folder in ["new", "new/deeper"] {
+        let mode = std::fs::metadata(sandbox.path(folder))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{folder}: {mode:o}");
+    }
+    let mode = std::fs::metadata(&db).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
