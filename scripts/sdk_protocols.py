@@ -19,6 +19,8 @@ import sys
 # botocore's service name -> the name `--endpoint` and `aws-sdk:NAME` use.
 SERVICES = ["lambda", "route53", "ec2", "iam", "cloudwatch", "sns", "sts"]
 
+BUILT = ["rest-json", "rest-xml", "ec2", "query"]
+
 TYPES = {
     "structure": "s", "list": "l", "map": "m", "string": "S", "integer": "i", "long": "i",
     "float": "f", "double": "f", "boolean": "b", "timestamp": "T", "blob": "B",
@@ -83,9 +85,12 @@ def service_table(model):
             code = shapes[e["shape"]].get("error", {}).get("code", e["shape"])
             errors[code] = e["shape"]
     meta = model["metadata"]
+    # A model may list several protocols (CloudWatch: smithy-rpc-v2-cbor, json, query); the
+    # table keeps the first one sfn-local builds requests for.
+    spoken = [p for p in meta.get("protocols", [meta["protocol"]]) if p in BUILT]
     return {
         "errors": errors,
-        "protocol": meta["protocol"],
+        "protocol": (spoken or [meta["protocol"]])[0],
         "version": meta["apiVersion"],
         "prefix": meta["endpointPrefix"],
         "signing": meta.get("signingName", meta["endpointPrefix"]),

@@ -1,6 +1,8 @@
 //! AWS API response shapes (DescribeExecution, GetExecutionHistory, ListExecutions, the Map
 //! run operations) built from stored records, so every command prints what the AWS CLI would.
 
+pub mod validation;
+
 use crate::clock::iso8601;
 use crate::store::{EventRecord, ExecutionRecord, MapRunCounts, MapRunExecution, MapRunRecord};
 use serde_json::{json, Map, Value};

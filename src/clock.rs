@@ -3,9 +3,17 @@
 //!
 //! Times are wall-clock milliseconds since the Unix epoch ([`Millis`]), because deadlines are
 //! stored in the database and must mean the same thing to another process after a crash.
+//!
+//! Every deadline the system clock waits for (Wait states, task timeouts, heartbeat expiries,
+//! retry back-offs, execution timeouts), in every execution of the process, is one entry of one
+//! sorted map, [`Timers`]; one thread sleeps until the earliest entry and wakes the futures
+//! that are due (mini-redis's expiry task). Ten thousand executions waiting cost ten thousand
+//! map entries and one sleeping thread.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// Wall-clock milliseconds since the Unix epoch (UTC).
@@ -72,12 +80,149 @@ impl Clock for SystemClock {
         &self,
         deadline: Millis,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            let wait = deadline - system_now();
-            if wait > 0 {
-                tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-            }
+        Box::pin(Timers::global().sleep_until(deadline))
+    }
+}
+
+/// The process's deadlines: a sorted map of `(deadline, id)` to the waker of the future
+/// waiting for it, and one thread sleeping until the earliest (see the module's overview).
+pub struct Timers {
+    state: Mutex<TimerState>,
+    /// Wakes the timer thread: an entry earlier than the one it sleeps for arrived.
+    earlier: Condvar,
+}
+
+#[derive(Default)]
+struct TimerState {
+    entries: BTreeMap<(Millis, u64), Waker>,
+    next_id: u64,
+    started: bool,
+}
+
+impl Timers {
+    /// The process's timers (the thread starts with the first entry).
+    pub fn global() -> &'static Timers {
+        static TIMERS: OnceLock<Timers> = OnceLock::new();
+        TIMERS.get_or_init(|| Timers {
+            state: Mutex::new(TimerState::default()),
+            earlier: Condvar::new(),
         })
+    }
+
+    /// Resolves at `deadline` (wall-clock milliseconds); at once if it has passed.
+    pub fn sleep_until(&'static self, deadline: Millis) -> TimerSleep {
+        TimerSleep {
+            timers: self,
+            deadline,
+            id: None,
+        }
+    }
+
+    /// How many deadlines are waited for (for tests and benchmarks).
+    pub fn pending(&self) -> usize {
+        self.state().entries.len()
+    }
+
+    fn state(&self) -> MutexGuard<'_, TimerState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The timer thread: wakes what is due, then sleeps until the next deadline or until an
+    /// earlier one arrives.
+    fn run(&'static self) {
+        let mut state = self.state();
+        loop {
+            let now = system_now();
+            let mut due = Vec::new();
+            while let Some(entry) = state.entries.first_entry() {
+                if entry.key().0 > now {
+                    break;
+                }
+                due.push(entry.remove());
+            }
+            if !due.is_empty() {
+                drop(state);
+                due.into_iter().for_each(Waker::wake);
+                state = self.state();
+                continue;
+            }
+            let wait = state
+                .entries
+                .first_key_value()
+                .map(|((deadline, _), _)| Duration::from_millis((deadline - now).max(1) as u64));
+            state = match wait {
+                Some(wait) => {
+                    self.earlier
+                        .wait_timeout(state, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self.earlier.wait(state).unwrap_or_else(|p| p.into_inner()),
+            };
+        }
+    }
+}
+
+/// A wait for one deadline of [`Timers`]; dropping it removes its entry.
+pub struct TimerSleep {
+    timers: &'static Timers,
+    deadline: Millis,
+    id: Option<u64>,
+}
+
+impl std::future::Future for TimerSleep {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if system_now() >= self.deadline {
+            if let Some(id) = self.id.take() {
+                self.timers.state().entries.remove(&(self.deadline, id));
+            }
+            return Poll::Ready(());
+        }
+        let timers = self.timers;
+        let mut state = timers.state();
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                state.next_id += 1;
+                let id = state.next_id;
+                self.id = Some(id);
+                id
+            }
+        };
+        let earliest = state
+            .entries
+            .first_key_value()
+            .is_none_or(|(first, _)| (self.deadline, id) < *first);
+        state
+            .entries
+            .insert((self.deadline, id), cx.waker().clone());
+        if !state.started {
+            state.started = true;
+            let spawned = std::thread::Builder::new()
+                .name("sfn-local-timers".into())
+                .spawn(move || timers.run());
+            if spawned.is_err() {
+                // No thread, no timer: wake at once; the caller finds the deadline not yet due
+                // and polls again (a busy wait beats a wait that never ends).
+                state.started = false;
+                cx.waker().wake_by_ref();
+            }
+        }
+        drop(state);
+        if earliest {
+            timers.earlier.notify_one();
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for TimerSleep {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.timers.state().entries.remove(&(self.deadline, id));
+        }
     }
 }
 
@@ -153,5 +298,31 @@ mod tests {
         clock.advance(Duration::from_secs(4));
         sleeper.await.unwrap();
         assert_eq!(clock.now(), 5_000);
+    }
+
+    #[tokio::test]
+    async fn timers_wake_each_sleeper_at_its_deadline_and_forget_dropped_ones() {
+        let timers = Timers::global();
+        let start = system_now();
+        // Out of order, and one dropped before its deadline.
+        let late = tokio::spawn(timers.sleep_until(start + 60));
+        let early = tokio::spawn(timers.sleep_until(start + 20));
+        let dropped = tokio::spawn(timers.sleep_until(start + 3_600_000));
+        early.await.unwrap();
+        assert!(system_now() >= start + 20);
+        late.await.unwrap();
+        assert!(system_now() >= start + 60);
+        dropped.abort();
+        let _ = dropped.await;
+        // A past deadline is due at once.
+        timers.sleep_until(start).await;
+        assert!(
+            timers
+                .state()
+                .entries
+                .keys()
+                .all(|(deadline, _)| *deadline != start + 3_600_000),
+            "a dropped sleep leaves its entry behind"
+        );
     }
 }

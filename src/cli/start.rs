@@ -9,7 +9,7 @@
 //! from any shell, and `resume` takes it over if that runner dies.
 
 use crate::api;
-use crate::cli::{db, run::RunArgs, EXIT_USAGE};
+use crate::cli::{run::RunArgs, EXIT_USAGE};
 use clap::Args;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -96,7 +96,7 @@ pub fn run(args: StartArgs) -> ExitCode {
 }
 
 fn find(args: &StartArgs, name: &str) -> Option<crate::store::ExecutionRecord> {
-    let store = db::open_for_reading(args.run.db.clone()).ok()?;
+    let store = args.run.database.lower().open_for_reading().ok()?;
     store.execution(name).ok().flatten()
 }
 

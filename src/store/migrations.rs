@@ -43,6 +43,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 7,
         sql: include_str!("migrations/V7__map_runs.sql"),
     },
+    Migration {
+        version: 8,
+        sql: include_str!("migrations/V8__wakeups.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

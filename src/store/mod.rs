@@ -61,6 +61,7 @@ mod migrations;
 mod redrive;
 mod resources;
 mod tokens;
+mod watch;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -86,6 +87,7 @@ pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
 };
+pub use watch::{Waiter, LOOK_EVERY};
 pub use writer::{Append, Commit};
 
 use executions::FindError;
@@ -148,6 +150,8 @@ pub struct Store {
     version_watch: Mutex<Option<Connection>>,
     /// For short IMMEDIATE transactions whose caller needs the answer now (tokens, stops).
     side_writer: Mutex<Option<Connection>>,
+    /// Wakes waiting executions when their token or stop request changes (see [`watch`]).
+    watch: watch::Watch,
 }
 
 impl std::fmt::Debug for Store {
@@ -252,6 +256,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
             side_writer: Mutex::new(None),
+            watch: watch::Watch::default(),
         })
     }
 
@@ -265,6 +270,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
             side_writer: Mutex::new(None),
+            watch: watch::Watch::default(),
         };
         let conn = store.open_reader()?;
         match migrations::check(&conn).map_err(|e| store.sqlite("read schema version", e))? {
@@ -496,6 +502,26 @@ impl Store {
         version
     }
 
+    // ---- waiting (see [`watch`]) ---------------------------------------------------------------
+
+    /// Registers a waiter on a task token: its [`Waiter::notified`] resolves when the token's
+    /// status changes, whichever process changed it. Register, then read the row.
+    pub fn watch_token(&self, token: &str) -> Result<Waiter> {
+        self.watch.token(token, || self.open_watcher())
+    }
+
+    /// Registers a waiter on an execution's stop request (see [`Store::watch_token`]).
+    pub fn watch_execution(&self, execution_arn: &str) -> Result<Waiter> {
+        self.watch.execution(execution_arn, || self.open_watcher())
+    }
+
+    fn open_watcher(&self) -> Result<(Connection, watch::LogPosition)> {
+        let conn = self.open_reader()?;
+        let at =
+            watch::LogPosition::read(&conn).map_err(|e| self.sqlite("start the watcher", e))?;
+        Ok((conn, at))
+    }
+
     // ---- task tokens and stop requests (see [`tokens`]) ----------------------------------------
 
     /// Stores a new token, committed before this returns: only then may a worker see it.
@@ -580,7 +606,7 @@ impl Store {
         answer: &TaskAnswer,
         now: i64,
     ) -> std::result::Result<(), AnswerError> {
-        self.write_now("answer task token", |tx| {
+        let answered = self.write_now("answer task token", |tx| {
             if tokens::answer(tx, token, answer, now)? {
                 Ok(Ok(()))
             } else if tokens::exists(tx, token)? {
@@ -588,7 +614,13 @@ impl Store {
             } else {
                 Ok(Err(AnswerError::TaskDoesNotExist))
             }
-        })?
+        })?;
+        // Answered through this process: its waiter (if it runs here) wakes now, not at the
+        // watcher's next look. A heartbeat changes no status; the waiter needs no wake.
+        if answered.is_ok() && *answer != TaskAnswer::Heartbeat {
+            self.watch.wake_token(token);
+        }
+        answered
     }
 
     /// Decides an expiry: closes the token as timed out if it is open and a deadline has passed
@@ -638,10 +670,15 @@ impl Store {
             });
         };
         let arn = record.execution_arn;
-        self.write_now("request stop", |tx| {
-            tokens::request_stop(tx, &arn, error, cause, now)
-        })?
-        .ok_or(StoreError::ExecutionNotFound { execution: arn })
+        let outcome = self
+            .write_now("request stop", |tx| {
+                tokens::request_stop(tx, &arn, error, cause, now)
+            })?
+            .ok_or(StoreError::ExecutionNotFound {
+                execution: arn.clone(),
+            })?;
+        self.watch.wake_execution(&arn);
+        Ok(outcome)
     }
 
     /// The stop asked for an execution, if any.

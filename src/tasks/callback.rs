@@ -2,11 +2,13 @@
 //! through the store.
 //!
 //! The answer comes from another process (`sfn-local send-task-success` and friends), which
-//! commits to the same SQLite file. The waiting runner notices by polling `PRAGMA data_version`
-//! every [`ANSWER_POLL`] (it costs no disk I/O) and then reads only its own token. Deadlines are
-//! absolute times in the token row; the waiter sleeps until the earliest one and then decides the
-//! expiry with a conditional UPDATE, so a heartbeat that lands at the same moment either wins
-//! (and the deadline moves) or loses (and gets `TaskTimedOut`), never both.
+//! commits to the same SQLite file, or through this one (serve's `SendTaskSuccess`). Nothing
+//! polls per waiting execution: the store's one watcher ([`crate::store::Store::watch_token`])
+//! wakes the waiter when its token's status changes, and the waiter then reads only its own
+//! token. Deadlines are absolute times in the token row; the waiter's next one is an entry in
+//! the clock's one timer ([`crate::clock`]), and when it comes the expiry is decided with a
+//! conditional UPDATE, so a heartbeat that lands at the same moment either wins (and the
+//! deadline moves) or loses (and gets `TaskTimedOut`), never both.
 
 use crate::asl::error::{names, StatesError};
 use crate::clock::{Clock, Millis, SystemClock};
@@ -25,14 +27,6 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How often a waiting runner looks for commits by other processes. An answer is noticed
-/// within this (plus one read), well under the 50 ms the CLI promises.
-pub const ANSWER_POLL: Duration = Duration::from_millis(5);
-
-/// How often a running execution looks for a stop request.
-pub const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// The longest token AWS accepts.
 pub const MAX_TOKEN_LEN: usize = 2048;
@@ -343,22 +337,21 @@ impl TokenBroker {
         }
     }
 
-    /// Resolves when `stop-execution` asked this execution to stop; never otherwise.
+    /// Resolves when `stop-execution` asked this execution to stop; never otherwise. Costs
+    /// nothing meanwhile: the store's watcher wakes it when a stop is recorded.
     pub async fn stop_requested(&self) -> crate::store::StopRequest {
-        let mut seen = None;
+        let Ok(waiter) = self.store.watch_execution(&self.execution_arn) else {
+            // Without a watcher the stop cannot be noticed; the execution runs on.
+            return std::future::pending().await;
+        };
         loop {
-            tokio::time::sleep(STOP_POLL).await;
-            // Read the row only when someone committed since the last look.
-            let Ok(version) = self.store.data_version() else {
-                continue;
-            };
-            if seen == Some(version) {
-                continue;
-            }
-            seen = Some(version);
+            let changed = waiter.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             if let Ok(Some(request)) = self.store.stop_request(&self.execution_arn) {
                 return request;
             }
+            changed.await;
         }
     }
 
@@ -385,6 +378,12 @@ impl OpenToken<'_> {
     /// Waits for the next thing that happens to the token: a worker taking it (activities,
     /// when `started_seen` is false), an answer, or an expiry. `worker`, if any, is polled
     /// meanwhile; when it ends, its report goes to the notice channel and it is dropped.
+    ///
+    /// Nothing here runs while nothing happens: the store's one watcher wakes this waiter when
+    /// the token's status changes (see [`crate::store::Store::watch_token`]), and the token's
+    /// next deadline is one entry in the clock's timer. When it comes, the expiry is decided
+    /// by a conditional UPDATE: a heartbeat that moved the deadline meanwhile wins, and the
+    /// waiter sleeps until the new one.
     pub async fn next_event(
         &self,
         clock: &dyn Clock,
@@ -392,9 +391,14 @@ impl OpenToken<'_> {
         worker: &mut Option<WorkerWatch>,
     ) -> Result<TokenEvent, StatesError> {
         let store = &self.broker.store;
+        let waiter = store
+            .watch_token(self.token.as_str())
+            .map_err(store_error)?;
         loop {
-            // Read the version before the row: a commit landing in between shows up as a change.
-            let version = store.data_version().map_err(store_error)?;
+            // Armed before the row is read: a change committed in between still wakes us.
+            let changed = waiter.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             let row = store
                 .token(self.token.as_str())
                 .map_err(store_error)?
@@ -406,23 +410,20 @@ impl OpenToken<'_> {
                 return Ok(event);
             }
             let deadline = row.next_deadline();
-            if let Some(d) = deadline {
-                let now = clock.now();
-                if d <= now {
-                    match store
-                        .expire_token(self.token.as_str(), now)
-                        .map_err(store_error)?
-                    {
-                        Some(expiry) => {
-                            self.settled.set(true);
-                            return Ok(TokenEvent::TimedOut(expiry));
-                        }
-                        // A heartbeat or an answer won: read the row again.
-                        None => continue,
+            let now = clock.now();
+            if deadline.is_some_and(|d| d <= now) {
+                match store
+                    .expire_token(self.token.as_str(), now)
+                    .map_err(store_error)?
+                {
+                    Some(expiry) => {
+                        self.settled.set(true);
+                        return Ok(TokenEvent::TimedOut(expiry));
                     }
+                    // A heartbeat or an answer won: read the row again.
+                    None => continue,
                 }
             }
-            // One timer on the token's next deadline; in between, a cheap look for commits.
             let timer = async {
                 match deadline {
                     Some(d) => clock.sleep_until(d).await,
@@ -431,39 +432,21 @@ impl OpenToken<'_> {
             };
             tokio::pin!(timer);
             loop {
-                enum Wake {
-                    Deadline,
-                    Worker(String),
-                    Poll,
-                }
-                let wake = {
-                    let worker_done = async {
-                        match worker.as_mut() {
-                            Some(w) => w.await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    tokio::select! {
-                        biased;
-                        _ = &mut timer => Wake::Deadline,
-                        report = worker_done => Wake::Worker(report),
-                        _ = tokio::time::sleep(ANSWER_POLL) => Wake::Poll,
+                let worker_done = async {
+                    match worker.as_mut() {
+                        Some(w) => w.await,
+                        None => std::future::pending().await,
                     }
                 };
-                match wake {
-                    Wake::Deadline => break,
-                    Wake::Worker(report) => {
-                        *worker = None;
-                        if !report.is_empty() {
-                            self.broker.notice(&report);
-                        }
-                    }
-                    Wake::Poll => {
-                        let v = store.data_version().map_err(store_error)?;
-                        if v != version {
-                            break;
-                        }
-                    }
+                let report = tokio::select! {
+                    biased;
+                    _ = &mut timer => break,
+                    _ = &mut changed => break,
+                    report = worker_done => report,
+                };
+                *worker = None;
+                if !report.is_empty() {
+                    self.broker.notice(&report);
                 }
             }
         }

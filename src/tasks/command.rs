@@ -223,6 +223,8 @@ impl CommandLine {
         if let Some(name) = &function_name {
             command.env("AWS_LAMBDA_FUNCTION_NAME", name);
         }
+        // Killed with its runner, even by SIGKILL (the guard's registry tells the reaper).
+        crate::tasks::process::die_with_parent(&mut command);
         let mut child = command
             .spawn()
             .map_err(|e| failed(format!("cannot start '{program}': {e}")))?;

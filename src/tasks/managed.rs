@@ -418,7 +418,8 @@ pub fn spawn(
     assignment: Assignment,
     channel_env: &[(String, String)],
 ) -> std::io::Result<Spawned> {
-    let child = tokio::process::Command::new(&command.argv[0])
+    let mut spawn = tokio::process::Command::new(&command.argv[0]);
+    spawn
         .args(&command.argv[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -428,8 +429,10 @@ pub fn spawn(
         .env("SFN_TASK_TOKEN", &assignment.token)
         // Its own group: SIGTERM and SIGKILL reach whatever it started, and a Ctrl-C meant for
         // the runner does not reach it.
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    // Killed with its runner (`run`, `worker`), even by SIGKILL.
+    crate::tasks::process::die_with_parent(&mut spawn);
+    let child = spawn.spawn()?;
     let pid = child
         .id()
         .ok_or_else(|| std::io::Error::other("the handler exited before it could be watched"))?;

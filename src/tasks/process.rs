@@ -11,11 +11,26 @@
 //!
 //! A program that leaves the group on purpose (`setsid`, a daemon) is out of reach: that is
 //! its choice, as with any supervisor that works by process groups.
+//!
+//! Nothing of the above runs when sfn-local itself is killed with `SIGKILL`. Two things make
+//! its programs die with it anyway:
+//! - each program's leader asks the kernel for `SIGKILL` when its parent dies
+//!   (`PR_SET_PDEATHSIG`, set between fork and exec by [`die_with_parent`]). The kernel sends
+//!   it when the *thread* that forked the program ends, not the process: sfn-local forks from
+//!   its execution threads, which live as long as the process;
+//! - the leader's children are out of PDEATHSIG's reach, so a small reaper (`sh`, started once
+//!   per process, in a group of its own and deaf to terminal signals) holds a pipe from
+//!   sfn-local and the list of live groups. When the pipe closes (sfn-local ended, however)
+//!   it sends `SIGKILL` to every group still listed, then exits.
+//!
+//! `.waitForTaskToken` workers (`--task` on a callback state) are not in this registry on
+//! purpose: their answer is meant to outlive the runner (a resumed execution takes it).
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// Groups started and not known to be over.
@@ -54,6 +69,7 @@ impl GroupGuard {
     /// `kill_after` is zero).
     pub fn new(pgid: u32, kill_after: Duration) -> GroupGuard {
         live().insert(pgid);
+        tell_reaper("add", pgid);
         GroupGuard {
             pgid,
             kill_after,
@@ -82,7 +98,7 @@ impl Drop for GroupGuard {
 fn end_group(pgid: u32, kill_after: Duration) {
     if kill_after.is_zero() || !group_alive(pgid) {
         signal_group(pgid, Signal::SIGKILL);
-        live().remove(&pgid);
+        forget(pgid);
         return;
     }
     signal_group(pgid, Signal::SIGTERM);
@@ -91,11 +107,11 @@ fn end_group(pgid: u32, kill_after: Duration) {
         .spawn(move || {
             std::thread::sleep(kill_after);
             signal_group(pgid, Signal::SIGKILL);
-            live().remove(&pgid);
+            forget(pgid);
         });
     if spawned.is_err() {
         signal_group(pgid, Signal::SIGKILL);
-        live().remove(&pgid);
+        forget(pgid);
     }
 }
 
@@ -113,5 +129,75 @@ pub fn end_all() {
     for &g in &groups {
         signal_group(g, Signal::SIGKILL);
     }
-    live().clear();
+    let all: Vec<u32> = std::mem::take(&mut *live()).into_iter().collect();
+    all.into_iter().for_each(|g| tell_reaper("del", g));
+}
+
+/// A group is over: off the registry and the reaper's list (its id may be reused).
+fn forget(pgid: u32) {
+    live().remove(&pgid);
+    tell_reaper("del", pgid);
+}
+
+/// Sets, in a program forked by sfn-local before it runs, `SIGKILL` on its parent's death
+/// (see the module's overview). For [`std::os::unix::process::CommandExt::pre_exec`].
+#[cfg(target_os = "linux")]
+pub fn die_with_parent(command: &mut tokio::process::Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
+    // system calls (prctl, getppid, kill): no allocation, no locks.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // The parent died before the prctl: nobody would send the signal.
+            if std::os::unix::process::parent_id() != parent {
+                let _ = nix::sys::signal::raise(Signal::SIGKILL);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere there is no PDEATHSIG; the reaper alone ends the groups.
+#[cfg(not(target_os = "linux"))]
+pub fn die_with_parent(_command: &mut tokio::process::Command) {}
+
+/// The reaper's script: keeps the list of live groups from its stdin (`add PGID`, `del PGID`)
+/// and, at end of input, sends `SIGKILL` to every group left. dash's `kill` takes `-9 -PGID`.
+const REAPER: &str = r#"trap '' INT TERM HUP QUIT PIPE
+groups=' '
+while read -r op g; do
+  case $op in
+    add) groups="$groups$g " ;;
+    del) case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac ;;
+  esac
+done
+for g in $groups; do kill -9 "-$g" 2>/dev/null; done
+"#;
+
+/// The pipe to this process's reaper, started at the first group; `None` if `sh` could not
+/// start (PDEATHSIG still ends the leaders).
+fn reaper() -> &'static Mutex<Option<std::process::ChildStdin>> {
+    static REAPER_PIPE: OnceLock<Mutex<Option<std::process::ChildStdin>>> = OnceLock::new();
+    REAPER_PIPE.get_or_init(|| {
+        use std::os::unix::process::CommandExt;
+        let started = std::process::Command::new("sh")
+            .args(["-c", REAPER])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            // Its own group: a Ctrl-C meant for sfn-local does not end it first.
+            .process_group(0)
+            .spawn();
+        Mutex::new(started.ok().and_then(|mut child| child.stdin.take()))
+    })
+}
+
+fn tell_reaper(op: &str, pgid: u32) {
+    let mut pipe = reaper().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(stdin) = pipe.as_mut() {
+        if writeln!(stdin, "{op} {pgid}").is_err() {
+            *pipe = None;
+        }
+    }
 }

@@ -541,6 +541,12 @@ impl Http {
                 self.svc.key, self.svc.key
             ))));
         };
+        if !["rest-json", "rest-xml", "ec2", "query"].contains(&model.protocol.as_str()) {
+            return Some(Err(StatesError::runtime(format!(
+                "aws-sdk:{}:{action}: sfn-local does not speak {}'s {} protocol",
+                self.svc.key, self.svc.key, model.protocol
+            ))));
+        }
         let req = model.request(&name, op, params);
         Some(
             async {

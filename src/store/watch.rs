@@ -1,0 +1,283 @@
+//! One watcher per store: how thousands of waiting executions learn, at no cost while nothing
+//! happens, that another process answered their task token or asked them to stop.
+//!
+//! A waiter registers what it waits on ([`Store::watch_token`](super::Store::watch_token),
+//! [`Store::watch_execution`](super::Store::watch_execution)) and gets a [`Waiter`] whose
+//! [`Waiter::notified`] resolves when something about it changed; then it reads its own row
+//! again. Registrations live in one map of keys to [`tokio::sync::Notify`]s.
+//!
+//! One thread per store, started at the first registration and parked while nobody waits,
+//! checks `PRAGMA data_version` every [`LOOK_EVERY`] (no disk I/O: it compares a counter in the
+//! WAL index). Only when that moved does it read the `wakeups` rows written since its last
+//! look (V8's triggers write one per token status change and per stop request, whichever
+//! process commits) and wake exactly the waiters they name. Its cost does not grow with the
+//! number of waiters; a commit costs one indexed read. Answers given through this process
+//! (serve's `SendTaskSuccess`, the same process's `stop-execution`) wake their waiter at once,
+//! without waiting for the look.
+//!
+//! A watcher that finds a gap after the last row it saw (the log keeps 4,096 rows) wakes
+//! every waiter it holds: each reads its own row again, so nothing is ever missed.
+
+use rusqlite::Connection;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How often the watcher compares `PRAGMA data_version` while someone waits: the most an
+/// answer from another process waits before its execution wakes (plus one read).
+pub const LOOK_EVERY: Duration = Duration::from_millis(5);
+
+/// What a waiter waits on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// A task token's status (answered, timed out, closed, taken by an activity worker).
+    Token(String),
+    /// An execution's stop request.
+    Execution(String),
+}
+
+/// The registrations, shared by the store, its waiters and the watcher thread.
+#[derive(Default)]
+struct Shared {
+    registry: Mutex<Registry>,
+    /// Wakes the watcher: a first waiter arrived, or the store is closing.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Each key's notifier and how many waiters hold it.
+    waiters: HashMap<Key, (Arc<Notify>, usize)>,
+    started: bool,
+    closing: bool,
+}
+
+/// The store's watcher (see the module's overview).
+#[derive(Default)]
+pub(crate) struct Watch {
+    shared: Arc<Shared>,
+}
+
+/// A registration with the watcher; dropping it unregisters.
+pub struct Waiter {
+    shared: Arc<Shared>,
+    key: Key,
+    notify: Arc<Notify>,
+}
+
+impl std::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiter").field("key", &self.key).finish()
+    }
+}
+
+impl Waiter {
+    /// Resolves at the next change to what this waiter watches. Create it (and
+    /// [`enable`](tokio::sync::futures::Notified::enable) it) *before* reading the row it
+    /// guards, so a change committed in between still wakes it.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut registry = lock(&self.shared.registry);
+        if let Some((_, holders)) = registry.waiters.get_mut(&self.key) {
+            *holders -= 1;
+            if *holders == 0 {
+                registry.waiters.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl Watch {
+    /// Registers a waiter on a token's status.
+    pub(crate) fn token(
+        &self,
+        token: &str,
+        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+    ) -> super::Result<Waiter> {
+        self.register(Key::Token(token.to_owned()), open)
+    }
+
+    /// Registers a waiter on an execution's stop request.
+    pub(crate) fn execution(
+        &self,
+        execution_arn: &str,
+        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+    ) -> super::Result<Waiter> {
+        self.register(Key::Execution(execution_arn.to_owned()), open)
+    }
+
+    /// Wakes the waiters of a token now (an answer given through this process).
+    pub(crate) fn wake_token(&self, token: &str) {
+        self.wake(&[Key::Token(token.to_owned())]);
+    }
+
+    /// Wakes the waiters of an execution now (a stop asked through this process).
+    pub(crate) fn wake_execution(&self, execution_arn: &str) {
+        self.wake(&[Key::Execution(execution_arn.to_owned())]);
+    }
+
+    /// `open` gives the watcher its own read connection and the log position it starts from,
+    /// the first time only: the watcher starts here, on the caller's thread, so that position
+    /// is read before the caller reads its row (a change committed in between is after it).
+    fn register(
+        &self,
+        key: Key,
+        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+    ) -> super::Result<Waiter> {
+        let mut registry = lock(&self.shared.registry);
+        if !registry.started {
+            let (conn, start) = open()?;
+            let shared = self.shared.clone();
+            std::thread::Builder::new()
+                .name("sfn-local-watch".into())
+                .spawn(move || watch(shared, conn, start))
+                .map_err(|_| super::StoreError::WriterStopped)?;
+            registry.started = true;
+        }
+        let first = registry.waiters.is_empty();
+        let entry = registry
+            .waiters
+            .entry(key.clone())
+            .or_insert_with(|| (Arc::new(Notify::new()), 0));
+        entry.1 += 1;
+        let notify = entry.0.clone();
+        drop(registry);
+        if first {
+            self.shared.changed.notify_all();
+        }
+        Ok(Waiter {
+            shared: self.shared.clone(),
+            key,
+            notify,
+        })
+    }
+
+    fn wake(&self, keys: &[Key]) {
+        let registry = lock(&self.shared.registry);
+        for key in keys {
+            if let Some((notify, _)) = registry.waiters.get(key) {
+                notify.notify_waiters();
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        lock(&self.shared.registry).closing = true;
+        self.shared.changed.notify_all();
+    }
+}
+
+/// Where the watcher is: the commit counter it last saw and the last log row it read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogPosition {
+    data_version: i64,
+    seq: i64,
+}
+
+impl LogPosition {
+    pub(crate) fn read(conn: &Connection) -> rusqlite::Result<LogPosition> {
+        let data_version = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
+        let seq = conn.query_row("SELECT coalesce(max(seq), 0) FROM wakeups", [], |row| {
+            row.get(0)
+        })?;
+        Ok(LogPosition { data_version, seq })
+    }
+}
+
+/// The watcher thread: parks while nobody waits, else looks every [`LOOK_EVERY`].
+fn watch(shared: Arc<Shared>, conn: Connection, mut at: LogPosition) {
+    loop {
+        {
+            let mut registry = lock(&shared.registry);
+            while registry.waiters.is_empty() && !registry.closing {
+                registry = shared
+                    .changed
+                    .wait(registry)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+            if registry.closing {
+                return;
+            }
+            let (registry, _) = shared
+                .changed
+                .wait_timeout(registry, LOOK_EVERY)
+                .unwrap_or_else(|p| p.into_inner());
+            if registry.closing {
+                return;
+            }
+        }
+        // A failed look (the file busy, a disk error) is tried again at the next one.
+        if let Ok(Some(keys)) = look(&conn, &mut at) {
+            wake_keys(&shared, keys);
+        }
+    }
+}
+
+/// What to wake since `at`: `None` when nothing committed; every waiter when rows were
+/// missed.
+enum Wake {
+    Some(Vec<Key>),
+    All,
+}
+
+fn look(conn: &Connection, at: &mut LogPosition) -> rusqlite::Result<Option<Wake>> {
+    let version: i64 = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
+    if version == at.data_version {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, token, execution_arn FROM wakeups WHERE seq > ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([at.seq], |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, Option<String>>(1)?,
+            row.get::<_, Option<String>>(2)?,
+        ))
+    })?;
+    let mut keys = Vec::new();
+    let mut first = None;
+    let mut last = at.seq;
+    for row in rows {
+        let (seq, token, execution) = row?;
+        first.get_or_insert(seq);
+        last = seq;
+        keys.extend(token.map(Key::Token));
+        keys.extend(execution.map(Key::Execution));
+    }
+    let missed = first.is_some_and(|seq| seq > at.seq + 1);
+    *at = LogPosition {
+        data_version: version,
+        seq: last,
+    };
+    Ok(Some(if missed { Wake::All } else { Wake::Some(keys) }))
+}
+
+fn wake_keys(shared: &Shared, wake: Wake) {
+    let registry = lock(&shared.registry);
+    match wake {
+        Wake::All => registry
+            .waiters
+            .values()
+            .for_each(|(notify, _)| notify.notify_waiters()),
+        Wake::Some(keys) => {
+            for key in keys {
+                if let Some((notify, _)) = registry.waiters.get(&key) {
+                    notify.notify_waiters();
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
