@@ -313,7 +313,9 @@ pub fn load_for_run(
 ) -> Result<(LoadedFile, String), String> {
     if let Some(path) = template {
         let text = read_definition_text(path)?;
-        return load_template_for(path, &text, state_machine, cli, Unresolved::Refuse);
+        let loaded = load_template_for(path, &text, state_machine, cli, Unresolved::Refuse)?;
+        warn_unused(cli, &loaded.0);
+        return Ok(loaded);
     }
     let Some(path) = definition else {
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
@@ -333,7 +335,9 @@ pub fn load_definition_or_template(
     let (path, id) = split_logical_id(arg);
     let text = read_definition_text(&path)?;
     if id.is_some() || template_value(&text, &path.to_string_lossy()).is_some() {
-        return load_template_for(&path, &text, id.as_deref(), cli, unresolved);
+        let loaded = load_template_for(&path, &text, id.as_deref(), cli, unresolved)?;
+        warn_unused(cli, &loaded.0);
+        return Ok(loaded);
     }
     let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
     let options = LoadOptions {
@@ -343,10 +347,22 @@ pub fn load_definition_or_template(
     };
     let definition = asl::load_text(&text, format, options);
     let name = machine_name(&path);
-    Ok((
-        LoadedFile::new(path.display().to_string(), text, definition),
-        name,
-    ))
+    let file = LoadedFile::new(path.display().to_string(), text, definition);
+    warn_unused(cli, &file);
+    Ok((file, name))
+}
+
+/// A warning for each `--sub` value no `${NAME}` placeholder of the definition's file uses
+/// (a typo'd name would otherwise leave a stand-in or a refusal with no hint why).
+fn warn_unused(cli: &Substitutions, file: &LoadedFile) {
+    for name in cli.names() {
+        if !file.text.contains(&format!("${{{name}}}")) {
+            errln!(
+                "warning: the substitution {name} is not used: {} has no ${{{name}}} placeholder",
+                file.label()
+            );
+        }
+    }
 }
 
 /// `template.yaml#LogicalId` split in two, when the path without `#...` is a file and the
