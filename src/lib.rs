@@ -15,7 +15,7 @@
 //!   since deadlines are shared by the engine's timers and the token broker.
 //! - [`store`]: SQLite, the single source of truth: executions, history, task tokens, leases.
 //! - [`api`]: AWS's response shapes (DescribeExecution, GetExecutionHistory, ...) from stored
-//!   records.
+//!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.

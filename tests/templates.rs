@@ -398,3 +398,42 @@ fn graph_draws_a_templates_state_machine() {
         out.stderr
     );
 }
+
+/// An unused `--sub` (a misspelt name) is a warning naming it, for a definition file and for a
+/// template's machine alike; a used one says nothing.
+#[test]
+fn an_unused_sub_is_a_warning_that_names_it() {
+    let sb = Sandbox::new();
+    mkdir(&sb, "statemachine");
+    sb.write("statemachine/order.asl.json", ORDER);
+    sb.write("template.yaml", SAM);
+    let out = run_in(
+        &sb,
+        &[
+            "graph",
+            "--sub",
+            "ChargeFnArn=x",
+            "--sub",
+            "ChargeFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:c",
+            "template.yaml",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning: the substitution ChargeFnArn is not used")
+            && !out.stderr.contains("ChargeFunctionArn is not used"),
+        "{}",
+        out.stderr
+    );
+    let out = run_in(
+        &sb,
+        &["graph", "--sub", "Typo=1", "statemachine/order.asl.json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("substitution Typo is not used"),
+        "{}",
+        out.stderr
+    );
+}

@@ -66,6 +66,11 @@ impl Substitutions {
         self.values.get(name).map(String::as_str)
     }
 
+    /// The names given a value.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.values.keys().map(String::as_str)
+    }
+
     /// Whether no value is given.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()

@@ -1,9 +1,9 @@
 //! `sfn-local console [--port N] [--db PATH]`: the console's pages ([`crate::console`]) on
 //! localhost, over the database, until Ctrl-C.
 
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::flags::DbArgs;
+use crate::cli::EXIT_USAGE;
 use clap::Args;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `console`.
@@ -15,9 +15,9 @@ pub struct ConsoleArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: std::net::IpAddr,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
     /// Who may address the server and how long clients may take.
     #[command(flatten)]
     pub web: crate::cli::web::WebArgs,
@@ -34,12 +34,9 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let store = match db::open(args.db.clone()) {
+    let store = match args.database.lower().open() {
         Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return e.exit(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

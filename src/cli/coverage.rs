@@ -28,9 +28,9 @@ pub struct CoverageArgs {
     /// Definition files or SAM/CloudFormation templates (all their state machines) to measure;
     /// none: every machine with executions in the database.
     pub definitions: Vec<PathBuf>,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: crate::cli::flags::DbArgs,
     /// text, json or lcov.
     #[arg(long, value_enum, default_value_t)]
     pub format: CoverageFormat,
@@ -93,7 +93,7 @@ pub fn parse_fail_under(text: &str) -> Result<FailUnder, String> {
 
 /// Runs `coverage`.
 pub fn run(args: CoverageArgs) -> ExitCode {
-    let store = match crate::cli::db::open_for_reading(args.db.clone()) {
+    let store = match args.database.lower().open_for_reading() {
         Ok(s) => s,
         Err(e) => {
             errln!("error: {e}");

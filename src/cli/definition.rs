@@ -5,40 +5,9 @@
 use crate::asl::{
     self, LoadOptions, LoadedDefinition, MachineType, SourceFormat, Substitutions, Unresolved,
 };
-use clap::Args;
 use std::path::{Path, PathBuf};
 
-/// The substitution options every command that reads a definition takes.
-#[derive(Debug, Clone, Default, Args)]
-pub struct SubstitutionArgs {
-    /// A value for a `${NAME}` placeholder (SAM/CloudFormation DefinitionSubstitutions).
-    /// Repeatable; wins over --definition-substitutions.
-    #[arg(long = "sub", value_name = "NAME=VALUE")]
-    pub subs: Vec<String>,
-    /// A JSON or YAML file mapping placeholder names to values.
-    #[arg(long = "definition-substitutions", value_name = "FILE")]
-    pub definition_substitutions: Option<PathBuf>,
-}
-
-impl SubstitutionArgs {
-    /// The values given, file first, then each `--sub`.
-    pub fn substitutions(&self) -> Result<Substitutions, String> {
-        let mut subs = match &self.definition_substitutions {
-            Some(path) => {
-                let text =
-                    crate::limits::read_text_capped(path, crate::limits::DEFINITION_FILE_BYTES)
-                        .map_err(|e| e.to_string())?;
-                Substitutions::from_text(&text).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            None => Substitutions::new(),
-        };
-        for s in &self.subs {
-            let (name, value) = Substitutions::parse_assignment(s)?;
-            subs.insert(name, value);
-        }
-        Ok(subs)
-    }
-}
+pub use crate::cli::flags::SubstitutionArgs;
 
 /// Reads a definition file (or a template holding definitions) within AWS's limits, before
 /// anything parses it: at most [`crate::limits::DEFINITION_FILE_BYTES`] bytes of UTF-8, and a
@@ -344,7 +313,9 @@ pub fn load_for_run(
 ) -> Result<(LoadedFile, String), String> {
     if let Some(path) = template {
         let text = read_definition_text(path)?;
-        return load_template_for(path, &text, state_machine, cli, Unresolved::Refuse);
+        let loaded = load_template_for(path, &text, state_machine, cli, Unresolved::Refuse)?;
+        warn_unused(cli, &loaded.0);
+        return Ok(loaded);
     }
     let Some(path) = definition else {
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
@@ -364,7 +335,9 @@ pub fn load_definition_or_template(
     let (path, id) = split_logical_id(arg);
     let text = read_definition_text(&path)?;
     if id.is_some() || template_value(&text, &path.to_string_lossy()).is_some() {
-        return load_template_for(&path, &text, id.as_deref(), cli, unresolved);
+        let loaded = load_template_for(&path, &text, id.as_deref(), cli, unresolved)?;
+        warn_unused(cli, &loaded.0);
+        return Ok(loaded);
     }
     let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
     let options = LoadOptions {
@@ -374,10 +347,22 @@ pub fn load_definition_or_template(
     };
     let definition = asl::load_text(&text, format, options);
     let name = machine_name(&path);
-    Ok((
-        LoadedFile::new(path.display().to_string(), text, definition),
-        name,
-    ))
+    let file = LoadedFile::new(path.display().to_string(), text, definition);
+    warn_unused(cli, &file);
+    Ok((file, name))
+}
+
+/// A warning for each `--sub` value no `${NAME}` placeholder of the definition's file uses
+/// (a typo'd name would otherwise leave a stand-in or a refusal with no hint why).
+fn warn_unused(cli: &Substitutions, file: &LoadedFile) {
+    for name in cli.names() {
+        if !file.text.contains(&format!("${{{name}}}")) {
+            errln!(
+                "warning: the substitution {name} is not used: {} has no ${{{name}}} placeholder",
+                file.label()
+            );
+        }
+    }
 }
 
 /// `template.yaml#LogicalId` split in two, when the path without `#...` is a file and the

@@ -3,11 +3,11 @@
 
 use crate::api;
 use crate::cli::db;
+use crate::cli::flags::{Database, DbArgs, PageArgs};
 use crate::cli::output::{Format, OutputArgs};
 use crate::cli::tasks::{exit, refuse};
 use crate::store::ExecutionStatus;
 use clap::Args;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `describe-execution`.
@@ -19,9 +19,9 @@ pub struct DescribeArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `get-execution-history`.
@@ -39,9 +39,9 @@ pub struct HistoryArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `list-executions`.
@@ -59,29 +59,9 @@ pub struct ListArgs {
     /// `--format json|text|table`, `--output`, `--query`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-}
-
-/// The AWS CLI's pagination flags.
-#[derive(Debug, Args)]
-pub struct PageArgs {
-    /// Print at most N items, and a `NextToken` when more follow.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_items: Option<u32>,
-    /// Continue after a previous page: its `NextToken`.
-    #[arg(long, value_name = "TOKEN")]
-    pub starting_token: Option<String>,
-}
-
-impl PageArgs {
-    fn page(&self) -> api::Page {
-        api::Page {
-            max_items: self.max_items.map(|n| n as usize),
-            starting_token: self.starting_token.clone(),
-        }
-    }
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 fn fail(operation: &str, message: impl std::fmt::Display) -> ExitCode {
@@ -110,9 +90,9 @@ pub(crate) fn no_execution(operation: &str, execution: &str, db: &std::path::Pat
 pub(crate) fn open_for(
     operation: &str,
     execution: &str,
-    flag: Option<PathBuf>,
+    database: &Database,
 ) -> Result<std::sync::Arc<crate::store::Store>, ExitCode> {
-    db::open_for_reading(flag).map_err(|e| match e {
+    database.open_for_reading().map_err(|e| match e {
         db::OpenExistingError::Missing(path) => no_execution(operation, execution, &path),
         db::OpenExistingError::Failed(e) => fail(operation, e),
     })
@@ -145,7 +125,7 @@ fn print_text(text: &str) {
 /// Runs `describe-execution`.
 pub fn describe(args: DescribeArgs) -> ExitCode {
     const OP: &str = "DescribeExecution";
-    let store = match open_for(OP, &args.execution_arn, args.db) {
+    let store = match open_for(OP, &args.execution_arn, &args.database.lower()) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -177,7 +157,7 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
 /// Runs `get-execution-history`.
 pub fn history(args: HistoryArgs) -> ExitCode {
     const OP: &str = "GetExecutionHistory";
-    let store = match open_for(OP, &args.execution_arn, args.db) {
+    let store = match open_for(OP, &args.execution_arn, &args.database.lower()) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -197,7 +177,7 @@ pub fn history(args: HistoryArgs) -> ExitCode {
             }
         }
         Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
-            Ok(events) => match args.page.page().slice(&events) {
+            Ok(events) => match args.page.lower().slice(&events) {
                 Ok((events, next)) => {
                     if args.out.wants_response() {
                         return respond(
@@ -271,7 +251,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return refuse(OP, "ValidationException", &e.to_string(), exit::VALIDATION),
     };
-    let store = match db::open_for_reading(args.db) {
+    let store = match args.database.lower().open_for_reading() {
         Ok(s) => s,
         Err(db::OpenExistingError::Missing(path)) => {
             // No database, no executions; created by nothing but a run.
@@ -294,7 +274,7 @@ pub fn list(args: ListArgs) -> ExitCode {
             .collect(),
         None => list,
     };
-    match args.page.page().slice(&list) {
+    match args.page.lower().slice(&list) {
         Ok((list, next)) => {
             let response = api::with_next_token(api::list_executions(list), next);
             if args.out.wants_response() {

@@ -22,6 +22,10 @@ pub enum GraphFormat {
 
 /// Arguments of `graph`.
 #[derive(Debug, Args)]
+#[command(mut_args(crate::cli::flags::reword(
+    "db",
+    "The database (with --execution-arn or --coverage)"
+)))]
 pub struct GraphArgs {
     /// The definition to draw: a file, or a SAM/CloudFormation template
     /// (`template.yaml#LogicalId` when it has several state machines). Not needed with
@@ -44,73 +48,30 @@ pub struct GraphArgs {
     /// Write to this file instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The database (with --execution-arn or --coverage).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`, read with --execution-arn or --coverage.
+    #[command(flatten)]
+    pub database: crate::cli::flags::DbArgs,
     /// Values for `${NAME}` placeholders (stand-ins for the rest).
     #[command(flatten)]
-    pub substitutions: crate::cli::definition::SubstitutionArgs,
+    pub substitutions: crate::cli::flags::SubstitutionArgs,
 }
+
+/// What to draw: the graph, the colours over it, and the machine's name.
+type Picture = (Graph, Option<crate::graph::overlay::Overlay>, String);
 
 /// Runs `graph`.
 pub fn run(args: GraphArgs) -> ExitCode {
-    let (graph, overlay, name) = if let Some(arn) = &args.execution_arn {
-        // The same answers as describe-execution: a missing database holds no execution.
-        const OP: &str = "DescribeExecution";
-        let store = match crate::cli::executions::open_for(OP, arn, args.db.clone()) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        match ExecutionPicture::load(&store, arn, crate::clock::system_now()) {
-            Ok(p) => (p.graph, Some(p.overlay), p.record.state_machine_name),
-            Err(crate::graph::GraphError::NoExecution(_)) => {
-                return crate::cli::executions::no_execution(OP, arn, store.path());
-            }
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    } else {
-        let Some(path) = &args.definition else {
+    let drawn = match (&args.execution_arn, &args.definition) {
+        (Some(arn), _) => execution_picture(&args, arn),
+        (None, Some(path)) => definition_picture(&args, path),
+        (None, None) => {
             errln!("error: give a DEFINITION or --execution-arn");
             return ExitCode::from(EXIT_USAGE);
-        };
-        // JSON or YAML, or a template's state machine, as every command reads a definition;
-        // `${Name}` placeholders without a value get stand-ins, since a picture needs none.
-        let loaded = args.substitutions.substitutions().and_then(|subs| {
-            crate::cli::definition::load_definition_or_template(
-                path,
-                &subs,
-                asl::Unresolved::StandIn,
-            )
-        });
-        let (file, name) = match loaded {
-            Ok(read) => read,
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        };
-        let shown = file.label();
-        let Some(machine) = file.definition.machine else {
-            let diags = &file.definition.diagnostics;
-            let report = report::render_human(&[FileReport::new(&shown, &file.text, diags)], false);
-            err!("{report}");
-            errln!("error: {shown} is not a valid state machine; nothing was drawn");
-            return ExitCode::from(EXIT_USAGE);
-        };
-        let overlay = match args.coverage {
-            true => match coverage_overlay(path, args.db.clone()) {
-                Ok(o) => Some(o),
-                Err(e) => {
-                    errln!("error: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            },
-            false => None,
-        };
-        (Graph::from_machine(&machine), overlay, name)
+        }
+    };
+    let (graph, overlay, name) = match drawn {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let picture = match args.format {
         GraphFormat::Svg => svg::render(&graph, overlay.as_ref()),
@@ -132,12 +93,56 @@ pub fn run(args: GraphArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// An execution's path on its machine.
+fn execution_picture(args: &GraphArgs, arn: &str) -> Result<Picture, ExitCode> {
+    // The same answers as describe-execution: a missing database holds no execution.
+    const OP: &str = "DescribeExecution";
+    let store = crate::cli::executions::open_for(OP, arn, &args.database.lower())?;
+    match ExecutionPicture::load(&store, arn, crate::clock::system_now()) {
+        Ok(p) => Ok((p.graph, Some(p.overlay), p.record.state_machine_name)),
+        Err(crate::graph::GraphError::NoExecution(_)) => {
+            Err(crate::cli::executions::no_execution(OP, arn, store.path()))
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// A definition file's (or a template's) machine, coloured by coverage with `--coverage`.
+fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Picture, ExitCode> {
+    let usage = |e: String| {
+        errln!("error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    };
+    // JSON or YAML, or a template's state machine, as every command reads a definition;
+    // `${Name}` placeholders without a value get stand-ins, since a picture needs none.
+    let subs = args.substitutions.substitutions().map_err(usage)?;
+    let (file, name) =
+        crate::cli::definition::load_definition_or_template(path, &subs, asl::Unresolved::StandIn)
+            .map_err(usage)?;
+    let shown = file.label();
+    let Some(machine) = file.definition.machine else {
+        let diags = &file.definition.diagnostics;
+        let report = report::render_human(&[FileReport::new(&shown, &file.text, diags)], false);
+        err!("{report}");
+        errln!("error: {shown} is not a valid state machine; nothing was drawn");
+        return Err(ExitCode::from(EXIT_USAGE));
+    };
+    let overlay = match args.coverage {
+        true => Some(coverage_overlay(path, &args.database.lower()).map_err(usage)?),
+        false => None,
+    };
+    Ok((Graph::from_machine(&machine), overlay, name))
+}
+
 /// The coverage colours of the definition at `path`, from the executions in the database.
 fn coverage_overlay(
     path: &std::path::Path,
-    db: Option<PathBuf>,
+    database: &crate::cli::flags::Database,
 ) -> Result<crate::graph::overlay::Overlay, String> {
-    let store = crate::cli::db::open_for_reading(db).map_err(|e| e.to_string())?;
+    let store = database.open_for_reading().map_err(|e| e.to_string())?;
     let targets = crate::cli::coverage::targets(
         &[path.to_path_buf()],
         &crate::cli::definition::SubstitutionArgs::default(),

@@ -1,7 +1,9 @@
 //! The command line: clap commands, miette reports. No logic the library does not own.
 //!
 //! One file per command family, as mini-redis has one file per command: [`Command`] parses the
-//! arguments and delegates to the family's `run`, which returns the process exit status.
+//! arguments and delegates to the family's `run`, which returns the process exit status. Flags
+//! that several commands share are declared once in [`flags`], and lowered there once into the
+//! typed values a command's `run` reads (ripgrep's two stages).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,8 +39,8 @@ pub mod coverage;
 pub mod db;
 pub mod definition;
 pub mod executions;
+pub mod flags;
 pub mod graph;
-pub mod machines;
 pub mod output;
 pub mod param;
 pub mod progress;
@@ -57,6 +59,9 @@ pub mod ui;
 pub mod validate;
 pub mod web;
 pub mod worker;
+
+/// `--machine`/`--machines` live with the other shared flag groups.
+pub use flags::machines;
 
 /// sfn-local: validate and run AWS Step Functions state machines locally.
 #[derive(Debug, Parser)]

@@ -3,12 +3,12 @@
 //! did not succeed, under the same ARN, driven in the foreground like `resume` (the same task
 //! bindings, time scale and exit statuses).
 
-use crate::cli::run::{interrupted, report_outcome, RunFormat};
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::flags::{DatabaseArgs, RunOutputArgs};
+use crate::cli::run::{interrupted, report_outcome};
+use crate::cli::EXIT_USAGE;
 use crate::engine::redrive::redrive_execution;
 use crate::engine::runner::RunError;
 use clap::Args;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `redrive-execution`.
@@ -20,15 +20,12 @@ pub struct RedriveArgs {
     /// Idempotency token: a redrive with the token of the last redrive does nothing again.
     #[arg(long)]
     pub client_token: Option<String>,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// How hard each commit tries to survive a crash (see the README).
-    #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
-    pub durability: db::DurabilityArg,
-    /// What to print: the output (text) or DescribeExecution's shape (json).
-    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-    pub format: RunFormat,
+    /// `--db`, `--durability`.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// `--format`.
+    #[command(flatten)]
+    pub output: RunOutputArgs,
 }
 
 /// Runs `redrive-execution`.
@@ -40,12 +37,9 @@ pub fn run(args: RedriveArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     }
-    let store = match db::open_with(args.db.clone(), args.durability) {
+    let store = match args.database.lower().open() {
         Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return e.exit(),
     };
     let notice = std::rc::Rc::new(|message: &str| errln!("sfn-local: {message}"));
     let (redriven, resumed) = match redrive_execution(
@@ -79,6 +73,6 @@ pub fn run(args: RedriveArgs) -> ExitCode {
         &store,
         &resumed.execution_arn,
         &resumed.outcome,
-        args.format,
+        args.output.lower(),
     )
 }

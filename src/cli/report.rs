@@ -11,6 +11,7 @@
 //! Diagnostics name places with JSON pointers; this module turns them into byte spans, lines and
 //! columns with [`SpanIndex`], built once per file and only here, when there is something to show.
 
+use crate::api::validation;
 use crate::asl::diagnostic::{Diagnostic, Diagnostics, Location, Severity};
 use crate::asl::source::{parse_json, split_aws_location, SpanIndex, SyntaxError};
 use miette::{
@@ -520,42 +521,21 @@ fn file_json(file: &FileReport<'_>, with_path: bool) -> Map<String, Value> {
     if let Some(template) = file.template {
         object.insert("template".to_owned(), json!(template));
     }
-    let result = if file.diagnostics.has_errors() {
-        "FAIL"
-    } else {
-        "OK"
-    };
-    object.insert("result".to_owned(), json!(result));
+    object.insert(
+        "result".to_owned(),
+        json!(validation::result(file.diagnostics)),
+    );
     object.insert(
         "diagnostics".to_owned(),
-        Value::Array(file.diagnostics.iter().map(diagnostic_json).collect()),
+        Value::Array(
+            file.diagnostics
+                .iter()
+                .map(validation::diagnostic_json)
+                .collect(),
+        ),
     );
     object.insert("truncated".to_owned(), json!(false));
     object
-}
-
-/// One diagnostic in AWS's ValidateStateMachineDefinition shape (also served over HTTP).
-pub(crate) fn diagnostic_json(diagnostic: &Diagnostic) -> Value {
-    let mut object = Map::new();
-    object.insert("severity".to_owned(), json!(diagnostic.severity));
-    object.insert("code".to_owned(), json!(diagnostic.code.as_str()));
-    object.insert("message".to_owned(), json!(diagnostic.message));
-    if let Some(location) = aws_location(diagnostic) {
-        object.insert("location".to_owned(), json!(location));
-    }
-    Value::Object(object)
-}
-
-/// AWS's `location`: the pointer (`/` for the root), or for a text that is not JSON, Jackson's
-/// `[Source: …; line: L, column: C]`, which AWS repeats at the end of the message.
-fn aws_location(diagnostic: &Diagnostic) -> Option<String> {
-    match &diagnostic.location {
-        Location::Text { .. } => match split_aws_location(&diagnostic.message).1 {
-            Some(jackson) => Some(jackson.to_owned()),
-            None => diagnostic.location_text(),
-        },
-        _ => diagnostic.location_text(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

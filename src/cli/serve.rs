@@ -1,6 +1,9 @@
 //! `sfn-local serve`: the AWS Step Functions API on localhost (see [`crate::serve`]).
 
-use crate::cli::{db, EXIT_USAGE};
+use crate::cli::flags::{
+    self, AccountArgs, DatabaseArgs, EndpointArgs, FlagError, SupervisionArgs,
+};
+use crate::cli::EXIT_USAGE;
 use crate::serve::{MachineTask, ServeConfig};
 use clap::Args;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -9,6 +12,17 @@ use std::process::ExitCode;
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
+#[command(mut_args(flags::reword(
+    "region",
+    "The region of ARNs for unsigned requests (a signed request's own region wins)"
+)))]
+#[command(mut_args(flags::edit("account_id", |arg| arg
+    .env("AWS_ACCOUNT_ID")
+    .help("The account id in ARNs (Step Functions Local's AWS_ACCOUNT_ID)"))))]
+#[command(mut_args(flags::reword(
+    "endpoints",
+    "Call a service's integrations at a local endpoint: SERVICE=URL (repeatable; `all=URL` for one endpoint serving every service). Also Step Functions Local's LAMBDA_ENDPOINT, SQS_ENDPOINT, ... (a flag wins over a variable)"
+)))]
 pub struct ServeArgs {
     /// The port (Step Functions Local's is 8083; 0 picks a free one). Once listening, serve
     /// prints `SFN_LOCAL_ENDPOINT=http://HOST:PORT` on a line of its own to stdout.
@@ -22,18 +36,12 @@ pub struct ServeArgs {
     /// Docker image sets SFN_LOCAL_BIND=0.0.0.0).
     #[arg(long, env = "SFN_LOCAL_BIND", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub bind: IpAddr,
-    /// The region of ARNs for unsigned requests (a signed request's own region wins).
-    #[arg(long)]
-    pub region: Option<String>,
-    /// The account id in ARNs (Step Functions Local's AWS_ACCOUNT_ID).
-    #[arg(long, env = "AWS_ACCOUNT_ID", default_value = "123456789012")]
-    pub account_id: String,
-    /// The database (default: SFN_LOCAL_DB, else the XDG state directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// How hard each commit tries to survive a crash (see the README).
-    #[arg(long, value_enum, default_value_t = db::DurabilityArg::Normal)]
-    pub durability: db::DurabilityArg,
+    /// `--region`, `--account-id`.
+    #[command(flatten)]
+    pub account: AccountArgs,
+    /// `--db`, `--durability`.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
     /// A MockConfigFile (Step Functions Local's format) for `stateMachineArn#TestCase`
     /// (default: ./MockConfigFile.json when it exists, as Step Functions Local's JAR reads it).
     #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
@@ -50,21 +58,16 @@ pub struct ServeArgs {
     /// heartbeats and cancellation are done for it (see "Workers").
     #[arg(long = "worker", value_name = "[MACHINE:]STATE=COMMAND")]
     pub workers: Vec<String>,
-    /// Call a service's integrations at a local endpoint: SERVICE=URL (repeatable; `all=URL`
-    /// for one endpoint serving every service). Also Step Functions Local's LAMBDA_ENDPOINT,
-    /// SQS_ENDPOINT, ... (a flag wins over a variable).
-    #[arg(long = "endpoint", value_name = "SERVICE=URL")]
-    pub endpoints: Vec<String>,
+    /// `--endpoint`.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
     /// Reproduce Step Functions Local where suites assert its differences from AWS (see the
     /// README's table); AWS's behaviour by default.
     #[arg(long, value_enum, env = "SFN_LOCAL_COMPAT", default_value_t = CompatArg::Aws)]
     pub compat: CompatArg,
-    /// Who beats for `--worker` handlers: `auto` (sfn-local) or `manual` (the handler).
-    #[arg(long, value_enum, default_value_t = crate::tasks::managed::HeartbeatMode::Auto)]
-    pub heartbeat: crate::tasks::managed::HeartbeatMode,
-    /// Seconds between SIGTERM and SIGKILL for a `--worker` handler whose task is over.
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = crate::tasks::managed::parse_seconds)]
-    pub kill_after: std::time::Duration,
+    /// `--heartbeat`, `--kill-after`.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
@@ -130,68 +133,22 @@ fn announce_ready(port: u16, account: &str, region: &str) {
     outln!("{now}: Starting server on port {port} with account {account}, region {region}");
 }
 
-/// Runs `serve` until SIGINT or SIGTERM.
-pub fn run(args: ServeArgs) -> ExitCode {
-    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
-        errln!("error: --time-scale (WAIT_TIME_SCALE) must be a non-negative number");
-        return ExitCode::from(EXIT_USAGE);
-    }
-    let (tasks, workers) = match (
-        bindings("--task", &args.tasks),
-        bindings("--worker", &args.workers),
-    ) {
-        (Ok(t), Ok(w)) => (t, w),
-        (Err(e), _) | (_, Err(e)) => {
-            errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let endpoints =
-        match crate::tasks::aws::Endpoints::parse(&args.endpoints, |k| std::env::var(k).ok()) {
-            Ok(e) => e,
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        };
-    let exposure = crate::cli::web::check_exposure(
-        "sfn-local serve",
-        args.bind,
-        !(tasks.is_empty() && workers.is_empty()),
-        args.allow_remote,
-    );
-    let web = match exposure.and_then(|()| args.web.options("sfn-local serve")) {
-        Ok(web) => web,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    if let Err(e) = clear_ready_file(args.ready_file.as_deref()) {
-        errln!("error: {e}");
-        return ExitCode::from(EXIT_USAGE);
-    }
-    let store = match db::open_with(args.db.clone(), args.durability) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("{e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let region = args
-        .region
-        .or_else(|| std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty()))
-        .or_else(|| {
-            std::env::var("AWS_DEFAULT_REGION")
-                .ok()
-                .filter(|r| !r.is_empty())
-        })
-        .unwrap_or_else(|| "us-east-1".into());
-    let config = ServeConfig {
+/// Lowers `serve`'s flags (all but the database and the ready file) into the server's
+/// configuration, checking each binding's program can be started before the server listens.
+fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
+    let time_scale = flags::time_scale::check(args.time_scale)?;
+    let tasks = bindings("--task", &args.tasks)?;
+    let workers = bindings("--worker", &args.workers)?;
+    let endpoints = args.endpoints.lower()?;
+    let bound = !(tasks.is_empty() && workers.is_empty());
+    crate::cli::web::check_exposure("sfn-local serve", args.bind, bound, args.allow_remote)?;
+    let web = args.web.options("sfn-local serve")?;
+    let account = args.account.lower();
+    Ok(ServeConfig {
         bind: SocketAddr::new(args.bind, args.port),
-        region,
-        account_id: args.account_id,
-        time_scale: args.time_scale,
+        region: account.region,
+        account_id: account.account_id,
+        time_scale,
         mock_config: args.mock_config.or_else(|| {
             let default = PathBuf::from("MockConfigFile.json");
             default.is_file().then_some(default)
@@ -200,17 +157,30 @@ pub fn run(args: ServeArgs) -> ExitCode {
         endpoints,
         compat: args.compat.into(),
         workers,
-        worker_options: crate::tasks::managed::ManagedOptions {
-            heartbeat: args.heartbeat,
-            kill_after: args.kill_after,
-        },
+        worker_options: args.supervision.lower(),
         max_history_events: args.max_history_events,
         threads: args.execution_threads,
         web,
         http_invoke: crate::tasks::http::HttpAccess::from_flag(args.allow_http_invoke.as_deref()),
+    })
+}
+
+/// Runs `serve` until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let database = args.database.lower();
+    let ready_file = args.ready_file.clone();
+    let config = match lower(args) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
+    if let Err(e) = clear_ready_file(ready_file.as_deref()) {
+        return FlagError::Usage(e).exit();
+    }
+    let store = match database.open() {
+        Ok(s) => s,
+        Err(e) => return e.exit(),
     };
     let path = store.path().display().to_string();
-    let ready_file = args.ready_file;
     let (account, region) = (config.account_id.clone(), config.region.clone());
     let result = crate::serve::run(store, config, |addr, resumed| {
         if resumed > 0 {

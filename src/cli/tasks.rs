@@ -7,12 +7,12 @@
 
 use crate::asl::resource::{Resource, ResourceKind};
 use crate::cli::db;
+use crate::cli::flags::{Database, DbArgs};
 use crate::clock::{iso8601, system_now};
 use crate::store::{Store, TokenKind, TokenRecord};
 use crate::tasks::callback::{answer_task, check_answer, AnswerRefusal, SentAnswer};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,9 +55,9 @@ pub struct SuccessArgs {
     /// The task's result, as JSON text, or `file://PATH`.
     #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub task_output: String,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `send-task-failure`.
@@ -72,9 +72,9 @@ pub struct FailureArgs {
     /// The cause (at most 32,768 characters), or `file://PATH`.
     #[arg(long, value_parser = crate::cli::param::text_or_file)]
     pub cause: Option<String>,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `send-task-heartbeat`.
@@ -83,9 +83,9 @@ pub struct HeartbeatArgs {
     /// The token the worker received.
     #[arg(long, allow_hyphen_values = true)]
     pub task_token: String,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `get-activity-task`.
@@ -100,9 +100,9 @@ pub struct GetActivityArgs {
     /// How long to wait for a task (AWS: 60 seconds).
     #[arg(long, value_name = "N", default_value_t = 60.0)]
     pub poll_seconds: f64,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Arguments of `list-tasks`.
@@ -114,9 +114,9 @@ pub struct ListTasksArgs {
     /// A table for people, or JSON for scripts.
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
-    /// The database.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// `--db`.
+    #[command(flatten)]
+    pub database: DbArgs,
 }
 
 /// Output formats of `list-tasks`.
@@ -134,20 +134,15 @@ pub(crate) fn refuse(operation: &str, error: &str, message: &str, status: u8) ->
     ExitCode::from(status)
 }
 
-fn open(operation: &str, flag: Option<PathBuf>) -> Result<Arc<Store>, ExitCode> {
-    db::open(flag).map_err(|e| {
-        refuse(
-            operation,
-            "ServiceFailure",
-            e.trim_start_matches("error: "),
-            exit::STORE,
-        )
-    })
+fn open(operation: &str, database: &Database) -> Result<Arc<Store>, ExitCode> {
+    database
+        .open()
+        .map_err(|e| refuse(operation, "ServiceFailure", &e.to_string(), exit::STORE))
 }
 
 /// Sends an answer (through the token answer code serve uses too) and maps the refusal to
 /// our exit status; an unknown token names the database it looked in.
-fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: SentAnswer) -> ExitCode {
+fn answer(operation: &str, database: &Database, token: &str, answer: SentAnswer) -> ExitCode {
     let no_task = |path: &std::path::Path, why: &str| {
         refuse(
             operation,
@@ -169,7 +164,7 @@ fn answer(operation: &str, db: Option<PathBuf>, token: &str, answer: SentAnswer)
         };
         refuse(operation, r.code(), &r.to_string(), status)
     };
-    let store = match db::open_existing(db) {
+    let store = match database.open_existing() {
         Ok(s) => s,
         Err(db::OpenExistingError::Missing(path)) => {
             // The token and the output are checked before the task, as AWS does.
@@ -218,7 +213,7 @@ pub(crate) fn check_error_cause(
 pub fn success(args: SuccessArgs) -> ExitCode {
     answer(
         "SendTaskSuccess",
-        args.db,
+        &args.database.lower(),
         &args.task_token,
         SentAnswer::Success(args.task_output),
     )
@@ -232,7 +227,7 @@ pub fn failure(args: FailureArgs) -> ExitCode {
     }
     answer(
         OP,
-        args.db,
+        &args.database.lower(),
         &args.task_token,
         SentAnswer::Failure {
             error: args.error,
@@ -245,7 +240,7 @@ pub fn failure(args: FailureArgs) -> ExitCode {
 pub fn heartbeat(args: HeartbeatArgs) -> ExitCode {
     answer(
         "SendTaskHeartbeat",
-        args.db,
+        &args.database.lower(),
         &args.task_token,
         SentAnswer::Heartbeat,
     )
@@ -291,7 +286,7 @@ pub fn get_activity_task(args: GetActivityArgs) -> ExitCode {
             exit::VALIDATION,
         );
     }
-    let store = match open(OP, args.db) {
+    let store = match open(OP, &args.database.lower()) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -368,7 +363,7 @@ fn task_json(t: &TokenRecord) -> Value {
 /// Runs `list-tasks`: the tasks waiting for an answer.
 pub fn list(args: ListTasksArgs) -> ExitCode {
     const OP: &str = "ListTasks";
-    let store = match db::open_for_reading(args.db) {
+    let store = match args.database.lower().open_for_reading() {
         Ok(s) => s,
         Err(db::OpenExistingError::Missing(path)) if args.execution_arn.is_some() => {
             return refuse(

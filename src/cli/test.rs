@@ -81,14 +81,13 @@ pub struct TestArgs {
     /// without TimeoutSeconds waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub case_timeout: u64,
-    /// The local S3 of distributed Maps' ItemReader/ResultWriter: `s3://BUCKET/KEY` is the
-    /// file `DIR/BUCKET/KEY`.
-    #[arg(long, value_name = "DIR", env = "SFN_LOCAL_S3_DIR")]
-    pub s3_dir: Option<PathBuf>,
+    /// `--s3-dir`.
+    #[command(flatten)]
+    pub s3: crate::cli::flags::S3Args,
     /// State machines that `states:startExecution*` tasks start as child executions (in
     /// memory, like the case itself).
     #[command(flatten)]
-    pub machines: crate::cli::machines::MachineArgs,
+    pub machines: crate::cli::flags::MachineArgs,
     /// Report which states, branches and error paths the cases took (see `sfn-local coverage`).
     #[arg(long)]
     pub coverage: bool,
@@ -143,6 +142,19 @@ fn find_specs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     crate::cli::files_under(paths, &|p| p.to_string_lossy().ends_with(SPEC_SUFFIX))
 }
 
+/// A spec read: its machine, mocks and time scale, shared by its cases.
+struct Suite {
+    spec: Value,
+    machine: Arc<StateMachine>,
+    /// The definition as AWS holds it (JSON, placeholders filled), for "state" cases.
+    text: String,
+    machine_name: String,
+    config: MockConfig,
+    scale: f64,
+    /// The definition file, for `--coverage`.
+    definition: PathBuf,
+}
+
 /// Reads a spec into its jobs; a broken spec is one failing job that says why.
 fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
     let suite = path.display().to_string();
@@ -153,45 +165,62 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
             prepared: Err(why),
         }]
     };
-    let spec: Value = match crate::limits::read_text_capped(path, crate::limits::MOCK_FILE_BYTES)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{suite} is not JSON: {e}")))
-    {
-        Ok(v) => v,
+    let read = match read_suite(path, &suite, time_scale) {
+        Ok(s) => s,
         Err(e) => return broken(e),
     };
-    if let Err(e) = check_spec(&spec) {
-        return broken(format!("{suite}: {e}"));
+    let Some(cases) = read.spec["cases"].as_array() else {
+        return broken(format!("{suite}: \"cases\" (an array) is required"));
+    };
+    if cases.is_empty() {
+        return broken(format!(
+            "{suite}: \"cases\" is empty, so the spec tests nothing"
+        ));
     }
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| Job {
+            suite: suite.clone(),
+            name: case["name"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("case {}", i + 1)),
+            prepared: prepare_case(&read, case),
+        })
+        .collect()
+}
+
+/// Reads a spec (`suite` is its path as shown), its definition and its mock config.
+fn read_suite(path: &Path, suite: &str, time_scale: Option<f64>) -> Result<Suite, String> {
+    let spec: Value = crate::limits::read_text_capped(path, crate::limits::MOCK_FILE_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{suite} is not JSON: {e}")))?;
+    check_spec(&spec).map_err(|e| format!("{suite}: {e}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let Some(def_rel) = spec["definition"].as_str() else {
-        return broken(format!("{suite}: \"definition\" (a path) is required"));
+        return Err(format!("{suite}: \"definition\" (a path) is required"));
     };
     let def_path = base.join(def_rel);
     // JSON or YAML; a `${Name}` placeholder without a value is refused, as by `run`.
-    let (machine, diags, json) = match crate::cli::definition::load_file(
+    let (_, loaded) = crate::cli::definition::load_file(
         &def_path,
         MachineType::Standard,
         &asl::Substitutions::new(),
         asl::Unresolved::Refuse,
-    ) {
-        Ok((_, loaded)) => (loaded.machine, loaded.diagnostics, loaded.json),
-        Err(e) => return broken(e),
-    };
-    // The definition as AWS holds it (JSON, placeholders filled), for "state" cases.
-    let text = json.unwrap_or_default();
-    let Some(machine) = machine else {
-        let first = diags
+    )?;
+    let Some(machine) = loaded.machine else {
+        let first = loaded
+            .diagnostics
             .iter()
             .next()
             .map(|d| d.message.clone())
             .unwrap_or_default();
-        return broken(format!(
+        return Err(format!(
             "{} is not a valid state machine: {first}",
             def_path.display()
         ));
     };
-    let machine = Arc::new(machine);
     let machine_name = spec["stateMachineName"]
         .as_str()
         .map(str::to_owned)
@@ -209,77 +238,63 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         None => MockConfig::default(),
         Some(rel) => {
             let p = base.join(rel);
-            match crate::limits::read_text_capped(&p, crate::limits::MOCK_FILE_BYTES)
+            crate::limits::read_text_capped(&p, crate::limits::MOCK_FILE_BYTES)
                 .map_err(|e| e.to_string())
-                .and_then(|t| MockConfig::parse(&t).map_err(|e| format!("{}: {e}", p.display())))
-            {
-                Ok(c) => c,
-                Err(e) => return broken(e),
-            }
+                .and_then(|t| MockConfig::parse(&t).map_err(|e| format!("{}: {e}", p.display())))?
         }
     };
     let scale = time_scale
         .or_else(|| spec["timeScale"].as_f64())
         .unwrap_or(0.0);
-    let Some(cases) = spec["cases"].as_array() else {
-        return broken(format!("{suite}: \"cases\" (an array) is required"));
-    };
-    if cases.is_empty() {
-        return broken(format!(
-            "{suite}: \"cases\" is empty, so the spec tests nothing"
-        ));
+    Ok(Suite {
+        spec,
+        machine: Arc::new(machine),
+        text: loaded.json.unwrap_or_default(),
+        machine_name,
+        config,
+        scale,
+        definition: def_path,
+    })
+}
+
+/// Checks one case of a suite and readies it to run: its mocks (a test case of the spec's
+/// mock config and inline ones) or, for a `"state"` case, its TestState request.
+fn prepare_case(suite: &Suite, case: &Value) -> Result<Prepared, String> {
+    check_case(case)?;
+    let mut mocks =
+        match case["testCase"].as_str() {
+            Some(_) if suite.spec.get("mockConfig").is_none() => return Err(
+                "\"testCase\" names a test case of the spec's \"mockConfig\", which the spec lacks"
+                    .into(),
+            ),
+            Some(tc) => suite.config.test_case(&suite.machine_name, tc)?,
+            None => Mocks::default(),
+        };
+    if !case["mocks"].is_null() {
+        mocks = mocks.merged(suite.config.inline(&case["mocks"])?);
     }
-    cases
-        .iter()
-        .enumerate()
-        .map(|(i, case)| {
-            let name = case["name"]
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("case {}", i + 1));
-            let prepared = (|| {
-                check_case(case)?;
-                let mut mocks = match case["testCase"].as_str() {
-                    Some(_) if spec.get("mockConfig").is_none() => {
-                        return Err("\"testCase\" names a test case of the spec's \"mockConfig\", which the spec lacks".into())
-                    }
-                    Some(tc) => config.test_case(&machine_name, tc)?,
-                    None => Mocks::default(),
-                };
-                if !case["mocks"].is_null() {
-                    mocks = mocks.merged(config.inline(&case["mocks"])?);
-                }
-                let test_state = match case.get("state") {
-                    None => None,
-                    Some(state) => Some(state_request(&text, state, case)?),
-                };
-                if test_state.is_none() {
-                    mocks.check_against(&machine)?;
-                }
-                let expect = case["expect"].clone();
-                Ok(Prepared {
-                    machine: machine.clone(),
-                    machine_name: machine_name.clone(),
-                    input: case
-                        .get("input")
-                        .cloned()
-                        .unwrap_or_else(|| serde_json::json!({})),
-                    mocks,
-                    expect,
-                    time_scale: scale,
-                    s3_dir: None,
-                    test_state,
-                    machines: Default::default(),
-                    definition: def_path.clone(),
-                })
-            })();
-            Job {
-                suite: suite.clone(),
-                name,
-                prepared,
-            }
-        })
-        .collect()
+    let test_state = match case.get("state") {
+        None => None,
+        Some(state) => Some(state_request(&suite.text, state, case)?),
+    };
+    if test_state.is_none() {
+        mocks.check_against(&suite.machine)?;
+    }
+    Ok(Prepared {
+        machine: suite.machine.clone(),
+        machine_name: suite.machine_name.clone(),
+        input: case
+            .get("input")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({})),
+        mocks,
+        expect: case["expect"].clone(),
+        time_scale: suite.scale,
+        s3_dir: None,
+        test_state,
+        machines: Default::default(),
+        definition: suite.definition.clone(),
+    })
 }
 
 /// The TestState request of a `"state"` case.
@@ -791,21 +806,46 @@ fn junit(results: &[CaseResult]) -> String {
 
 /// Runs `test`.
 pub fn run(args: TestArgs) -> ExitCode {
-    if let Some(s) = args.time_scale {
-        if !(s.is_finite() && s >= 0.0) {
-            errln!("error: --time-scale must be a non-negative number");
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let jobs = match jobs(&args) {
+        Ok(j) => j,
+        Err(code) => return code,
+    };
+    let workers = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    let limit = Duration::from_secs(args.case_timeout.max(1));
+    let results = run_jobs(&jobs, workers, limit, args.coverage);
+    let failed = match report(&results, args.junit.as_deref()) {
+        Ok(failed) => failed,
+        Err(code) => return code,
+    };
+    let covered = if args.coverage {
+        report_coverage(&args, &results)
+    } else {
+        ExitCode::SUCCESS
+    };
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        covered
+    }
+}
+
+/// Lowers `test`'s flags and reads every spec into its jobs (a broken spec is a failing job).
+fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
+    if let Some(Err(e)) = args.time_scale.map(crate::cli::flags::time_scale::check) {
+        return Err(e.exit());
     }
     let specs = match find_specs(&args.specs) {
         Ok(s) if !s.is_empty() => s,
         Ok(_) => {
             errln!("error: no *{SPEC_SUFFIX} test specs found");
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
         Err(e) => {
             errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
     };
     let mut jobs: Vec<Job> = specs
@@ -816,20 +856,21 @@ pub fn run(args: TestArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => {
             errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
     };
     for job in &mut jobs {
         if let Ok(p) = &mut job.prepared {
-            p.s3_dir = args.s3_dir.clone();
+            p.s3_dir = args.s3.lower();
             p.machines = machines.clone();
         }
     }
-    let workers = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
-        .clamp(1, jobs.len().max(1));
-    let limit = Duration::from_secs(args.case_timeout.max(1));
+    Ok(jobs)
+}
+
+/// Runs the jobs on `workers` threads, each case at most `limit`; results in the jobs' order,
+/// with each execution's history when `coverage` asks for it.
+fn run_jobs(jobs: &[Job], workers: usize, limit: Duration, coverage: bool) -> Vec<CaseResult> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -838,40 +879,7 @@ pub fn run(args: TestArgs) -> ExitCode {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let started = Instant::now();
-                let mut history = None;
-                let failures = match &job.prepared {
-                    Err(e) => vec![e.clone()],
-                    Ok(Prepared {
-                        test_state: Some(request),
-                        expect,
-                        ..
-                    }) => check_state(
-                        expect,
-                        test_state_blocking(
-                            request,
-                            Rc::new(LocalTasks::default()),
-                            Arc::new(SystemClock::new(0.0)),
-                        ),
-                    ),
-                    Ok(p) => match execute(p, i, limit) {
-                        Ok((outcome, events)) => {
-                            let failures = check(&p.expect, &outcome, &events);
-                            if args.coverage {
-                                history = Some((p.definition.clone(), p.time_scale, events));
-                            }
-                            failures
-                        }
-                        Err(e) => vec![e],
-                    },
-                };
-                let result = CaseResult {
-                    suite: job.suite.clone(),
-                    name: job.name.clone(),
-                    seconds: started.elapsed().as_secs_f64(),
-                    failures,
-                    history,
-                };
+                let result = run_job(job, i, limit, coverage);
                 let mut all = match results.lock() {
                     Ok(r) => r,
                     Err(poisoned) => poisoned.into_inner(),
@@ -882,13 +890,57 @@ pub fn run(args: TestArgs) -> ExitCode {
             });
         }
     });
-    let results: Vec<CaseResult> = match results.into_inner() {
+    match results.into_inner() {
         Ok(r) => r,
         Err(poisoned) => poisoned.into_inner(),
     }
     .into_iter()
     .flatten()
-    .collect();
+    .collect()
+}
+
+/// Runs one job (the `index`th) and checks it against its expectations; with `coverage`, keeps
+/// the execution's history.
+fn run_job(job: &Job, index: usize, limit: Duration, coverage: bool) -> CaseResult {
+    let started = Instant::now();
+    let mut history = None;
+    let failures = match &job.prepared {
+        Err(e) => vec![e.clone()],
+        Ok(Prepared {
+            test_state: Some(request),
+            expect,
+            ..
+        }) => check_state(
+            expect,
+            test_state_blocking(
+                request,
+                Rc::new(LocalTasks::default()),
+                Arc::new(SystemClock::new(0.0)),
+            ),
+        ),
+        Ok(p) => match execute(p, index, limit) {
+            Ok((outcome, events)) => {
+                let failures = check(&p.expect, &outcome, &events);
+                if coverage {
+                    history = Some((p.definition.clone(), p.time_scale, events));
+                }
+                failures
+            }
+            Err(e) => vec![e],
+        },
+    };
+    CaseResult {
+        suite: job.suite.clone(),
+        name: job.name.clone(),
+        seconds: started.elapsed().as_secs_f64(),
+        failures,
+        history,
+    }
+}
+
+/// Prints the failures (and with -v the passes) and writes the JUnit file; returns how many
+/// cases failed.
+fn report(results: &[CaseResult], junit_file: Option<&Path>) -> Result<usize, ExitCode> {
     let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
     let passed = results.len() - failed;
     if crate::cli::ui::verbose() {
@@ -904,23 +956,14 @@ pub fn run(args: TestArgs) -> ExitCode {
             r.failures.join("\n    ")
         );
     }
-    if let Some(path) = &args.junit {
-        if let Err(e) = std::fs::write(path, junit(&results)) {
+    if let Some(path) = junit_file {
+        if let Err(e) = std::fs::write(path, junit(results)) {
             errln!("error: cannot write {}: {e}", path.display());
-            return ExitCode::from(EXIT_USAGE);
+            return Err(ExitCode::from(EXIT_USAGE));
         }
     }
     outln!("{passed} passed, {failed} failed");
-    let covered = if args.coverage {
-        report_coverage(&args, &results)
-    } else {
-        ExitCode::SUCCESS
-    };
-    if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        covered
-    }
+    Ok(failed)
 }
 
 /// `--coverage`: what the cases' executions took in each definition the specs name.

@@ -5,6 +5,7 @@
 //! (exit 0 whatever the state's own outcome), or AWS's error as the AWS CLI shows it (exit
 //! [`EXIT_API_ERROR`]).
 
+use crate::cli::flags::EndpointArgs;
 use crate::cli::EXIT_USAGE;
 use crate::clock::SystemClock;
 use crate::engine::test_state::{
@@ -22,6 +23,11 @@ pub const EXIT_API_ERROR: u8 = 254;
 
 /// Arguments of `test-state`. Every JSON option takes the JSON text or `file://PATH`.
 #[derive(Debug, Args)]
+#[command(mut_args(crate::cli::flags::reword(
+    "endpoints",
+    "Call a service's integrations at a local endpoint when there is no mock (as `run \
+     --endpoint`): SERVICE=URL (repeatable; `all=URL`). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ..."
+)))]
 pub struct TestStateArgs {
     /// The state (or, with --state-name, the whole machine): JSON or file://PATH.
     #[arg(long)]
@@ -58,10 +64,9 @@ pub struct TestStateArgs {
     /// reading the task input on stdin and printing its result on stdout.
     #[arg(long = "task", value_name = "COMMAND")]
     pub task: Option<String>,
-    /// Call a service's integrations at a local endpoint when there is no mock (as `run
-    /// --endpoint`): SERVICE=URL (repeatable; `all=URL`). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ...
-    #[arg(long = "endpoint", value_name = "SERVICE=URL")]
-    pub endpoints: Vec<String>,
+    /// `--endpoint`, used when there is no mock.
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
 }
 
 /// `--inspection-level` values.
@@ -103,12 +108,9 @@ pub fn run(args: TestStateArgs) -> ExitCode {
         }
     };
     let mut tasks = LocalTasks::default();
-    match crate::tasks::aws::Endpoints::parse(&args.endpoints, |k| std::env::var(k).ok()) {
+    match args.endpoints.lower() {
         Ok(e) => tasks.endpoints = e,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return e.exit(),
     }
     if let Some(command) = &args.task {
         let state = args

@@ -18,15 +18,11 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         Some(n) => n as usize,
     };
     let diagnostics = crate::asl::validate_text_as(definition, kind, server.config.compat);
-    let result = if diagnostics.has_errors() {
-        "FAIL"
-    } else {
-        "OK"
-    };
+    let result = crate::api::validation::result(&diagnostics);
     let shown: Vec<Value> = diagnostics
         .iter()
         .filter(|d| with_warnings || d.severity == crate::asl::Severity::Error)
-        .map(crate::cli::report::diagnostic_json)
+        .map(crate::api::validation::diagnostic_json)
         .collect();
     let truncated = shown.len() > max;
     let shown: Vec<Value> = shown.into_iter().take(max).collect();
