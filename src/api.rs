@@ -40,6 +40,7 @@ pub fn describe_execution(e: &ExecutionRecord) -> Value {
     if let Some(date) = e.redrive_date_ms {
         m.insert("redriveDate".into(), iso8601(date).into());
     }
+    started_through(e, &mut m);
     match redrive_status(e) {
         Ok(()) => {
             m.insert("redriveStatus".into(), "REDRIVABLE".into());
@@ -50,6 +51,17 @@ pub fn describe_execution(e: &ExecutionRecord) -> Value {
         }
     }
     Value::Object(m)
+}
+
+/// `stateMachineVersionArn` and `stateMachineAliasArn` of an execution started through a
+/// version or an alias (DescribeExecution and ListExecutions both show them).
+fn started_through(e: &ExecutionRecord, m: &mut Map<String, Value>) {
+    if let Some(version) = &e.state_machine_version_arn {
+        m.insert("stateMachineVersionArn".into(), version.clone().into());
+    }
+    if let Some(alias) = &e.state_machine_alias_arn {
+        m.insert("stateMachineAliasArn".into(), alias.clone().into());
+    }
 }
 
 /// Whether RedriveExecution would take the execution now (`redriveStatus`).
@@ -101,6 +113,7 @@ pub fn list_executions(executions: &[ExecutionRecord]) -> Value {
             if let Some(date) = e.redrive_date_ms {
                 m.insert("redriveDate".into(), iso8601(date).into());
             }
+            started_through(e, &mut m);
             if let Some(owner) = &e.owner {
                 m.insert("owner".into(), owner.clone().into());
             }

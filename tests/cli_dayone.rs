@@ -810,6 +810,27 @@ fn commands_standing_in_for_services_get_aws_response_shapes() {
 }
 
 #[test]
+fn start_execution_answers_with_its_own_execution_when_two_machines_share_the_name() {
+    let sb = Sandbox::new();
+    let wait = r#"{"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 2, "End": true}}}"#;
+    let first = sb.write("first.asl.json", wait);
+    let second = sb.write("second.asl.json", wait);
+    // The same execution name under two machines, within the same second.
+    for (def, machine) in [(&first, "first"), (&second, "second")] {
+        let out = sb.run(&["start-execution", def.to_str().unwrap(), "--name", "same"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let arn = out.json()["executionArn"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            arn.ends_with(&format!(":execution:{machine}:same")),
+            "{arn}"
+        );
+    }
+}
+
+#[test]
 fn start_execution_takes_a_state_machine_arn_the_database_knows() {
     let sb = Sandbox::new();
     let def = sb.write(

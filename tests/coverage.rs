@@ -280,6 +280,52 @@ fn graph_coverage_colours_what_was_reached() {
     };
     assert!(line("Free").contains("#e6f4ea"), "{}", dot.stdout);
     assert!(line("Charge").contains("#ffffff"), "{}", dot.stdout);
+    transitions_are_coloured_taken_or_missed(&svg.stdout, &mermaid.stdout, &dot.stdout);
+}
+
+/// After one `gift` order: the `gift` rule and Free's `Next` were taken; every other rule, the
+/// Default and Charge's transitions (its `Next` and both Catch entries) were not.
+fn transitions_are_coloured_taken_or_missed(svg: &str, mermaid: &str, dot: &str) {
+    let edge = |from: &str, to: &str, label: &str| {
+        dot.lines()
+            .find(|l| l.contains(&format!("{from} -> {to} [")) && l.contains(label))
+            .unwrap_or_else(|| panic!("no edge {from} -> {to} {label}: {dot}"))
+            .to_owned()
+    };
+    let gift = edge("n0", "n2", "gift");
+    assert!(
+        gift.contains("color=\"#188038\"") && gift.contains("penwidth=2"),
+        "{gift}"
+    );
+    let small = edge("n0", "n1", "small");
+    assert!(
+        small.contains("#e37400") && small.contains("not taken"),
+        "{small}"
+    );
+    let catch_all = edge("n1", "n4", "States.ALL");
+    assert!(
+        catch_all.contains("#e37400") && catch_all.contains("not taken"),
+        "{catch_all}"
+    );
+    assert!(
+        !dot.contains("start0 -> n0 ["),
+        "the start edge is no transition: {dot}"
+    );
+    // Mermaid numbers links as written: 0 is the start edge, 3 the `gift` rule.
+    assert!(mermaid.contains("linkStyle 3 stroke:#188038"), "{mermaid}");
+    assert!(mermaid.contains("linkStyle 2 stroke:#e37400"), "{mermaid}");
+    assert!(!mermaid.contains("linkStyle 0 "), "{mermaid}");
+    assert!(
+        mermaid.contains("#quot;small#quot; (not taken)"),
+        "{mermaid}"
+    );
+    for class in ["edge taken", "edge missed", "edge catch missed"] {
+        assert!(
+            svg.contains(&format!("<g class=\"{class}\"")),
+            "{class}: {svg}"
+        );
+    }
+    assert!(svg.contains("<title>not taken by any execution</title>"));
 }
 
 fn free_port() -> u16 {
@@ -502,6 +548,8 @@ fn fill_bench_db(path: &std::path::Path, definition: &str) {
             owner: None,
             lease_expires_at_ms: None,
             run_config: None,
+            state_machine_version_arn: None,
+            state_machine_alias_arn: None,
             events: bench_history(["big", "gift", "other"][n % 3]),
         });
         let finish = Finish {

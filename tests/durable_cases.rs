@@ -536,6 +536,8 @@ fn a_runner_killed_before_its_first_event_is_resumed_from_the_start() {
             owner: Some("a-runner-that-died".into()),
             lease_expires_at_ms: Some(now + 300),
             run_config: None,
+            state_machine_version_arn: None,
+            state_machine_alias_arn: None,
             events: Vec::new(),
         })
         .wait_blocking()

@@ -369,6 +369,43 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
         "{}",
         jest.stderr
     );
+    // The teardown wrote the coverage of approval.asl.json, named as the project names it.
+    lcov_of_the_example(&project.join("coverage/sfn-local.lcov"));
+    // The same example under Vitest, through its own global setup.
+    let vitest = run(Command::new("node")
+        .arg(deps_node_modules().join("vitest/vitest.mjs"))
+        .arg("run")
+        .current_dir(&project)
+        .env("NODE_PATH", deps_node_modules())
+        .env("CI", "1")
+        .env("NO_COLOR", "1")
+        .env_remove("SFN_LOCAL_BIN"));
+    assert_eq!(vitest.code, 0, "{}\n{}", vitest.stdout, vitest.stderr);
+    assert!(
+        vitest.stdout.contains("Tests  4 passed (4)"),
+        "{}",
+        vitest.stdout
+    );
+    lcov_of_the_example(&project.join("coverage/sfn-local-vitest.lcov"));
+}
+
+/// An LCOV tracefile of the example's machine that Debian's `lcov` reads: every state of
+/// approval.asl.json reached by the example's tests.
+fn lcov_of_the_example(tracefile: &Path) {
+    let text = std::fs::read_to_string(tracefile)
+        .unwrap_or_else(|e| panic!("{}: {e}", tracefile.display()));
+    assert!(text.contains("SF:approval.asl.json\n"), "{text}");
+    let summary = run(Command::new("lcov")
+        .args(["--summary", tracefile.to_str().unwrap()])
+        .env("LC_ALL", "C"));
+    assert_eq!(summary.code, 0, "{}", summary.stderr);
+    assert!(
+        summary.stdout.contains("lines......: 100.0%")
+            || summary.stderr.contains("lines......: 100.0%"),
+        "{}{}",
+        summary.stdout,
+        summary.stderr
+    );
 }
 
 /// A git repository with one valid and one broken state machine, and a template.

@@ -8,6 +8,8 @@ module.exports = {
     sfnLocal: {
       timeScale: 0,
       definitions: { Approval: "approval.asl.json" },
+      // The coverage of approval.asl.json, for Codecov or an editor's gutter.
+      lcov: "coverage/sfn-local.lcov",
     },
   },
 };

@@ -18,6 +18,12 @@ export interface ServeOptions {
   region?: string;
   /** The binary (default: $SFN_LOCAL_BIN, else this platform's package). */
   binary?: string;
+  /**
+   * Global setups only: at teardown, write the coverage of the `definitions` given as files
+   * (`sfn-local coverage --format lcov`) to this path, relative to the project (default:
+   * $SFN_LOCAL_LCOV; none when neither is set).
+   */
+  lcov?: string;
   /** The folder of the database, ready file and log (default: a fresh temporary one). */
   dir?: string;
   /** Milliseconds to wait for the server (default 30000). */
@@ -29,6 +35,8 @@ export interface Server {
   port: number;
   db: string;
   dir: string;
+  /** The binary serving. */
+  binary: string;
   process: ChildProcess;
   log(): string;
   stop(timeoutMs?: number): Promise<number | null>;
@@ -42,7 +50,7 @@ export function connect(env?: Record<string, string | undefined>): Pick<Server, 
 export const ANY_ROLE: string;
 export function binaryPath(): string;
 export function serve(options?: ServeOptions): Promise<Server>;
-export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<number | null> }>;
+export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<void> }>;
 export function sfnClient(endpoint: string, region?: string): import("@aws-sdk/client-sfn").SFNClient;
 export function createStateMachine(client: any, name: string, definition: string | object, roleArn?: string): Promise<string>;
 export function waitForExecution(client: any, executionArn: string, opts?: { timeout?: number; poll?: number }): Promise<any>;

@@ -90,6 +90,8 @@ async function serve(options = {}) {
         child.kill("SIGTERM");
       });
     },
+    /** The binary serving. */
+    binary: options.binary ?? binaryPath(),
     /** Another sfn-local command on this server's database; resolves to its stdout. */
     cli: (...args) => runCli(options.binary ?? binaryPath(), ready.database, args),
     /** An SFNClient for this server. */
@@ -208,8 +210,25 @@ async function answerTask(client, taskToken, output = {}, { error, cause } = {})
 }
 
 /**
+ * Writes to `target` the coverage (`sfn-local coverage --format lcov`) of the definition files
+ * given to the server, run in `rootDir` so the tracefile names them as the project does.
+ */
+function writeLcov(server, files, rootDir, target) {
+  return new Promise((resolve, reject) => {
+    const args = ["coverage", "--format", "lcov", "--db", server.db, ...files];
+    execFile(server.binary, args, { cwd: rootDir }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`sfn-local coverage: ${stderr || err.message}`));
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, stdout);
+      resolve();
+    });
+  });
+}
+
+/**
  * A global setup for a test runner: starts a server with `options` (paths relative to `rootDir`),
- * exports SFN_LOCAL_ENDPOINT and SFN_LOCAL_DB to the tests, and resolves to a teardown.
+ * exports SFN_LOCAL_ENDPOINT and SFN_LOCAL_DB to the tests, and resolves to a teardown, which
+ * writes the LCOV file `options.lcov` (or $SFN_LOCAL_LCOV) before it stops the server.
  */
 async function globalServer(options = {}, rootDir = process.cwd()) {
   const resolved = { ...options, definitions: {} };
@@ -221,7 +240,19 @@ async function globalServer(options = {}, rootDir = process.cwd()) {
   process.env.SFN_LOCAL_ENDPOINT = server.endpoint;
   process.env.SFN_LOCAL_DB = server.db;
   process.env.SFN_LOCAL_LOG_FILE = path.join(server.dir, "serve.log");
-  return { server, teardown: () => server.stop() };
+  const lcov = options.lcov ?? process.env.SFN_LOCAL_LCOV;
+  // LCOV points at lines of files: the definitions given as files are measured.
+  const files = Object.values(options.definitions ?? {}).filter(
+    (d) => typeof d === "string" && !d.trimStart().startsWith("{"),
+  );
+  const teardown = async () => {
+    try {
+      if (lcov && files.length > 0) await writeLcov(server, files, rootDir, path.resolve(rootDir, lcov));
+    } finally {
+      await server.stop();
+    }
+  };
+  return { server, teardown };
 }
 
 module.exports = {

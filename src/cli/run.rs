@@ -113,6 +113,8 @@ struct Plan {
     account: flags::Account,
     /// Whether the machine is one the database knows (`--state-machine-arn`), not a file.
     known: bool,
+    /// The version (and alias) `--state-machine-arn` named, recorded on the execution.
+    started_through: Option<(String, Option<String>)>,
     database: flags::Database,
     format: RunFormat,
     bound: Bound,
@@ -188,6 +190,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         role_arn: args.role_arn.clone().or(loaded.role_arn),
         account: loaded.account.unwrap_or_else(|| args.account.lower()),
         known: matches!(definition.source, flags::DefinitionSource::Known(_)),
+        started_through: loaded.started_through,
         database,
         format: args.output.lower(),
         bound,
@@ -230,7 +233,7 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         Err(e) => return e.exit(),
     };
     show_warnings(&store, &plan);
-    let info = ExecutionInfo::new(
+    let mut info = ExecutionInfo::new(
         &plan.account.region,
         &plan.account.account_id,
         &plan.machine_name,
@@ -238,6 +241,9 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         plan.role_arn.as_deref(),
         crate::clock::system_now(),
     );
+    if let Some((version, alias)) = plan.started_through {
+        info = info.started_through(version, alias);
+    }
     let execution_arn = info.execution_arn.clone();
     let format = plan.format;
     if !plan.known {
@@ -247,6 +253,7 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
             return refused;
         }
     }
+    crate::cli::start::announce(&execution_arn);
     let request = RunRequest {
         definition: plan.definition,
         machine: Arc::new(plan.machine),

@@ -25,6 +25,32 @@ pub struct StartArgs {
 /// How long the background runner gets to store the execution (it validates first).
 const START_PATIENCE: Duration = Duration::from_secs(30);
 
+/// Where a runner started here writes its execution's ARN (a file `start-execution` names): a
+/// name alone is ambiguous (two machines may run executions of the same name), the ARN is not.
+pub const ANNOUNCE_ENV: &str = "SFN_LOCAL_ANNOUNCE_ARN";
+
+/// Called by `run` once it knows its execution's ARN: tells the `start-execution` that started
+/// it (if one did). Written whole in one `create_new` write, so a reader sees all or nothing
+/// and a nested runner cannot overwrite it.
+pub fn announce(execution_arn: &str) {
+    if let Some(path) = std::env::var_os(ANNOUNCE_ENV) {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path);
+        if let Ok(mut file) = file {
+            let _ = file.write_all(format!("{execution_arn}\n").as_bytes());
+        }
+    }
+}
+
+/// The ARN the runner announced in `path`, once it has written it whole.
+fn announced(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.strip_suffix('\n').map(str::to_owned)
+}
+
 /// Runs `start-execution`.
 pub fn run(args: StartArgs) -> ExitCode {
     let name = args
@@ -44,8 +70,13 @@ pub fn run(args: StartArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let announce_path =
+        std::env::temp_dir().join(format!("sfn-local-start-{}.arn", uuid::Uuid::new_v4()));
     let mut command = std::process::Command::new(exe);
-    command.arg("run").args(&given);
+    command
+        .arg("run")
+        .args(&given)
+        .env(ANNOUNCE_ENV, &announce_path);
     if args.run.name.is_none() {
         command.args(["--name", &name]);
     }
@@ -64,9 +95,25 @@ pub fn run(args: StartArgs) -> ExitCode {
         }
     };
     let until = Instant::now() + START_PATIENCE;
-    // An older execution of the same name is not ours (the runner refuses the name).
+    // The execution is found by the ARN its runner announces, never by name alone; an older
+    // execution under that ARN is not ours (the runner refuses the name).
     let since = crate::clock::system_now() - 1000;
-    let find = |args: &StartArgs, name: &str| find(args, name).filter(|r| r.start_date_ms >= since);
+    let ours = |args: &StartArgs| {
+        let arn = announced(&announce_path)?;
+        find(args, &arn).filter(|r| r.start_date_ms >= since)
+    };
+    let result = wait_for_runner(&args, &mut child, until, ours);
+    let _ = std::fs::remove_file(&announce_path);
+    result
+}
+
+/// Waits until the runner's execution is stored (prints it) or the runner ends (says why).
+fn wait_for_runner(
+    args: &StartArgs,
+    child: &mut std::process::Child,
+    until: Instant,
+    ours: impl Fn(&StartArgs) -> Option<crate::store::ExecutionRecord>,
+) -> ExitCode {
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             // The runner ended before we saw the execution: a refusal (bad definition, input,
@@ -76,14 +123,14 @@ pub fn run(args: StartArgs) -> ExitCode {
                 use std::io::Read;
                 let _ = stderr.read_to_string(&mut said);
             }
-            if let Some(record) = find(&args, &name) {
+            if let Some(record) = ours(args) {
                 outln!("{}", started(&record));
                 return ExitCode::SUCCESS;
             }
             err!("{said}");
             return ExitCode::from(status.code().unwrap_or(1).clamp(1, 255) as u8);
         }
-        if let Some(record) = find(&args, &name) {
+        if let Some(record) = ours(args) {
             outln!("{}", started(&record));
             return ExitCode::SUCCESS;
         }
@@ -95,9 +142,9 @@ pub fn run(args: StartArgs) -> ExitCode {
     }
 }
 
-fn find(args: &StartArgs, name: &str) -> Option<crate::store::ExecutionRecord> {
+fn find(args: &StartArgs, arn: &str) -> Option<crate::store::ExecutionRecord> {
     let store = args.run.database.lower().open_for_reading().ok()?;
-    store.execution(name).ok().flatten()
+    store.execution(arn).ok().flatten()
 }
 
 fn started(record: &crate::store::ExecutionRecord) -> String {

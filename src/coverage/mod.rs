@@ -36,6 +36,7 @@ pub use model::{Category, Coverable};
 
 use crate::asl::source::SpanIndex;
 use crate::asl::{JsonPointer, MachineType};
+use crate::graph::EdgeSlot;
 use crate::store::{Store, StoreError};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -132,7 +133,41 @@ impl MachineCoverage {
             };
             states.insert(name.clone(), run);
         }
-        crate::graph::overlay::Overlay { states, now_ms: 0 }
+        crate::graph::overlay::Overlay {
+            states,
+            now_ms: 0,
+            edges: Some(self.edge_hits()),
+        }
+    }
+
+    /// How often each declared transition was taken, by source state and graph slot.
+    fn edge_hits(&self) -> std::collections::HashMap<(String, EdgeSlot), u64> {
+        let mut edges = std::collections::HashMap::new();
+        for (name, items) in &self.coverable.states {
+            let slots = items
+                .transition
+                .map(|i| (EdgeSlot::Transition, i))
+                .into_iter()
+                .chain(
+                    items
+                        .rules
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &i)| (EdgeSlot::Rule(k), i)),
+                )
+                .chain(items.default.map(|i| (EdgeSlot::Default, i)))
+                .chain(
+                    items
+                        .catchers
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &i)| (EdgeSlot::Catch(k), i)),
+                );
+            for (slot, item) in slots {
+                edges.insert((name.clone(), slot), self.hits.items[item]);
+            }
+        }
+        edges
     }
 }
 

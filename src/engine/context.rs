@@ -27,6 +27,10 @@ pub struct ExecutionInfo {
     /// When it was last redriven (`$$.Execution.RedriveTime`); its `TimeoutSeconds` counts
     /// from here.
     pub redrive_time: Option<Millis>,
+    /// The version it was started through (a version ARN, or the version an alias chose).
+    pub version_arn: Option<String>,
+    /// The alias it was started through.
+    pub alias_arn: Option<String>,
 }
 
 /// The ARN-building defaults, as AWS's would look.
@@ -57,7 +61,16 @@ impl ExecutionInfo {
             start_time,
             redrive_count: 0,
             redrive_time: None,
+            version_arn: None,
+            alias_arn: None,
         }
+    }
+
+    /// The same execution, started through a version (and an alias that chose it).
+    pub fn started_through(mut self, version_arn: String, alias_arn: Option<String>) -> Self {
+        self.version_arn = Some(version_arn);
+        self.alias_arn = alias_arn;
+        self
     }
 
     /// The same execution, redriven `count` times, last at `time`.

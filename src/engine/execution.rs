@@ -377,16 +377,21 @@ impl Engine {
         // A resumed execution whose runner died before its first batch was committed has a
         // row but no events: it starts its history like a new one.
         if self.replay.is_none() || self.history.borrow().next_id() == 1 {
+            let mut details = Details::new()
+                .payload("input", self.input.to_string())
+                .str("roleArn", &self.info.role_arn);
+            // As botocore's ExecutionStartedEventDetails has them.
+            if let Some(alias) = &self.info.alias_arn {
+                details = details.str("stateMachineAliasArn", alias);
+            }
+            if let Some(version) = &self.info.version_arn {
+                details = details.str("stateMachineVersionArn", version);
+            }
             self.history.borrow_mut().push_unchecked(
                 0,
                 self.info.start_time,
                 EventType::ExecutionStarted,
-                Some(
-                    Details::new()
-                        .payload("input", self.input.to_string())
-                        .str("roleArn", &self.info.role_arn)
-                        .build(),
-                ),
+                Some(details.build()),
             );
         }
         let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());

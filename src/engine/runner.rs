@@ -355,6 +355,8 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         owner: Some(owner.to_owned()),
         lease_expires_at_ms: Some(system_now() + lease),
         run_config: serde_json::to_string(&config).ok(),
+        state_machine_version_arn: request.info.version_arn.clone(),
+        state_machine_alias_arn: request.info.alias_arn.clone(),
         events: Vec::new(),
     };
     (row, request)
@@ -983,6 +985,8 @@ pub(crate) fn create_child(
             owner: Some(setup.owner.clone()),
             lease_expires_at_ms: Some(system_now() + lease_ms()),
             run_config: serde_json::to_string(&config).ok(),
+            state_machine_version_arn: None,
+            state_machine_alias_arn: None,
             events: Vec::new(),
         })
         .wait_blocking()?;

@@ -1,7 +1,7 @@
 //! Graphviz DOT: states as shaped nodes, Parallel and Map as clusters headed by their own node,
 //! branches as nested clusters, Catch edges dashed, an execution's statuses as fill colours.
 
-use super::overlay::Overlay;
+use super::overlay::{EdgeCoverage, Overlay};
 use super::{Cluster, EdgeKind, Graph, Node, NodeKind};
 use std::fmt::Write as _;
 
@@ -13,6 +13,33 @@ pub fn render(graph: &Graph, name: &str, overlay: Option<&Overlay>) -> String {
     cluster(&graph.root, 1, overlay, &mut out);
     out.push_str("}\n");
     out
+}
+
+/// Catch edges dashed and red; in a coverage picture, taken edges green and bold, missed ones
+/// orange, dashed and labelled "not taken".
+fn edge_attributes(c: &Cluster, e: &super::Edge, overlay: Option<&Overlay>) -> Vec<String> {
+    let coverage = overlay.and_then(|o| o.edge(c, e));
+    let mut attrs = Vec::new();
+    if e.kind == EdgeKind::Catch || coverage == Some(EdgeCoverage::Missed) {
+        attrs.push("style=dashed".to_owned());
+    }
+    match coverage {
+        Some(cov) => attrs.push(format!("color=\"{}\"", cov.colour())),
+        None if e.kind == EdgeKind::Catch => attrs.push("color=\"#d93025\"".to_owned()),
+        None => {}
+    }
+    if coverage == Some(EdgeCoverage::Taken) {
+        attrs.push("penwidth=2".to_owned());
+    }
+    let label = match (&e.label, coverage) {
+        (Some(l), Some(EdgeCoverage::Missed)) => Some(format!("{l}\nnot taken")),
+        (None, Some(EdgeCoverage::Missed)) => Some("not taken".to_owned()),
+        (l, _) => l.clone(),
+    };
+    if let Some(l) = label {
+        attrs.push(format!("label={}", quoted(&l)));
+    }
+    attrs
 }
 
 fn quoted(text: &str) -> String {
@@ -109,14 +136,7 @@ fn cluster(c: &Cluster, depth: usize, overlay: Option<&Overlay>, out: &mut Strin
     for e in &c.edges {
         let from = &c.nodes[e.from].id;
         let to = &c.nodes[e.to].id;
-        let mut attrs = Vec::new();
-        if e.kind == EdgeKind::Catch {
-            attrs.push("style=dashed".to_owned());
-            attrs.push("color=\"#d93025\"".to_owned());
-        }
-        if let Some(l) = &e.label {
-            attrs.push(format!("label={}", quoted(l)));
-        }
+        let attrs = edge_attributes(c, e, overlay);
         if attrs.is_empty() {
             let _ = writeln!(out, "{pad}{from} -> {to};");
         } else {

@@ -1,14 +1,16 @@
 //! Mermaid flowcharts (they render in GitHub markdown): states as shaped nodes, Parallel and Map
 //! as subgraphs, Catch edges dotted, an execution's statuses as `classDef` colours.
 
-use super::overlay::{Overlay, StateStatus};
+use super::overlay::{EdgeCoverage, Overlay, StateStatus};
 use super::{Cluster, EdgeKind, Graph, Node, NodeKind};
 use std::fmt::Write as _;
 
 /// Renders the graph, coloured by the overlay when one is given.
 pub fn render(graph: &Graph, overlay: Option<&Overlay>) -> String {
     let mut out = String::from("flowchart TD\n");
-    cluster(&graph.root, 1, overlay, &mut out);
+    let mut links = Links::default();
+    cluster(&graph.root, 1, overlay, &mut links, &mut out);
+    out.push_str(&links.styles);
     if let Some(overlay) = overlay {
         for status in StateStatus::ALL {
             let (fill, stroke) = status.colours();
@@ -24,6 +26,33 @@ pub fn render(graph: &Graph, overlay: Option<&Overlay>) -> String {
         }
     }
     out
+}
+
+/// Mermaid numbers links in the order they are written; a coverage picture styles each by
+/// number (`linkStyle N ...`).
+#[derive(Default)]
+struct Links {
+    written: usize,
+    styles: String,
+}
+
+impl Links {
+    /// Counts a link written, styled by its coverage if it has one.
+    fn written(&mut self, coverage: Option<EdgeCoverage>) {
+        if let Some(cov) = coverage {
+            let width = match cov {
+                EdgeCoverage::Taken => "stroke-width:2px",
+                EdgeCoverage::Missed => "stroke-width:2px,stroke-dasharray:4 3",
+            };
+            let _ = writeln!(
+                self.styles,
+                "  linkStyle {} stroke:{},{width}",
+                self.written,
+                cov.colour()
+            );
+        }
+        self.written += 1;
+    }
 }
 
 /// Mermaid class names cannot contain `-`.
@@ -65,7 +94,13 @@ fn label(node: &Node, overlay: Option<&Overlay>) -> String {
     quoted(&text).replace('\n', "<br/>")
 }
 
-fn cluster(c: &Cluster, depth: usize, overlay: Option<&Overlay>, out: &mut String) {
+fn cluster(
+    c: &Cluster,
+    depth: usize,
+    overlay: Option<&Overlay>,
+    links: &mut Links,
+    out: &mut String,
+) {
     let pad = "  ".repeat(depth);
     for node in &c.nodes {
         let id = &node.id;
@@ -113,7 +148,7 @@ fn cluster(c: &Cluster, depth: usize, overlay: Option<&Overlay>, out: &mut Strin
                         quoted(&child.label)
                     );
                     let _ = writeln!(out, "{pad}    direction TB");
-                    cluster(child, depth + 2, overlay, out);
+                    cluster(child, depth + 2, overlay, links, out);
                     let _ = writeln!(out, "{pad}  end");
                 }
                 let _ = writeln!(out, "{pad}end");
@@ -128,7 +163,14 @@ fn cluster(c: &Cluster, depth: usize, overlay: Option<&Overlay>, out: &mut Strin
         } else {
             "-->"
         };
-        match &e.label {
+        let coverage = overlay.and_then(|o| o.edge(c, e));
+        links.written(coverage);
+        let label = match (&e.label, coverage) {
+            (Some(l), Some(EdgeCoverage::Missed)) => Some(format!("{l} (not taken)")),
+            (None, Some(EdgeCoverage::Missed)) => Some("not taken".to_owned()),
+            (l, _) => l.clone(),
+        };
+        match &label {
             Some(l) => {
                 let _ = writeln!(out, "{pad}{from} {arrow}|{}| {to}", quoted(l));
             }

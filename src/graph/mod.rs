@@ -93,6 +93,22 @@ pub enum EdgeKind {
     Catch,
 }
 
+/// Which of its source state's transitions an edge is, so a coverage picture can say whether
+/// the tests took it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EdgeSlot {
+    /// From the start marker to `StartAt`.
+    Start,
+    /// The state's `Next` or `End`.
+    Transition,
+    /// The Choice rule at this index.
+    Rule(usize),
+    /// The Choice's `Default`.
+    Default,
+    /// The `Catch` entry at this index.
+    Catch(usize),
+}
+
 /// A transition inside one cluster; `from` and `to` index [`Cluster::nodes`].
 #[derive(Debug, Clone)]
 pub struct Edge {
@@ -102,6 +118,8 @@ pub struct Edge {
     pub to: usize,
     /// What it means.
     pub kind: EdgeKind,
+    /// Which transition of the source state it is.
+    pub slot: EdgeSlot,
     /// Its label, if any.
     pub label: Option<String>,
 }
@@ -188,15 +206,17 @@ fn cluster(scope: &Scope, label: String, ids: &mut Ids) -> Cluster {
         from: 0,
         to: at(scope.start_at),
         kind: EdgeKind::Next,
+        slot: EdgeSlot::Start,
         label: None,
     }];
     for (i, state) in scope.states.iter().enumerate() {
         let from = i + 1;
-        let mut push = |to: usize, kind: EdgeKind, label: Option<String>| {
+        let mut push = |to: usize, kind: EdgeKind, slot: EdgeSlot, label: Option<String>| {
             edges.push(Edge {
                 from,
                 to,
                 kind,
+                slot,
                 label,
             })
         };
@@ -210,27 +230,36 @@ fn cluster(scope: &Scope, label: String, ids: &mut Ids) -> Cluster {
             StateKind::Succeed(_) | StateKind::Fail(_) => Some(Transition::End),
         };
         match transition {
-            Some(Transition::Next(id)) => push(at(id), EdgeKind::Next, None),
-            Some(Transition::End) => push(end, EdgeKind::Next, None),
+            Some(Transition::Next(id)) => push(at(id), EdgeKind::Next, EdgeSlot::Transition, None),
+            Some(Transition::End) => push(end, EdgeKind::Next, EdgeSlot::Transition, None),
             None => {}
         }
         if let StateKind::Choice(c) = &state.kind {
-            for branch in &c.choices {
+            for (index, branch) in c.choices.iter().enumerate() {
                 let label = match &branch.condition {
                     Condition::JsonPath(rule) => rule_text(rule.raw()),
                     Condition::Jsonata(t) => jsonata_text(t.raw()),
                 };
-                push(at(branch.next), EdgeKind::Rule, Some(shorten(&label, 48)));
+                let label = Some(shorten(&label, 48));
+                push(
+                    at(branch.next),
+                    EdgeKind::Rule,
+                    EdgeSlot::Rule(index),
+                    label,
+                );
             }
             if let Some(d) = c.default {
-                push(at(d), EdgeKind::Default, Some("Default".into()));
+                let label = Some("Default".into());
+                push(at(d), EdgeKind::Default, EdgeSlot::Default, label);
             }
         }
-        for catcher in state.catchers() {
+        for (index, catcher) in state.catchers().iter().enumerate() {
+            let label = Some(shorten(&catcher.error_equals.join(", "), 48));
             push(
                 at(catcher.next),
                 EdgeKind::Catch,
-                Some(shorten(&catcher.error_equals.join(", "), 48)),
+                EdgeSlot::Catch(index),
+                label,
             );
         }
     }

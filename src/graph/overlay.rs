@@ -5,6 +5,7 @@
 //! the state open in its *lane* (the top level, one branch, one Map iteration), which the engine
 //! writes into every event's replay key (`engine::replay`). A lane runs one state at a time.
 
+use super::{Cluster, Edge, EdgeSlot};
 use crate::store::{EventRecord, TokenRecord};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -218,6 +219,36 @@ pub struct Overlay {
     pub states: HashMap<String, StateRun>,
     /// When the overlay was read (ms since the epoch), for deadlines counting down.
     pub now_ms: i64,
+    /// Coverage pictures only: how often the tests took each transition a state declares
+    /// (`Next`/`End`, Choice rules, `Default`, Catch entries), by source state and slot.
+    pub edges: Option<HashMap<(String, EdgeSlot), u64>>,
+}
+
+/// An edge's coverage: taken by the tests or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeCoverage {
+    /// Some execution took it.
+    Taken,
+    /// No execution took it.
+    Missed,
+}
+
+impl EdgeCoverage {
+    /// The lower-case name used as a CSS class.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeCoverage::Taken => "taken",
+            EdgeCoverage::Missed => "missed",
+        }
+    }
+
+    /// The stroke colour: green for taken, orange for missed (red is Catch's own colour).
+    pub fn colour(self) -> &'static str {
+        match self {
+            EdgeCoverage::Taken => "#188038",
+            EdgeCoverage::Missed => "#e37400",
+        }
+    }
 }
 
 #[derive(Default)]
@@ -244,6 +275,21 @@ fn text(v: &Value, key: &str) -> String {
 }
 
 impl Overlay {
+    /// Whether the tests took `edge` of `cluster`: `None` unless this is a coverage picture
+    /// and coverage counts the edge (the start marker's edge is not a transition of a state).
+    pub fn edge(&self, cluster: &Cluster, edge: &Edge) -> Option<EdgeCoverage> {
+        let edges = self.edges.as_ref()?;
+        let from = &cluster.nodes[edge.from];
+        if from.kind.is_marker() {
+            return None;
+        }
+        let hits = edges.get(&(from.name.clone(), edge.slot))?;
+        Some(match hits {
+            0 => EdgeCoverage::Missed,
+            _ => EdgeCoverage::Taken,
+        })
+    }
+
     /// Reads an execution's history (in order) and its open task tokens.
     pub fn from_history(
         events: &[EventRecord],
@@ -382,7 +428,11 @@ impl Overlay {
         for run in states.values_mut() {
             run.waiting.dedup();
         }
-        Overlay { states, now_ms }
+        Overlay {
+            states,
+            now_ms,
+            edges: None,
+        }
     }
 
     /// The story of one state (a never-entered one when the history does not name it).

@@ -9,7 +9,7 @@
 //! the predecessors (one sweep down), boxes placed left to right without overlap. Boxes never
 //! overlap by construction: a layer's boxes are placed side by side, and layers are stacked.
 
-use super::overlay::{Overlay, StateStatus};
+use super::overlay::{EdgeCoverage, Overlay, StateStatus};
 use super::{Cluster, EdgeKind, Graph, Node, NodeKind};
 use std::fmt::Write as _;
 
@@ -363,7 +363,16 @@ pub fn render(graph: &Graph, overlay: Option<&Overlay>) -> String {
                 s = status.as_str()
             );
         }
-        out.push_str(".sfn-graph .not-entered > .shape { stroke-dasharray: 4 3; }</style>\n");
+        out.push_str(".sfn-graph .not-entered > .shape { stroke-dasharray: 4 3; } ");
+        for cov in [EdgeCoverage::Taken, EdgeCoverage::Missed] {
+            let _ = write!(
+                out,
+                ".sfn-graph .edge.{} path {{ stroke: {}; stroke-width: 2; }} ",
+                cov.as_str(),
+                cov.colour()
+            );
+        }
+        out.push_str(".sfn-graph .edge.missed path { stroke-dasharray: 3 3; }</style>\n");
     }
     out.push_str(
         r##"<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>
@@ -399,16 +408,25 @@ fn draw(c: &Cluster, laid: &Laid, ox: f64, oy: f64, overlay: Option<&Overlay>, o
     for (k, e) in c.edges.iter().enumerate() {
         let a = abs(&laid.boxes[e.from]);
         let b = abs(&laid.boxes[e.to]);
-        let class = if e.kind == EdgeKind::Catch {
-            "edge catch"
+        let kind = if e.kind == EdgeKind::Catch {
+            " catch"
         } else {
-            "edge"
+            ""
         };
+        let coverage = overlay.and_then(|o| o.edge(c, e));
+        let covered = coverage.map_or("", |cov| match cov {
+            EdgeCoverage::Taken => " taken",
+            EdgeCoverage::Missed => " missed",
+        });
+        let class = format!("edge{kind}{covered}");
         let _ = write!(
             out,
             r#"<g class="{class}" data-from="{}" data-to="{}">"#,
             c.nodes[e.from].id, c.nodes[e.to].id
         );
+        if coverage == Some(EdgeCoverage::Missed) {
+            out.push_str("<title>not taken by any execution</title>");
+        }
         let (path, lx, ly) = if laid.back[k] {
             let x = laid.back_x[k] + ox;
             let y1 = a.y + a.h / 2.0;

@@ -106,6 +106,10 @@ pub struct NewExecution {
     pub lease_expires_at_ms: Option<i64>,
     /// How it is run (JSON: time scale, task bindings...), for `resume`.
     pub run_config: Option<String>,
+    /// The version it was started through (StartExecution with a version or alias ARN).
+    pub state_machine_version_arn: Option<String>,
+    /// The alias it was started through.
+    pub state_machine_alias_arn: Option<String>,
     /// The first events (at least `ExecutionStarted`, id 1), written in the same transaction.
     pub events: Vec<super::NewEvent>,
 }
@@ -129,6 +133,8 @@ impl NewExecution {
             owner: None,
             lease_expires_at_ms: None,
             run_config: None,
+            state_machine_version_arn: None,
+            state_machine_alias_arn: None,
             events: Vec::new(),
         }
     }
@@ -196,12 +202,17 @@ pub struct ExecutionRecord {
     pub redrive_date_ms: Option<i64>,
     /// The history cap it runs with, when its run configuration says (`maxHistoryEvents`).
     pub history_cap: Option<i64>,
+    /// The version it was started through (`stateMachineVersionArn`).
+    pub state_machine_version_arn: Option<String>,
+    /// The alias it was started through (`stateMachineAliasArn`).
+    pub state_machine_alias_arn: Option<String>,
 }
 
 const RECORD_COLUMNS: &str = "id, execution_arn, name, state_machine_arn, state_machine_name, \
      definition, status, input, output, error, cause, start_date, stop_date, role_arn, timeout_at, \
      position, last_event_id, owner, lease_expires_at, redrive_count, redrive_date, \
-     json_extract(run_config, '$.maxHistoryEvents')";
+     json_extract(run_config, '$.maxHistoryEvents'), state_machine_version_arn, \
+     state_machine_alias_arn";
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<ExecutionRecord> {
     let status: String = row.get(6)?;
@@ -231,6 +242,8 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<ExecutionRecord> {
         redrive_count: row.get(19)?,
         redrive_date_ms: row.get(20)?,
         history_cap: row.get::<_, Option<i64>>(21).ok().flatten(),
+        state_machine_version_arn: row.get(22)?,
+        state_machine_alias_arn: row.get(23)?,
     })
 }
 
@@ -245,8 +258,9 @@ pub(crate) fn insert(
     let mut stmt = conn.prepare_cached(
         "INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name, \
          definition, status, input, start_date, role_arn, timeout_at, position, last_event_id, \
-         owner, lease_expires_at, run_config) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'RUNNING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+         owner, lease_expires_at, run_config, state_machine_version_arn, \
+         state_machine_alias_arn) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'RUNNING', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) \
          ON CONFLICT (execution_arn) DO NOTHING RETURNING id",
     )?;
     stmt.query_row(
@@ -265,6 +279,8 @@ pub(crate) fn insert(
             e.owner,
             e.lease_expires_at_ms,
             e.run_config,
+            e.state_machine_version_arn,
+            e.state_machine_alias_arn,
         ],
         |row| row.get(0),
     )

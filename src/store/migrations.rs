@@ -47,6 +47,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 8,
         sql: include_str!("migrations/V8__wakeups.sql"),
     },
+    Migration {
+        version: 9,
+        sql: include_str!("migrations/V9__execution_versions.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

@@ -33,6 +33,8 @@
 //!     owner: None,
 //!     lease_expires_at_ms: None,
 //!     run_config: None,
+//!     state_machine_version_arn: None,
+//!     state_machine_alias_arn: None,
 //!     events: vec![event(1, "ExecutionStarted")],
 //! });
 //! let done = store.append(Append {

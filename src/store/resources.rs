@@ -615,6 +615,9 @@ pub struct KnownMachine {
     pub definition: String,
     /// Its role ARN, if it has one.
     pub role_arn: Option<String>,
+    /// The version ARN (and alias ARN) the machine was named by, when it was a version or an
+    /// alias: the execution records them.
+    pub started_through: Option<(String, Option<String>)>,
 }
 
 impl Store {
@@ -626,12 +629,17 @@ impl Store {
             name: m.name,
             definition: m.definition,
             role_arn: Some(m.role_arn).filter(|r| !r.is_empty()),
+            started_through: None,
         };
         if let Some(m) = self.state_machine(arn)? {
             return Ok(Some(from(m)));
         }
         if let Some(v) = self.version(arn)? {
-            return Ok(Some(from(v.machine)));
+            let started_through = Some((arn.to_owned(), None));
+            return Ok(Some(KnownMachine {
+                started_through,
+                ..from(v.machine)
+            }));
         }
         if let Some(a) = self.alias(arn)? {
             let routes: Vec<serde_json::Value> =
@@ -640,8 +648,14 @@ impl Store {
                 .iter()
                 .max_by_key(|r| r["weight"].as_i64().unwrap_or(0))
                 .and_then(|r| r["stateMachineVersionArn"].as_str());
-            if let Some(v) = heaviest.map(|v| self.version(v)).transpose()?.flatten() {
-                return Ok(Some(from(v.machine)));
+            if let Some(version) = heaviest {
+                if let Some(v) = self.version(version)? {
+                    let started_through = Some((version.to_owned(), Some(arn.to_owned())));
+                    return Ok(Some(KnownMachine {
+                        started_through,
+                        ..from(v.machine)
+                    }));
+                }
             }
         }
         self.read(|conn| {
@@ -654,6 +668,7 @@ impl Store {
                         name: row.get(0)?,
                         definition: row.get(1)?,
                         role_arn: row.get(2)?,
+                        started_through: None,
                     })
                 },
             )

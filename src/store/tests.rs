@@ -48,6 +48,8 @@ fn new_execution(machine: &str, name: &str, start_date_ms: i64) -> NewExecution 
         owner: Some("runner-1".to_owned()),
         lease_expires_at_ms: Some(start_date_ms + 30_000),
         run_config: None,
+        state_machine_version_arn: None,
+        state_machine_alias_arn: None,
         events: vec![NewEvent {
             previous_event_id: 0,
             details: Some(r#"{"input":"{\"x\":1}","inputDetails":{"truncated":false}}"#.to_owned()),

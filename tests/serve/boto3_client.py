@@ -123,6 +123,23 @@ def output_of(arn):
 
 assert output_of(live) == "hello x"
 assert output_of(v2) == "bye x"
+# Executions record the version (and alias) they were started through, as AWS shows them.
+through_alias = sfn.start_execution(stateMachineArn=live, input='{"who": "y"}')["executionArn"]
+d = final(through_alias)
+assert d["stateMachineArn"] == m, d
+assert d["stateMachineAliasArn"] == live and d["stateMachineVersionArn"] == v1, d
+through_version = sfn.start_execution(stateMachineArn=v2, input='{"who": "z"}')["executionArn"]
+d = final(through_version)
+assert d["stateMachineVersionArn"] == v2 and "stateMachineAliasArn" not in d, d
+started = sfn.get_execution_history(executionArn=through_alias)["events"][0]["executionStartedEventDetails"]
+assert started["stateMachineAliasArn"] == live and started["stateMachineVersionArn"] == v1, started
+by_alias = sfn.list_executions(stateMachineArn=live)["executions"]
+assert through_alias in [e["executionArn"] for e in by_alias], by_alias
+assert len(by_alias) == 2 and all(e["stateMachineAliasArn"] == live for e in by_alias), by_alias
+by_version = [e["executionArn"] for e in sfn.list_executions(stateMachineArn=v2)["executions"]]
+assert through_version in by_version and through_alias not in by_version, by_version
+plain = sfn.list_executions(stateMachineArn=m)["executions"]
+assert through_alias in [e["executionArn"] for e in plain], plain
 sfn.update_state_machine_alias(stateMachineAliasArn=live,
                                routingConfiguration=[{"stateMachineVersionArn": v2, "weight": 100}])
 assert output_of(live) == "bye x"

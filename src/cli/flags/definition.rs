@@ -99,6 +99,8 @@ pub struct LoadedMachine {
     pub role_arn: Option<String>,
     /// The region and account of a known machine's ARN: where its executions live, as on AWS.
     pub account: Option<Account>,
+    /// The version (and alias) a known machine's ARN named: the execution records them.
+    pub started_through: Option<(String, Option<String>)>,
 }
 
 impl DefinitionArgs {
@@ -186,6 +188,7 @@ impl Definition {
             default_name,
             role_arn: None,
             account: None,
+            started_through: None,
         })
     }
 }
@@ -234,5 +237,6 @@ fn known_machine(
         default_name: known.name,
         role_arn: known.role_arn,
         account: Account::of_arn(arn),
+        started_through: known.started_through,
     })
 }

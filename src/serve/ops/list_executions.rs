@@ -5,7 +5,7 @@ use super::parse_arn;
 use crate::serve::operation::Request;
 use crate::serve::protocol::{page, ApiError};
 use crate::serve::Server;
-use crate::store::ExecutionStatus;
+use crate::store::{ExecutionRecord, ExecutionStatus};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -45,19 +45,36 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
             "Must provide a StateMachine ARN or MapRun ARN",
         ));
     };
-    parse_arn(arn, "stateMachine")?;
+    // A version or alias ARN lists the executions started through it, as on AWS.
+    let qualifier = parse_arn(arn, "stateMachine")?.qualifier;
+    let started_by = |e: &ExecutionRecord| match &qualifier {
+        None => e.state_machine_arn == arn,
+        Some(_) => {
+            e.state_machine_version_arn.as_deref() == Some(arn)
+                || e.state_machine_alias_arn.as_deref() == Some(arn)
+        }
+    };
+    match qualifier.as_deref() {
+        Some(q) if super::is_version_number(q) => {
+            super::version(server, arn)?;
+        }
+        Some(_) => {
+            super::alias(server, arn)?;
+        }
+        None => {}
+    }
     let all: Vec<_> = server
         .store
         .list_executions(status)?
         .into_iter()
-        .filter(|e| e.state_machine_arn == arn)
+        .filter(|e| started_by(e))
         .filter(|e| match request.str("redriveFilter") {
             Some("REDRIVEN") => e.redrive_count > 0,
             Some("NOT_REDRIVEN") => e.redrive_count == 0,
             _ => true,
         })
         .collect();
-    if all.is_empty() && server.store.state_machine(arn)?.is_none() {
+    if all.is_empty() && qualifier.is_none() && server.store.state_machine(arn)?.is_none() {
         // Executions of `sfn-local run` name machines that were never created here; only a
         // machine with neither is unknown.
         let any = server

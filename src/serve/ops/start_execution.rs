@@ -28,12 +28,18 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
         _ => (text, None),
     };
     let parts = parse_arn(arn, "stateMachine")?;
-    let machine = match parts.qualifier.as_deref() {
-        None => state_machine(server, arn)?,
-        Some(q) if super::is_version_number(q) => super::version(server, arn)?.machine,
+    // The version (and alias) it starts through, recorded on the execution as AWS does.
+    let (machine, through) = match parts.qualifier.as_deref() {
+        None => (state_machine(server, arn)?, None),
+        Some(q) if super::is_version_number(q) => (
+            super::version(server, arn)?.machine,
+            Some((arn.to_owned(), None)),
+        ),
         Some(_) => {
             let alias = super::alias(server, arn)?;
-            super::version(server, &route(&alias.routing))?.machine
+            let version = route(&alias.routing);
+            let machine = super::version(server, &version)?.machine;
+            (machine, Some((version, Some(arn.to_owned()))))
         }
     };
     if sync && machine.machine_type != "EXPRESS" {
@@ -54,7 +60,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
             format!("Invalid State Machine Execution Input: '{e}'"),
         )
     })?;
-    let info = ExecutionInfo::new(
+    let mut info = ExecutionInfo::new(
         &parts.region,
         &parts.account,
         &machine.name,
@@ -62,6 +68,9 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
         Some(&machine.role_arn),
         crate::clock::system_now(),
     );
+    if let Some((version, alias)) = through {
+        info = info.started_through(version, alias);
+    }
     if let Some(existing) = server.store.execution(&info.execution_arn)? {
         if !sync
             && existing.status == ExecutionStatus::Running
