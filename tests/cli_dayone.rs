@@ -1354,3 +1354,94 @@ fn a_binding_given_to_resume_is_kept_for_the_next_resume() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!({"second": true}));
 }
+
+#[test]
+fn a_distributed_maps_children_are_executions_the_reads_describe_list_and_page() {
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "fan.asl.json",
+        r#"{"StartAt": "Fan", "States": {"Fan": {"Type": "Map", "Label": "Each", "End": true,
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+              "StartAt": "Double", "States": {"Double": {"Type": "Pass",
+                "Parameters": {"twice.$": "States.MathAdd($.n, $.n)"}, "End": true}}}}}}"#,
+    );
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--name",
+        "parent",
+        "--input",
+        r#"[{"n": 1}, {"n": 2}]"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The parent's history names the run; the run lists its children.
+    let parent = sb.run(&["get-execution-history", "--execution-arn", "parent"]);
+    let events = parent.json()["events"].as_array().unwrap().clone();
+    let run = events
+        .iter()
+        .find_map(|e| e["mapRunStartedEventDetails"]["mapRunArn"].as_str())
+        .expect("a MapRunStarted")
+        .to_owned();
+    let listed = sb.run(&["list-executions", "--map-run-arn", &run]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let children = listed.json()["executions"].as_array().unwrap().clone();
+    assert_eq!(children.len(), 2, "{children:?}");
+    assert!(children
+        .iter()
+        .all(|c| c["mapRunArn"] == run.as_str() && c["status"] == "SUCCEEDED"));
+    for child in &children {
+        let arn = child["executionArn"].as_str().unwrap();
+        assert!(arn.contains(":execution:fan/Each:"), "{arn}");
+        let described = sb.run(&[
+            "describe-execution",
+            "--execution-arn",
+            arn,
+            "--output",
+            "json",
+        ]);
+        assert_eq!(described.code, 0, "{}", described.stderr);
+        let d = described.json();
+        assert_eq!(d["mapRunArn"], run.as_str(), "{d}");
+        let input: serde_json::Value = serde_json::from_str(d["input"].as_str().unwrap()).unwrap();
+        let output: serde_json::Value =
+            serde_json::from_str(d["output"].as_str().unwrap()).unwrap();
+        assert_eq!(output["twice"], input["n"].as_i64().unwrap() * 2, "{d}");
+        // Its own history, paged and reversed as the AWS CLI pages a history.
+        let history = sb.run(&["get-execution-history", "--execution-arn", arn]);
+        let types: Vec<String> = history.json()["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "ExecutionStarted",
+                "PassStateEntered",
+                "PassStateExited",
+                "ExecutionSucceeded"
+            ]
+        );
+        let newest = sb.run(&[
+            "get-execution-history",
+            "--execution-arn",
+            arn,
+            "--reverse-order",
+            "--max-items",
+            "1",
+        ]);
+        let page = newest.json();
+        assert_eq!(page["events"][0]["type"], "ExecutionSucceeded", "{page}");
+        assert!(page["NextToken"].is_string(), "{page}");
+    }
+    let unknown = format!("{run}0");
+    sb.run(&["list-executions", "--map-run-arn", &unknown])
+        .assert_error(19, "(ResourceNotFound)");
+    sb.run(&[
+        "get-execution-history",
+        "--execution-arn",
+        &format!("{}x", children[0]["executionArn"].as_str().unwrap()),
+    ])
+    .assert_error(15, "(ExecutionDoesNotExist)");
+}

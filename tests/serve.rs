@@ -633,4 +633,31 @@ fn a_map_run_cut_by_sigterm_resumes_in_the_next_server_with_the_same_children() 
             "{name} was not run again under its name: {after:?}"
         );
     }
+    // Every child's history is whole and begins once, a child run again included.
+    let (_, listed) = served.call(
+        "AWSStepFunctions.ListExecutions",
+        &format!(r#"{{"mapRunArn": "{run}"}}"#),
+    );
+    for child in listed["executions"].as_array().unwrap() {
+        let request = serde_json::json!({"executionArn": child["executionArn"]});
+        let (status, history) =
+            served.call("AWSStepFunctions.GetExecutionHistory", &request.to_string());
+        assert_eq!(status, 200, "{history}");
+        let types: Vec<&str> = history["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "ExecutionStarted",
+                "WaitStateEntered",
+                "WaitStateExited",
+                "ExecutionSucceeded"
+            ],
+            "{history}"
+        );
+    }
 }

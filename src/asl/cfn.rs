@@ -235,8 +235,11 @@ fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
                         match part {
                             Value::String(s) => out.push(s.clone()),
                             other => {
-                                let name = format!("{}{}", intrinsic_name(other), i);
-                                subs.defer(&name);
+                                // `Ref`/`Fn::GetAtt` as Fn::Sub names them (`${X}`,
+                                // `${X.Arn}`), so `--sub` reads the same for both forms.
+                                let name = sub_name(other)
+                                    .unwrap_or_else(|| format!("{}{}", intrinsic_name(other), i));
+                                defer_all(&format!("${{{name}}}"), subs);
                                 out.push(format!("${{{name}}}"));
                             }
                         }
@@ -252,12 +255,35 @@ fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
 }
 
 /// Defers every `${Name}` of `s` that has no value yet (Fn::Sub's references to parameters,
-/// resources and pseudo parameters).
+/// resources and pseudo parameters), but for the pseudo parameters whose value is the same in
+/// every commercial region (`AWS::Partition`, `AWS::URLSuffix`), which get it.
 fn defer_all(s: &str, subs: &mut Substitutions) {
     for name in crate::asl::substitution::placeholder_names(s) {
-        if subs.get(&name).is_none() {
-            subs.defer(&name);
+        if subs.get(&name).is_some() {
+            continue;
         }
+        match name.as_str() {
+            "AWS::Partition" => subs.insert(name, "aws"),
+            "AWS::URLSuffix" => subs.insert(name, "amazonaws.com"),
+            _ => subs.defer(&name),
+        }
+    }
+}
+
+/// The name Fn::Sub gives a `Ref` or `Fn::GetAtt` (`X`, `X.Attribute`); `None` for other
+/// intrinsics.
+fn sub_name(v: &Value) -> Option<String> {
+    let (name, arg) = v.as_object().filter(|m| m.len() == 1)?.iter().next()?;
+    match (name.as_str(), arg) {
+        ("Ref", Value::String(target)) => Some(target.clone()),
+        ("Fn::GetAtt", Value::String(dotted)) => Some(dotted.clone()),
+        ("Fn::GetAtt", Value::Array(parts)) => match parts.as_slice() {
+            [Value::String(resource), Value::String(attribute)] => {
+                Some(format!("{resource}.{attribute}"))
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -359,7 +385,7 @@ mod tests {
         assert!(found[0].substitutions.is_deferred("FnArn"));
         assert!(found[1].substitutions.is_deferred("AWS::Region"));
         match &found[2].source {
-            DefinitionSource::Text { text, .. } => assert_eq!(text, "{\"R\": \"${Ref-X1}\"}"),
+            DefinitionSource::Text { text, .. } => assert_eq!(text, "{\"R\": \"${X}\"}"),
             other => panic!("{other:?}"),
         }
         match &found[3].source {

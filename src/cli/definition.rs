@@ -74,6 +74,11 @@ pub struct LoadedFile {
     pub template: Option<String>,
     /// The name the template deploys it under (`Name`, `StateMachineName`), when it says.
     pub deployed_name: Option<String>,
+    /// The type it was checked as (a template's `Type`, else the command's).
+    pub machine_type: MachineType,
+    /// The definition's text as the template builds it (a `DefinitionString` that is an
+    /// `Fn::Join`, its intrinsics as `${X}` placeholders), when it is not `text` itself.
+    pub built_text: Option<String>,
     /// The text of `path`.
     pub text: String,
     /// The definition, its diagnostics pointing into `text`.
@@ -88,6 +93,8 @@ impl LoadedFile {
             logical_id: None,
             template: None,
             deployed_name: None,
+            machine_type: MachineType::Standard,
+            built_text: None,
             text,
             definition,
         }
@@ -141,6 +148,14 @@ pub fn load_any(
     )])
 }
 
+/// Whether the file at `path` is a SAM or CloudFormation template with a state machine.
+pub fn is_template(path: &Path) -> bool {
+    read_definition_text(path)
+        .ok()
+        .and_then(|text| template_value(&text, &path.to_string_lossy()))
+        .is_some()
+}
+
 /// The parsed file, when it is a template with state machines.
 fn template_value(text: &str, name: &str) -> Option<serde_json::Value> {
     let value = match SourceFormat::detect(Some(name), text) {
@@ -179,6 +194,7 @@ fn load_template_machines(
             let mut file = load_template_machine(path, text, machine.source, options);
             file.logical_id = Some(machine.logical_id);
             file.deployed_name = machine.name;
+            file.machine_type = machine_type;
             file
         })
         .collect()
@@ -222,7 +238,10 @@ fn load_template_machine(
                 d.location = asl::diagnostic::Location::Pointer(pointer.clone());
                 d.related.clear();
             }
-            in_template(definition)
+            LoadedFile {
+                built_text: Some(definition_text),
+                ..in_template(definition)
+            }
         }
         DefinitionSource::File { uri, pointer } => {
             let file = beside(path.parent().unwrap_or(Path::new("")), &uri);
@@ -314,7 +333,7 @@ pub fn load_for_run(
     if let Some(path) = template {
         let text = read_definition_text(path)?;
         let loaded = load_template_for(path, &text, state_machine, cli, Unresolved::Refuse)?;
-        warn_unused(cli, &loaded.0);
+        warn_unused(cli, std::slice::from_ref(&loaded.0));
         return Ok(loaded);
     }
     let Some(path) = definition else {
@@ -336,7 +355,7 @@ pub fn load_definition_or_template(
     let text = read_definition_text(&path)?;
     if id.is_some() || template_value(&text, &path.to_string_lossy()).is_some() {
         let loaded = load_template_for(&path, &text, id.as_deref(), cli, unresolved)?;
-        warn_unused(cli, &loaded.0);
+        warn_unused(cli, std::slice::from_ref(&loaded.0));
         return Ok(loaded);
     }
     let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
@@ -348,21 +367,72 @@ pub fn load_definition_or_template(
     let definition = asl::load_text(&text, format, options);
     let name = machine_name(&path);
     let file = LoadedFile::new(path.display().to_string(), text, definition);
-    warn_unused(cli, &file);
+    warn_unused(cli, std::slice::from_ref(&file));
     Ok((file, name))
 }
 
-/// A warning for each `--sub` value no `${NAME}` placeholder of the definition's file uses
+/// A warning for each `--sub` value no `${NAME}` placeholder of the definitions' files uses
 /// (a typo'd name would otherwise leave a stand-in or a refusal with no hint why).
-fn warn_unused(cli: &Substitutions, file: &LoadedFile) {
+pub(crate) fn warn_unused(cli: &Substitutions, files: &[LoadedFile]) {
     for name in cli.names() {
-        if !file.text.contains(&format!("${{{name}}}")) {
-            errln!(
-                "warning: the substitution {name} is not used: {} has no ${{{name}}} placeholder",
-                file.label()
-            );
+        let placeholder = format!("${{{name}}}");
+        let uses = |f: &LoadedFile| {
+            f.text.contains(&placeholder)
+                || f.built_text
+                    .as_ref()
+                    .is_some_and(|t| t.contains(&placeholder))
+        };
+        if files.iter().any(uses) {
+            continue;
         }
+        let labels: Vec<String> = files.iter().map(LoadedFile::label).collect();
+        let holder = match labels.as_slice() {
+            [one] => one.clone(),
+            all => format!("none of {}", all.join(", ")),
+        };
+        errln!("warning: the substitution {name} is not used: {holder} has no {placeholder} placeholder");
     }
+}
+
+/// Every state machine of the SAM or CloudFormation template at `path` (an error when the file
+/// cannot be read or is not such a template). `cli` values win over the template's
+/// `DefinitionSubstitutions`.
+pub fn load_template(
+    path: &Path,
+    cli: &Substitutions,
+    unresolved: Unresolved,
+) -> Result<Vec<LoadedFile>, String> {
+    let text = read_definition_text(path)?;
+    let name = path.to_string_lossy();
+    let Some(template) = template_value(&text, &name) else {
+        let why = match SourceFormat::detect(Some(&name), &text) {
+            SourceFormat::Yaml => asl::yaml::parse(&text)
+                .err()
+                .map(|e| format!("not valid YAML: {e}")),
+            SourceFormat::Json => {
+                serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
+                    .err()
+                    .map(|e| format!("not valid JSON: {e}"))
+            }
+        };
+        return Err(format!(
+            "{} is {}",
+            path.display(),
+            why.unwrap_or_else(
+                || "not a SAM or CloudFormation template with a state machine".into()
+            )
+        ));
+    };
+    let machines = load_template_machines(
+        path,
+        &text,
+        &template,
+        MachineType::Standard,
+        cli,
+        unresolved,
+        None,
+    );
+    Ok(machines)
 }
 
 /// `template.yaml#LogicalId` split in two, when the path without `#...` is a file and the

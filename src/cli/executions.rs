@@ -50,6 +50,9 @@ pub struct ListArgs {
     /// Only executions of this state machine (its ARN, or its name).
     #[arg(long, value_name = "ARN")]
     pub state_machine_arn: Option<String>,
+    /// The child executions of this distributed Map run (its ARN), as AWS lists them.
+    #[arg(long, value_name = "ARN", conflicts_with = "state_machine_arn")]
+    pub map_run_arn: Option<String>,
     /// Only executions with this status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED).
     #[arg(long)]
     pub status_filter: Option<String>,
@@ -149,6 +152,23 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
                 Err(err) => fail(OP, err),
             }
         }
+        Ok(None) => describe_map_run_child(&store, &args),
+        Err(e) => fail(OP, e),
+    }
+}
+
+/// `describe-execution` of a distributed Map's child execution (with its `mapRunArn`).
+fn describe_map_run_child(store: &crate::store::Store, args: &DescribeArgs) -> ExitCode {
+    const OP: &str = "DescribeExecution";
+    match store.map_run_execution(&args.execution_arn) {
+        Ok(Some(child)) => {
+            let response = api::describe_map_run_execution(&child);
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &response);
+            }
+            outln!("{}", crate::cli::output::table(&response));
+            ExitCode::SUCCESS
+        }
         Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
         Err(e) => fail(OP, e),
     }
@@ -169,35 +189,49 @@ pub fn history(args: HistoryArgs) -> ExitCode {
         && args.out.wants_response()
         && args.page.max_items.is_none()
         && args.page.starting_token.is_none();
-    match store.execution(&args.execution_arn) {
-        Ok(Some(e)) if streamable => {
-            match stream_history(&store, &e.execution_arn, args.reverse_order) {
-                Ok(()) => ExitCode::SUCCESS,
+    let arn = match store.execution(&args.execution_arn) {
+        Ok(Some(e)) => e.execution_arn,
+        // A distributed Map's child execution has a history of its own, kept with its run.
+        Ok(None) => {
+            return match store.map_run_history(&args.execution_arn, args.reverse_order) {
+                Ok(Some(events)) => print_history(&args, &events),
+                Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
                 Err(e) => fail(OP, e),
             }
         }
-        Ok(Some(e)) => match store.history(&e.execution_arn, args.reverse_order) {
-            Ok(events) => match args.page.lower().slice(&events) {
-                Ok((events, next)) => {
-                    if args.out.wants_response() {
-                        return respond(
-                            OP,
-                            &args.out,
-                            &api::with_next_token(api::execution_history(events), next),
-                        );
-                    }
-                    print_text(&crate::cli::summary::history_table(events));
-                    if let Some(token) = next {
-                        outln!("NextToken: {token}");
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => invalid_token(OP, e),
-            },
+        Err(e) => return fail(OP, e),
+    };
+    if streamable {
+        return match stream_history(&store, &arn, args.reverse_order) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(OP, e),
-        },
-        Ok(None) => no_execution(OP, &args.execution_arn, store.path()),
+        };
+    }
+    match store.history(&arn, args.reverse_order) {
+        Ok(events) => print_history(&args, &events),
         Err(e) => fail(OP, e),
+    }
+}
+
+/// Prints a page of a history as `--format`, `--output` and `--query` say.
+fn print_history(args: &HistoryArgs, events: &[crate::store::EventRecord]) -> ExitCode {
+    const OP: &str = "GetExecutionHistory";
+    match args.page.lower().slice(events) {
+        Ok((events, next)) => {
+            if args.out.wants_response() {
+                return respond(
+                    OP,
+                    &args.out,
+                    &api::with_next_token(api::execution_history(events), next),
+                );
+            }
+            print_text(&crate::cli::summary::history_table(events));
+            if let Some(token) = next {
+                outln!("NextToken: {token}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => invalid_token(OP, e),
     }
 }
 
@@ -263,6 +297,9 @@ pub fn list(args: ListArgs) -> ExitCode {
         }
         Err(e) => return fail(OP, e),
     };
+    if let Some(run) = &args.map_run_arn {
+        return list_map_run_children(&store, run, status, &args);
+    }
     let list = match store.list_executions(status) {
         Ok(list) => list,
         Err(e) => return fail(OP, e),
@@ -277,6 +314,50 @@ pub fn list(args: ListArgs) -> ExitCode {
     match args.page.lower().slice(&list) {
         Ok((list, next)) => {
             let response = api::with_next_token(api::list_executions(list), next);
+            if args.out.wants_response() {
+                return respond(OP, &args.out, &response);
+            }
+            outln!("{}", crate::cli::output::table(&response));
+            ExitCode::SUCCESS
+        }
+        Err(e) => invalid_token(OP, e),
+    }
+}
+
+/// `list-executions --map-run-arn`: a distributed Map run's child executions, newest first.
+fn list_map_run_children(
+    store: &crate::store::Store,
+    run: &str,
+    status: Option<ExecutionStatus>,
+    args: &ListArgs,
+) -> ExitCode {
+    const OP: &str = "ListExecutions";
+    match store.map_run(run) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return refuse(
+                OP,
+                "ResourceNotFound",
+                &format!("Resource not found: '{run}'"),
+                exit::RESOURCE_NOT_FOUND,
+            )
+        }
+        Err(e) => return fail(OP, e),
+    }
+    let children = match store.map_run_executions(run, status.map(|s| s.as_str())) {
+        Ok(children) => children,
+        Err(e) => return fail(OP, e),
+    };
+    match args.page.lower().slice(&children) {
+        Ok((children, next)) => {
+            let items = children
+                .iter()
+                .map(api::map_run_execution_list_item)
+                .collect();
+            let response = api::with_next_token(
+                serde_json::json!({ "executions": serde_json::Value::Array(items) }),
+                next,
+            );
             if args.out.wants_response() {
                 return respond(OP, &args.out, &response);
             }

@@ -1,10 +1,10 @@
 //! `sfn-local serve`: the AWS Step Functions API on localhost (see [`crate::serve`]).
 
 use crate::cli::flags::{
-    self, AccountArgs, DatabaseArgs, EndpointArgs, FlagError, SupervisionArgs,
+    self, AccountArgs, DatabaseArgs, EndpointArgs, FlagError, SupervisionArgs, TemplatesArgs,
 };
 use crate::cli::EXIT_USAGE;
-use crate::serve::{MachineTask, ServeConfig};
+use crate::serve::{Created, InitialMachine, MachineTask, ServeConfig};
 use clap::Args;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -88,6 +88,9 @@ pub struct ServeArgs {
     /// Who may address the server and how long clients may take.
     #[command(flatten)]
     pub web: crate::cli::web::WebArgs,
+    /// `--template` (repeatable), `--sub`, `--definition-substitutions`.
+    #[command(flatten)]
+    pub templates: TemplatesArgs,
 }
 
 /// `--compat`: whose behaviour to reproduce.
@@ -133,9 +136,61 @@ fn announce_ready(port: u16, account: &str, region: &str) {
     outln!("{now}: Starting server on port {port} with account {account}, region {region}");
 }
 
-/// Lowers `serve`'s flags (all but the database and the ready file) into the server's
-/// configuration, checking each binding's program can be started before the server listens.
-fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
+/// The `--template` machines, named and checked: their diagnostics shown (stand-ins are
+/// warnings), and a machine with an ERROR refused (exit 1), as `validate` would fail it.
+fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMachine>, ExitCode> {
+    let files = args.templates.lower().map_err(FlagError::exit)?;
+    let mut machines: Vec<InitialMachine> = Vec::new();
+    for file in files {
+        if !file.definition.diagnostics.is_empty() {
+            let color = crate::cli::report::color_wanted(std::io::IsTerminal::is_terminal(
+                &std::io::stderr(),
+            ));
+            err!(
+                "{}",
+                crate::cli::report::render_human(&[file.report()], color)
+            );
+        }
+        let (Some(definition), false) = (
+            file.definition.json.clone(),
+            file.definition.diagnostics.has_errors(),
+        ) else {
+            errln!(
+                "error: {} is not a valid state machine; serve did not start",
+                file.label()
+            );
+            return Err(ExitCode::from(1));
+        };
+        let logical_id = file.logical_id.clone().unwrap_or_default();
+        let name = file.deployed_name.clone().unwrap_or(logical_id.clone());
+        if let Some(twin) = machines.iter().find(|m| m.name == name) {
+            let why = format!(
+                "--template: {} and {} are both named {name}; a server holds one machine per name",
+                twin.source,
+                file.label()
+            );
+            return Err(FlagError::Usage(why).exit());
+        }
+        machines.push(InitialMachine {
+            name,
+            machine_type: match file.machine_type {
+                crate::asl::MachineType::Express => "EXPRESS",
+                crate::asl::MachineType::Standard => "STANDARD",
+            }
+            .to_owned(),
+            definition,
+            // SAM names the role it creates after the logical ID (`STACK-IDRole-...`).
+            role_arn: format!("arn:aws:iam::{account_id}:role/{logical_id}Role"),
+            source: file.label(),
+        });
+    }
+    Ok(machines)
+}
+
+/// Lowers `serve`'s flags (all but the database, the ready file and the templates) into the
+/// server's configuration, checking each binding's program can be started before the server
+/// listens.
+fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, FlagError> {
     let time_scale = flags::time_scale::check(args.time_scale)?;
     let tasks = bindings("--task", &args.tasks)?;
     let workers = bindings("--worker", &args.workers)?;
@@ -162,6 +217,7 @@ fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
         threads: args.execution_threads,
         web,
         http_invoke: crate::tasks::http::HttpAccess::from_flag(args.allow_http_invoke.as_deref()),
+        machines,
     })
 }
 
@@ -169,7 +225,12 @@ fn lower(args: ServeArgs) -> Result<ServeConfig, FlagError> {
 pub fn run(args: ServeArgs) -> ExitCode {
     let database = args.database.lower();
     let ready_file = args.ready_file.clone();
-    let config = match lower(args) {
+    let account_id = args.account.lower().account_id;
+    let machines = match initial_machines(&args, &account_id) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let config = match lower(args, machines) {
         Ok(c) => c,
         Err(e) => return e.exit(),
     };
@@ -182,7 +243,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     let path = store.path().display().to_string();
     let (account, region) = (config.account_id.clone(), config.region.clone());
-    let result = crate::serve::run(store, config, |addr, resumed| {
+    let result = crate::serve::run(store, config, |addr, created, resumed| {
+        say_created(created);
         if resumed > 0 {
             errln!("sfn-local serve: resumed {resumed} execution(s) whose runner was gone");
         }
@@ -202,6 +264,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
             errln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         }
+    }
+}
+
+/// One line per `--template` machine: its ARN, and whether it was created or updated.
+fn say_created(created: &[(String, Created)]) {
+    for (arn, what) in created {
+        let what = match what {
+            Created::New => "created",
+            Created::Updated => "updated (the template changed it)",
+            Created::Unchanged => "already there",
+        };
+        errln!("sfn-local serve: {arn}: {what}");
     }
 }
 

@@ -39,6 +39,8 @@ pub mod exit {
     pub const INVALID_ARN: u8 = 16;
     /// `StateMachineDoesNotExist`: `--state-machine-arn` names no machine the database knows.
     pub const STATE_MACHINE_DOES_NOT_EXIST: u8 = 17;
+    /// `ResourceNotFound`: `--map-run-arn` names no Map run the database knows.
+    pub const RESOURCE_NOT_FOUND: u8 = 19;
 }
 
 /// AWS's longest `error`.

@@ -4,7 +4,10 @@
 //! A spec is a JSON file (`*.sfntest.json`; folders are searched for that suffix):
 //!
 //! ```json
-//! { "definition": "orders.asl.json",            // relative to the spec
+//! { "definition": "orders.asl.json",            // relative to the spec, or
+//!   "template": "template.yaml",                // a SAM/CloudFormation template's machine:
+//!   "stateMachine": "OrderStateMachine",        //   its logical ID (optional when it has one)
+//!   "substitutions": {"FnArn": "arn:..."},      // optional: `${NAME}` values (--sub wins)
 //!   "stateMachineName": "orders",               // optional: the file name without .asl.json
 //!   "mockConfig": "orders.mocks.json",          // optional: a MockConfigFile
 //!   "timeScale": 0,                             // optional (default 0: waits take no time)
@@ -37,7 +40,7 @@
 //! CPUs. A failing case prints one line and an indented JSON diff; the run ends with
 //! `N passed, M failed` and exits 1 when anything failed. `--junit FILE` writes JUnit XML.
 
-use crate::asl::{self, MachineType, StateMachine};
+use crate::asl::{self, StateMachine};
 use crate::cli::EXIT_USAGE;
 use crate::clock::{system_now, Clock, SystemClock};
 use crate::engine::context::ExecutionInfo;
@@ -65,7 +68,8 @@ pub const MOCKS_SUFFIX: &str = ".mocks.json";
 /// Arguments of `test`.
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// Test specs (`*.sfntest.json`), or folders to search for them.
+    /// Test specs (`*.sfntest.json`), folders to search for them, or a SAM/CloudFormation
+    /// template (the specs in its folder that name it).
     #[arg(required = true)]
     pub specs: Vec<PathBuf>,
     /// Also write the results as JUnit XML to FILE.
@@ -81,6 +85,9 @@ pub struct TestArgs {
     /// without TimeoutSeconds waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub case_timeout: u64,
+    /// Values for `${NAME}` placeholders, winning over a spec's "substitutions".
+    #[command(flatten)]
+    pub substitutions: crate::cli::flags::SubstitutionArgs,
     /// `--s3-dir`.
     #[command(flatten)]
     pub s3: crate::cli::flags::S3Args,
@@ -137,9 +144,51 @@ struct CaseResult {
 }
 
 /// The specs the arguments name: files as given (a missing one fails as a broken spec),
-/// folders walked for `*.sfntest.json`.
+/// folders walked for `*.sfntest.json`, and for a template, the specs in its folder (and below)
+/// whose `"template"` is that file.
 fn find_specs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    crate::cli::files_under(paths, &|p| p.to_string_lossy().ends_with(SPEC_SUFFIX))
+    let is_spec = |p: &Path| p.to_string_lossy().ends_with(SPEC_SUFFIX);
+    let mut specs = Vec::new();
+    for path in paths {
+        if path.is_file() && !is_spec(path) && crate::cli::definition::is_template(path) {
+            specs.extend(specs_beside(path)?);
+        } else {
+            specs.extend(crate::cli::files_under(
+                std::slice::from_ref(path),
+                &is_spec,
+            )?);
+        }
+    }
+    Ok(specs)
+}
+
+/// The specs under a template's folder that name it as their `"template"`.
+fn specs_beside(template: &Path) -> Result<Vec<PathBuf>, String> {
+    let folder = match template.parent() {
+        Some(f) if !f.as_os_str().is_empty() => f.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let wanted = std::fs::canonicalize(template).map_err(|e| e.to_string())?;
+    let candidates =
+        crate::cli::files_under(&[folder], &|p| p.to_string_lossy().ends_with(SPEC_SUFFIX))?;
+    let names_it = |spec: &Path| {
+        let text = crate::limits::read_text_capped(spec, crate::limits::MOCK_FILE_BYTES).ok()?;
+        let value: Value = serde_json::from_str(&text).ok()?;
+        let named = spec.parent()?.join(value["template"].as_str()?);
+        Some(std::fs::canonicalize(named).ok()? == wanted)
+    };
+    let found: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|spec| names_it(spec) == Some(true))
+        .collect();
+    if found.is_empty() {
+        let name = template.file_name().unwrap_or_default().to_string_lossy();
+        return Err(format!(
+            "no *{SPEC_SUFFIX} spec beside {} names it: write one with \"template\": \"{name}\" (and \"stateMachine\": the logical ID)",
+            template.display()
+        ));
+    }
+    Ok(found)
 }
 
 /// A spec read: its machine, mocks and time scale, shared by its cases.
@@ -156,7 +205,7 @@ struct Suite {
 }
 
 /// Reads a spec into its jobs; a broken spec is one failing job that says why.
-fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
+fn load_spec(path: &Path, time_scale: Option<f64>, cli: &asl::Substitutions) -> Vec<Job> {
     let suite = path.display().to_string();
     let broken = |why: String| {
         vec![Job {
@@ -165,7 +214,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
             prepared: Err(why),
         }]
     };
-    let read = match read_suite(path, &suite, time_scale) {
+    let read = match read_suite(path, &suite, time_scale, cli) {
         Ok(s) => s,
         Err(e) => return broken(e),
     };
@@ -191,49 +240,38 @@ fn load_spec(path: &Path, time_scale: Option<f64>) -> Vec<Job> {
         .collect()
 }
 
-/// Reads a spec (`suite` is its path as shown), its definition and its mock config.
-fn read_suite(path: &Path, suite: &str, time_scale: Option<f64>) -> Result<Suite, String> {
+/// Reads a spec (`suite` is its path as shown), its definition and its mock config; `cli`
+/// holds `--sub` and `--definition-substitutions`.
+fn read_suite(
+    path: &Path,
+    suite: &str,
+    time_scale: Option<f64>,
+    cli: &asl::Substitutions,
+) -> Result<Suite, String> {
     let spec: Value = crate::limits::read_text_capped(path, crate::limits::MOCK_FILE_BYTES)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{suite} is not JSON: {e}")))?;
     check_spec(&spec).map_err(|e| format!("{suite}: {e}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let Some(def_rel) = spec["definition"].as_str() else {
-        return Err(format!("{suite}: \"definition\" (a path) is required"));
-    };
-    let def_path = base.join(def_rel);
-    // JSON or YAML; a `${Name}` placeholder without a value is refused, as by `run`.
-    let (_, loaded) = crate::cli::definition::load_file(
-        &def_path,
-        MachineType::Standard,
-        &asl::Substitutions::new(),
-        asl::Unresolved::Refuse,
-    )?;
+    let (def_path, file, default_name) = spec_machine(&spec, base, suite, cli)?;
+    let loaded = file.definition;
     let Some(machine) = loaded.machine else {
         let first = loaded
             .diagnostics
             .iter()
-            .next()
+            .find(|d| d.severity == asl::Severity::Error)
             .map(|d| d.message.clone())
             .unwrap_or_default();
-        return Err(format!(
-            "{} is not a valid state machine: {first}",
-            def_path.display()
-        ));
+        let label = match &file.logical_id {
+            Some(id) => format!("{} ({id})", file.path),
+            None => file.path.clone(),
+        };
+        return Err(format!("{label} is not a valid state machine: {first}"));
     };
     let machine_name = spec["stateMachineName"]
         .as_str()
         .map(str::to_owned)
-        .unwrap_or_else(|| {
-            let file = def_path
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            file.strip_suffix(".asl.json")
-                .or_else(|| file.strip_suffix(".json"))
-                .unwrap_or(&file)
-                .to_owned()
-        });
+        .unwrap_or(default_name);
     let config = match spec["mockConfig"].as_str() {
         None => MockConfig::default(),
         Some(rel) => {
@@ -255,6 +293,57 @@ fn read_suite(path: &Path, suite: &str, time_scale: Option<f64>) -> Result<Suite
         scale,
         definition: def_path,
     })
+}
+
+/// The spec's machine: its `"definition"` file, or the state machine `"stateMachine"` of its
+/// `"template"` (the only one when it names none). Placeholders take the template's
+/// `DefinitionSubstitutions`, then the spec's `"substitutions"`, then `cli`, each winning over
+/// the one before; one left without a value is refused, as by `run`. Returns the file coverage
+/// reads, the loaded definition and the machine's default name.
+fn spec_machine(
+    spec: &Value,
+    base: &Path,
+    suite: &str,
+    cli: &asl::Substitutions,
+) -> Result<(PathBuf, crate::cli::definition::LoadedFile, String), String> {
+    let mut subs = asl::Substitutions::new();
+    if let Some(Value::Object(values)) = spec.get("substitutions") {
+        for (name, value) in values {
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(_) | Value::Bool(_) => value.to_string(),
+                _ => {
+                    return Err(format!(
+                        "{suite}: \"substitutions\".{name} must be a string, number or boolean"
+                    ))
+                }
+            };
+            subs.insert(name, value);
+        }
+    }
+    subs.extend(cli);
+    let (file, name) = match (spec["definition"].as_str(), spec["template"].as_str()) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{suite}: give \"definition\" or \"template\", not both"
+            ))
+        }
+        (None, None) => {
+            return Err(format!(
+                "{suite}: \"definition\" (a path) or \"template\" (a SAM/CloudFormation template, with \"stateMachine\" its logical ID) is required"
+            ))
+        }
+        (Some(rel), None) => {
+            crate::cli::definition::load_for_run(Some(&base.join(rel)), None, None, &subs)?
+        }
+        (None, Some(rel)) => crate::cli::definition::load_for_run(
+            None,
+            Some(&base.join(rel)),
+            spec["stateMachine"].as_str(),
+            &subs,
+        )?,
+    };
+    Ok((PathBuf::from(&file.path), file, name))
 }
 
 /// Checks one case of a suite and readies it to run: its mocks (a test case of the spec's
@@ -433,6 +522,9 @@ fn check_state(
 /// The keys of a spec, of a case and of a case's `expect`.
 const SPEC_KEYS: &[&str] = &[
     "definition",
+    "template",
+    "stateMachine",
+    "substitutions",
     "stateMachineName",
     "mockConfig",
     "timeScale",
@@ -483,10 +575,22 @@ fn check_spec(spec: &Value) -> Result<(), String> {
         .as_object()
         .ok_or("a test spec must be a JSON object")?;
     crate::suggest::check_keys(obj, SPEC_KEYS, "the spec")?;
-    for key in ["definition", "stateMachineName", "mockConfig"] {
+    for key in [
+        "definition",
+        "template",
+        "stateMachine",
+        "stateMachineName",
+        "mockConfig",
+    ] {
         if obj.get(key).is_some_and(|v| !v.is_string()) {
             return Err(format!("\"{key}\" must be a string"));
         }
+    }
+    if obj.contains_key("stateMachine") && !obj.contains_key("template") {
+        return Err("\"stateMachine\" is the logical ID of a state machine of \"template\", which the spec lacks".into());
+    }
+    if obj.get("substitutions").is_some_and(|v| !v.is_object()) {
+        return Err("\"substitutions\" must be an object of NAME: VALUE".into());
     }
     if obj
         .get("timeScale")
@@ -848,9 +952,13 @@ fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
             return Err(ExitCode::from(EXIT_USAGE));
         }
     };
+    let subs = args
+        .substitutions
+        .substitutions()
+        .map_err(|e| crate::cli::flags::FlagError::Usage(e).exit())?;
     let mut jobs: Vec<Job> = specs
         .iter()
-        .flat_map(|s| load_spec(s, args.time_scale))
+        .flat_map(|s| load_spec(s, args.time_scale, &subs))
         .collect();
     let machines = match args.machines.load(None) {
         Ok(m) => m,

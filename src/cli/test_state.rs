@@ -5,7 +5,7 @@
 //! (exit 0 whatever the state's own outcome), or AWS's error as the AWS CLI shows it (exit
 //! [`EXIT_API_ERROR`]).
 
-use crate::cli::flags::EndpointArgs;
+use crate::cli::flags::{EndpointArgs, SubstitutionArgs, TemplateArgs};
 use crate::cli::EXIT_USAGE;
 use crate::clock::SystemClock;
 use crate::engine::test_state::{
@@ -24,14 +24,29 @@ pub const EXIT_API_ERROR: u8 = 254;
 /// Arguments of `test-state`. Every JSON option takes the JSON text or `file://PATH`.
 #[derive(Debug, Args)]
 #[command(mut_args(crate::cli::flags::reword(
+    "template",
+    "Test a state of this SAM or CloudFormation template's state machine instead (with \
+     --state-name; placeholders filled as by `run`)"
+)))]
+#[command(mut_args(crate::cli::flags::reword(
+    "state_machine",
+    "The logical ID of the template's state machine (needed when it has several)"
+)))]
+#[command(mut_args(crate::cli::flags::reword(
     "endpoints",
     "Call a service's integrations at a local endpoint when there is no mock (as `run \
      --endpoint`): SERVICE=URL (repeatable; `all=URL`). Also LAMBDA_ENDPOINT, SQS_ENDPOINT, ..."
 )))]
 pub struct TestStateArgs {
     /// The state (or, with --state-name, the whole machine): JSON or file://PATH.
-    #[arg(long)]
-    pub definition: String,
+    #[arg(long, required_unless_present = "template")]
+    pub definition: Option<String>,
+    /// `--template`, `--state-machine`.
+    #[command(flatten)]
+    pub template: TemplateArgs,
+    /// Values for `${NAME}` placeholders of the definition or template.
+    #[command(flatten)]
+    pub substitutions: SubstitutionArgs,
     /// The state to test in a whole machine.
     #[arg(long)]
     pub state_name: Option<String>,
@@ -145,12 +160,67 @@ pub fn run(args: TestStateArgs) -> ExitCode {
     }
 }
 
+/// The definition TestState gets: `--definition`'s text, its `${NAME}` placeholders filled
+/// when `--sub` or `--definition-substitutions` gives values, or the `--template` machine's
+/// definition as AWS would hold it (which needs `--state-name`).
+fn definition(args: &TestStateArgs) -> Result<String, String> {
+    let subs = args.substitutions.substitutions()?;
+    if let Some((file, _)) = args.template.load(&subs).map_err(|e| e.to_string())? {
+        let label = file.label();
+        let loaded = file.definition;
+        let unresolved = loaded
+            .diagnostics
+            .iter()
+            .find(|d| d.code == crate::asl::Code::UnresolvedSubstitution);
+        if let Some(d) = unresolved {
+            return Err(format!("{label}: {}", d.message));
+        }
+        // A definition with another ERROR is still sent, as JSON: TestState answers AWS's
+        // InvalidDefinition for it.
+        let Some(json) = loaded.json else {
+            let first = loaded.diagnostics.iter().next();
+            return Err(format!(
+                "{label} cannot be read: {}",
+                first.map(|d| d.message.as_str()).unwrap_or("no definition")
+            ));
+        };
+        if args.state_name.is_none() {
+            let states: Vec<String> = serde_json::from_str::<serde_json::Value>(&json)
+                .ok()
+                .and_then(|v| v["States"].as_object().map(|s| s.keys().cloned().collect()))
+                .unwrap_or_default();
+            return Err(format!(
+                "--template tests one state of {label}: name it with --state-name ({})",
+                states.join(", ")
+            ));
+        }
+        return Ok(json);
+    }
+    let text = option_text("definition", args.definition.as_deref().unwrap_or_default())?;
+    if subs.is_empty() {
+        return Ok(text);
+    }
+    let mut value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--definition: not JSON, so --sub has nothing to fill: {e}"))?;
+    let mut diags = crate::asl::Diagnostics::default();
+    crate::asl::substitution::apply(
+        &mut value,
+        &subs,
+        crate::asl::Unresolved::Refuse,
+        &mut diags,
+    );
+    if let Some(d) = diags.iter().next() {
+        return Err(format!("--definition: {}", d.message));
+    }
+    Ok(value.to_string())
+}
+
 fn request(args: &TestStateArgs) -> Result<TestStateRequest, String> {
     let text = |name: &str, v: &Option<String>| -> Result<Option<String>, String> {
         v.as_deref().map(|v| option_text(name, v)).transpose()
     };
     Ok(TestStateRequest {
-        definition: option_text("definition", &args.definition)?,
+        definition: definition(args)?,
         role_arn: args.role_arn.clone(),
         input: text("input", &args.input)?,
         inspection_level: args.inspection_level.map(|l| match l {

@@ -22,17 +22,26 @@ pub enum ColorChoice {
     Never,
 }
 
-/// The flags every command takes.
+/// The flags every command takes, listed last in every command's help (clap numbers a global
+/// flag where the top-level command declares it, which a command with many flags of its own
+/// would otherwise reach, interleaving them).
 #[derive(Debug, Clone, Copy, Default, Args)]
 pub struct UiArgs {
     /// Print only results and errors: no progress, hints or warnings.
-    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    #[arg(
+        long,
+        short,
+        global = true,
+        conflicts_with = "verbose",
+        display_order = 1000
+    )]
     pub quiet: bool,
     /// Print more: per-state progress lines, repeated warnings, skipped files.
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, display_order = 1001)]
     pub verbose: bool,
     /// When to color output (NO_COLOR is honoured with `auto`).
-    #[arg(long, value_enum, global = true, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, value_enum, global = true, default_value_t = ColorChoice::Auto, value_name = "WHEN",
+          display_order = 1002)]
     pub color: ColorChoice,
 }
 

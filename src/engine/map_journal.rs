@@ -8,13 +8,20 @@
 //!
 //! The journal also keeps each Map run and its child executions as the API shows them
 //! (DescribeMapRun, ListMapRuns, ListExecutions with `mapRunArn`), and reads back the settings
-//! UpdateMapRun changes while the run goes.
+//! UpdateMapRun changes while the run goes, and each child's own history (GetExecutionHistory
+//! of a child), through [`ChildHistorySink`].
 
 use crate::asl::error::StatesError;
-use crate::store::{MapRunChange, MapRunChild, MapRunExecution, MapRunSettings, NewMapRun, Store};
+use crate::engine::history::{HistoryEvent, HistorySink};
+use crate::store::{
+    MapRunChange, MapRunChild, MapRunExecution, MapRunSettings, NewEvent, NewMapRun, Store,
+};
 use crate::tasks::s3::ChildResult;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// The journal of one execution's Map runs.
@@ -96,6 +103,15 @@ impl MapRunJournal {
         }));
     }
 
+    /// A history sink keeping child execution `execution_arn`'s events with its run, so
+    /// GetExecutionHistory reads them as AWS keeps a child's history.
+    pub(crate) fn child_history(self: &Rc<Self>, execution_arn: &str) -> ChildHistorySink {
+        ChildHistorySink {
+            store: self.store.clone(),
+            execution_arn: execution_arn.to_owned(),
+        }
+    }
+
     /// Records a run ending; its children still running are aborted.
     pub(crate) fn run_ended(
         &self,
@@ -127,6 +143,40 @@ impl MapRunJournal {
             .into_iter()
             .filter_map(|c| Some((usize::try_from(c.item_index).ok()?, c.name)))
             .collect()
+    }
+}
+
+/// Writes a Map run child's events to the store (submitted, never waited for: a child whose
+/// events a crash loses runs again, with a history of its own again).
+pub(crate) struct ChildHistorySink {
+    store: Arc<Store>,
+    execution_arn: String,
+}
+
+impl HistorySink for ChildHistorySink {
+    fn submit(&mut self, events: Vec<HistoryEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let events = events
+            .into_iter()
+            .map(|e| NewEvent {
+                id: e.id,
+                previous_event_id: e.previous_event_id,
+                timestamp_ms: e.timestamp,
+                // A child never resumes from its events (it runs again), so no replay keys.
+                event_type: e.event_type.as_str().to_owned(),
+                details: e.details,
+            })
+            .collect();
+        drop(self.store.record_map_run(MapRunChange::ChildEvents {
+            execution_arn: self.execution_arn.clone(),
+            events,
+        }));
+    }
+
+    fn flush(&mut self) -> Pin<Box<dyn Future<Output = Result<(), String>>>> {
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -21,6 +21,7 @@ pub mod operation;
 mod ops;
 pub mod pool;
 pub mod protocol;
+pub mod templates;
 
 use crate::engine::runner::{lease_ms, new_owner, resume_engine, LeaseKeeper};
 use crate::store::{ExecutionRecord, ExecutionStatus, Store};
@@ -39,6 +40,7 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+pub use templates::{Created, InitialMachine};
 
 /// A `--task` (or `--worker`) binding: a local program for the Task states of one name, in
 /// every state machine (`STATE=COMMAND`) or in one (`MACHINE:STATE=COMMAND`).
@@ -148,6 +150,8 @@ pub struct ServeConfig {
     pub web: crate::web::WebOptions,
     /// Which hosts HTTP Tasks may call (none unless `--allow-http-invoke`).
     pub http_invoke: crate::tasks::http::HttpAccess,
+    /// The state machines to create at start (`--template`).
+    pub machines: Vec<InitialMachine>,
 }
 
 /// The shared state of every request: the store, the configuration and the execution threads.
@@ -182,18 +186,22 @@ pub enum ServeError {
     /// The caller's `ready` hook could not announce the server (a `--ready-file` not written).
     #[error("{0}")]
     Ready(String),
+    /// A `--template` state machine could not be created.
+    #[error("{0}")]
+    Machines(String),
 }
 
 /// The largest request body read (a 1 MB definition, JSON-escaped, fits).
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// Runs the server until SIGINT or SIGTERM; `ready` learns the address once it listens (the
-/// kernel queues connections from then on) and how many executions were resumed. An error from
-/// `ready` stops the server before it serves.
+/// kernel queues connections from then on), the `--template` machines created (their ARN and
+/// what was done) and how many executions were resumed. An error from `ready` stops the server
+/// before it serves.
 pub fn run(
     store: Arc<Store>,
     config: ServeConfig,
-    ready: impl FnOnce(SocketAddr, usize) -> Result<(), String>,
+    ready: impl FnOnce(SocketAddr, &[(String, Created)], usize) -> Result<(), String>,
 ) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -218,13 +226,14 @@ pub fn run(
             .await
             .map_err(|source| ServeError::Bind { addr: bind, source })?;
         let addr = listener.local_addr()?;
+        let created = server.create_initial_machines()?;
         if let Ok(machines) = server.store.state_machines() {
             for m in &machines {
                 server.check_bindings(m, false);
             }
         }
         let resumed = server.resume_orphans();
-        ready(addr, resumed).map_err(ServeError::Ready)?;
+        ready(addr, &created, resumed).map_err(ServeError::Ready)?;
         // The API on `POST /`; the console's pages on `GET /` and `/console/...` of the same port.
         let app = Router::new()
             .route("/", post(api))

@@ -142,6 +142,67 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
     Ok(())
 }
 
+/// Appends a Map run child's events (consecutive, one batch) as one chunk of
+/// `map_run_event_chunks`; events already stored (a batch submitted twice) are left out.
+pub(crate) fn insert_child_chunk(
+    conn: &Connection,
+    execution_arn: &str,
+    events: &[NewEvent],
+) -> rusqlite::Result<()> {
+    let (Some(first), Some(last)) = (events.first(), events.last()) else {
+        return Ok(());
+    };
+    let mut text = String::new();
+    for e in events {
+        encode(&mut text, e);
+    }
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO map_run_event_chunks
+             (execution_arn, first_event_id, last_event_id, events)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![execution_arn, first.id, last.id, text])?;
+    Ok(())
+}
+
+/// Forgets a Map run child's history (it runs again from its start).
+pub(crate) fn delete_child_history(conn: &Connection, execution_arn: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM map_run_event_chunks WHERE execution_arn = ?1")?
+        .execute([execution_arn])?;
+    Ok(())
+}
+
+/// A Map run child's history, oldest first or (`reverse`) newest first; empty when none is kept.
+pub(crate) fn child_history(
+    conn: &Connection,
+    execution_arn: &str,
+    reverse: bool,
+) -> rusqlite::Result<Vec<EventRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT first_event_id, events FROM map_run_event_chunks
+         WHERE execution_arn = ?1 ORDER BY first_event_id ASC",
+    )?;
+    let mut rows = stmt.query([execution_arn])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let first: i64 = row.get(0)?;
+        let text: String = row.get(1)?;
+        decode_all(&text, &mut out).ok_or_else(|| malformed(first))?;
+    }
+    if reverse {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+fn malformed(first: i64) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        1,
+        rusqlite::types::Type::Text,
+        format!("malformed history chunk starting at event {first}").into(),
+    )
+}
+
 /// One event as a chunk line: `id TAB prev TAB timestamp TAB type TAB length TAB details NL`.
 /// The details' byte length comes first, so any text can follow without escaping or scanning.
 fn encode(out: &mut String, e: &NewEvent) {

@@ -110,6 +110,13 @@ pub enum MapRunChange {
         /// Its cause, when it failed.
         cause: Option<String>,
     },
+    /// A child execution's events, in order (a batch of its history).
+    ChildEvents {
+        /// The child.
+        execution_arn: String,
+        /// The events, consecutive.
+        events: Vec<crate::store::NewEvent>,
+    },
     /// The run ends; its children still running are aborted.
     Ended {
         /// The run.
@@ -268,7 +275,13 @@ pub(crate) fn apply_change(tx: &Transaction<'_>, change: &MapRunChange) -> rusql
                 c.start_date_ms,
                 c.input,
             ])?;
+            // A child run again starts its history again.
+            super::events::delete_child_history(tx, &c.execution_arn)?;
         }
+        MapRunChange::ChildEvents {
+            execution_arn,
+            events,
+        } => super::events::insert_child_chunk(tx, execution_arn, events)?,
         MapRunChange::ChildEnded {
             execution_arn,
             status,

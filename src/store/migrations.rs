@@ -51,6 +51,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 9,
         sql: include_str!("migrations/V9__execution_versions.sql"),
     },
+    Migration {
+        version: 10,
+        sql: include_str!("migrations/V10__map_run_histories.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

@@ -392,6 +392,25 @@ impl Store {
         })
     }
 
+    /// The history of a Map run's child execution, by ARN, oldest first or newest first with
+    /// `reverse`; `None` when no Map run has such a child.
+    pub fn map_run_history(
+        &self,
+        execution_arn: &str,
+        reverse: bool,
+    ) -> Result<Option<Vec<EventRecord>>> {
+        self.read(|conn| {
+            let known = map_runs::execution(conn, execution_arn)
+                .map_err(|e| self.sqlite("read map run execution", e))?;
+            if known.is_none() {
+                return Ok(None);
+            }
+            events::child_history(conn, execution_arn, reverse)
+                .map(Some)
+                .map_err(|e| self.sqlite("read map run history", e))
+        })
+    }
+
     /// A commit that resolves once everything submitted before it has committed.
     pub fn flush(&self) -> Commit {
         self.submit(Command::Barrier)

@@ -1,5 +1,6 @@
 """Map runs through boto3, unchanged but for endpoint_url (argv[1]): ListMapRuns,
-DescribeMapRun's counts, ListExecutions by mapRunArn, DescribeExecution of a child, and
+DescribeMapRun's counts, ListExecutions by mapRunArn, DescribeExecution and GetExecutionHistory
+of a child, and
 UpdateMapRun taking effect on the running Map (a higher maxConcurrency starts more children at
 once; a failure threshold the run is already past fails it)."""
 import json
@@ -86,6 +87,26 @@ assert len(sfn.list_executions(mapRunArn=arn, statusFilter="FAILED")["executions
 child = sfn.describe_execution(executionArn=children[0]["executionArn"])
 assert child["mapRunArn"] == arn and child["status"] == "SUCCEEDED", child
 assert json.loads(child["output"]) == json.loads(child["input"]), child
+# Each child is an execution with a history of its own, as on AWS: GetExecutionHistory pages it.
+history = [ev for page in sfn.get_paginator("get_execution_history").paginate(
+    executionArn=child["executionArn"], PaginationConfig={"PageSize": 2}) for ev in page["events"]]
+assert [ev["type"] for ev in history] == [
+    "ExecutionStarted", "WaitStateEntered", "WaitStateExited", "PassStateEntered",
+    "PassStateExited", "ExecutionSucceeded"], history
+assert [ev["id"] for ev in history] == list(range(1, 7)), history
+# The first state's event links to 0, as in every history AWS records.
+assert [ev["previousEventId"] for ev in history] == [0, 0, 2, 3, 4, 5], history
+begun = history[0]["executionStartedEventDetails"]
+assert json.loads(begun["input"]) == json.loads(child["input"]), begun
+assert json.loads(history[-1]["executionSucceededEventDetails"]["output"]) == json.loads(child["output"])
+newest = sfn.get_execution_history(executionArn=child["executionArn"], reverseOrder=True,
+                                   maxResults=1)["events"]
+assert newest[0]["type"] == "ExecutionSucceeded" and newest[0]["id"] == 6, newest
+try:
+    sfn.get_execution_history(executionArn=child["executionArn"] + "x")
+    raise AssertionError("an unknown child has a history")
+except sfn.exceptions.ExecutionDoesNotExist:
+    pass
 # The parent's history names the run.
 events = sfn.get_execution_history(executionArn=e)["events"]
 started = [ev for ev in events if ev["type"] == "MapRunStarted"]
@@ -116,6 +137,9 @@ failed = sfn.list_executions(mapRunArn=arn2, statusFilter="FAILED")["executions"
 assert len(failed) == 1, failed
 f = sfn.describe_execution(executionArn=failed[0]["executionArn"])
 assert (f["error"], f["cause"]) == ("Boom", "asked to"), f
+ended = sfn.get_execution_history(executionArn=f["executionArn"])["events"][-1]
+assert ended["type"] == "ExecutionFailed", ended
+assert ended["executionFailedEventDetails"] == {"error": "Boom", "cause": "asked to"}, ended
 
 # 3. Stopping the execution aborts its run and the children still running.
 long = {"StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 600, "End": True}}}

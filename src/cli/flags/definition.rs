@@ -22,15 +22,42 @@ pub struct DefinitionArgs {
     /// version or alias ARN too), or one that earlier executions ran.
     #[arg(long, value_name = "ARN", conflicts_with_all = ["definition", "template"])]
     pub state_machine_arn: Option<String>,
-    /// Run a state machine of this SAM or CloudFormation template instead.
-    #[arg(long, value_name = "TEMPLATE", conflicts_with = "definition")]
-    pub template: Option<PathBuf>,
-    /// The logical ID of the template's state machine to run.
-    #[arg(long, value_name = "LOGICAL_ID", requires = "template")]
-    pub state_machine: Option<String>,
+    /// `--template`, `--state-machine`.
+    #[command(flatten)]
+    pub template: TemplateArgs,
     /// Values for `${NAME}` placeholders.
     #[command(flatten)]
     pub substitutions: SubstitutionArgs,
+}
+
+/// A state machine of a SAM or CloudFormation template, in place of a definition (the
+/// command's `definition` argument or flag, which it conflicts with).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TemplateArgs {
+    /// Run a state machine of this SAM or CloudFormation template instead.
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "definition")]
+    pub template: Option<PathBuf>,
+    /// The logical ID of the template's state machine to run (needed when it has several).
+    #[arg(long, value_name = "LOGICAL_ID", requires = "template")]
+    pub state_machine: Option<String>,
+}
+
+impl TemplateArgs {
+    /// The template's state machine, read and compiled with `subs`; placeholders without a
+    /// value are refused. `None` without `--template`. Returns the file and the machine's
+    /// default name (its `Name`, else its logical ID).
+    pub fn load(&self, subs: &Substitutions) -> Result<Option<(LoadedFile, String)>, FlagError> {
+        let Some(path) = &self.template else {
+            return Ok(None);
+        };
+        let loaded = crate::cli::definition::load_for_run(
+            None,
+            Some(path),
+            self.state_machine.as_deref(),
+            subs,
+        )?;
+        Ok(Some(loaded))
+    }
 }
 
 /// Where a definition comes from, the AWS CLI's spellings undone.
@@ -89,10 +116,10 @@ impl DefinitionArgs {
                 }
                 None => DefinitionSource::Known(arn.clone()),
             }
-        } else if let Some(path) = &self.template {
+        } else if let Some(path) = &self.template.template {
             DefinitionSource::Template {
                 path: path.clone(),
-                logical_id: self.state_machine.clone(),
+                logical_id: self.template.state_machine.clone(),
             }
         } else {
             let (path, case) = definition_path(self.definition.as_deref());

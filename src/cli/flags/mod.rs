@@ -40,12 +40,13 @@ pub mod output;
 pub mod page;
 pub mod s3;
 pub mod substitutions;
+pub mod templates;
 pub mod time_scale;
 
 pub use account::{Account, AccountArgs};
 pub use bindings::{BindingArgs, Bindings, SupervisionArgs};
 pub use database::{Database, DatabaseArgs, DbArgs};
-pub use definition::{Definition, DefinitionArgs, DefinitionSource, LoadedMachine};
+pub use definition::{Definition, DefinitionArgs, DefinitionSource, LoadedMachine, TemplateArgs};
 pub use endpoints::EndpointArgs;
 pub use input::InputArgs;
 pub use machines::MachineArgs;
@@ -54,6 +55,7 @@ pub use output::{RunFormat, RunOutputArgs};
 pub use page::PageArgs;
 pub use s3::S3Args;
 pub use substitutions::SubstitutionArgs;
+pub use templates::TemplatesArgs;
 
 use clap::Arg;
 use std::process::ExitCode;

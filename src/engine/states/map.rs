@@ -253,8 +253,8 @@ impl Engine {
         Ok((output, prev))
     }
 
-    /// A distributed Map: the iterations run as child executions whose events stay out of
-    /// this history, which records only `MapRunStarted` and `MapRunSucceeded`/`MapRunFailed`.
+    /// A distributed Map: the iterations run as child executions with histories of their own;
+    /// this history records only `MapRunStarted` and `MapRunSucceeded`/`MapRunFailed`.
     #[allow(clippy::too_many_arguments)]
     async fn map_run(
         &self,
@@ -615,7 +615,8 @@ impl Engine {
         Some(arn.to_owned())
     }
 
-    /// One child execution of a distributed Map, with its own history (not kept) and context.
+    /// One child execution of a distributed Map, with its own history (kept with its run when
+    /// there is a store) and context.
     /// Its callbacks and activities wait through the parent's token broker, keyed under
     /// `root_key`.
     async fn child_execution(
@@ -634,7 +635,13 @@ impl Engine {
             Some(&self.info.role_arn),
             self.clock.now(),
         );
-        let history = History::new(1, Box::new(MemorySink::default()), MAX_HISTORY_EVENTS);
+        // With a store, the child's history is kept (GetExecutionHistory of a child, as on
+        // AWS); without one (tests, `test`), it lives only while the child runs.
+        let sink: Box<dyn crate::engine::history::HistorySink> = match &self.map_runs {
+            Some(journal) => Box::new(journal.child_history(&info.execution_arn)),
+            None => Box::new(MemorySink::default()),
+        };
+        let history = History::new(1, sink, MAX_HISTORY_EVENTS);
         let engine = Engine::new(
             machine,
             info,

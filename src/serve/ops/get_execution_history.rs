@@ -1,5 +1,6 @@
 //! `GetExecutionHistory`: paged (`maxResults`, `nextToken`), `reverseOrder`, and
-//! `includeExecutionData: false` leaving out inputs and outputs.
+//! `includeExecutionData: false` leaving out inputs and outputs; of executions and of the child
+//! executions of distributed Map runs.
 
 use crate::serve::operation::Request;
 use crate::serve::protocol::{page, ApiError};
@@ -10,9 +11,16 @@ use std::sync::Arc;
 /// Handles the call.
 pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, ApiError> {
     let arn = request.required("executionArn")?;
-    super::execution(server, arn)?;
+    super::parse_arn(arn, "execution")?;
     let reverse = request.bool("reverseOrder").unwrap_or(false);
-    let events = server.store.history(arn, reverse)?;
+    let events = match server.store.execution(arn)? {
+        Some(_) => server.store.history(arn, reverse)?,
+        // A distributed Map's child execution has a history of its own, kept with its run.
+        None => server
+            .store
+            .map_run_history(arn, reverse)?
+            .ok_or_else(|| super::execution_does_not_exist(arn))?,
+    };
     let (items, next) = page(
         &events,
         request.u64("maxResults"),
