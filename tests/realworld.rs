@@ -510,3 +510,64 @@ fn a_template_with_a_quoted_scalar_indented_as_far_as_its_key_is_read() {
     assert_eq!(report["result"], "OK", "{report}");
     assert!(!out.stderr.contains("not valid YAML"), "{}", out.stderr);
 }
+
+/// `serve --template` creates every state machine of every published template that validates
+/// (placeholders given stand-ins), one `created` line per machine before it listens; a template
+/// with a real error (above) stops it before it listens, non-zero.
+#[test]
+fn serve_creates_every_state_machine_of_every_published_template() {
+    use std::io::{BufRead, BufReader};
+    let root = common::realworld_dir();
+    let sb = Sandbox::new();
+    let out = sb.run(&["validate", "--format", "json", &root.display().to_string()]);
+    let mut machines: BTreeMap<String, (usize, bool)> = BTreeMap::new();
+    for r in out.json().as_array().expect("reports") {
+        let Some(_) = r["logicalId"].as_str() else {
+            continue;
+        };
+        let template = r["template"].as_str().or(r["file"].as_str()).unwrap();
+        let failed = r["result"] == "FAIL";
+        let entry = machines.entry(template.to_owned()).or_default();
+        entry.0 += 1;
+        entry.1 |= failed;
+    }
+    // The template that does not parse has no report of a machine, only of the file.
+    machines.insert(
+        root.join("event-sourcing/template.yaml")
+            .display()
+            .to_string(),
+        (0, true),
+    );
+    assert!(machines.len() > 30, "{machines:?}");
+    for (i, (template, (count, failed))) in machines.iter().enumerate() {
+        let db = sb.path(&format!("{i}.db"));
+        let mut server = sb
+            .command()
+            .env("SFN_LOCAL_DB", &db)
+            .args(["serve", "--port", "0", "--template", template])
+            .spawn()
+            .expect("spawn serve");
+        let mut created = 0;
+        let mut log = String::new();
+        let mut listening = false;
+        let stderr = BufReader::new(server.stderr.take().unwrap());
+        for line in stderr.lines().map_while(Result::ok) {
+            log.push_str(&line);
+            log.push('\n');
+            created += usize::from(line.ends_with(": created"));
+            if line.contains("listening on") {
+                listening = true;
+                break;
+            }
+        }
+        if *failed {
+            let status = server.wait().unwrap();
+            assert!(!listening && !status.success(), "{template}: {log}");
+            assert!(log.contains("error"), "{template}: {log}");
+        } else {
+            common::kill(&mut server);
+            assert!(listening, "{template}: {log}");
+            assert_eq!(created, *count, "{template}: {log}");
+        }
+    }
+}

@@ -403,12 +403,26 @@ pub fn load_template(
     unresolved: Unresolved,
 ) -> Result<Vec<LoadedFile>, String> {
     let text = read_definition_text(path)?;
-    let template = template_value(&text, &path.to_string_lossy()).ok_or_else(|| {
-        format!(
-            "{} is not a SAM or CloudFormation template with a state machine",
-            path.display()
-        )
-    })?;
+    let name = path.to_string_lossy();
+    let Some(template) = template_value(&text, &name) else {
+        let why = match SourceFormat::detect(Some(&name), &text) {
+            SourceFormat::Yaml => asl::yaml::parse(&text)
+                .err()
+                .map(|e| format!("not valid YAML: {e}")),
+            SourceFormat::Json => {
+                serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
+                    .err()
+                    .map(|e| format!("not valid JSON: {e}"))
+            }
+        };
+        return Err(format!(
+            "{} is {}",
+            path.display(),
+            why.unwrap_or_else(
+                || "not a SAM or CloudFormation template with a state machine".into()
+            )
+        ));
+    };
     let machines = load_template_machines(
         path,
         &text,
