@@ -602,3 +602,34 @@ fn ten_thousand_executions_are_summarised() {
     );
     println!("{}", out.stdout);
 }
+
+/// A distributed Map's processor runs in child executions with histories of their own: their
+/// states, rules and ends count for the parent's definition, and they are no executions of it.
+#[test]
+fn a_distributed_maps_children_count_for_its_processor() {
+    let sb = Sandbox::new();
+    let definition = "tests/coverage/distributed.asl.json";
+    let out = sb.run(&[
+        "run",
+        definition,
+        "--input",
+        r#"{"items":[{"n":1},{"n":2}]}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = sb.run(&["coverage", definition]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let row = report.stdout.lines().nth(1).unwrap().to_owned();
+    assert!(
+        row.contains(" 1  3/4 75%") && row.contains("3/5 60%"),
+        "one execution; Size and Small reached by its children: {}",
+        report.stdout
+    );
+    assert_eq!(
+        missed_lines(&report.stdout),
+        [
+            "  tests/coverage/distributed.asl.json:14  branch: Choice rule 1 of Size ($.n > 10 → Big)",
+            "  tests/coverage/distributed.asl.json:18  state: Pass state Big",
+            "  tests/coverage/distributed.asl.json:18  branch: End of Big",
+        ]
+    );
+}

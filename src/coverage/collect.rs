@@ -159,6 +159,24 @@ impl<'c> Collector<'c> {
         time_scale: &mut dyn FnMut() -> f64,
     ) {
         self.hits.executions += 1;
+        self.read(events, time_scale);
+    }
+
+    /// Reads the history of a distributed Map's child execution of an execution already
+    /// added: its states are the Map's processor's, and it counts as no execution of its own.
+    pub fn add_map_child<'e>(
+        &mut self,
+        events: impl IntoIterator<Item = EventView<'e>>,
+        time_scale: &mut dyn FnMut() -> f64,
+    ) {
+        self.read(events, time_scale);
+    }
+
+    fn read<'e>(
+        &mut self,
+        events: impl IntoIterator<Item = EventView<'e>>,
+        time_scale: &mut dyn FnMut() -> f64,
+    ) {
         let mut lanes: HashMap<&'e str, Lane> = HashMap::new();
         for event in events {
             let lane_name = event

@@ -108,6 +108,19 @@ impl MachineCoverage {
         collector.add(events, time_scale);
         self.hits = collector.hits;
     }
+
+    /// Counts the history of a distributed Map's child execution (see
+    /// [`Collector::add_map_child`]).
+    pub fn add_map_child<'e>(
+        &mut self,
+        events: impl IntoIterator<Item = EventView<'e>>,
+        time_scale: &mut dyn FnMut() -> f64,
+    ) {
+        let mut collector = Collector::new(&self.coverable);
+        collector.hits = std::mem::take(&mut self.hits);
+        collector.add_map_child(events, time_scale);
+        self.hits = collector.hits;
+    }
 }
 
 impl MachineCoverage {
@@ -300,8 +313,40 @@ fn read_executions(
             let mut scale = || time_scale(store, &head.execution_arn);
             measured.add(events.iter().map(EventView::from), &mut scale);
         })?;
+        if has_distributed_map(&measured.coverable.machine.root) {
+            for head in &heads {
+                read_map_children(store, &head.execution_arn, measured)?;
+            }
+        }
     }
     measured.machine_names = names.into_iter().collect();
+    Ok(())
+}
+
+/// Whether a scope (or one nested in it) holds a distributed Map, whose processor's states
+/// run in child executions with histories of their own.
+fn has_distributed_map(scope: &crate::asl::model::Scope) -> bool {
+    use crate::asl::model::{ProcessorMode, StateKind};
+    scope.states.iter().any(|state| {
+        matches!(&state.kind, StateKind::Map(m) if m.mode == ProcessorMode::Distributed)
+            || state.inner_scopes().into_iter().any(has_distributed_map)
+    })
+}
+
+/// Counts the histories of the children of every Map run `execution_arn` started.
+fn read_map_children(
+    store: &Store,
+    execution_arn: &str,
+    measured: &mut MachineCoverage,
+) -> Result<(), StoreError> {
+    let mut scale = || time_scale(store, execution_arn);
+    for run in store.map_runs_of(execution_arn)? {
+        for child in store.map_run_executions(&run.map_run_arn, None)? {
+            if let Some(events) = store.map_run_history(&child.execution_arn, false)? {
+                measured.add_map_child(events.iter().map(EventView::from), &mut scale);
+            }
+        }
+    }
     Ok(())
 }
 
