@@ -805,19 +805,16 @@ impl<'s> Parser<'s> {
     }
 }
 
-/// How far a path argument runs: to a `,` or `)` outside brackets, parentheses and quotes.
+/// How far a path argument runs: to a `,` or `)` outside brackets, parentheses and quotes
+/// (with their escapes: `$['it\'s']`).
 fn path_len(s: &str) -> usize {
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
+    let mut quoted = crate::asl::path::Quoted::default();
     for (i, c) in s.char_indices() {
-        if let Some(q) = quote {
-            if c == q {
-                quote = None;
-            }
+        if quoted.take(c, true) {
             continue;
         }
         match c {
-            '\'' | '"' => quote = Some(c),
             '[' | '(' => depth += 1,
             ']' => depth = depth.saturating_sub(1),
             ')' if depth == 0 => return i,
@@ -851,6 +848,12 @@ mod tests {
     fn evaluates_like_aws() {
         let table: &[(&str, Value, Value)] = &[
             ("States.Array()", json!({}), json!([])),
+            // A path argument whose bracketed names hold escaped quotes ends where they do.
+            (
+                "States.Array($['it\\'s'].x, $[\"a\\\"b\"], 'c,d')",
+                json!({"it's": {"x": 1}, "a\"b": 2}),
+                json!([1, 2, "c,d"]),
+            ),
             (
                 "States.Array($.a, 1, 'x', null, true)",
                 json!({"a": {"b": []}}),

@@ -747,24 +747,47 @@ fn quoted_names(inner: &str) -> Result<Vec<String>, String> {
     }
 }
 
+/// Quoted text met while scanning a path for where it ends: a quote opens it, the same quote
+/// closes it, and a backslash inside escapes the next character, so a bracketed name may hold
+/// its own quote (`$['it\'s']`, `$["a\"b"]`), as Jayway reads it. Every scanner of paths
+/// (brackets here, intrinsic arguments, filters) shares it, so they all end a path alike.
+#[derive(Debug, Default)]
+pub(crate) struct Quoted {
+    open: Option<char>,
+    escaped: bool,
+}
+
+impl Quoted {
+    /// Takes the next character; `true` when it belongs to quoted text (its quotes included).
+    /// A quote opens text only where `may_open` says quotes are read.
+    pub(crate) fn take(&mut self, c: char, may_open: bool) -> bool {
+        if let Some(q) = self.open {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == q {
+                self.open = None;
+            }
+            return true;
+        }
+        if may_open && (c == '\'' || c == '"') {
+            self.open = Some(c);
+            return true;
+        }
+        false
+    }
+}
+
 /// The index of the `]` that closes the `[` at 0, skipping quoted text and nested brackets.
 fn matching_bracket(s: &str) -> Option<usize> {
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
+    let mut quoted = Quoted::default();
     for (i, c) in s.char_indices() {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
+        if quoted.take(c, true) {
             continue;
         }
         match c {
-            '\'' | '"' => quote = Some(c),
             '[' => depth += 1,
             ']' => {
                 depth = depth.checked_sub(1)?;
@@ -1129,6 +1152,16 @@ mod tests {
         assert_eq!(
             p("$[\"say \\\"hi\\\"\"]").select_from(&odd, &odd),
             Some(json!(2))
+        );
+        // ... also inside a filter's own paths, and beside a string literal holding one.
+        let rows = json!([{"it's": 1}, {"it's": "x'y"}]);
+        assert_eq!(
+            p("$[?(@['it\\'s'] == 1)]").select_from(&rows, &rows),
+            Some(json!([{"it's": 1}]))
+        );
+        assert_eq!(
+            p("$[?(@['it\\'s'] == 'x\\'y')]").select_from(&rows, &rows),
+            Some(json!([{"it's": "x'y"}]))
         );
         // An unquoted word: read as the string its author meant, with a note for validate.
         let labels = json!({"Labels": [{"Name": "Receipt"}, {"Name": "Other"}]});

@@ -437,16 +437,13 @@ fn json5ish(s: &str) -> Option<(Value, usize)> {
 fn path_len(s: &str) -> usize {
     let mut depth_sq = 0usize;
     let mut depth_par = 0usize;
-    let mut quote: Option<char> = None;
+    let mut quoted = crate::asl::path::Quoted::default();
     for (i, c) in s.char_indices() {
-        if let Some(q) = quote {
-            if c == q {
-                quote = None;
-            }
+        // Quotes are names only inside brackets (`@['it\'s']`); outside, a string literal.
+        if quoted.take(c, depth_sq > 0) {
             continue;
         }
         match c {
-            '\'' | '"' if depth_sq > 0 => quote = Some(c),
             '[' => depth_sq += 1,
             ']' => depth_sq = depth_sq.saturating_sub(1),
             '(' if depth_sq == 0 => depth_par += 1,
