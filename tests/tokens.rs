@@ -55,7 +55,17 @@ impl Sandbox {
     fn token(&self, attempt: u64) -> String {
         let p = self.path(&format!("token-{attempt}"));
         wait_for(&p);
-        std::fs::read_to_string(p).expect("token file")
+        // The worker's `>` creates the file before its printf fills it: a loaded machine
+        // showed the empty file (the token read as "").
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let token = std::fs::read_to_string(&p).expect("token file");
+            if !token.is_empty() {
+                return token;
+            }
+            assert!(Instant::now() < until, "{} stayed empty", p.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
