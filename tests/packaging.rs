@@ -357,12 +357,7 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
         version.stdout
     );
     // Jest and the AWS SDK as the project's dev dependencies would give them (from .deps).
-    let jest = run(Command::new("node")
-        .arg(deps_node_modules().join("jest/bin/jest.js"))
-        .args(["--ci", "--colors=false"])
-        .current_dir(&project)
-        .env("NODE_PATH", deps_node_modules())
-        .env_remove("SFN_LOCAL_BIN"));
+    let jest = run_in(&project, "jest/bin/jest.js", &["--ci", "--colors=false"]);
     assert_eq!(jest.code, 0, "{}\n{}", jest.stdout, jest.stderr);
     assert!(
         jest.stderr.contains("Tests:       4 passed, 4 total"),
@@ -372,14 +367,7 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
     // The teardown wrote the coverage of approval.asl.json, named as the project names it.
     lcov_of_the_example(&project.join("coverage/sfn-local.lcov"));
     // The same example under Vitest, through its own global setup.
-    let vitest = run(Command::new("node")
-        .arg(deps_node_modules().join("vitest/vitest.mjs"))
-        .arg("run")
-        .current_dir(&project)
-        .env("NODE_PATH", deps_node_modules())
-        .env("CI", "1")
-        .env("NO_COLOR", "1")
-        .env_remove("SFN_LOCAL_BIN"));
+    let vitest = run_in(&project, "vitest/vitest.mjs", &["run"]);
     assert_eq!(vitest.code, 0, "{}\n{}", vitest.stdout, vitest.stderr);
     assert!(
         vitest.stdout.contains("Tests  4 passed (4)"),
@@ -387,6 +375,19 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
         vitest.stdout
     );
     lcov_of_the_example(&project.join("coverage/sfn-local-vitest.lcov"));
+}
+
+/// Runs a test runner of .deps (`jest/bin/jest.js`, ...) in `project`, its modules (and the AWS
+/// SDK) found as a project's dev dependencies would be, the binary from the installed package.
+fn run_in(project: &Path, runner: &str, args: &[&str]) -> Output {
+    run(Command::new("node")
+        .arg(deps_node_modules().join(runner))
+        .args(args)
+        .current_dir(project)
+        .env("NODE_PATH", deps_node_modules())
+        .env("CI", "1")
+        .env("NO_COLOR", "1")
+        .env_remove("SFN_LOCAL_BIN"))
 }
 
 /// An LCOV tracefile of the example's machine that Debian's `lcov` reads: every state of

@@ -103,10 +103,7 @@ impl MachineCoverage {
         events: impl IntoIterator<Item = EventView<'e>>,
         time_scale: &mut dyn FnMut() -> f64,
     ) {
-        let mut collector = Collector::new(&self.coverable);
-        collector.hits = std::mem::take(&mut self.hits);
-        collector.add(events, time_scale);
-        self.hits = collector.hits;
+        self.collect(|collector| collector.add(events, time_scale));
     }
 
     /// Counts the history of a distributed Map's child execution (see
@@ -116,9 +113,14 @@ impl MachineCoverage {
         events: impl IntoIterator<Item = EventView<'e>>,
         time_scale: &mut dyn FnMut() -> f64,
     ) {
+        self.collect(|collector| collector.add_map_child(events, time_scale));
+    }
+
+    /// Runs `read` on a collector holding what was counted so far.
+    fn collect(&mut self, read: impl FnOnce(&mut Collector<'_>)) {
         let mut collector = Collector::new(&self.coverable);
         collector.hits = std::mem::take(&mut self.hits);
-        collector.add_map_child(events, time_scale);
+        read(&mut collector);
         self.hits = collector.hits;
     }
 }
