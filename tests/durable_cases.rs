@@ -779,3 +779,25 @@ fn a_heartbeat_sent_while_no_runner_is_alive_still_counts() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["answer"], json!({"v": 8}));
 }
+
+/// A live runner keeps its executions past their own first lease through its runner's lease
+/// row (one write renews them all): `resume` from another process is refused, and the run ends
+/// as a run does.
+#[test]
+fn a_live_runner_keeps_its_execution_past_the_first_lease() {
+    let sb = sandbox();
+    let def = sb.def(&waits());
+    let live = sb.spawn(&["run", &def, "--name", "live"]);
+    std::thread::sleep(Duration::from_millis(1_200)); // four 300 ms lease periods
+    let refused = sb.run(&["resume", "--execution-arn", "live"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("resume takes only executions whose runner is gone"),
+        "{}",
+        refused.stderr
+    );
+    let live = Output::of(live);
+    assert_eq!(live.code, 0, "{}", live.stderr);
+}

@@ -208,11 +208,18 @@ pub struct ExecutionRecord {
     pub state_machine_alias_arn: Option<String>,
 }
 
-const RECORD_COLUMNS: &str = "id, execution_arn, name, state_machine_arn, state_machine_name, \
-     definition, status, input, output, error, cause, start_date, stop_date, role_arn, timeout_at, \
-     position, last_event_id, owner, lease_expires_at, redrive_count, redrive_date, \
-     json_extract(run_config, '$.maxHistoryEvents'), state_machine_version_arn, \
-     state_machine_alias_arn";
+/// The columns of [`record_from_row`]; the lease's expiry is the effective one (see
+/// `leases::EFFECTIVE_EXPIRY`).
+static RECORD_COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "id, execution_arn, name, state_machine_arn, state_machine_name, \
+         definition, status, input, output, error, cause, start_date, stop_date, role_arn, \
+         timeout_at, position, last_event_id, owner, {}, redrive_count, redrive_date, \
+         json_extract(run_config, '$.maxHistoryEvents'), state_machine_version_arn, \
+         state_machine_alias_arn",
+        super::leases::EFFECTIVE_EXPIRY
+    )
+});
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<ExecutionRecord> {
     let status: String = row.get(6)?;
@@ -359,12 +366,14 @@ pub(crate) fn find(
 ) -> Result<Option<ExecutionRecord>, FindError> {
     if arn_or_name.starts_with("arn:") {
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {RECORD_COLUMNS} FROM executions WHERE execution_arn = ?1"
+            "SELECT {} FROM executions WHERE execution_arn = ?1",
+            *RECORD_COLUMNS
         ))?;
         return Ok(stmt.query_row([arn_or_name], record_from_row).optional()?);
     }
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {RECORD_COLUMNS} FROM executions WHERE name = ?1 ORDER BY start_date DESC, id DESC"
+        "SELECT {} FROM executions WHERE name = ?1 ORDER BY start_date DESC, id DESC",
+        *RECORD_COLUMNS
     ))?;
     let mut found = stmt
         .query_map([arn_or_name], record_from_row)?
@@ -400,15 +409,17 @@ pub(crate) fn list(
     match status {
         Some(status) => {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM executions WHERE status = ?1 \
-                 ORDER BY start_date DESC, id DESC"
+                "SELECT {} FROM executions WHERE status = ?1 \
+                 ORDER BY start_date DESC, id DESC",
+                *RECORD_COLUMNS
             ))?;
             let rows = stmt.query_map([status.as_str()], record_from_row)?;
             rows.collect()
         }
         None => {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM executions ORDER BY start_date DESC, id DESC"
+                "SELECT {} FROM executions ORDER BY start_date DESC, id DESC",
+                *RECORD_COLUMNS
             ))?;
             let rows = stmt.query_map([], record_from_row)?;
             rows.collect()

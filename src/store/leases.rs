@@ -1,13 +1,22 @@
 //! Leases: which runner drives which execution, and until when.
 //!
 //! A runner writes its owner id and an expiry into the execution row when it starts or resumes
-//! it, and renews the expiry a few times per lease period. A lease whose expiry has passed means
+//! it, and renews its own row of `runner_leases` a few times per lease period: one small write
+//! for all the executions it holds. An execution's lease lasts until the later of the two
+//! ([`EFFECTIVE_EXPIRY`]); releasing one execution sets its own expiry to 0, which no runner
+//! lease extends. A lease whose expiry has passed means
 //! its runner is dead (or stuck): `resume` may take the execution over, with one conditional
 //! UPDATE, so two runners racing for it have exactly one winner. The writer also refuses appends
 //! from a runner that is no longer the owner (see `writer`), so a runner that was only paused
 //! cannot write after another took over.
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+/// SQL for when an execution's lease lapses, read in a query over `executions`: its own expiry,
+/// extended by its runner's while not released (0) or cleared (NULL).
+pub(crate) const EFFECTIVE_EXPIRY: &str = "CASE WHEN executions.lease_expires_at > 0 \
+     THEN max(executions.lease_expires_at, coalesce((SELECT r.expires_at FROM runner_leases r \
+     WHERE r.owner = executions.owner), 0)) ELSE executions.lease_expires_at END";
 
 pub(crate) fn acquire(
     tx: &Transaction<'_>,
@@ -17,19 +26,30 @@ pub(crate) fn acquire(
     expires_at: i64,
 ) -> rusqlite::Result<bool> {
     let n = tx.execute(
-        "UPDATE executions SET owner = ?2, lease_expires_at = ?4 \
-         WHERE execution_arn = ?1 AND status = 'RUNNING' \
-         AND (owner IS NULL OR owner = ?2 OR lease_expires_at IS NULL OR lease_expires_at <= ?3)",
+        &format!(
+            "UPDATE executions SET owner = ?2, lease_expires_at = ?4 \
+             WHERE execution_arn = ?1 AND status = 'RUNNING' \
+             AND (owner IS NULL OR owner = ?2 OR coalesce({EFFECTIVE_EXPIRY}, 0) <= ?3)"
+        ),
         params![execution_arn, owner, now, expires_at],
     )?;
     Ok(n == 1)
 }
 
-pub(crate) fn renew(tx: &Transaction<'_>, owner: &str, expires_at: i64) -> rusqlite::Result<usize> {
+/// How long a lapsed runner's row is kept (for `list-executions` to show when it lapsed).
+const FORGET_RUNNERS_AFTER_MS: i64 = 24 * 3600 * 1000;
+
+pub(crate) fn renew(tx: &Transaction<'_>, owner: &str, expires_at: i64) -> rusqlite::Result<()> {
     tx.execute(
-        "UPDATE executions SET lease_expires_at = ?2 WHERE owner = ?1 AND status = 'RUNNING'",
+        "INSERT INTO runner_leases (owner, expires_at) VALUES (?1, ?2) \
+         ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at",
         params![owner, expires_at],
-    )
+    )?;
+    tx.execute(
+        "DELETE FROM runner_leases WHERE expires_at < ?1",
+        params![expires_at - FORGET_RUNNERS_AFTER_MS],
+    )?;
+    Ok(())
 }
 
 pub(crate) fn release(

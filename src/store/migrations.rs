@@ -55,6 +55,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 10,
         sql: include_str!("migrations/V10__map_run_histories.sql"),
     },
+    Migration {
+        version: 11,
+        sql: include_str!("migrations/V11__runner_leases.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

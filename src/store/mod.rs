@@ -587,8 +587,9 @@ impl Store {
         })
     }
 
-    /// Extends every lease `owner` holds on running executions; returns how many.
-    pub fn renew_leases(&self, owner: &str, expires_at: i64) -> Result<usize> {
+    /// Extends every lease `owner` holds on running executions to `expires_at`, with one write
+    /// to its runner's lease row (see `leases`).
+    pub fn renew_leases(&self, owner: &str, expires_at: i64) -> Result<()> {
         self.write_now("renew leases", |tx| leases::renew(tx, owner, expires_at))
     }
 

@@ -721,3 +721,38 @@ fn a_lock_held_past_the_busy_timeout_is_a_typed_error_for_the_whole_batch() {
         .wait_blocking()
         .expect("after the lock is released");
 }
+
+/// A runner's lease row keeps every execution it holds past the execution's own expiry; when
+/// it lapses the execution can be taken over; a released execution can be taken at once.
+#[test]
+fn a_runners_lease_row_extends_its_executions_until_it_lapses() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let execution_arn = arn("M", "leased");
+    // Its own lease (runner-1's, from the start) ends at 1 + 30,000.
+    store
+        .create_execution(new_execution("M", "leased", 1))
+        .wait_blocking()
+        .expect("create");
+    store.renew_leases("runner-1", 100_000).expect("renew");
+    let record = store.execution(&execution_arn).unwrap().unwrap();
+    assert_eq!(record.lease_expires_at_ms, Some(100_000));
+    // Past its own expiry, before its runner's: held.
+    let taken = store.acquire_lease(&execution_arn, "runner-2", 50_000, 60_000);
+    assert!(!taken.expect("acquire"), "runner-1's row still holds it");
+    // Past its runner's too: lapsed, so runner-2 takes it, and runner-1's renewals no longer
+    // reach it (they name another owner).
+    let taken = store.acquire_lease(&execution_arn, "runner-2", 100_001, 110_000);
+    assert!(taken.expect("acquire"));
+    store.renew_leases("runner-1", 200_000).expect("renew");
+    let record = store.execution(&execution_arn).unwrap().unwrap();
+    assert_eq!(record.owner.as_deref(), Some("runner-2"));
+    assert_eq!(record.lease_expires_at_ms, Some(110_000));
+    // Released, it is free at once, whatever its runner's row says.
+    store.renew_leases("runner-2", 500_000).expect("renew");
+    store
+        .release_lease(&execution_arn, "runner-2")
+        .expect("release");
+    let taken = store.acquire_lease(&execution_arn, "runner-3", 120_000, 130_000);
+    assert!(taken.expect("acquire"), "a released lease is free");
+}
