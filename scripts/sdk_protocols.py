@@ -10,11 +10,11 @@ examples, enums, constraints and shapes no operation reaches are dropped.
 
 Usage: scripts/sdk_protocols.py [PYTHON_WITH_BOTOCORE_SITE_PACKAGES_DIR]
 """
-import glob
 import gzip
 import json
 import os
-import sys
+
+import botocore_models
 
 # botocore's service name -> the name `--endpoint` and `aws-sdk:NAME` use.
 SERVICES = ["lambda", "route53", "ec2", "iam", "cloudwatch", "sns", "sts"]
@@ -56,29 +56,16 @@ def compact_shape(shape):
 
 def service_table(model):
     shapes = model["shapes"]
-    keep = set()
-
-    def reach(name):
-        if name in keep:
-            return
-        keep.add(name)
-        s = shapes[name]
-        for k in ("member", "key", "value"):
-            if k in s:
-                reach(s[k]["shape"])
-        for m in s.get("members", {}).values():
-            reach(m["shape"])
-
+    roots = []
     ops = {}
     for name, op in model["operations"].items():
         inp, outp = op.get("input", {}), op.get("output", {})
-        for s in (inp, outp):
-            if s:
-                reach(s["shape"])
+        roots += [s["shape"] for s in (inp, outp) if s]
         ops[name] = [op["http"]["method"], op["http"]["requestUri"], inp.get("shape"),
                      outp.get("shape"), outp.get("resultWrapper"), inp.get("locationName"),
                      (inp.get("xmlNamespace") or {}).get("uri")]
     # The wire code of each modeled error -> its shape (the SDK v2's exception class).
+    keep = botocore_models.reachable(shapes, roots)
     errors = {}
     for op in model["operations"].values():
         for e in op.get("errors", []):
@@ -100,18 +87,8 @@ def service_table(model):
 
 
 def main():
-    if len(sys.argv) > 1:
-        data = os.path.join(sys.argv[1], "botocore", "data")
-    else:
-        import botocore
-
-        data = os.path.join(os.path.dirname(botocore.__file__), "data")
-    table = {}
-    for service in SERVICES:
-        path = sorted(glob.glob(os.path.join(data, service, "*", "service-2.json*")))[-1]
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt") as f:
-            table[service] = service_table(json.load(f))
+    data = botocore_models.data_dir()
+    table = {service: service_table(botocore_models.load(data, service)) for service in SERVICES}
     out = os.path.join(os.path.dirname(__file__), "..", "src", "tasks", "aws", "sdk_models.json.gz")
     text = json.dumps(table, separators=(",", ":")).encode()
     # mtime=0: the same models always give the same bytes.

@@ -7,11 +7,10 @@ output shape and the shapes it reaches; documentation is dropped.
 Usage: scripts/service_models.py [PYTHON_WITH_BOTOCORE_SITE_PACKAGES_DIR]
 (default: the botocore importable by this interpreter, e.g. .deps/venv/bin/python).
 """
-import glob
-import gzip
 import json
 import os
-import sys
+
+import botocore_models
 
 # The services Step Functions' optimized integrations call, and the AWS SDK integrations
 # workflows use most. Names are botocore's.
@@ -32,38 +31,18 @@ def strip(x):
 
 
 def main():
-    if len(sys.argv) > 1:
-        data = os.path.join(sys.argv[1], "botocore", "data")
-    else:
-        import botocore
-
-        data = os.path.join(os.path.dirname(botocore.__file__), "data")
+    data = botocore_models.data_dir()
     out_dir = os.path.join(os.path.dirname(__file__), "..", "src", "engine", "test_state", "models")
     os.makedirs(out_dir, exist_ok=True)
     for service in SERVICES:
-        path = sorted(glob.glob(os.path.join(data, service, "*", "service-2.json*")))[-1]
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt") as f:
-            model = json.load(f)
+        model = botocore_models.load(data, service)
         shapes = model["shapes"]
-        keep = set()
-
-        def reach(name):
-            if name in keep:
-                return
-            keep.add(name)
-            shape = shapes[name]
-            for k in ("member", "key", "value"):
-                if k in shape:
-                    reach(shape[k]["shape"])
-            for m in shape.get("members", {}).values():
-                reach(m["shape"])
-
-        operations = {}
-        for name, op in model["operations"].items():
-            if op.get("output"):
-                operations[name] = {"output": op["output"]}
-                reach(op["output"]["shape"])
+        operations = {
+            name: {"output": op["output"]}
+            for name, op in model["operations"].items()
+            if op.get("output")
+        }
+        keep = botocore_models.reachable(shapes, [o["output"]["shape"] for o in operations.values()])
         trimmed = {
             "metadata": {k: model["metadata"].get(k) for k in ("apiVersion", "serviceId", "protocol")},
             "operations": operations,
