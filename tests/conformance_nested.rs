@@ -241,22 +241,9 @@ impl Served {
 
     /// One API call; the status.
     fn call(&self, target: &str, body: &Value) -> u16 {
-        use std::io::{Read, Write};
-        let addr = self.url.trim_start_matches("http://");
-        let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-        let body = body.to_string();
-        write!(
-            stream,
-            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{target}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read");
-        response
-            .get(9..12)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+        let authority = self.url.trim_start_matches("http://");
+        let response = common::http_api::sfn_call(authority, target, &body.to_string());
+        common::http_api::status_and_json(&response).0
     }
 }
 

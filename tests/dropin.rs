@@ -9,10 +9,10 @@
 
 mod common;
 
-use common::http_api::one_shot;
+use common::http_api::{one_shot, sfn_call, status_and_json};
 use common::{bin, deps_node_modules, deps_python_bin, Output, Sandbox};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -105,19 +105,8 @@ impl Served {
 
     /// One raw API call: the status and the body as JSON.
     fn call(&self, operation: &str, body: Value) -> (u16, Value) {
-        let body = body.to_string();
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        write!(
-            stream,
-            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{operation}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read");
-        let status: u16 = response[9..12].parse().expect("status");
-        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+        let authority = format!("127.0.0.1:{}", self.port);
+        status_and_json(&sfn_call(&authority, operation, &body.to_string()))
     }
 
     /// CreateStateMachine; the ARN.

@@ -553,20 +553,9 @@ impl Served {
 
     /// One raw API call (unsigned: serve takes the region from its flag then); the body.
     fn call(&self, action: &str, body: Value) -> Value {
-        use std::io::{Read, Write};
-        let body = body.to_string();
-        let mut stream =
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect serve");
-        write!(
-            stream,
-            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{action}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read");
-        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-        serde_json::from_str(body).unwrap_or(Value::Null)
+        let authority = format!("127.0.0.1:{}", self.port);
+        let response = common::http_api::sfn_call(&authority, action, &body.to_string());
+        common::http_api::status_and_json(&response).1
     }
 
     /// Creates a machine (and the test activity if it uses it); returns the machine's ARN.

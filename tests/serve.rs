@@ -107,18 +107,11 @@ impl Served {
 
     /// One raw API call: the status and the body as JSON.
     fn call(&self, target: &str, body: &str) -> (u16, Value) {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        write!(
-            stream,
-            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: {target}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write");
-        let mut response = String::new();
-        stream.read_to_string(&mut response).expect("read");
-        let status: u16 = response[9..12].parse().expect("status");
-        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+        let operation = target
+            .strip_prefix("AWSStepFunctions.")
+            .expect("a Step Functions target");
+        let authority = format!("127.0.0.1:{}", self.port);
+        common::http_api::status_and_json(&common::http_api::sfn_call(&authority, operation, body))
     }
 }
 

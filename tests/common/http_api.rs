@@ -55,3 +55,32 @@ pub fn one_shot(status: &str, body: &str) -> (String, std::thread::JoinHandle<St
     });
     (url, handle)
 }
+
+/// One unsigned AWS JSON 1.0 call of Step Functions' `operation` (`CreateStateMachine`, ...) to
+/// a server at `authority` (`127.0.0.1:PORT`): the whole response, head and body.
+pub fn sfn_call(authority: &str, operation: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect to serve");
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{operation}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// A response's status and its body as JSON (`Null` when the body is not JSON).
+pub fn status_and_json(response: &str) -> (u16, serde_json::Value) {
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
