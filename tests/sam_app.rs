@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{deps_python_bin, Output, Sandbox};
+use common::{deps_python_bin, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -42,23 +42,12 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// `sfn-local ARGS` in the app's folder.
-fn run_in(sb: &Sandbox, args: &[&str]) -> Output {
-    let child = sb
-        .command()
-        .current_dir(sb.dir.path())
-        .args(args)
-        .spawn()
-        .expect("spawn sfn-local");
-    Output::of(child)
-}
-
 #[test]
 fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     let sb = app("sam_app");
     // validate: one state machine, reported under its DefinitionUri file with its logical ID
     // (the spec, the event and the functions are passed over).
-    let out = run_in(&sb, &["validate", "--format", "json", "."]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "json", "."]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let report = out.json();
     let files = report.as_array().expect("one report per machine");
@@ -71,7 +60,7 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     assert_eq!(files[0]["template"], "./template.yaml", "{report}");
 
     // test: the template finds the spec beside it, which names the template's machine.
-    let out = run_in(&sb, &["test", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["test", "template.yaml"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("3 passed, 0 failed"), "{}", out.stdout);
 
@@ -88,7 +77,7 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
         "--input-file",
         "events/order.json",
     ]);
-    let out = run_in(&sb, &args);
+    let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let output: Value = serde_json::from_str(out.stdout.trim()).expect("output");
     assert_eq!(output["charge"], serde_json::json!({"charged": 42}));
@@ -97,14 +86,11 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     let declined = r#"{"orderId": "o-2", "amount": 1, "card": "4000000000000000"}"#;
     let last = args.len() - 2;
     args.splice(last.., ["--input", declined]);
-    let out = run_in(&sb, &args);
+    let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("OrderDeclined"), "{}", out.stderr);
     // A value only CloudFormation knows is refused, named, and nothing runs.
-    let out = run_in(
-        &sb,
-        &["run", "--template", "template.yaml", "--input", "{}"],
-    );
+    let out = sb.run_in_sandbox(&["run", "--template", "template.yaml", "--input", "{}"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("--sub ChargeFunctionArn=VALUE"),
@@ -113,7 +99,7 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     );
 
     // graph: the template's machine, drawn.
-    let out = run_in(&sb, &["graph", "--format", "mermaid", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["graph", "--format", "mermaid", "template.yaml"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     for state in ["Charge", "Ship", "Declined"] {
         assert!(out.stdout.contains(state), "{}", out.stdout);
@@ -123,26 +109,23 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
 #[test]
 fn test_state_and_start_execution_take_a_template() {
     let sb = app("sam_app");
-    let out = run_in(
-        &sb,
-        &[
-            "test-state",
-            "--template",
-            "template.yaml",
-            "--state-name",
-            "Ship",
-            "--sub",
-            CHARGE_ARN,
-            "--sub",
-            SHIP_ARN,
-            "--input",
-            r#"{"orderId": "o-3"}"#,
-            "--mock",
-            r#"{"result": "{\"tracking\": \"t\"}"}"#,
-            "--inspection-level",
-            "DEBUG",
-        ],
-    );
+    let out = sb.run_in_sandbox(&[
+        "test-state",
+        "--template",
+        "template.yaml",
+        "--state-name",
+        "Ship",
+        "--sub",
+        CHARGE_ARN,
+        "--sub",
+        SHIP_ARN,
+        "--input",
+        r#"{"orderId": "o-3"}"#,
+        "--mock",
+        r#"{"result": "{\"tracking\": \"t\"}"}"#,
+        "--inspection-level",
+        "DEBUG",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let answer = out.json();
     let parameters: Value = serde_json::from_str(
@@ -156,18 +139,15 @@ fn test_state_and_start_execution_take_a_template() {
         serde_json::json!({"orderId": "o-3", "carrier": "ups"})
     );
     // Without --state-name, the states to choose from are named.
-    let out = run_in(
-        &sb,
-        &[
-            "test-state",
-            "--template",
-            "template.yaml",
-            "--sub",
-            CHARGE_ARN,
-            "--sub",
-            SHIP_ARN,
-        ],
-    );
+    let out = sb.run_in_sandbox(&[
+        "test-state",
+        "--template",
+        "template.yaml",
+        "--sub",
+        CHARGE_ARN,
+        "--sub",
+        SHIP_ARN,
+    ]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("--state-name (Charge, Ship, Declined)"),
@@ -175,26 +155,23 @@ fn test_state_and_start_execution_take_a_template() {
         out.stderr
     );
 
-    let out = run_in(
-        &sb,
-        &[
-            "start-execution",
-            "--template",
-            "template.yaml",
-            "--sub",
-            CHARGE_ARN,
-            "--sub",
-            SHIP_ARN,
-            "--task",
-            CHARGE,
-            "--task",
-            SHIP,
-            "--input-file",
-            "events/order.json",
-            "--name",
-            "first-order",
-        ],
-    );
+    let out = sb.run_in_sandbox(&[
+        "start-execution",
+        "--template",
+        "template.yaml",
+        "--sub",
+        CHARGE_ARN,
+        "--sub",
+        SHIP_ARN,
+        "--task",
+        CHARGE,
+        "--task",
+        SHIP,
+        "--input-file",
+        "events/order.json",
+        "--name",
+        "first-order",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.json()["executionArn"]
@@ -206,10 +183,7 @@ fn test_state_and_start_execution_take_a_template() {
     );
     let until = Instant::now() + Duration::from_secs(60);
     let described = loop {
-        let out = run_in(
-            &sb,
-            &["describe-execution", "--execution-arn", "first-order"],
-        );
+        let out = sb.run_in_sandbox(&["describe-execution", "--execution-arn", "first-order"]);
         let d = out.json();
         if d["status"] != "RUNNING" || Instant::now() > until {
             break d;
@@ -235,7 +209,7 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
         .unwrap();
     typo["stateMachin"] = machine;
     sb.write("typo.sfntest.json", &typo.to_string());
-    let out = run_in(&sb, &["test", "typo.sfntest.json"]);
+    let out = sb.run_in_sandbox(&["test", "typo.sfntest.json"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout.contains("stateMachin") && out.stdout.contains("did you mean"),
@@ -246,25 +220,22 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
     let mut bare = spec.clone();
     bare.as_object_mut().unwrap().remove("substitutions");
     sb.write("bare.sfntest.json", &bare.to_string());
-    let out = run_in(&sb, &["test", "bare.sfntest.json"]);
+    let out = sb.run_in_sandbox(&["test", "bare.sfntest.json"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("ChargeFunctionArn"), "{}", out.stdout);
     // ... which --sub gives.
-    let out = run_in(
-        &sb,
-        &[
-            "test",
-            "--sub",
-            CHARGE_ARN,
-            "--sub",
-            SHIP_ARN,
-            "bare.sfntest.json",
-        ],
-    );
+    let out = sb.run_in_sandbox(&[
+        "test",
+        "--sub",
+        CHARGE_ARN,
+        "--sub",
+        SHIP_ARN,
+        "bare.sfntest.json",
+    ]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     std::fs::create_dir(sb.path("other")).unwrap();
     std::fs::copy(sb.path("template.yaml"), sb.path("other/template.yaml")).unwrap();
-    let out = run_in(&sb, &["test", "other/template.yaml"]);
+    let out = sb.run_in_sandbox(&["test", "other/template.yaml"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("\"template\": \"template.yaml\""),
@@ -364,7 +335,7 @@ assert declined["error"] == "OrderDeclined", declined
 fn a_cdk_synth_template_validates_and_runs() {
     let sb = app("cdk_app");
     let template = "cdk.out/OrdersStack.template.json";
-    let out = run_in(&sb, &["validate", template]);
+    let out = sb.run_in_sandbox(&["validate", template]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("(OrdersStateMachine6A3C2B1D): ok"),
@@ -378,7 +349,7 @@ fn a_cdk_synth_template_validates_and_runs() {
     );
     let mut args = vec!["run", "--template", template, "--task", &task];
     args.extend(["--input", r#"{"amount": 3}"#]);
-    let out = run_in(&sb, &args);
+    let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 2, "{}", out.stderr);
     let sub = "ChargeFunction0F9A7B5C.Arn=arn:aws:lambda:us-east-1:123456789012:function:c";
     assert!(
@@ -388,7 +359,7 @@ fn a_cdk_synth_template_validates_and_runs() {
         out.stderr
     );
     args.extend(["--sub", sub]);
-    let out = run_in(&sb, &args);
+    let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
     let output: Value = serde_json::from_str(out.stdout.trim()).unwrap();
@@ -408,7 +379,7 @@ fn a_walk_of_a_cdk_app_reads_cdk_out_but_not_node_modules() {
         "node_modules/some-lib/broken.asl.json",
         r#"{"StartAt": "X", "States": {"X": {"Type": "Nope"}}}"#,
     );
-    let out = run_in(&sb, &["validate", "--verbose", "--format", "json", "."]);
+    let out = sb.run_in_sandbox(&["validate", "--verbose", "--format", "json", "."]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let report = out.json();
     let files: Vec<&str> = report

@@ -4,22 +4,10 @@
 
 mod common;
 
-use common::{Output, Sandbox};
+use common::Sandbox;
 use serde_json::Value;
 
 const FORMATS: [&str; 3] = ["text", "json", "github"];
-
-/// Runs `sfn-local ARGS` with the sandbox as the working directory, as a user in their
-/// repository does (paths in the output are then repository paths).
-fn run_in(sb: &Sandbox, args: &[&str]) -> Output {
-    let child = sb
-        .command()
-        .current_dir(sb.dir.path())
-        .args(args)
-        .spawn()
-        .expect("spawn sfn-local");
-    Output::of(child)
-}
 
 fn mkdir(sb: &Sandbox, dir: &str) {
     std::fs::create_dir_all(sb.path(dir)).unwrap();
@@ -31,7 +19,7 @@ fn fails_in_every_format(sb: &Sandbox, args: &[&str]) -> Value {
     for format in FORMATS {
         let mut all = vec!["validate", "--format", format];
         all.extend_from_slice(args);
-        let out = run_in(sb, &all);
+        let out = sb.run_in_sandbox(&all);
         assert_eq!(
             out.code, 1,
             "--format {format}: {}\n{}",
@@ -88,7 +76,7 @@ fn a_missing_definition_uri_fails_in_every_format() {
     // Only what is wrong: not the unrelated size limit of a definition.
     assert!(!message.contains("at most"), "{message}");
 
-    let out = run_in(&sb, &["validate", "--format", "github", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "github", "template.yaml"]);
     assert_eq!(
         out.stdout
             .lines()
@@ -154,7 +142,7 @@ fn a_template_that_does_not_parse_fails_a_walk_and_junk_is_skipped_with_why() {
         .map(|r| r["file"].as_str().unwrap())
         .collect();
     assert_eq!(files, ["app/broken.json", "app/template.yaml"], "{json}");
-    let out = run_in(&sb, &["validate", "-v", "app"]);
+    let out = sb.run_in_sandbox(&["validate", "-v", "app"]);
     assert!(
         out.stderr
             .lines()
@@ -172,7 +160,7 @@ fn a_walk_checks_a_named_definition_once_in_its_template_context() {
     mkdir(&sb, "statemachine");
     sb.write("template.yaml", SAM);
     sb.write("statemachine/order.asl.json", ORDER);
-    let out = run_in(&sb, &["validate", "--format", "json", "."]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "json", "."]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let v = out.json();
     assert_eq!(
@@ -186,14 +174,14 @@ fn a_walk_checks_a_named_definition_once_in_its_template_context() {
             "truncated": false
         }])
     );
-    let out = run_in(&sb, &["validate", "."]);
+    let out = sb.run_in_sandbox(&["validate", "."]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(
         out.stdout, "./statemachine/order.asl.json (OrderStateMachine): ok\n",
         "{}",
         out.stdout
     );
-    let out = run_in(&sb, &["validate", "--format", "github", "."]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "github", "."]);
     assert_eq!(out.stdout, "", "no annotation for a clean definition");
 
     // Two machines, one in the template, one in a file: 2 files, 2 state machines.
@@ -210,7 +198,7 @@ fn a_walk_checks_a_named_definition_once_in_its_template_context() {
 "
         ),
     );
-    let out = run_in(&sb, &["validate", "."]);
+    let out = sb.run_in_sandbox(&["validate", "."]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
         out.stdout.ends_with("2 files, 2 state machines: ok\n"),
@@ -232,7 +220,7 @@ fn annotations_name_the_file_that_holds_the_problem() {
     );
     let json = fails_in_every_format(&sb, &["template.yaml"]);
     assert_eq!(json["logicalId"], "OrderStateMachine", "{json}");
-    let out = run_in(&sb, &["validate", "--format", "github", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "github", "template.yaml"]);
     let line = out.stdout.lines().next().unwrap();
     assert!(
         line.starts_with(
@@ -242,7 +230,7 @@ fn annotations_name_the_file_that_holds_the_problem() {
     );
     // An absolute path is shown relative to the working directory, as GitHub wants it.
     let abs = sb.path("template.yaml").display().to_string();
-    let out = run_in(&sb, &["validate", "--format", "github", &abs]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "github", &abs]);
     assert!(
         out.stdout
             .starts_with("::error file=statemachine/order.asl.json,"),
@@ -250,7 +238,7 @@ fn annotations_name_the_file_that_holds_the_problem() {
         out.stdout
     );
     // Text names the file and the state machine.
-    let out = run_in(&sb, &["validate", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["validate", "template.yaml"]);
     assert!(
         out.stdout
             .contains("statemachine/order.asl.json (OrderStateMachine): 1 error"),
@@ -292,7 +280,7 @@ fn a_bad_dynamic_key_is_shown_at_the_key_and_typos_get_a_suggestion() {
         message.contains("unknown function 'States.Formatt' (did you mean 'States.Format'?)"),
         "{message}"
     );
-    let out = run_in(&sb, &["validate", "--format", "github", "m.asl.json"]);
+    let out = sb.run_in_sandbox(&["validate", "--format", "github", "m.asl.json"]);
     assert!(
         out.stdout
             .starts_with("::error file=m.asl.json,line=10,col=11,"),
@@ -356,7 +344,7 @@ fn graph_draws_a_templates_state_machine() {
 "
     );
     sb.write("template.yaml", &two);
-    let out = run_in(&sb, &["graph", "--format", "mermaid", "template.yaml"]);
+    let out = sb.run_in_sandbox(&["graph", "--format", "mermaid", "template.yaml"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("several state machines")
@@ -370,14 +358,14 @@ fn graph_draws_a_templates_state_machine() {
         "mermaid",
         "template.yaml#OrderStateMachine",
     ];
-    let out = run_in(&sb, &args);
+    let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains("Charge") && !out.stdout.contains("GiveBack"),
         "{}",
         out.stdout
     );
-    let out = run_in(&sb, &["graph", "--format", "dot", "template.yaml#Refund"]);
+    let out = sb.run_in_sandbox(&["graph", "--format", "dot", "template.yaml#Refund"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("GiveBack"), "{}", out.stdout);
     let args = [
@@ -385,12 +373,9 @@ fn graph_draws_a_templates_state_machine() {
         "--sub",
         "ChargeFunctionArn=arn:aws:lambda:us-east-1:1:function:c",
     ];
-    let out = run_in(
-        &sb,
-        &[&args[..], &["template.yaml#OrderStateMachine"]].concat(),
-    );
+    let out = sb.run_in_sandbox(&[&args[..], &["template.yaml#OrderStateMachine"]].concat());
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let out = run_in(&sb, &["graph", "template.yaml#Nope"]);
+    let out = sb.run_in_sandbox(&["graph", "template.yaml#Nope"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("has no state machine 'Nope'"),
@@ -407,17 +392,14 @@ fn an_unused_sub_is_a_warning_that_names_it() {
     mkdir(&sb, "statemachine");
     sb.write("statemachine/order.asl.json", ORDER);
     sb.write("template.yaml", SAM);
-    let out = run_in(
-        &sb,
-        &[
-            "graph",
-            "--sub",
-            "ChargeFnArn=x",
-            "--sub",
-            "ChargeFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:c",
-            "template.yaml",
-        ],
-    );
+    let out = sb.run_in_sandbox(&[
+        "graph",
+        "--sub",
+        "ChargeFnArn=x",
+        "--sub",
+        "ChargeFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:c",
+        "template.yaml",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -426,10 +408,7 @@ fn an_unused_sub_is_a_warning_that_names_it() {
         "{}",
         out.stderr
     );
-    let out = run_in(
-        &sb,
-        &["graph", "--sub", "Typo=1", "statemachine/order.asl.json"],
-    );
+    let out = sb.run_in_sandbox(&["graph", "--sub", "Typo=1", "statemachine/order.asl.json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("substitution Typo is not used"),

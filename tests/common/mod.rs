@@ -264,6 +264,18 @@ impl Sandbox {
         self.run_with_stdin(args, "")
     }
 
+    /// Runs `sfn-local ARGS` to the end from the sandbox's own folder (relative paths are its
+    /// files), as a user runs it in a project.
+    pub fn run_in_sandbox(&self, args: &[&str]) -> Output {
+        let child = self
+            .command()
+            .current_dir(self.dir.path())
+            .args(args)
+            .spawn()
+            .expect("spawn sfn-local");
+        Output::of(child)
+    }
+
     /// Like [`Sandbox::run`], feeding `stdin`.
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
         self.run_full(args, stdin, &[])
