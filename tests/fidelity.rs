@@ -121,9 +121,10 @@ fn a_definition_nested_too_deeply_is_too_deeply_nested() {
 
 /// JSONata results as AWS (whose JSONata is jsonata-js's) returns them: a sequence of one value
 /// is that value (a path through a one-element array, a filter with one match, `$map`,
-/// `$filter`, `$keys`, `$each`, `$lookup`, `$match`), while arrays that functions build or that
-/// the expression constructs stay arrays (`$sort`, `$split`, `$append`, `$distinct` of an
-/// array, `[...]`, the `[]` modifier).
+/// `$filter`, `$keys`, `$each`, `$lookup`, `$match`, and AWS's `$range`, measured on AWS for
+/// floci: https://github.com/floci-io/floci/pull/2676), while arrays that functions build or
+/// that the expression constructs stay arrays (`$sort`, `$split`, `$append`, `$distinct` of an
+/// array, `[...]`, the `[]` modifier, AWS's `$partition` chunks as AWS recorded them).
 #[test]
 fn jsonata_single_value_sequences_are_their_value_and_arrays_stay_arrays() {
     let sb = Sandbox::new();
@@ -143,7 +144,9 @@ fn jsonata_single_value_sequences_are_their_value_and_arrays_stay_arrays() {
         "append": "{% $append([], 1) %}",
         "distinct": "{% $distinct([1,1]) %}",
         "constructed": "{% [$states.input.a.b] %}",
-        "kept": "{% $states.input.a.b[] %}"
+        "kept": "{% $states.input.a.b[] %}",
+        "range": "{% $range(3, 3, 1) %}",
+        "partition": "{% $partition([0], 1) %}"
     }}}});
     let f = sb.write("j.asl.json", &machine.to_string());
     let out = sb.run(&[
@@ -157,6 +160,7 @@ fn jsonata_single_value_sequences_are_their_value_and_arrays_stay_arrays() {
         out.json(),
         json!({"path": 1, "filter": 2, "map": 1, "filterFn": 2, "keys": "a", "each": 1,
                "lookup": 1, "match": "a", "variable": 2, "sort": [1], "split": ["a"],
-               "append": [1], "distinct": [1], "constructed": [1], "kept": [1]})
+               "append": [1], "distinct": [1], "constructed": [1], "kept": [1],
+               "range": 3, "partition": [[0]]})
     );
 }

@@ -258,6 +258,39 @@ mod aws {
             .map(|f| f as i64)
     }
 
+    /// `$range(start, end, step)`: the integers from `start` to `end` (when a step lands on
+    /// it) `step` apart. AWS returns them as a JSONata sequence, so a range of one integer is
+    /// that integer, not an array of it: `$range(3, 3, 1)` is `3` on AWS, as measured for
+    /// floci (<https://github.com/floci-io/floci/pull/2676>, test
+    /// `range_singleElementRangeCollapsesToScalar`), and as LocalStack's `$range` gives it, a
+    /// JSONata `$map` over the indices (`localstack-core/localstack/services/stepfunctions/asl/
+    /// component/intrinsic/jsonata.py` in <https://github.com/localstack/localstack>).
+    /// `$partition`'s chunks stay arrays: AWS recorded `$partition([0], 1)` as `[[0]]`.
+    fn range(args: &[Option<Value>]) -> Result<Option<Value>, Error> {
+        let get = |i: usize| integer(args.get(i).unwrap_or(&None));
+        let (Some(start), Some(end), Some(step)) = (get(0), get(1), get(2)) else {
+            return Err(fail("$range: start, end and step must be integers".into()));
+        };
+        if step == 0 {
+            return Err(fail("$range: step must not be 0".into()));
+        }
+        let mut items = Vec::new();
+        let mut n = start;
+        while (step > 0 && n <= end) || (step < 0 && n >= end) {
+            if items.len() == MAX_RANGE_ITEMS {
+                return Err(fail(format!(
+                    "$range: the result would have more than {MAX_RANGE_ITEMS} items"
+                )));
+            }
+            items.push(json!(n));
+            n += step;
+        }
+        Ok(Some(match <[Value; 1]>::try_from(items) {
+            Ok([only]) => only,
+            Err(items) => Value::Array(items),
+        }))
+    }
+
     pub(super) fn functions() -> Vec<(&'static str, HostFunction)> {
         let mut out = Vec::new();
         let mut add = |name: &'static str, f: HostFunction| out.push((name, f.without_input()));
@@ -285,30 +318,7 @@ mod aws {
                 )))
             }),
         );
-        add(
-            "range",
-            HostFunction::new(3, |args, _| {
-                let get = |i: usize| integer(args.get(i).unwrap_or(&None));
-                let (Some(start), Some(end), Some(step)) = (get(0), get(1), get(2)) else {
-                    return Err(fail("$range: start, end and step must be integers".into()));
-                };
-                if step == 0 {
-                    return Err(fail("$range: step must not be 0".into()));
-                }
-                let mut items = Vec::new();
-                let mut n = start;
-                while (step > 0 && n <= end) || (step < 0 && n >= end) {
-                    if items.len() == MAX_RANGE_ITEMS {
-                        return Err(fail(format!(
-                            "$range: the result would have more than {MAX_RANGE_ITEMS} items"
-                        )));
-                    }
-                    items.push(json!(n));
-                    n += step;
-                }
-                Ok(Some(Value::Array(items)))
-            }),
-        );
+        add("range", HostFunction::new(3, |args, _| range(args)));
         add(
             "hash",
             HostFunction::new(2, |args, _| {
@@ -769,5 +779,42 @@ fn evaluate_node(
             }
             Ok(Value::Array(out))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn eval(source: &str) -> Outcome {
+        compile_query(source)
+            .expect("compiles")
+            .evaluate(Vec::new())
+            .expect("evaluates")
+    }
+
+    /// AWS's `$range` is a JSONata sequence: one integer is that integer (measured on AWS for
+    /// floci, <https://github.com/floci-io/floci/pull/2676>), more stay an array (AWS's
+    /// recordings: `$range(0, 9, 3)` is `[0,3,6,9]`).
+    #[test]
+    fn a_range_of_one_integer_is_that_integer() {
+        assert_eq!(eval("$range(3, 3, 1)"), Outcome::Value(json!(3)));
+        assert_eq!(eval("$range(1, 2, 5)"), Outcome::Value(json!(1)));
+        assert_eq!(eval("$range(4, 3, -2)"), Outcome::Value(json!(4)));
+        assert_eq!(eval("[$range(3, 3, 1)]"), Outcome::Value(json!([3])));
+        assert_eq!(eval("$range(0, 9, 3)"), Outcome::Value(json!([0, 3, 6, 9])));
+        assert_eq!(eval("$range(1, 2, 1)"), Outcome::Value(json!([1, 2])));
+    }
+
+    /// `$partition`'s chunks are arrays however few they hold, as AWS recorded them
+    /// (`$partition([0], 1)` is `[[0]]`, `$partition([0, 1, 2], 2)` is `[[0,1],[2]]`).
+    #[test]
+    fn partition_chunks_stay_arrays() {
+        assert_eq!(eval("$partition([0], 1)"), Outcome::Value(json!([[0]])));
+        assert_eq!(
+            eval("$partition([0, 1, 2], 2)"),
+            Outcome::Value(json!([[0, 1], [2]]))
+        );
     }
 }
