@@ -34,7 +34,7 @@ impl QueryLanguage {
 }
 
 /// STANDARD or EXPRESS: some rules differ (Express has no callbacks or activities).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MachineType {
     /// Long-running, exactly-once workflows.
     #[default]

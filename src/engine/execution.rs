@@ -706,8 +706,10 @@ impl Engine {
             StateKind::Choice(c) => self.choice(cx, c, input),
             StateKind::Wait(w) => self.wait(cx, w, input).await,
             StateKind::Task(t) => self.task(cx, t, input).await,
-            StateKind::Parallel(p) => self.parallel(cx, p, input).await,
-            StateKind::Map(m) => self.map(cx, m, input).await,
+            // Boxed: their futures are the largest, and every waiting Task or Wait would
+            // otherwise carry room for them.
+            StateKind::Parallel(p) => Box::pin(self.parallel(cx, p, input)).await,
+            StateKind::Map(m) => Box::pin(self.map(cx, m, input)).await,
         }
     }
 

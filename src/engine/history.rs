@@ -558,7 +558,9 @@ impl History {
     /// Hands buffered events to the sink without waiting.
     pub fn submit(&mut self) {
         if !self.buffer.is_empty() {
-            let batch = std::mem::replace(&mut self.buffer, Vec::with_capacity(64));
+            // An empty buffer holds no memory: an execution waiting for days after a flush
+            // should not keep room for 64 events (5 KB each, at 10,000 waiting: 50 MB).
+            let batch = std::mem::take(&mut self.buffer);
             self.sink.submit(batch);
         }
     }

@@ -1,7 +1,7 @@
 //! Executions hosted by the server: started (or resumed) on the execution threads with the
 //! engine's runner, watched to their end, and failed (not the server) if their engine panics.
 
-use crate::asl::{self, MachineType};
+use crate::asl::MachineType;
 use crate::clock::system_now;
 use crate::engine::children::{KnownMachine, KnownMachines, MachineBindings};
 use crate::engine::context::ExecutionInfo;
@@ -123,8 +123,9 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
     let mut known = KnownMachines::new();
     for record in server.store.state_machines()? {
         let kind = crate::serve::ops::machine_type(&record.machine_type);
-        let (Some(machine), _) =
-            asl::compile_text_as(&record.definition, kind, server.config.compat)
+        let Some(machine) = server
+            .compiled
+            .get(&record.definition, kind, server.config.compat)
         else {
             continue;
         };
@@ -134,7 +135,7 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
             record.name.clone(),
             KnownMachine {
                 definition: record.definition,
-                machine: Arc::new(machine),
+                machine,
                 bindings: Some(bindings),
             },
         );
@@ -144,8 +145,9 @@ fn known_machines(server: &Server) -> Result<KnownMachines, ApiError> {
 
 /// Compiles the machine and binds its tasks and mocks, on the execution thread.
 fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError> {
-    let (machine, _) =
-        asl::compile_text_as(&spec.definition, spec.machine_type, server.config.compat);
+    let machine = server
+        .compiled
+        .get(&spec.definition, spec.machine_type, server.config.compat);
     let machine = machine.ok_or_else(|| {
         ApiError::new(
             "InvalidDefinition",
@@ -202,7 +204,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
     };
     Ok(RunRequest {
         definition: spec.definition,
-        machine: Arc::new(machine),
+        machine,
         input: spec.input,
         info: spec.info,
         time_scale: server.config.time_scale,

@@ -15,6 +15,7 @@
 //! an IP address or one `--allow-host` names are refused (DNS rebinding), with timeouts and a
 //! connection cap; HTTP Tasks call nothing unless `--allow-http-invoke` says which hosts.
 
+pub mod compiled;
 pub mod executions;
 pub mod model;
 pub mod operation;
@@ -167,6 +168,8 @@ pub struct Server {
     stopping: tokio::sync::watch::Receiver<bool>,
     /// The `--task`/`--worker` bindings for every machine that some machine has matched.
     matched: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Compiled machines, shared by the executions running them.
+    compiled: compiled::CompiledMachines,
 }
 
 /// Why the server could not run.
@@ -220,6 +223,7 @@ pub fn run(
         owner: owner.clone(),
         stopping,
         matched: Default::default(),
+        compiled: Default::default(),
     });
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind)
