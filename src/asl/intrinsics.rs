@@ -417,7 +417,7 @@ impl Call {
                 v.len() - 1
             )));
         }
-        let mut out = String::with_capacity(template.len());
+        let mut out = String::with_capacity(template.len() + 16 * placeholders.len());
         let mut from = 0;
         for (at, value) in placeholders.iter().zip(&v[1..]) {
             out.push_str(template.get(from..*at).unwrap_or(""));

@@ -596,8 +596,13 @@ impl Engine {
                         Transition::End => return Ok((output, prev)),
                     }
                 }
-                let entered_at = self
-                    .recorded(&self.peek_key())
+                // Only a resumed run has recorded events to look a key up in.
+                let recorded = self
+                    .replay
+                    .is_some()
+                    .then(|| self.recorded(&self.peek_key()));
+                let entered_at = recorded
+                    .flatten()
                     .map_or_else(|| self.clock.now(), |r| r.timestamp);
                 let input_payload = match carried.take() {
                     Some(p) => p,

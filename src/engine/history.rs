@@ -558,9 +558,16 @@ impl History {
     /// Hands buffered events to the sink without waiting.
     pub fn submit(&mut self) {
         if !self.buffer.is_empty() {
-            // An empty buffer holds no memory: an execution waiting for days after a flush
-            // should not keep room for 64 events (5 KB each, at 10,000 waiting: 50 MB).
-            let batch = std::mem::take(&mut self.buffer);
+            // A full batch is followed by more: room for the next one at once (grown by
+            // doubling, the buffer was copied and page-faulted eleven times a batch). A flush
+            // before a wait leaves no room: an execution waiting for days should not hold
+            // 64 events' worth (5 KB; 50 MB at 10,000 waiting).
+            let next = if self.buffer.len() >= BATCH {
+                Vec::with_capacity(BATCH)
+            } else {
+                Vec::new()
+            };
+            let batch = std::mem::replace(&mut self.buffer, next);
             self.sink.submit(batch);
         }
     }

@@ -59,10 +59,7 @@ impl StoreSink {
                 id: e.id,
                 previous_event_id: e.previous_event_id,
                 timestamp_ms: e.timestamp,
-                event_type: match e.replay_key {
-                    Some(key) => format!("{}{KEY_SEPARATOR}{key}", e.event_type.as_str()),
-                    None => e.event_type.as_str().to_owned(),
-                },
+                event_type: keyed_type(e.event_type.as_str(), e.replay_key.as_deref()),
                 details: e.details,
             })
             .collect();
@@ -84,6 +81,19 @@ impl StoreSink {
             }
         }
     }
+}
+
+/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them (without `format!`, which
+/// cost more than the rest of the conversion).
+fn keyed_type(event_type: &str, key: Option<&str>) -> String {
+    let Some(key) = key else {
+        return event_type.to_owned();
+    };
+    let mut text = String::with_capacity(event_type.len() + KEY_SEPARATOR.len_utf8() + key.len());
+    text.push_str(event_type);
+    text.push(KEY_SEPARATOR);
+    text.push_str(key);
+    text
 }
 
 /// The store's status for an engine outcome.

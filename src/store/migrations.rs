@@ -59,6 +59,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 11,
         sql: include_str!("migrations/V11__runner_leases.sql"),
     },
+    Migration {
+        version: 12,
+        sql: include_str!("migrations/V12__chunks_with_rowids.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.
