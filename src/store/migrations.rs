@@ -161,6 +161,45 @@ mod tests {
             .expect("new token column");
     }
 
+    /// V12 moves history chunks out of WITHOUT ROWID tables: the histories stored before it
+    /// read the same after it, and the cascade from an execution still reaches its chunks.
+    #[test]
+    fn a_version_11_database_keeps_its_history_chunks() {
+        let conn = Connection::open_in_memory().expect("in-memory database");
+        for m in &MIGRATIONS[..11] {
+            conn.execute_batch(m.sql).expect("old migration");
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 11;
+             PRAGMA foreign_keys = ON;
+             INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name,
+               definition, input, start_date) VALUES ('a', 'a', 'm', 'm', '{}', '{}', 0);
+             INSERT INTO event_chunks VALUES (1, 1, 2, 'one'), (1, 3, 3, 'two');
+             INSERT INTO map_run_event_chunks VALUES ('child', 1, 4, 'three');",
+        )
+        .expect("old rows");
+        migrate(&conn, std::time::Duration::from_secs(5))
+            .expect("migrate")
+            .expect("not newer");
+        let chunks: Vec<(i64, String)> = conn
+            .prepare("SELECT first_event_id, events FROM event_chunks ORDER BY first_event_id")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .expect("chunks kept");
+        assert_eq!(chunks, [(1, "one".into()), (3, "two".into())]);
+        let child: String = conn
+            .query_row("SELECT events FROM map_run_event_chunks", [], |r| r.get(0))
+            .expect("child chunk kept");
+        assert_eq!(child, "three");
+        assert!(conn
+            .execute("INSERT INTO event_chunks VALUES (1, 3, 3, 'again')", [])
+            .is_err());
+        conn.execute("DELETE FROM executions", []).expect("delete");
+        let left: i64 = conn
+            .query_row("SELECT count(*) FROM event_chunks", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(left, 0, "chunks go with their execution");
+    }
+
     #[test]
     fn newer_schema_is_reported_not_touched() {
         let conn = Connection::open_in_memory().expect("in-memory database");
