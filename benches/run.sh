@@ -3,6 +3,7 @@
 #
 #   benches/run.sh            # N=7
 #   N=15 benches/run.sh
+#   BIN=path/to/sfn-local benches/run.sh   # a binary built otherwise (no cargo build)
 #
 # Workloads (benches/workloads/):
 #   pass-chain-1000    1,000 chained Pass states
@@ -18,8 +19,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-7}"
-cargo build --release --quiet
-BIN=target/release/sfn-local
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/sfn-local
+fi
 W=benches/workloads
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
