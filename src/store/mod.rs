@@ -181,19 +181,7 @@ impl Store {
     /// then starts the writer thread.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            // Owner-only, like the file: the database holds task tokens, inputs and outputs.
-            let mut folders = std::fs::DirBuilder::new();
-            folders.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
-            folders
-                .create(parent)
-                .map_err(|source| StoreError::CreateDir {
-                    path: parent.to_path_buf(),
-                    source: source.into(),
-                })?;
-        }
+        create_parent(&path)?;
         let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
         let flags = if options.read_only_file {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -220,34 +208,8 @@ impl Store {
         if conn.is_readonly(MAIN_DB).unwrap_or(false) {
             return Err(StoreError::ReadOnly { path });
         }
-        let synchronous = options.durability.synchronous();
-        // An empty file has nothing to lose: with `--durability normal` its switch to WAL and
-        // its schema are written without fsyncs (eight of them, a third of a short `run`'s
-        // time when the file is new), and the chosen level applies from the first execution.
-        let fresh = options.durability == Durability::Normal
-            && schema == SchemaCheck::Older(0)
-            && conn
-                .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
-                .is_ok_and(|pages| pages == 0);
-        let configure = format!(
-            "PRAGMA synchronous = {};
-             PRAGMA journal_mode = WAL;
-             PRAGMA foreign_keys = ON;
-             PRAGMA temp_store = MEMORY;
-             PRAGMA cache_size = -16384;
-             PRAGMA wal_autocheckpoint = 16384;",
-            if fresh { "OFF" } else { synchronous }
-        );
-        lock::retry_busy(options.busy_timeout, || conn.execute_batch(&configure))
+        let fresh = configure_writer(&conn, &options, &schema)
             .map_err(|e| sqlite("configure connection", e))?;
-        // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
-        // them. The WAL is checkpointed once it reaches 64 MiB, and the checkpoint a closing
-        // connection would do is left to later ones: a WAL left behind is replayed on open, so
-        // nothing is lost.
-        no_checkpoint_on_close(&conn).map_err(|e| sqlite("configure connection", e))?;
-        cap_pages(&conn, options.max_page_count).map_err(|e| sqlite("configure connection", e))?;
-        // Batches can hold thousands of events; keep their statements compiled.
-        conn.set_prepared_statement_cache_capacity(32);
         // Only an older schema takes the write lock: most opens are short commands
         // (`send-task-heartbeat`, `list-tasks`) that must not queue for it twice.
         if let SchemaCheck::Older(_) = schema {
@@ -267,6 +229,7 @@ impl Store {
             opened: writer::file_identity(&path),
         };
         if fresh {
+            let synchronous = options.durability.synchronous();
             conn.execute_batch(&format!("PRAGMA synchronous = {synchronous};"))
                 .map_err(|e| sqlite("configure connection", e))?;
         }
@@ -859,6 +822,64 @@ impl Store {
 
 /// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the
 /// process may exit; leave that to the next writer's automatic checkpoints instead.
+/// Creates the database's folder, owner-only like the file: the database holds task tokens,
+/// inputs and outputs.
+fn create_parent(path: &Path) -> Result<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let mut folders = std::fs::DirBuilder::new();
+    folders.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
+    folders
+        .create(parent)
+        .map_err(|source| StoreError::CreateDir {
+            path: parent.to_path_buf(),
+            source: source.into(),
+        })
+}
+
+/// Sets up the writing connection: WAL, the durability level, caches, no checkpoint on close.
+/// Returns whether the file is new and empty: such a file has nothing to lose, so with
+/// `--durability normal` its switch to WAL and its schema are written without fsyncs (eight of
+/// them, a third of a short `run`'s time when the file is new); the caller applies the chosen
+/// level once the schema is in place.
+fn configure_writer(
+    conn: &Connection,
+    options: &StoreOptions,
+    schema: &SchemaCheck,
+) -> rusqlite::Result<bool> {
+    let fresh = options.durability == Durability::Normal
+        && *schema == SchemaCheck::Older(0)
+        && conn
+            .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
+            .is_ok_and(|pages| pages == 0);
+    let configure = format!(
+        "PRAGMA synchronous = {};
+         PRAGMA journal_mode = WAL;
+         PRAGMA foreign_keys = ON;
+         PRAGMA temp_store = MEMORY;
+         PRAGMA cache_size = -16384;
+         PRAGMA wal_autocheckpoint = 16384;",
+        if fresh {
+            "OFF"
+        } else {
+            options.durability.synchronous()
+        }
+    );
+    lock::retry_busy(options.busy_timeout, || conn.execute_batch(&configure))?;
+    // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
+    // them. The WAL is checkpointed once it reaches 64 MiB, and the checkpoint a closing
+    // connection would do is left to later ones: a WAL left behind is replayed on open, so
+    // nothing is lost.
+    no_checkpoint_on_close(conn)?;
+    cap_pages(conn, options.max_page_count)?;
+    // Batches can hold thousands of events; keep their statements compiled.
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(fresh)
+}
+
 fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
