@@ -281,9 +281,14 @@ impl Details {
     }
 
     /// A payload field: `key` holds the JSON text, `{key}Details` says it is not truncated.
-    pub fn payload(mut self, key: &str, json_text: String) -> Self {
+    pub fn payload(self, key: &str, json_text: String) -> Self {
+        self.payload_text(key, &json_text)
+    }
+
+    /// A payload field from JSON text the caller keeps.
+    pub fn payload_text(mut self, key: &str, json_text: &str) -> Self {
         self.key(key);
-        escape_into(&mut self.0, &json_text);
+        escape_into(&mut self.0, json_text);
         self.0.push_str(",\"");
         self.0.push_str(key);
         self.0.push_str("Details\":{\"truncated\":false}");

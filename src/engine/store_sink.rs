@@ -122,7 +122,10 @@ impl HistorySink for StoreSink {
             events,
             Some(Finish {
                 status: store_status(outcome.status),
-                output: outcome.output.as_ref().map(|v| v.to_string()),
+                output: match (&outcome.output_json, &outcome.output) {
+                    (Some(text), _) => Some(text.to_string()),
+                    (None, output) => output.as_ref().map(serde_json::Value::to_string),
+                },
                 error,
                 cause,
                 stop_date_ms: outcome.stop_time,
