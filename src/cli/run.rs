@@ -390,11 +390,11 @@ pub(crate) fn report_outcome(
             Ok(None) => errln!("error: the execution {execution_arn} vanished from the database"),
             Err(e) => errln!("error: {e}"),
         },
-        RunFormat::Text => match (&outcome.output_json, &outcome.output) {
-            (Some(text), _) => outln!("{text}"),
-            (None, Some(output)) => outln!("{output}"),
-            (None, None) => {}
-        },
+        RunFormat::Text => {
+            if let Some(output) = outcome.output_text() {
+                outln!("{output}");
+            }
+        }
     }
     if let Some(e) = &outcome.error {
         errln!(

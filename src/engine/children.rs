@@ -215,7 +215,7 @@ impl LocalChildren {
                         name: engine.info.name.clone(),
                         status: outcome.status.as_str().to_owned(),
                         input: input_text,
-                        output: outcome.output.as_ref().map(|o| o.to_string()),
+                        output: outcome.output_text().map(String::from),
                         error: outcome.error.as_ref().and_then(|e| e.error.clone()),
                         cause: outcome.error.as_ref().and_then(|e| e.cause.clone()),
                         start_date: engine.info.start_time,

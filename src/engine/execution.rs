@@ -73,6 +73,16 @@ pub struct Outcome {
     pub stop_time: Millis,
 }
 
+impl Outcome {
+    /// The output as JSON text: the text serialized for its event when there is one.
+    pub fn output_text(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match (&self.output_json, &self.output) {
+            (Some(text), _) => Some(std::borrow::Cow::Borrowed(text)),
+            (None, output) => output.as_ref().map(|v| v.to_string().into()),
+        }
+    }
+}
+
 /// A failure on its way up: the error and the last event written before it.
 #[derive(Debug, Clone)]
 pub struct Failed {

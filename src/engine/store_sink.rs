@@ -83,17 +83,12 @@ impl StoreSink {
     }
 }
 
-/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them (without `format!`, which
-/// cost more than the rest of the conversion).
+/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them.
 fn keyed_type(event_type: &str, key: Option<&str>) -> String {
-    let Some(key) = key else {
-        return event_type.to_owned();
-    };
-    let mut text = String::with_capacity(event_type.len() + KEY_SEPARATOR.len_utf8() + key.len());
-    text.push_str(event_type);
-    text.push(KEY_SEPARATOR);
-    text.push_str(key);
-    text
+    match key {
+        Some(key) => crate::engine::replay::joined(event_type, KEY_SEPARATOR, key),
+        None => event_type.to_owned(),
+    }
 }
 
 /// The store's status for an engine outcome.
@@ -122,10 +117,7 @@ impl HistorySink for StoreSink {
             events,
             Some(Finish {
                 status: store_status(outcome.status),
-                output: match (&outcome.output_json, &outcome.output) {
-                    (Some(text), _) => Some(text.to_string()),
-                    (None, output) => output.as_ref().map(serde_json::Value::to_string),
-                },
+                output: outcome.output_text().map(String::from),
                 error,
                 cause,
                 stop_date_ms: outcome.stop_time,

@@ -134,15 +134,22 @@ mod tests {
         assert_eq!(check(&conn).expect("check"), SchemaCheck::Current);
     }
 
-    #[test]
-    fn a_version_2_database_is_migrated_with_its_rows_kept() {
+    /// An in-memory database with the schema of `version`, as that build left it.
+    fn database_at(version: usize) -> Connection {
         let conn = Connection::open_in_memory().expect("in-memory database");
-        for m in &MIGRATIONS[..2] {
+        for m in &MIGRATIONS[..version] {
             conn.execute_batch(m.sql).expect("old migration");
         }
+        conn.execute_batch(&format!("PRAGMA user_version = {version}"))
+            .expect("old version");
+        conn
+    }
+
+    #[test]
+    fn a_version_2_database_is_migrated_with_its_rows_kept() {
+        let conn = database_at(2);
         conn.execute_batch(
-            "PRAGMA user_version = 2;
-             INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name,
+            "INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name,
                definition, input, start_date) VALUES ('a', 'a', 'm', 'm', '{}', '{}', 0);",
         )
         .expect("old row");
@@ -165,13 +172,9 @@ mod tests {
     /// read the same after it, and the cascade from an execution still reaches its chunks.
     #[test]
     fn a_version_11_database_keeps_its_history_chunks() {
-        let conn = Connection::open_in_memory().expect("in-memory database");
-        for m in &MIGRATIONS[..11] {
-            conn.execute_batch(m.sql).expect("old migration");
-        }
+        let conn = database_at(11);
         conn.execute_batch(
-            "PRAGMA user_version = 11;
-             PRAGMA foreign_keys = ON;
+            "PRAGMA foreign_keys = ON;
              INSERT INTO executions (execution_arn, name, state_machine_arn, state_machine_name,
                definition, input, start_date) VALUES ('a', 'a', 'm', 'm', '{}', '{}', 0);
              INSERT INTO event_chunks VALUES (1, 1, 2, 'one'), (1, 3, 3, 'two');

@@ -820,8 +820,6 @@ impl Store {
     }
 }
 
-/// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the
-/// process may exit; leave that to the next writer's automatic checkpoints instead.
 /// Creates the database's folder, owner-only like the file: the database holds task tokens,
 /// inputs and outputs.
 fn create_parent(path: &Path) -> Result<()> {
@@ -880,6 +878,8 @@ fn configure_writer(
     Ok(fresh)
 }
 
+/// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the
+/// process may exit; leave that to the next writer's automatic checkpoints instead.
 fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
