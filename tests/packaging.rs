@@ -259,12 +259,22 @@ fn the_wheel_installs_into_a_fresh_venv_and_its_pytest_plugin_runs_the_example_s
         .env_remove("SFN_LOCAL_BIN")
         .env("PATH", path_with(venv_bin)));
     assert_eq!(suite.code, 0, "{}\n{}", suite.stdout, suite.stderr);
-    assert!(suite.stdout.contains("5 passed"), "{}", suite.stdout);
-    // The session's coverage, as LCOV: both definition files the suite's server was given.
+    assert!(suite.stdout.contains("6 passed"), "{}", suite.stdout);
+    // The session's coverage, as LCOV: both definition files the suite's server was given, and
+    // the template's machine, found with the substitution it was created with.
     let lcov = std::fs::read_to_string(dir.path().join("coverage.lcov")).unwrap();
     assert!(
         lcov.contains("orders.asl.json") && lcov.contains("approval.asl.json"),
         "{lcov}"
+    );
+    let template = lcov
+        .split("end_of_record")
+        .find(|record| record.contains("template.yaml"))
+        .unwrap_or_else(|| panic!("no record of template.yaml: {lcov}"));
+    // Its one state entered, its one branch (End) taken.
+    assert!(
+        template.contains("LH:1\n") && template.contains("BRH:1\n"),
+        "{template}"
     );
     assert!(lcov.contains("end_of_record"), "{lcov}");
     // A failing test gets the server's log in its report.
@@ -360,17 +370,18 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
     let jest = run_in(&project, "jest/bin/jest.js", &["--ci", "--colors=false"]);
     assert_eq!(jest.code, 0, "{}\n{}", jest.stdout, jest.stderr);
     assert!(
-        jest.stderr.contains("Tests:       4 passed, 4 total"),
+        jest.stderr.contains("Tests:       5 passed, 5 total"),
         "{}",
         jest.stderr
     );
-    // The teardown wrote the coverage of approval.asl.json, named as the project names it.
+    // The teardown wrote the coverage of approval.asl.json and of the template's machine,
+    // named as the project names them.
     lcov_of_the_example(&project.join("coverage/sfn-local.lcov"));
     // The same example under Vitest, through its own global setup.
     let vitest = run_in(&project, "vitest/vitest.mjs", &["run"]);
     assert_eq!(vitest.code, 0, "{}\n{}", vitest.stdout, vitest.stderr);
     assert!(
-        vitest.stdout.contains("Tests  4 passed (4)"),
+        vitest.stdout.contains("Tests  5 passed (5)"),
         "{}",
         vitest.stdout
     );
@@ -390,12 +401,13 @@ fn run_in(project: &Path, runner: &str, args: &[&str]) -> Output {
         .env_remove("SFN_LOCAL_BIN"))
 }
 
-/// An LCOV tracefile of the example's machine that Debian's `lcov` reads: every state of
-/// approval.asl.json reached by the example's tests.
+/// An LCOV tracefile of the example's machines that Debian's `lcov` reads: every state of
+/// approval.asl.json and of template.yaml's machine reached by the example's tests.
 fn lcov_of_the_example(tracefile: &Path) {
     let text = std::fs::read_to_string(tracefile)
         .unwrap_or_else(|e| panic!("{}: {e}", tracefile.display()));
     assert!(text.contains("SF:approval.asl.json\n"), "{text}");
+    assert!(text.contains("SF:template.yaml\n"), "{text}");
     let summary = run(Command::new("lcov")
         .args(["--summary", tracefile.to_str().unwrap()])
         .env("LC_ALL", "C"));

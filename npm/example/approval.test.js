@@ -8,9 +8,15 @@ const server = connect();
 const sfn = server.client();
 const arn = "arn:aws:states:us-east-1:123456789012:stateMachine:Approval";
 
-test("the global setup created the state machine", async () => {
+test("the global setup created the state machines", async () => {
   const { stateMachines } = await sfn.send(new ListStateMachinesCommand({}));
-  expect(stateMachines.map((m) => m.name)).toEqual(["Approval"]);
+  expect(stateMachines.map((m) => m.name).sort()).toEqual(["Approval", "Greeter"]);
+});
+
+test("a template's machine with its substitution", async () => {
+  const greeter = "arn:aws:states:us-east-1:123456789012:stateMachine:Greeter";
+  const done = await startAndWait(sfn, greeter, { name: "Ada" });
+  expect(done.outputJson).toEqual({ greeting: "Hello", name: "Ada" });
 });
 
 test("an approval answered with its task token", async () => {

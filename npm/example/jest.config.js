@@ -8,7 +8,11 @@ module.exports = {
     sfnLocal: {
       timeScale: 0,
       definitions: { Approval: "approval.asl.json" },
-      // The coverage of approval.asl.json, for Codecov or an editor's gutter.
+      // A SAM template's machine, its ${Greeting} given as `sam deploy` would take it.
+      templates: ["template.yaml"],
+      substitutions: { Greeting: "Hello" },
+      // The coverage of approval.asl.json and the template's machine, for Codecov or an
+      // editor's gutter.
       lcov: "coverage/sfn-local.lcov",
     },
   },

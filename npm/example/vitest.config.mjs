@@ -3,6 +3,8 @@
 process.env.SFN_LOCAL_OPTIONS = JSON.stringify({
   timeScale: 0,
   definitions: { Approval: "approval.asl.json" },
+  templates: ["template.yaml"],
+  substitutions: { Greeting: "Hello" },
   lcov: "coverage/sfn-local-vitest.lcov",
 });
 

@@ -12,6 +12,10 @@ export interface ServeOptions {
   timeScale?: number;
   /** State machines created once the server is up: name -> definition file, JSON text or object. */
   definitions?: Record<string, string | object>;
+  /** SAM or CloudFormation templates whose state machines are created at start (`--template`). */
+  templates?: string[];
+  /** The templates' `${NAME}` values (`--sub NAME=VALUE`), also given to coverage. */
+  substitutions?: Record<string, string>;
   /** More `serve` flags, as on a command line. */
   args?: string[];
   env?: Record<string, string>;
@@ -19,9 +23,9 @@ export interface ServeOptions {
   /** The binary (default: $SFN_LOCAL_BIN, else this platform's package). */
   binary?: string;
   /**
-   * Global setups only: at teardown, write the coverage of the `definitions` given as files
-   * (`sfn-local coverage --format lcov`) to this path, relative to the project (default:
-   * $SFN_LOCAL_LCOV; none when neither is set).
+   * Global setups only: at teardown, write the coverage of the `definitions` given as files and
+   * of the `templates`' machines (`sfn-local coverage --format lcov`) to this path, relative to
+   * the project (default: $SFN_LOCAL_LCOV; none when neither is set).
    */
   lcov?: string;
   /** The folder of the database, ready file and log (default: a fresh temporary one). */

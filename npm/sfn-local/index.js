@@ -38,7 +38,13 @@ function serveArgs(options, db, readyFile) {
   for (const w of options.workers ?? []) args.push("--worker", w);
   if (options.mockConfig) args.push("--mock-config", options.mockConfig);
   if (options.timeScale !== undefined) args.push("--time-scale", String(options.timeScale));
-  return args.concat(options.args ?? []);
+  for (const t of options.templates ?? []) args.push("--template", t);
+  return args.concat(substitutionArgs(options), options.args ?? []);
+}
+
+/** `--sub NAME=VALUE` for each of `options.substitutions`: serve and coverage take the same. */
+function substitutionArgs(options) {
+  return Object.entries(options.substitutions ?? {}).flatMap(([name, value]) => ["--sub", `${name}=${value}`]);
 }
 
 /**
@@ -211,11 +217,12 @@ async function answerTask(client, taskToken, output = {}, { error, cause } = {})
 
 /**
  * Writes to `target` the coverage (`sfn-local coverage --format lcov`) of the definition files
- * given to the server, run in `rootDir` so the tracefile names them as the project does.
+ * and templates given to the server (`subs`: their `--sub` flags), run in `rootDir` so the
+ * tracefile names them as the project does.
  */
-function writeLcov(server, files, rootDir, target) {
+function writeLcov(server, files, subs, rootDir, target) {
   return new Promise((resolve, reject) => {
-    const args = ["coverage", "--format", "lcov", "--db", server.db, ...files];
+    const args = ["coverage", "--format", "lcov", "--db", server.db, ...files, ...subs];
     execFile(server.binary, args, { cwd: rootDir }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`sfn-local coverage: ${stderr || err.message}`));
       fs.mkdirSync(path.dirname(target), { recursive: true });
@@ -236,18 +243,22 @@ async function globalServer(options = {}, rootDir = process.cwd()) {
     resolved.definitions[name] = typeof d === "string" && !d.trimStart().startsWith("{") ? path.resolve(rootDir, d) : d;
   }
   if (options.mockConfig) resolved.mockConfig = path.resolve(rootDir, options.mockConfig);
+  resolved.templates = (options.templates ?? []).map((t) => path.resolve(rootDir, t));
   const server = await serve(resolved);
   process.env.SFN_LOCAL_ENDPOINT = server.endpoint;
   process.env.SFN_LOCAL_DB = server.db;
   process.env.SFN_LOCAL_LOG_FILE = path.join(server.dir, "serve.log");
   const lcov = options.lcov ?? process.env.SFN_LOCAL_LCOV;
-  // LCOV points at lines of files: the definitions given as files are measured.
-  const files = Object.values(options.definitions ?? {}).filter(
-    (d) => typeof d === "string" && !d.trimStart().startsWith("{"),
-  );
+  // LCOV points at lines of files: the definitions given as files are measured, and the
+  // templates' machines (found again with the substitutions they were created with).
+  const files = Object.values(options.definitions ?? {})
+    .filter((d) => typeof d === "string" && !d.trimStart().startsWith("{"))
+    .concat(options.templates ?? []);
   const teardown = async () => {
     try {
-      if (lcov && files.length > 0) await writeLcov(server, files, rootDir, path.resolve(rootDir, lcov));
+      if (lcov && files.length > 0) {
+        await writeLcov(server, files, substitutionArgs(options), rootDir, path.resolve(rootDir, lcov));
+      }
     } finally {
       await server.stop();
     }

@@ -1,5 +1,6 @@
-"""The session's server gets the two state machines of this folder and a local program for the
-Charge state; everything else comes from the sfn-local pytest plugin."""
+"""The session's server gets the two state machines of this folder, the one of its SAM template
+(with the template's parameter given) and a local program for the Charge state; everything else
+comes from the sfn-local pytest plugin."""
 
 import sys
 from pathlib import Path
@@ -15,5 +16,7 @@ def sfn_local_options(sfn_local_options):
         "Orders": HERE / "orders.asl.json",
         "Approval": HERE / "approval.asl.json",
     }
+    sfn_local_options.templates = [HERE / "template.yaml"]
+    sfn_local_options.substitutions = {"Greeting": "Hello"}
     sfn_local_options.tasks = [f"Orders:Charge={sys.executable} {HERE / 'charge.py'}"]
     return sfn_local_options

@@ -16,6 +16,11 @@ def test_an_order_is_charged_by_the_local_program(sfn_client):
     assert done["output_json"] == {"charged": 1200}
 
 
+def test_a_template_machine_with_its_substitution(sfn_client):
+    done = start_and_wait(sfn_client, ARN.format("Greeter"), {"name": "Ada"})
+    assert done["output_json"] == {"greeting": "Hello", "name": "Ada"}
+
+
 def test_an_approval_answered_with_its_task_token(sfn_local, sfn_client):
     started = sfn_client.start_execution(stateMachineArn=ARN.format("Approval"), input='{"order": "o-1"}')
     token = wait_for_task_token(sfn_local, started["executionArn"], "AskForApproval")
@@ -33,7 +38,9 @@ def test_a_refusal_fails_the_execution(sfn_local, sfn_client):
 
 
 def test_a_private_server_for_one_test(sfn_local_factory, sfn_local):
-    other = sfn_local_factory(definitions={"Hello": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}})
+    # Options given here replace the session's: this server has one machine and no template.
+    other = sfn_local_factory(definitions={"Hello": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}},
+                              templates=[])
     assert other.endpoint != sfn_local.endpoint
     names = [m["name"] for m in other.client().list_state_machines()["stateMachines"]]
     assert names == ["Hello"]

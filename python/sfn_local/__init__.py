@@ -71,7 +71,9 @@ class ServeOptions:
 
     ``tasks``/``workers`` are ``MACHINE:STATE=COMMAND`` bindings; ``definitions`` maps state machine
     names to definition files (or dicts) created through the API once the server is up;
-    ``args`` are extra flags passed as they are (for instance ``["--template", "template.yaml"]``).
+    ``templates`` are SAM or CloudFormation templates whose state machines are created at start
+    (``--template``), with ``substitutions`` as their ``${NAME}`` values (``--sub NAME=VALUE``);
+    ``args`` are extra flags passed as they are.
     """
 
     tasks: Sequence[str] = ()
@@ -79,6 +81,8 @@ class ServeOptions:
     mock_config: Optional[PathLike] = None
     time_scale: Optional[float] = None
     definitions: Mapping[str, Union[PathLike, Mapping[str, Any]]] = field(default_factory=dict)
+    templates: Sequence[PathLike] = ()
+    substitutions: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     region: str = "us-east-1"
@@ -97,7 +101,18 @@ class ServeOptions:
             cmd += ["--mock-config", str(self.mock_config)]
         if self.time_scale is not None:
             cmd += ["--time-scale", repr(float(self.time_scale))]
+        cmd += self.template_args()
         return cmd + [str(a) for a in self.args]
+
+    def template_args(self) -> List[str]:
+        """``--template`` and ``--sub`` flags: what ``serve`` creates its machines from, and what
+        ``coverage`` needs to find the same machines again."""
+        args: List[str] = []
+        for template in self.templates:
+            args += ["--template", str(template)]
+        for name, value in self.substitutions.items():
+            args += ["--sub", f"{name}={value}"]
+        return args
 
 
 class SfnLocal:

@@ -41,6 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("sfn_local_tasks", "serve --task bindings, MACHINE:STATE=COMMAND, one a line", type="linelist")
     parser.addini("sfn_local_workers", "serve --worker bindings, MACHINE:STATE=COMMAND, one a line",
                   type="linelist")
+    parser.addini("sfn_local_templates", "serve --template: SAM or CloudFormation templates whose state "
+                  "machines are created at start, one a line", type="linelist")
+    parser.addini("sfn_local_substitutions", "serve --sub: the templates' ${NAME} values, NAME=VALUE, "
+                  "one a line", type="linelist")
     parser.addini("sfn_local_args", "more serve flags, as on a command line", type="args")
 
 
@@ -58,11 +62,14 @@ def sfn_local_options(pytestconfig: pytest.Config) -> ServeOptions:
     root = Path(pytestconfig.rootpath)
     time_scale = pytestconfig.getini("sfn_local_time_scale")
     mock_config = pytestconfig.getini("sfn_local_mock_config")
+    substitutions = dict(line.split("=", 1) for line in pytestconfig.getini("sfn_local_substitutions"))
     return ServeOptions(
         tasks=list(pytestconfig.getini("sfn_local_tasks")),
         workers=list(pytestconfig.getini("sfn_local_workers")),
         mock_config=str(root / mock_config) if mock_config else None,
         time_scale=float(time_scale) if time_scale else None,
+        templates=[str(root / t) for t in pytestconfig.getini("sfn_local_templates")],
+        substitutions=substitutions,
         args=list(pytestconfig.getini("sfn_local_args")),
         binary=pytestconfig.getoption("sfn_local_bin"),
     )
@@ -154,13 +161,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not target:
         return
     # One LCOV tracefile: each server's records one after the other (the format allows it).
-    # LCOV points at lines of files: the definitions given to a server as files are measured.
+    # LCOV points at lines of files: the definitions given to a server as files are measured,
+    # and the templates' machines (with the substitutions they were created with).
     parts = []
     for server in servers(session.config):
-        files = [str(d) for d in server.options.definitions.values()
+        options = server.options
+        files = [str(d) for d in options.definitions.values()
                  if not isinstance(d, Mapping) and not str(d).lstrip().startswith("{")]
+        files += [str(t) for t in options.templates]
         if server.process.poll() is None:
             server.stop()
         if files:
-            parts.append(server.cli("coverage", "--format", "lcov", *files).stdout)
+            subs = [a for name, value in options.substitutions.items() for a in ("--sub", f"{name}={value}")]
+            parts.append(server.cli("coverage", "--format", "lcov", *files, *subs).stdout)
     Path(target).write_text("".join(parts))
