@@ -1,6 +1,7 @@
 //! AWS API response shapes (DescribeExecution, GetExecutionHistory, ListExecutions, the Map
 //! run operations) built from stored records, so every command prints what the AWS CLI would.
 
+pub mod clock;
 pub mod validation;
 
 use crate::clock::iso8601;

@@ -40,6 +40,7 @@ pub mod engine;
 pub mod graph;
 pub mod limits;
 pub mod memory;
+pub mod random;
 pub mod serve;
 pub mod store;
 pub mod suggest;

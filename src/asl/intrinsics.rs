@@ -399,7 +399,7 @@ impl Call {
                         .collect(),
                 ))
             }
-            Uuid => Ok(Value::String(uuid::Uuid::new_v4().to_string())),
+            Uuid => Ok(Value::String(crate::random::uuid().to_string())),
         }
     }
 
@@ -564,7 +564,7 @@ pub(crate) fn hash(alg: &str, data: &[u8]) -> Option<String> {
 /// A random seed from the OS (shared with JSONata's `$random`).
 pub(crate) fn random_u64() -> u64 {
     let mut buf = [0u8; 8];
-    if getrandom::fill(&mut buf).is_err() {
+    if crate::random::fill(&mut buf).is_err() {
         // No OS randomness: fall back on the clock, which is fine for a non-crypto function.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

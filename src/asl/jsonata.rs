@@ -353,7 +353,7 @@ mod aws {
         add(
             "uuid",
             HostFunction::new(0, |_, _| {
-                Ok(Some(Value::String(uuid::Uuid::new_v4().to_string())))
+                Ok(Some(Value::String(crate::random::uuid().to_string())))
             }),
         );
         add(

@@ -33,6 +33,7 @@ macro_rules! err {
     }};
 }
 
+pub mod clock;
 pub mod completions;
 pub mod console;
 pub mod coverage;
@@ -125,6 +126,8 @@ pub enum Command {
     Console(console::ConsoleArgs),
     /// Serve the AWS Step Functions API on localhost (for the AWS CLI, SDKs, Step Functions Local suites).
     Serve(serve::ServeArgs),
+    /// Move the virtual clock of a `serve --clock virtual`: now, advance DURATION, next, until-idle.
+    Clock(clock::ClockArgs),
 }
 
 impl Command {
@@ -153,6 +156,7 @@ impl Command {
             Command::Coverage(args) => coverage::run(args),
             Command::Completions(args) => completions::run(args),
             Command::Serve(args) => serve::run(args),
+            Command::Clock(args) => clock::run(args),
         }
     }
 }

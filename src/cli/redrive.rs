@@ -26,6 +26,10 @@ pub struct RedriveArgs {
     /// `--format`.
     #[command(flatten)]
     pub output: RunOutputArgs,
+    /// `--clock`, `--clock-start`, `--time-scale`, `--seed` (default: the clock the
+    /// execution ran on, a virtual one standing where its history ended).
+    #[command(flatten)]
+    pub clock: crate::cli::flags::ClockArgs,
 }
 
 /// Runs `redrive-execution`.
@@ -37,6 +41,13 @@ pub fn run(args: RedriveArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     }
+    let time = match args.clock.given() {
+        true => match args.clock.lower(crate::cli::flags::ClockKind::Real, true) {
+            Ok(time) => Some(time),
+            Err(e) => return e.exit(),
+        },
+        false => None,
+    };
     let store = match args.database.lower().open() {
         Ok(s) => s,
         Err(e) => return e.exit(),
@@ -47,6 +58,7 @@ pub fn run(args: RedriveArgs) -> ExitCode {
         &args.execution_arn,
         args.client_token.as_deref(),
         notice,
+        time,
     ) {
         Ok(r) => r,
         Err(RunError::Interrupted(arns)) => return interrupted(&arns),

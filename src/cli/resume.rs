@@ -67,6 +67,11 @@ pub struct ResumeArgs {
     /// (stored with each execution).
     #[command(flatten)]
     pub machines: crate::cli::machines::MachineArgs,
+    /// `--clock`, `--clock-start`, `--time-scale`, `--seed` (default: the clock each execution
+    /// ran on; one that ran on a virtual clock continues on one standing where its history
+    /// ended).
+    #[command(flatten)]
+    pub clock: crate::cli::flags::ClockArgs,
 }
 
 /// The binding options as the runner takes them, checked before anything is resumed.
@@ -89,7 +94,12 @@ fn bindings(args: &ResumeArgs) -> Result<ResumeBindings, FlagError> {
             kill_after: args.kill_after.unwrap_or(defaults.kill_after),
         }
     });
+    let time = match args.clock.given() {
+        true => Some(args.clock.lower(crate::cli::flags::ClockKind::Real, true)?),
+        false => None,
+    };
     Ok(ResumeBindings {
+        time,
         tasks: checked_programs("--task", &args.tasks)?,
         workers: checked_programs("--worker", &args.workers)?,
         worker_options,

@@ -8,8 +8,8 @@ use crate::api;
 use crate::asl;
 use crate::cli::definition::LoadedFile;
 use crate::cli::flags::{
-    self, AccountArgs, BindingArgs, DatabaseArgs, DefinitionArgs, EndpointArgs, FlagError,
-    InputArgs, MachineArgs, MockArgs, RunOutputArgs, S3Args,
+    self, AccountArgs, BindingArgs, ClockArgs, DatabaseArgs, DefinitionArgs, EndpointArgs,
+    FlagError, InputArgs, MachineArgs, MockArgs, RunOutputArgs, S3Args,
 };
 use crate::cli::report;
 use crate::cli::EXIT_USAGE;
@@ -55,9 +55,9 @@ pub struct RunArgs {
     /// `--format`.
     #[command(flatten)]
     pub output: RunOutputArgs,
-    /// Multiply every duration the engine waits for (Wait, retry intervals, timeouts) by F.
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub time_scale: f64,
+    /// `--clock`, `--clock-start`, `--time-scale`, `--seed`.
+    #[command(flatten)]
+    pub clock: ClockArgs,
     /// `--task`, `--worker`, `--heartbeat`, `--kill-after`.
     #[command(flatten)]
     pub bindings: BindingArgs,
@@ -122,7 +122,7 @@ struct Plan {
 
 /// What binds to the machine: local tasks, workers, the machines it may start.
 struct Bound {
-    time_scale: f64,
+    time: crate::clock::Timekeeping,
     tasks: LocalTasks,
     bindings: flags::Bindings,
     machines: crate::engine::children::KnownMachines,
@@ -164,7 +164,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let name = args
         .name
         .clone()
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .unwrap_or_else(|| crate::random::uuid().to_string());
     let machine_name = name_given.unwrap_or(loaded.default_name);
     let mocks = args.mocks.lower(definition.test_case.clone().or(name_case));
     let checked = check_name("execution name", &name)
@@ -206,7 +206,7 @@ fn bind(
     database: &flags::Database,
     mocks: &flags::MockCase,
 ) -> Result<Bound, FlagError> {
-    let time_scale = flags::time_scale::check(args.time_scale)?;
+    let time = args.clock.lower(flags::ClockKind::Real, true)?;
     let machines = args.machines.load(None)?;
     let endpoints = args.endpoints.lower()?;
     let bindings = args.bindings.lower(machine, &machines, &database.path)?;
@@ -218,7 +218,7 @@ fn bind(
         ..LocalTasks::default()
     };
     Ok(Bound {
-        time_scale,
+        time,
         tasks,
         bindings,
         machines,
@@ -239,7 +239,7 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         &plan.machine_name,
         &plan.name,
         plan.role_arn.as_deref(),
-        crate::clock::system_now(),
+        plan.bound.time.now(),
     );
     if let Some((version, alias)) = plan.started_through {
         info = info.started_through(version, alias);
@@ -259,7 +259,7 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         machine: Arc::new(plan.machine),
         input: plan.input,
         info,
-        time_scale: plan.bound.time_scale,
+        time: plan.bound.time,
         tasks: plan.bound.tasks,
         task_bindings: plan.bound.bindings.task_bindings,
         workers: plan.bound.bindings.workers,
@@ -333,7 +333,7 @@ fn register_machine(
         definition: definition.to_owned(),
         role_arn: info.role_arn.clone(),
         settings: "{}".into(),
-        revision_id: uuid::Uuid::new_v4().to_string(),
+        revision_id: crate::random::uuid().to_string(),
         creation_date_ms: now,
         update_date_ms: None,
     };

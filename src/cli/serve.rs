@@ -46,9 +46,14 @@ pub struct ServeArgs {
     /// (default: ./MockConfigFile.json when it exists, as Step Functions Local's JAR reads it).
     #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
     pub mock_config: Option<PathBuf>,
-    /// Multiply every duration executions wait for (Step Functions Local's WAIT_TIME_SCALE).
+    /// `--clock`, `--clock-start`, `--time-scale`, `--seed`. A virtual clock here moves only
+    /// when a client asks (`sfn-local clock`, POST /sfn-local/clock).
+    #[command(flatten)]
+    pub clock: flags::ClockArgs,
+    /// Multiply the time Wait states wait, and nothing else (Step Functions Local's
+    /// WAIT_TIME_SCALE: task timeouts, heartbeats and retry intervals keep their length)
     #[arg(long, value_name = "F", env = "WAIT_TIME_SCALE", default_value_t = 1.0)]
-    pub time_scale: f64,
+    pub wait_time_scale: f64,
     /// Run a local program for the Task states of this name in every state machine
     /// (STATE=COMMAND), or in one (MACHINE:STATE=COMMAND); repeatable.
     #[arg(long = "task", value_name = "[MACHINE:]STATE=COMMAND")]
@@ -191,7 +196,8 @@ fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMac
 /// server's configuration, checking each binding's program can be started before the server
 /// listens.
 fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, FlagError> {
-    let time_scale = flags::time_scale::check(args.time_scale)?;
+    let time = args.clock.lower(flags::ClockKind::Real, false)?;
+    let wait_scale = flags::clock::check(args.wait_time_scale)?;
     let tasks = bindings("--task", &args.tasks)?;
     let workers = bindings("--worker", &args.workers)?;
     let endpoints = args.endpoints.lower()?;
@@ -203,7 +209,8 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
         bind: SocketAddr::new(args.bind, args.port),
         region: account.region,
         account_id: account.account_id,
-        time_scale,
+        time,
+        wait_scale,
         mock_config: args.mock_config.or_else(|| {
             let default = PathBuf::from("MockConfigFile.json");
             default.is_file().then_some(default)

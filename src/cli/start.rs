@@ -57,7 +57,7 @@ pub fn run(args: StartArgs) -> ExitCode {
         .run
         .name
         .clone()
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .unwrap_or_else(|| crate::random::uuid().to_string());
     // The runner gets exactly the options given here (and the name chosen).
     let given: Vec<std::ffi::OsString> = std::env::args_os()
         .skip_while(|a| a != "start-execution")

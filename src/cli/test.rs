@@ -42,7 +42,7 @@
 
 use crate::asl::{self, StateMachine};
 use crate::cli::EXIT_USAGE;
-use crate::clock::{system_now, Clock, SystemClock};
+use crate::clock::{SystemClock, Timekeeping};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::history::HistoryEvent;
 use crate::engine::test_state::{
@@ -78,9 +78,10 @@ pub struct TestArgs {
     /// How many cases run at once (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Override every spec's time scale (default: the spec's, else 0).
-    #[arg(long, value_name = "F")]
-    pub time_scale: Option<f64>,
+    /// `--clock`, `--clock-start`, `--time-scale`, `--seed`: every case runs on its own
+    /// virtual clock unless `--clock real` (or a spec's "timeScale" above 0) says otherwise.
+    #[command(flatten)]
+    pub clock: crate::cli::flags::ClockArgs,
     /// A case still running after this many seconds fails (a mock that never answers a Task
     /// without TimeoutSeconds waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
@@ -123,7 +124,10 @@ struct Prepared {
     input: Value,
     mocks: Mocks,
     expect: Value,
+    /// The real clock's scale, or 0 for a virtual clock of the case's own.
     time_scale: f64,
+    /// Where a virtual clock starts (`--clock-start`; default: now).
+    clock_start: Option<crate::clock::Millis>,
     s3_dir: Option<PathBuf>,
     /// A `"state"` case: the TestState request it makes.
     test_state: Option<TestStateRequest>,
@@ -379,6 +383,7 @@ fn prepare_case(suite: &Suite, case: &Value) -> Result<Prepared, String> {
         mocks,
         expect: case["expect"].clone(),
         time_scale: suite.scale,
+        clock_start: None,
         s3_dir: None,
         test_state,
         machines: Default::default(),
@@ -668,6 +673,17 @@ fn check_case(case: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The case's clock: a virtual one of its own (scale 0), so cases running side by side keep
+/// their own instants, or the real one scaled.
+fn case_time(p: &Prepared) -> Timekeeping {
+    if p.time_scale == 0.0 {
+        let start = p.clock_start.unwrap_or_else(crate::clock::system_now);
+        Timekeeping::Virtual(crate::clock::VirtualClock::automatic(start))
+    } else {
+        Timekeeping::scaled(p.time_scale)
+    }
+}
+
 /// Runs one case to its end (or the case timeout) in this thread.
 fn execute(
     p: &Prepared,
@@ -678,14 +694,15 @@ fn execute(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(p.time_scale));
+    let time = case_time(p);
+    let clock = time.clock();
     let info = ExecutionInfo::new(
         "us-east-1",
         "123456789012",
         &p.machine_name,
         &format!("test-{}", index + 1),
         None,
-        system_now(),
+        time.now(),
     );
     let mut tasks = LocalTasks {
         mocks: p.mocks.clone(),
@@ -698,7 +715,7 @@ fn execute(
             machines: p.machines.clone(),
             store: None,
             owner: "sfn-local-test".into(),
-            time_scale: p.time_scale,
+            time: time.clone(),
             tasks: LocalTasks {
                 s3_dir: p.s3_dir.clone(),
                 ..LocalTasks::default()
@@ -936,11 +953,29 @@ pub fn run(args: TestArgs) -> ExitCode {
     }
 }
 
+/// The clock flags as `test` reads them: a scale over every spec's (0: a virtual clock per
+/// case), and where virtual clocks start.
+fn case_clock(
+    args: &crate::cli::flags::ClockArgs,
+) -> Result<(Option<f64>, Option<crate::clock::Millis>), crate::cli::flags::FlagError> {
+    // Lowered once for its checks and --seed; each case then gets a clock of its own.
+    let time = args.lower(crate::cli::flags::ClockKind::Virtual, false)?;
+    let start = args
+        .clock_start
+        .as_deref()
+        .map(crate::cli::flags::clock::parse_start)
+        .transpose()?;
+    let scale = match (&time, args.clock, args.time_scale) {
+        (Timekeeping::Virtual(_), Some(_), _) | (Timekeeping::Virtual(_), _, Some(_)) => Some(0.0),
+        (Timekeeping::Real { scale }, _, _) => Some(*scale),
+        _ => None,
+    };
+    Ok((scale, start))
+}
+
 /// Lowers `test`'s flags and reads every spec into its jobs (a broken spec is a failing job).
 fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
-    if let Some(Err(e)) = args.time_scale.map(crate::cli::flags::time_scale::check) {
-        return Err(e.exit());
-    }
+    let (scale, clock_start) = case_clock(&args.clock).map_err(|e| e.exit())?;
     let specs = match find_specs(&args.specs) {
         Ok(s) if !s.is_empty() => s,
         Ok(_) => {
@@ -958,8 +993,13 @@ fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
         .map_err(|e| crate::cli::flags::FlagError::Usage(e).exit())?;
     let mut jobs: Vec<Job> = specs
         .iter()
-        .flat_map(|s| load_spec(s, args.time_scale, &subs))
+        .flat_map(|s| load_spec(s, scale, &subs))
         .collect();
+    for job in &mut jobs {
+        if let Ok(p) = &mut job.prepared {
+            p.clock_start = clock_start;
+        }
+    }
     let machines = match args.machines.load(None) {
         Ok(m) => m,
         Err(e) => {
@@ -1030,7 +1070,13 @@ fn run_job(job: &Job, index: usize, limit: Duration, coverage: bool) -> CaseResu
             Ok((outcome, events)) => {
                 let failures = check(&p.expect, &outcome, &events);
                 if coverage {
-                    history = Some((p.definition.clone(), p.time_scale, events));
+                    // A virtual clock's seconds are whole.
+                    let scale = if p.time_scale == 0.0 {
+                        1.0
+                    } else {
+                        p.time_scale
+                    };
+                    history = Some((p.definition.clone(), scale, events));
                 }
                 failures
             }

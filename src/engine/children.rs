@@ -11,7 +11,7 @@
 
 use crate::asl::error::StatesError;
 use crate::asl::StateMachine;
-use crate::clock::{system_now, Clock, SystemClock};
+use crate::clock::system_now;
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::Engine;
 use crate::engine::history::{History, MemorySink};
@@ -83,8 +83,8 @@ pub struct ChildSetup {
     pub store: Option<Arc<Store>>,
     /// The runner's lease owner (children are driven by the same runner).
     pub owner: String,
-    /// `--time-scale`.
-    pub time_scale: f64,
+    /// `--clock` and `--time-scale`: children share their parent's clock.
+    pub time: crate::clock::Timekeeping,
     /// The task bindings children get (commands, S3 folder; no mocks).
     pub tasks: LocalTasks,
     /// The same bindings as written, stored for resume.
@@ -188,7 +188,8 @@ impl LocalChildren {
         }));
         self.running.borrow_mut().insert(arn.clone(), Some(stop_tx));
         let me = self.me.clone();
-        let handle = tokio::task::spawn_local(async move {
+        let time = self.setup.time.clone();
+        let handle = tokio::task::spawn_local(time.track(async move {
             let outcome = engine.run().await;
             let committed = engine.committed().await;
             if let Some(g) = &grandchildren {
@@ -226,7 +227,7 @@ impl LocalChildren {
             me.running.borrow_mut().remove(&arn);
             me.ended.borrow_mut().insert(arn, ended);
             me.changed.notify_waiters();
-        });
+        }));
         self.handles.borrow_mut().push(handle);
     }
 
@@ -248,7 +249,14 @@ impl LocalChildren {
         let Some(known) = self.setup.machines.get(&name) else {
             return Err(machine_does_not_exist(arn));
         };
-        let info = ExecutionInfo::new(&region, &account, &name, &request.name, None, system_now());
+        let info = ExecutionInfo::new(
+            &region,
+            &account,
+            &name,
+            &request.name,
+            None,
+            self.setup.time.now(),
+        );
         let execution_arn = info.execution_arn.clone();
         let input_text = request.input.to_string();
         // Started here already (a retry with the same name, or a resumed parent in this run).
@@ -277,7 +285,7 @@ impl LocalChildren {
                 let history =
                     History::new(1, Box::new(sink), self.setup.options.max_history_events)
                         .with_compat(self.setup.options.compat);
-                let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(self.setup.time_scale));
+                let clock = self.setup.time.clock();
                 let start_date = info.start_time;
                 let engine = Engine::new(
                     known.machine.clone(),
@@ -364,6 +372,7 @@ impl LocalChildren {
             record,
             self.setup.notice.clone(),
             &self.setup.owner,
+            &self.setup.time,
         )
         .map_err(|e| StatesError::runtime(e.to_string()))?;
         self.spawn(arn, engine, grandchildren, input_text);
@@ -429,7 +438,7 @@ impl ChildExecutions for LocalChildren {
         match sender {
             Some(tx) => {
                 let _ = tx.send(StopRequest {
-                    requested_at: system_now(),
+                    requested_at: self.setup.time.now(),
                     error: None,
                     cause: None,
                 });

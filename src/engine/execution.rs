@@ -192,6 +192,9 @@ pub struct EngineOptions {
     pub max_history_events: i64,
     /// Whose behaviour to reproduce where AWS and Step Functions Local differ.
     pub compat: crate::asl::Compat,
+    /// Step Functions Local's `WAIT_TIME_SCALE`: multiplies the time Wait states wait, and
+    /// nothing else (task timeouts, heartbeats and retry intervals keep their length).
+    pub wait_scale: f64,
 }
 
 impl Default for EngineOptions {
@@ -199,6 +202,7 @@ impl Default for EngineOptions {
         EngineOptions {
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
             compat: crate::asl::Compat::Aws,
+            wait_scale: 1.0,
         }
     }
 }
@@ -223,6 +227,8 @@ pub struct Engine {
     /// stop): AWS then writes only the terminal event, so those states end without their
     /// `*StateAborted` events (unlike a sibling branch's failure, which writes them).
     pub(crate) cut_short: Cell<bool>,
+    /// See [`EngineOptions::wait_scale`].
+    pub(crate) wait_scale: f64,
     /// A stop asked for by whoever drives the engine without a store (see
     /// [`Engine::with_stop_signal`]).
     stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
@@ -264,6 +270,7 @@ impl Engine {
             map_runs: None,
             map_child: false,
             cut_short: Cell::new(false),
+            wait_scale: 1.0,
             stop_signal: RefCell::new(None),
             context: RefCell::new(context),
             fixed_context: Cell::new(false),
@@ -322,6 +329,13 @@ impl Engine {
 
     /// Lets callbacks (`.waitForTaskToken`) and activities wait for workers through the store,
     /// and lets `stop-execution` stop this execution.
+    /// Multiplies the time Wait states wait (see [`EngineOptions::wait_scale`]).
+    pub fn with_wait_scale(mut self, scale: f64) -> Self {
+        self.wait_scale = scale;
+        self
+    }
+
+    /// Answers task tokens through the store.
     pub fn with_tokens(mut self, broker: Rc<TokenBroker>) -> Self {
         self.tokens = Some(broker);
         self

@@ -8,8 +8,11 @@
 //! (its response shape and errors, for `serve`); [`redrive_execution`] also drives the
 //! execution to its end in this thread, for the command line.
 
-use crate::clock::{iso8601, system_now};
-use crate::engine::runner::{resume_executions, ResumeTarget, Resumed, RunError};
+use crate::clock::{iso8601, system_now, Timekeeping};
+use crate::engine::children::KnownMachines;
+use crate::engine::runner::{
+    resume_executions_bound, stored_time, ResumeBindings, ResumeTarget, Resumed, RunError,
+};
 use crate::store::{NotRedrivable, Redriven, Store, StoreError};
 use crate::tasks::callback::NoticeFn;
 use std::sync::Arc;
@@ -66,6 +69,7 @@ pub fn start_redrive(
     store: &Store,
     execution: &str,
     client_token: Option<&str>,
+    now: crate::clock::Millis,
 ) -> Result<(serde_json::Value, Redriven), RedriveError> {
     let record = match store.execution(execution) {
         Ok(Some(r)) => r,
@@ -75,7 +79,7 @@ pub fn start_redrive(
     let cap = record
         .history_cap
         .unwrap_or(crate::engine::history::MAX_HISTORY_EVENTS);
-    match store.redrive_execution(&record.execution_arn, client_token, system_now(), cap) {
+    match store.redrive_execution(&record.execution_arn, client_token, now, cap) {
         Ok(Ok(redriven)) => {
             let response = serde_json::json!({ "redriveDate": iso8601(redriven.redrive_date_ms) });
             Ok((response, redriven))
@@ -94,6 +98,7 @@ pub fn start_redrive(
 pub fn redrive_request(
     store: &Store,
     request: &serde_json::Value,
+    now: crate::clock::Millis,
 ) -> Result<serde_json::Value, RedriveError> {
     let arn = match request.get("executionArn") {
         Some(serde_json::Value::String(arn)) => arn,
@@ -115,26 +120,43 @@ pub fn redrive_request(
             ))
         }
     };
-    start_redrive(store, arn, token.map(String::as_str)).map(|(response, _)| response)
+    start_redrive(store, arn, token.map(String::as_str), now).map(|(response, _)| response)
 }
 
 /// Redrives an execution and drives it to its end in this thread, with the task bindings and
 /// time scale it was run with. A repeated client token drives nothing (`None`).
+///
+/// `time` is the clock to continue on (`redrive --clock`); without it, an execution that ran
+/// on a virtual clock continues on one standing where its history ended, and the redrive is
+/// dated on it.
 pub fn redrive_execution(
     store: Arc<Store>,
     execution: &str,
     client_token: Option<&str>,
     notice: NoticeFn,
+    time: Option<Timekeeping>,
 ) -> Result<(Redriven, Option<Resumed>), RunError> {
-    let (_, redriven) = start_redrive(&store, execution, client_token)
+    let time = match (time, store.execution(execution)?) {
+        (Some(time), _) => Some(time),
+        (None, Some(record)) => stored_time(&store, &record)?,
+        (None, None) => None,
+    };
+    let now = time.as_ref().map_or_else(system_now, Timekeeping::now);
+    let (_, redriven) = start_redrive(&store, execution, client_token, now)
         .map_err(|e| RunError::CannotResume(e.to_string()))?;
     if redriven.repeated {
         return Ok((redriven, None));
     }
-    let mut resumed = resume_executions(
+    let bindings = ResumeBindings {
+        time,
+        ..ResumeBindings::default()
+    };
+    let mut resumed = resume_executions_bound(
         store,
         ResumeTarget::One(redriven.execution_arn.clone()),
         notice,
+        &bindings,
+        KnownMachines::new(),
     )?;
     Ok((redriven, resumed.pop()))
 }
@@ -188,9 +210,9 @@ mod tests {
         use crate::store::ExecutionStatus as S;
         let (_dir, store) = store_with(S::Failed);
         let request = json!({"executionArn": ARN, "clientToken": "t1"});
-        let first = redrive_request(&store, &request).unwrap();
+        let first = redrive_request(&store, &request, 0).unwrap();
         assert!(first["redriveDate"].is_string());
-        let again = redrive_request(&store, &request).unwrap();
+        let again = redrive_request(&store, &request, 0).unwrap();
         assert_eq!(first, again, "the same token is the same request");
         let record = store.execution(ARN).unwrap().unwrap();
         assert_eq!((record.status, record.redrive_count), (S::Running, 1));
@@ -198,7 +220,7 @@ mod tests {
         assert_eq!(history.last().unwrap().event_type, "ExecutionRedriven");
         assert_eq!(history.len(), 3);
         // Now RUNNING: refused.
-        let e = redrive_request(&store, &json!({"executionArn": ARN})).unwrap_err();
+        let e = redrive_request(&store, &json!({"executionArn": ARN}), 0).unwrap_err();
         assert_eq!(e.code(), "ExecutionNotRedrivable");
         assert_eq!(e.message(), "Execution is RUNNING and cannot be redriven");
         for (request, code) in [
@@ -214,13 +236,13 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                redrive_request(&store, &request).unwrap_err().code(),
+                redrive_request(&store, &request, 0).unwrap_err().code(),
                 code,
                 "{request}"
             );
         }
         let (_dir, store) = store_with(S::Succeeded);
-        let e = redrive_request(&store, &json!({"executionArn": ARN})).unwrap_err();
+        let e = redrive_request(&store, &json!({"executionArn": ARN}), 0).unwrap_err();
         assert_eq!(e.message(), "Execution is SUCCEEDED and cannot be redriven");
     }
 }

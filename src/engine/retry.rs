@@ -61,7 +61,7 @@ pub fn delay(r: &Retrier, attempt: u64) -> Duration {
 /// A random number in [0, 1) from the OS.
 fn random_unit() -> f64 {
     let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
+    if crate::random::fill(&mut b).is_err() {
         return 1.0;
     }
     (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64

@@ -2,7 +2,7 @@
 //! clock, on a single-threaded runtime. The CLI's `run` is a thin layer over [`run_execution`].
 
 use crate::asl::StateMachine;
-use crate::clock::{system_now, Clock, SystemClock};
+use crate::clock::{system_now, Timekeeping};
 use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
@@ -29,8 +29,8 @@ pub struct RunRequest {
     pub input: Value,
     /// Names and ARNs.
     pub info: ExecutionInfo,
-    /// `--time-scale`.
-    pub time_scale: f64,
+    /// `--clock`, `--clock-start` and `--time-scale`.
+    pub time: Timekeeping,
     /// `--task` bindings.
     pub tasks: LocalTasks,
     /// The same bindings as written (`STATE=COMMAND`), stored so `resume` binds them again.
@@ -133,6 +133,9 @@ pub fn new_owner() -> String {
 #[serde(rename_all = "camelCase")]
 struct RunConfig {
     time_scale: f64,
+    /// `--clock virtual`: a resume keeps time virtual (absent before it existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    virtual_clock: bool,
     tasks: Vec<String>,
     max_history_events: i64,
     cwd: Option<String>,
@@ -162,9 +165,20 @@ struct RunConfig {
         skip_serializing_if = "crate::tasks::http::HttpAccess::is_any"
     )]
     http_invoke: crate::tasks::http::HttpAccess,
+    /// `WAIT_TIME_SCALE` (1 when absent).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    wait_scale: f64,
     /// `serve --compat` (AWS's behaviour when absent).
     #[serde(default, skip_serializing_if = "is_aws")]
     compat: crate::asl::Compat,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(scale: &f64) -> bool {
+    *scale == 1.0
 }
 
 fn is_aws(compat: &crate::asl::Compat) -> bool {
@@ -217,7 +231,7 @@ fn child_setup(request: &RunRequest, store: &Arc<Store>, owner: &str) -> ChildSe
         machines: request.machines.clone(),
         store: Some(store.clone()),
         owner: owner.to_owned(),
-        time_scale: request.time_scale,
+        time: request.time.clone(),
         tasks: LocalTasks {
             mocks: Default::default(),
             ..request.tasks.clone()
@@ -244,12 +258,13 @@ pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, 
         request.tasks.children = children.tasks().children;
     }
     let handlers = HandlerSet::default();
+    let time = request.time.clone();
     let engine = engine_for(&store, request, &owner, &handlers);
     let mut outcomes = drive(
         &store,
         vec![engine],
         vec![children],
-        &handlers,
+        (&handlers, &time),
         &owner,
         lease,
     )?;
@@ -291,6 +306,7 @@ pub fn resume_engine(
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
+    time: &Timekeeping,
 ) -> Result<Option<Engine>, RunError> {
     let now = system_now();
     if !store.acquire_lease(&record.execution_arn, owner, now, now + lease_ms())? {
@@ -302,7 +318,10 @@ pub fn resume_engine(
         record,
         notice,
         owner,
-        &ResumeBindings::default(),
+        &ResumeBindings {
+            time: Some(time.clone()),
+            ..ResumeBindings::default()
+        },
         &ResumeTarget::All,
         &HandlerSet::default(),
         &KnownMachines::new(),
@@ -322,7 +341,8 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         .timeout_seconds
         .map(|t| request.info.start_time + (t as i64) * 1000);
     let config = RunConfig {
-        time_scale: request.time_scale,
+        time_scale: request.time.time_scale(),
+        virtual_clock: request.time.virtual_clock().is_some(),
         tasks: request.task_bindings.clone(),
         max_history_events: request.options.max_history_events,
         cwd: std::env::current_dir()
@@ -340,6 +360,7 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         endpoints: request.tasks.endpoints.bindings(),
         http_invoke: request.tasks.http_access.clone(),
         compat: request.options.compat,
+        wait_scale: request.options.wait_scale,
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -373,7 +394,7 @@ fn engine_for(
         request.machine,
         request.info,
         request.input,
-        request.time_scale,
+        &request.time,
         request.tasks,
         (request.workers, handlers),
         request.options,
@@ -390,7 +411,7 @@ fn build_engine(
     machine: Arc<StateMachine>,
     info: ExecutionInfo,
     input: Value,
-    time_scale: f64,
+    time: &Timekeeping,
     tasks: LocalTasks,
     (workers, handlers): (ManagedBindings, &HandlerSet),
     options: EngineOptions,
@@ -401,7 +422,7 @@ fn build_engine(
 ) -> Engine {
     let mut tasks = tasks;
     tasks.notice = crate::tasks::Notice(Some(notice.clone()));
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new(time_scale));
+    let clock = time.clock();
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
     let history = History::new(next_id, Box::new(sink), options.max_history_events)
         .with_compat(options.compat);
@@ -414,6 +435,7 @@ fn build_engine(
     .with_managed(workers, handlers.clone());
     let journal = MapRunJournal::new(store.clone(), &info.execution_arn);
     let engine = Engine::new(machine, info, input, history, clock, Rc::new(tasks))
+        .with_wait_scale(options.wait_scale)
         .with_tokens(Rc::new(broker))
         .with_map_runs(Rc::new(journal));
     match recorded {
@@ -429,7 +451,7 @@ fn drive(
     store: &Arc<Store>,
     engines: Vec<Engine>,
     children: Vec<Rc<LocalChildren>>,
-    handlers: &HandlerSet,
+    (handlers, time): (&HandlerSet, &Timekeeping),
     owner: &str,
     lease: i64,
 ) -> Result<Vec<Outcome>, RunError> {
@@ -441,10 +463,13 @@ fn drive(
     let children = &children;
     let engines_ref = &engines;
     let all = Box::pin(async move {
-        let done = futures_util::future::join_all(engines_ref.iter().map(|engine| async move {
-            let outcome = engine.run().await;
-            let committed = engine.committed().await;
-            (outcome, committed)
+        // Tracked: a virtual clock jumps only while every execution waits.
+        let done = futures_util::future::join_all(engines_ref.iter().map(|engine| {
+            time.track(async move {
+                let outcome = engine.run().await;
+                let committed = engine.committed().await;
+                (outcome, committed)
+            })
         }))
         .await;
         // Children started by request-response tasks run on after their parents' tasks:
@@ -588,6 +613,9 @@ pub struct ResumeBindings {
     pub mocks: Option<(crate::tasks::mock::MockConfig, String)>,
     /// `--s3-dir`.
     pub s3_dir: Option<std::path::PathBuf>,
+    /// `--clock` and `--time-scale` given to `resume` (or the clock of a resumed parent),
+    /// over the stored ones.
+    pub time: Option<Timekeeping>,
 }
 
 /// Like [`resume_executions_with`], with every binding option of `run` (see
@@ -635,6 +663,10 @@ pub fn resume_executions_bound(
             }
             roots
         }
+    };
+    let bindings = &ResumeBindings {
+        time: resume_time(&store, &records, bindings)?,
+        ..bindings.clone()
     };
     let mut engines = Vec::new();
     let mut registries = Vec::new();
@@ -685,7 +717,15 @@ pub fn resume_executions_bound(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let outcomes = drive(&store, engines, registries, &handlers, &owner, lease)?;
+    let time = bindings.time.clone().unwrap_or_default();
+    let outcomes = drive(
+        &store,
+        engines,
+        registries,
+        (&handlers, &time),
+        &owner,
+        lease,
+    )?;
     Ok(heads
         .into_iter()
         .zip(outcomes)
@@ -697,8 +737,49 @@ pub fn resume_executions_bound(
         .collect())
 }
 
+/// The clock resumed executions share: the one `resume` was given, or, when any of them ran
+/// on a virtual clock, a virtual clock standing at the latest instant their histories reached
+/// (so their deadlines keep their places); `None` lets each keep its stored scale.
+fn resume_time(
+    store: &Store,
+    records: &[crate::store::ExecutionRecord],
+    bindings: &ResumeBindings,
+) -> Result<Option<Timekeeping>, RunError> {
+    if bindings.time.is_some() {
+        return Ok(bindings.time.clone());
+    }
+    let mut latest = None;
+    for record in records {
+        let virtual_clock =
+            stored_config(store, &record.execution_arn)?.is_ok_and(|c| c.virtual_clock);
+        if virtual_clock {
+            let last = store
+                .history(&record.execution_arn, false)?
+                .last()
+                .map(|e| e.timestamp_ms);
+            latest = latest.max(Some(last.unwrap_or(record.start_date_ms)));
+        }
+    }
+    Ok(latest.map(|at| Timekeeping::Virtual(crate::clock::VirtualClock::automatic(at))))
+}
+
+/// The clock an execution continues on when nothing is given: a virtual clock standing where
+/// its history ended if it ran on one, else `None` (its stored scale).
+pub fn stored_time(
+    store: &Store,
+    record: &crate::store::ExecutionRecord,
+) -> Result<Option<Timekeeping>, RunError> {
+    resume_time(
+        store,
+        std::slice::from_ref(record),
+        &ResumeBindings::default(),
+    )
+}
+
 type Prepared = (Engine, Option<String>, usize, Option<Rc<LocalChildren>>);
 
+/// Builds the engine that continues one execution from its stored history, with its stored
+/// configuration and what the resume supplies over it.
 #[allow(clippy::too_many_arguments)]
 fn prepare_resume(
     store: &Arc<Store>,
@@ -714,11 +795,81 @@ fn prepare_resume(
     let cannot = |why: String| RunError::CannotResume(format!("cannot resume {arn}: {why}"));
     let input: Value = serde_json::from_str(&record.input)
         .map_err(|e| cannot(format!("its stored input is not JSON: {e}")))?;
-    let config: RunConfig = match store.run_config(&arn)? {
+    let config = stored_config(store, &arn)?.map_err(&cannot)?;
+    let (machine, _) = crate::asl::compile_text_as(
+        &record.definition,
+        crate::asl::MachineType::Standard,
+        config.compat,
+    );
+    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
+    let bound = resume_tasks(
+        store,
+        (&machine, &record.state_machine_name),
+        &config,
+        bindings,
+        target,
+    )
+    .map_err(&cannot)?;
+    keep_resume_bindings(
+        store,
+        &arn,
+        &config,
+        bindings,
+        &bound.task_states,
+        &bound.token_states,
+    );
+    let info = resumed_info(&record).ok_or_else(|| cannot("its ARN is malformed".into()))?;
+    let options = EngineOptions {
+        max_history_events: config.max_history_events,
+        compat: config.compat,
+        wait_scale: config.wait_scale,
+    };
+    let time = bindings
+        .time
+        .clone()
+        .unwrap_or_else(|| Timekeeping::scaled(config.time_scale));
+    let mut tasks = bound.tasks;
+    let setup = ChildSetup {
+        machines: crate::engine::children::compile_known(&config.machines),
+        store: Some(store.clone()),
+        owner: owner.to_owned(),
+        time: time.clone(),
+        tasks: tasks.clone(),
+        task_bindings: config.tasks.clone(),
+        options: options.clone(),
+        notice: notice.clone(),
+        region: info.region.clone(),
+        account: info.account.clone(),
+    };
+    let children = resumed_children(setup, extra, &mut tasks);
+    let events = store.history(&arn, false)?;
+    let next_id = events.last().map_or(1, |e| e.id + 1);
+    let recorded = events.len();
+    let engine = build_engine(
+        store,
+        Arc::new(machine),
+        info,
+        input,
+        &time,
+        tasks,
+        (bound.workers, handlers),
+        options,
+        notice,
+        next_id,
+        Some(events),
+        owner,
+    );
+    Ok((engine, config.cwd, recorded, children))
+}
+
+/// The run configuration stored with an execution (real time and no bindings when none was).
+fn stored_config(store: &Store, arn: &str) -> Result<Result<RunConfig, String>, RunError> {
+    Ok(match store.run_config(arn)? {
         Some(text) => serde_json::from_str(&text)
-            .map_err(|e| cannot(format!("its stored run configuration is unreadable: {e}")))?,
-        None => RunConfig {
+            .map_err(|e| format!("its stored run configuration is unreadable: {e}")),
+        None => Ok(RunConfig {
             time_scale: 1.0,
+            virtual_clock: false,
             tasks: Vec::new(),
             max_history_events: crate::engine::history::MAX_HISTORY_EVENTS,
             cwd: None,
@@ -730,43 +881,143 @@ fn prepare_resume(
             endpoints: Vec::new(),
             compat: crate::asl::Compat::Aws,
             http_invoke: Default::default(),
-        },
+            wait_scale: 1.0,
+        }),
+    })
+}
+
+/// A resumed execution's children registry (when it knows machines), wired into its tasks.
+fn resumed_children(
+    mut setup: ChildSetup,
+    extra: &KnownMachines,
+    tasks: &mut LocalTasks,
+) -> Option<Rc<LocalChildren>> {
+    setup
+        .machines
+        .extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
+    if setup.machines.is_empty() {
+        return None;
+    }
+    let registry = LocalChildren::new(setup);
+    tasks.children = registry.tasks().children;
+    Some(registry)
+}
+
+/// The execution's names and times, from its row.
+fn resumed_info(record: &crate::store::ExecutionRecord) -> Option<ExecutionInfo> {
+    // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
+    let parts: Vec<&str> = record.execution_arn.splitn(8, ':').collect();
+    let [_, _, _, region, account, ..] = parts.as_slice() else {
+        return None;
     };
-    let (machine, _) = crate::asl::compile_text_as(
-        &record.definition,
-        crate::asl::MachineType::Standard,
-        config.compat,
-    );
-    let machine = machine.ok_or_else(|| cannot("its stored definition does not compile".into()))?;
+    Some(
+        ExecutionInfo::new(
+            region,
+            account,
+            &record.state_machine_name,
+            &record.name,
+            record.role_arn.as_deref(),
+            record.start_date_ms,
+        )
+        .redriven(
+            u32::try_from(record.redrive_count).unwrap_or(u32::MAX),
+            record.redrive_date_ms,
+        ),
+    )
+}
+
+/// A resumed execution's task bindings: the stored ones, with the resume's over them.
+struct ResumedTasks {
+    tasks: LocalTasks,
+    workers: ManagedBindings,
+    task_states: Vec<String>,
+    token_states: Vec<String>,
+}
+
+fn resume_tasks(
+    store: &Store,
+    (machine, machine_name): (&StateMachine, &str),
+    config: &RunConfig,
+    bindings: &ResumeBindings,
+    target: &ResumeTarget,
+) -> Result<ResumedTasks, String> {
+    let one = matches!(target, ResumeTarget::One(_));
     let mut tasks = LocalTasks {
         http_access: config.http_invoke.clone(),
         ..LocalTasks::default()
     };
     for binding in &config.tasks {
         let (state, command) = crate::tasks::command::parse_binding(binding)
-            .map_err(|e| cannot(format!("its task binding {binding:?} is invalid: {e}")))?;
+            .map_err(|e| format!("its task binding {binding:?} is invalid: {e}"))?;
         tasks
             .commands
             .insert(state, command.with_database(store.path()));
     }
-    let task_states: Vec<&str> = machine
-        .all_states()
-        .into_iter()
-        .filter(|s| s.type_name() == "Task")
-        .map(|s| s.name.as_str())
-        .collect();
+    let task_states = state_names(machine, |_| true);
     for (state, command) in &bindings.tasks {
-        if task_states.contains(&state.as_str()) {
+        if task_states.contains(state) {
             tasks
                 .commands
                 .insert(state.clone(), command.clone().with_database(store.path()));
-        } else if matches!(target, ResumeTarget::One(_)) {
-            return Err(cannot(format!(
-                "--task {state}=...: the machine has no Task state named '{state}'{}",
-                crate::suggest::did_you_mean(state, task_states.iter().copied())
-            )));
+        } else if one {
+            return Err(unknown_state("--task", "Task", state, &task_states));
         }
     }
+    let token_states = state_names(machine, |t| t.resource.waits_for_token());
+    let workers = resume_workers(config, bindings, &token_states, &mut tasks, one)?;
+    let endpoints: Vec<String> = config
+        .endpoints
+        .iter()
+        .chain(&bindings.endpoints)
+        .cloned()
+        .collect();
+    tasks.endpoints = crate::tasks::aws::Endpoints::parse(&endpoints, |k| std::env::var(k).ok())
+        .map_err(|e| format!("its endpoints are invalid: {e}"))?;
+    if let Some((mock_config, case)) = &bindings.mocks {
+        tasks.mocks = mock_config
+            .test_case(machine_name, case)
+            .and_then(|m| m.check_against(machine).map(|()| m))
+            .map_err(|e| format!("--test-case {case}: {e}"))?;
+    }
+    if bindings.s3_dir.is_some() {
+        tasks.s3_dir = bindings.s3_dir.clone();
+    }
+    Ok(ResumedTasks {
+        tasks,
+        workers,
+        task_states,
+        token_states,
+    })
+}
+/// The names of the machine's Task states that `pick` chooses.
+fn state_names(
+    machine: &StateMachine,
+    pick: impl Fn(&crate::asl::model::Task) -> bool,
+) -> Vec<String> {
+    machine
+        .all_states()
+        .into_iter()
+        .filter(|s| matches!(&s.kind, crate::asl::model::StateKind::Task(t) if pick(t)))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+fn unknown_state(flag: &str, kind: &str, state: &str, names: &[String]) -> String {
+    format!(
+        "{flag} {state}=...: the machine has no {kind} state named '{state}'{}",
+        crate::suggest::did_you_mean(state, names.iter().map(String::as_str))
+    )
+}
+
+/// The managed handlers of a resumed execution: the stored ones, with the resume's over them
+/// (a `--worker` replaces a `--task` of the same state).
+fn resume_workers(
+    config: &RunConfig,
+    bindings: &ResumeBindings,
+    token_states: &[String],
+    tasks: &mut LocalTasks,
+    one: bool,
+) -> Result<ManagedBindings, String> {
     let mut workers = ManagedBindings {
         commands: Default::default(),
         options: ManagedOptions {
@@ -783,109 +1034,26 @@ fn prepare_resume(
     };
     for binding in &config.workers {
         let (state, command) = crate::tasks::command::parse_binding(binding)
-            .map_err(|e| cannot(format!("its worker binding {binding:?} is invalid: {e}")))?;
+            .map_err(|e| format!("its worker binding {binding:?} is invalid: {e}"))?;
         workers.commands.insert(state, command);
     }
-    let token_states: Vec<&str> = machine
-        .all_states()
-        .into_iter()
-        .filter(|s| match &s.kind {
-            crate::asl::model::StateKind::Task(t) => t.resource.waits_for_token(),
-            _ => false,
-        })
-        .map(|s| s.name.as_str())
-        .collect();
     for (state, command) in &bindings.workers {
-        if token_states.contains(&state.as_str()) {
+        if token_states.contains(state) {
             tasks.commands.remove(state);
             workers.commands.insert(state.clone(), command.clone());
-        } else if matches!(target, ResumeTarget::One(_)) {
-            return Err(cannot(format!(
-                "--worker {state}=...: the machine has no .waitForTaskToken Task state named '{state}'{}",
-                crate::suggest::did_you_mean(state, token_states.iter().copied())
-            )));
+        } else if one {
+            return Err(unknown_state(
+                "--worker",
+                ".waitForTaskToken Task",
+                state,
+                token_states,
+            ));
         }
     }
     if let Some(options) = bindings.worker_options {
         workers.options = options;
     }
-    let endpoints: Vec<String> = config
-        .endpoints
-        .iter()
-        .chain(&bindings.endpoints)
-        .cloned()
-        .collect();
-    tasks.endpoints = crate::tasks::aws::Endpoints::parse(&endpoints, |k| std::env::var(k).ok())
-        .map_err(|e| cannot(format!("its endpoints are invalid: {e}")))?;
-    if let Some((mock_config, case)) = &bindings.mocks {
-        let mocks = mock_config
-            .test_case(&record.state_machine_name, case)
-            .and_then(|m| m.check_against(&machine).map(|()| m))
-            .map_err(|e| cannot(format!("--test-case {case}: {e}")))?;
-        tasks.mocks = mocks;
-    }
-    if bindings.s3_dir.is_some() {
-        tasks.s3_dir = bindings.s3_dir.clone();
-    }
-    keep_resume_bindings(store, &arn, &config, bindings, &task_states, &token_states);
-    // arn:aws:states:REGION:ACCOUNT:execution:MACHINE:NAME
-    let parts: Vec<&str> = arn.splitn(8, ':').collect();
-    let (region, account) = match parts.as_slice() {
-        [_, _, _, region, account, ..] => (region.to_string(), account.to_string()),
-        _ => return Err(cannot("its ARN is malformed".into())),
-    };
-    let info = ExecutionInfo::new(
-        &region,
-        &account,
-        &record.state_machine_name,
-        &record.name,
-        record.role_arn.as_deref(),
-        record.start_date_ms,
-    )
-    .redriven(
-        u32::try_from(record.redrive_count).unwrap_or(u32::MAX),
-        record.redrive_date_ms,
-    );
-    let options = EngineOptions {
-        max_history_events: config.max_history_events,
-        compat: config.compat,
-    };
-    let mut known = crate::engine::children::compile_known(&config.machines);
-    known.extend(extra.iter().map(|(n, m)| (n.clone(), m.clone())));
-    let children = (!known.is_empty()).then(|| {
-        let registry = LocalChildren::new(ChildSetup {
-            machines: known,
-            store: Some(store.clone()),
-            owner: owner.to_owned(),
-            time_scale: config.time_scale,
-            tasks: tasks.clone(),
-            task_bindings: config.tasks.clone(),
-            options: options.clone(),
-            notice: notice.clone(),
-            region: region.clone(),
-            account: account.clone(),
-        });
-        tasks.children = registry.tasks().children;
-        registry
-    });
-    let events = store.history(&arn, false)?;
-    let next_id = events.last().map_or(1, |e| e.id + 1);
-    let recorded = events.len();
-    let engine = build_engine(
-        store,
-        Arc::new(machine),
-        info,
-        input,
-        config.time_scale,
-        tasks,
-        (workers, handlers),
-        options,
-        notice,
-        next_id,
-        Some(events),
-        owner,
-    );
-    Ok((engine, config.cwd, recorded, children))
+    Ok(workers)
 }
 
 /// Stores the bindings a resume supplied with the execution's run configuration, so the next
@@ -895,8 +1063,8 @@ fn keep_resume_bindings(
     arn: &str,
     config: &RunConfig,
     bindings: &ResumeBindings,
-    task_states: &[&str],
-    token_states: &[&str],
+    task_states: &[String],
+    token_states: &[String],
 ) {
     if bindings.tasks.is_empty() && bindings.workers.is_empty() && bindings.endpoints.is_empty() {
         return;
@@ -916,16 +1084,14 @@ fn keep_resume_bindings(
         bindings
             .tasks
             .iter()
-            .filter(|(s, _)| {
-                task_states.contains(&s.as_str()) && !bindings.workers.contains_key(*s)
-            })
+            .filter(|(s, _)| task_states.contains(s) && !bindings.workers.contains_key(*s))
             .map(|(s, c)| line(s, c)),
     );
     kept.workers.extend(
         bindings
             .workers
             .iter()
-            .filter(|(s, _)| token_states.contains(&s.as_str()))
+            .filter(|(s, _)| token_states.contains(s))
             .map(|(s, c)| line(s, c)),
     );
     kept.endpoints.extend(bindings.endpoints.iter().cloned());
@@ -946,7 +1112,8 @@ pub(crate) fn create_child(
     parent: &str,
 ) -> Result<Engine, RunError> {
     let config = RunConfig {
-        time_scale: setup.time_scale,
+        time_scale: setup.time.time_scale(),
+        virtual_clock: setup.time.virtual_clock().is_some(),
         tasks: setup.task_bindings.clone(),
         max_history_events: setup.options.max_history_events,
         cwd: std::env::current_dir()
@@ -961,6 +1128,7 @@ pub(crate) fn create_child(
         endpoints: setup.tasks.endpoints.bindings(),
         http_invoke: setup.tasks.http_access.clone(),
         compat: setup.options.compat,
+        wait_scale: setup.options.wait_scale,
         workers: Vec::new(),
         manual_heartbeat: false,
         kill_after_ms: None,
@@ -995,7 +1163,7 @@ pub(crate) fn create_child(
         known.machine.clone(),
         info,
         input,
-        setup.time_scale,
+        &setup.time,
         tasks,
         (ManagedBindings::default(), &HandlerSet::default()),
         setup.options.clone(),
@@ -1013,13 +1181,17 @@ pub(crate) fn resume_child(
     record: crate::store::ExecutionRecord,
     notice: NoticeFn,
     owner: &str,
+    time: &Timekeeping,
 ) -> Result<(Engine, Option<Rc<LocalChildren>>), RunError> {
     let (engine, _, _, children) = prepare_resume(
         store,
         record,
         notice,
         owner,
-        &ResumeBindings::default(),
+        &ResumeBindings {
+            time: Some(time.clone()),
+            ..ResumeBindings::default()
+        },
         &ResumeTarget::All,
         &HandlerSet::default(),
         &KnownMachines::new(),

@@ -379,7 +379,7 @@ pub async fn test_state(
         &region,
         account,
         "TestStateMachine",
-        &uuid::Uuid::new_v4().to_string(),
+        &crate::random::uuid().to_string(),
         request.role_arn.as_deref(),
         now,
     );
@@ -843,7 +843,7 @@ fn default_context(
     });
     if let StateKind::Task(t) = &state.kind {
         if t.resource.waits_for_token() {
-            context["Task"] = json!({"Token": uuid::Uuid::new_v4().to_string()});
+            context["Task"] = json!({"Token": crate::random::uuid().to_string()});
         }
     }
     context

@@ -52,8 +52,10 @@ pub async fn start(
     let (started, is_started) = oneshot::channel::<Result<(), ApiError>>();
     let (done, is_done) = oneshot::channel::<()>();
     let host = server.clone();
+    let time = server.config.time.clone();
     let sent = server.pool.spawn(Box::new(move || {
-        tokio::task::spawn_local(async move {
+        // Tracked: a virtual clock moves only while every execution waits.
+        tokio::task::spawn_local(time.track(async move {
             let arn = spec.info.execution_arn.clone();
             let request = match run_request(&host, spec) {
                 Ok(r) => r,
@@ -79,7 +81,7 @@ pub async fn start(
             let _ = started.send(Ok(()));
             drive(&host, &arn, engine).await;
             let _ = done.send(());
-        });
+        }));
     }));
     if !sent {
         return Err(ApiError::internal("the execution threads are gone"));
@@ -207,7 +209,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         machine,
         input: spec.input,
         info: spec.info,
-        time_scale: server.config.time_scale,
+        time: server.config.time.clone(),
         tasks,
         task_bindings: bindings,
         workers,
@@ -216,6 +218,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         options: EngineOptions {
             max_history_events: server.config.max_history_events,
             compat: server.config.compat,
+            wait_scale: server.config.wait_scale,
         },
         notice: notice(&arn),
     })

@@ -15,6 +15,7 @@
 //! an IP address or one `--allow-host` names are refused (DNS rebinding), with timeouts and a
 //! connection cap; HTTP Tasks call nothing unless `--allow-http-invoke` says which hosts.
 
+pub mod clock;
 pub mod compiled;
 pub mod executions;
 pub mod model;
@@ -129,8 +130,10 @@ pub struct ServeConfig {
     pub region: String,
     /// The account of ARNs.
     pub account_id: String,
-    /// Multiplies every duration executions wait for.
-    pub time_scale: f64,
+    /// How time passes for the executions (a virtual clock moves only when a client asks).
+    pub time: crate::clock::Timekeeping,
+    /// Multiplies the time Wait states wait (`WAIT_TIME_SCALE`).
+    pub wait_scale: f64,
     /// Step Functions Local's MockConfigFile, for `stateMachineArn#TestCase`.
     pub mock_config: Option<PathBuf>,
     /// `--task` bindings.
@@ -241,6 +244,7 @@ pub fn run(
         // The API on `POST /`; the console's pages on `GET /` and `/console/...` of the same port.
         let app = Router::new()
             .route("/", post(api))
+            .route(clock::PATH, post(clock::handle))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(server.clone())
             .merge(crate::console::router(store.clone()));
@@ -345,6 +349,10 @@ async fn call(server: &Arc<Server>, headers: &HeaderMap, body: &[u8]) -> Result<
         })?
     };
     model::validate(operation.name(), &input)?;
+    // A request in flight may still start or answer something: a virtual clock waits for it
+    // (not for the long polls, which wait on executions themselves).
+    let _busy = (!matches!(operation.name(), "GetActivityTask" | "StartSyncExecution"))
+        .then(crate::clock::Busy::internal);
     let region = protocol::signed_region(headers).unwrap_or_else(|| server.config.region.clone());
     operation
         .handle(
@@ -432,20 +440,22 @@ impl Server {
     /// on an execution thread, taking its lease first.
     fn resume(self: &Arc<Self>, record: ExecutionRecord) {
         let server = self.clone();
+        let time = self.config.time.clone();
         self.pool.spawn(Box::new(move || {
-            tokio::task::spawn_local(async move {
+            tokio::task::spawn_local(time.clone().track(async move {
                 let arn = record.execution_arn.clone();
                 match resume_engine(
                     &server.store,
                     record,
                     executions::notice(&arn),
                     &server.owner,
+                    &time,
                 ) {
                     Ok(Some(engine)) => executions::drive(&server, &arn, engine).await,
                     Ok(None) => {}
                     Err(e) => executions::say(&format!("cannot resume {arn}: {e}")),
                 }
-            });
+            }));
         }));
     }
 }

@@ -54,7 +54,7 @@ impl Server {
                         definition: m.definition.clone(),
                         role_arn: m.role_arn.clone(),
                         settings: "{}".to_owned(),
-                        revision_id: uuid::Uuid::new_v4().to_string(),
+                        revision_id: crate::random::uuid().to_string(),
                         creation_date_ms: now,
                         update_date_ms: None,
                     };
@@ -75,7 +75,7 @@ impl Server {
                 Some(mut held) => {
                     held.definition = m.definition.clone();
                     held.role_arn = m.role_arn.clone();
-                    held.revision_id = uuid::Uuid::new_v4().to_string();
+                    held.revision_id = crate::random::uuid().to_string();
                     held.update_date_ms = Some(now);
                     self.store
                         .update_state_machine(&held)

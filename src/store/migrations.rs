@@ -63,6 +63,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 12,
         sql: include_str!("migrations/V12__chunks_with_rowids.sql"),
     },
+    Migration {
+        version: 13,
+        sql: include_str!("migrations/V13__virtual_clock_tokens.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

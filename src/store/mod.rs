@@ -634,6 +634,14 @@ impl Store {
         self.write_now("expire task token", |tx| tokens::expire(tx, token, now))
     }
 
+    /// Arms a virtual clock's token's heartbeat deadline at `now` (its runner's instant) after
+    /// a beat cleared it; false when nothing was waiting to be re-armed.
+    pub fn rearm_heartbeat(&self, token: &str, now: i64) -> Result<bool> {
+        self.write_now("re-arm a heartbeat", |tx| {
+            tokens::rearm_heartbeat(tx, token, now)
+        })
+    }
+
     /// `get-activity-task`: hands the oldest waiting task of an activity to a worker, if any.
     pub fn claim_activity_task(
         &self,

@@ -119,6 +119,9 @@ pub struct NewTaskToken {
     pub timeout_at: Option<i64>,
     /// The replay key of the attempt's scheduling event, so a resumed execution finds it.
     pub replay_key: Option<String>,
+    /// Its execution runs on a virtual clock: the deadlines are that clock's instants (see
+    /// migration V13).
+    pub virtual_clock: bool,
 }
 
 /// A stored token.
@@ -164,9 +167,20 @@ pub struct TokenRecord {
     pub cause: Option<String>,
     /// Which clock ran out, for `TimedOut`.
     pub expired_by: Option<Expiry>,
+    /// Its execution runs on a virtual clock (see migration V13).
+    pub virtual_clock: bool,
 }
 
 impl TokenRecord {
+    /// True when a heartbeat (or an activity worker's taking it) reached a virtual clock's
+    /// token: its runner re-arms the heartbeat deadline at its own instant.
+    pub fn heartbeat_to_rearm(&self) -> bool {
+        self.virtual_clock
+            && self.status == TokenStatus::Started
+            && self.heartbeat_ms.is_some()
+            && self.heartbeat_at.is_none()
+    }
+
     /// The earliest deadline still ahead of the token, if any.
     pub fn next_deadline(&self) -> Option<i64> {
         match (self.timeout_at, self.heartbeat_at) {
@@ -245,14 +259,19 @@ const EXECUTION_LIVE: &str = "EXISTS (SELECT 1 FROM executions e \
      WHERE e.id = task_tokens.execution_id AND e.status = 'RUNNING' \
      AND e.stop_requested_at IS NULL)";
 
-/// "No deadline of the token has passed at :now."
-const BEFORE_DEADLINES: &str = "(timeout_at IS NULL OR timeout_at > :now) \
-     AND (heartbeat_at IS NULL OR heartbeat_at > :now)";
+/// "No deadline of the token has passed at :now." A virtual clock's token is open until its
+/// runner closes it: :now, another process's time, says nothing about that clock.
+const BEFORE_DEADLINES: &str = "(virtual_clock = 1 OR ((timeout_at IS NULL OR timeout_at > :now) \
+     AND (heartbeat_at IS NULL OR heartbeat_at > :now)))";
+
+/// The heartbeat deadline after a beat at `now`: a virtual clock's runner re-arms it.
+const HEARTBEAT_AFTER_BEAT: &str = "CASE WHEN heartbeat_ms IS NULL OR virtual_clock = 1 \
+     THEN NULL ELSE :now + heartbeat_ms END";
 
 const TOKEN_COLUMNS: &str = "t.token, e.execution_arn, t.state_name, t.attempt, t.kind, \
      t.activity_arn, t.status, t.input, t.worker_name, t.created_at, t.started_at, \
      t.timeout_seconds, t.heartbeat_seconds, t.timeout_at, t.heartbeat_at, t.output, t.error, \
-     t.cause, t.expired_by, t.heartbeat_ms";
+     t.cause, t.expired_by, t.heartbeat_ms, t.virtual_clock";
 
 fn record_from_row(row: &Row<'_>) -> rusqlite::Result<TokenRecord> {
     let bad = |i: usize, s: String| {
@@ -288,6 +307,7 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<TokenRecord> {
         timeout_at: row.get(13)?,
         heartbeat_at: row.get(14)?,
         heartbeat_ms: row.get(19)?,
+        virtual_clock: row.get::<_, i64>(20)? != 0,
         output: row.get(15)?,
         error: row.get(16)?,
         cause: row.get(17)?,
@@ -313,8 +333,8 @@ pub(crate) fn insert(tx: &Transaction<'_>, t: &NewTaskToken) -> rusqlite::Result
     let n = tx.execute(
         "INSERT INTO task_tokens (token, execution_id, state_name, attempt, kind, activity_arn, \
          status, input, created_at, started_at, timeout_seconds, heartbeat_seconds, heartbeat_ms, \
-         timeout_at, heartbeat_at, replay_key) \
-         SELECT ?1, id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16 \
+         timeout_at, heartbeat_at, replay_key, virtual_clock) \
+         SELECT ?1, id, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17 \
          FROM executions WHERE execution_arn = ?2",
         params![
             t.token,
@@ -333,6 +353,7 @@ pub(crate) fn insert(tx: &Transaction<'_>, t: &NewTaskToken) -> rusqlite::Result
             t.timeout_at,
             heartbeat_at,
             t.replay_key,
+            t.virtual_clock,
         ],
     )?;
     Ok(n == 1)
@@ -391,8 +412,8 @@ pub(crate) fn answer(
         // row closed, and this matches nothing.
         TaskAnswer::Heartbeat => tx.execute(
             &format!(
-                "UPDATE task_tokens SET heartbeat_at = CASE WHEN heartbeat_ms IS NULL THEN NULL \
-                 ELSE :now + heartbeat_ms END WHERE {open} AND status = 'STARTED'"
+                "UPDATE task_tokens SET heartbeat_at = {HEARTBEAT_AFTER_BEAT} \
+                 WHERE {open} AND status = 'STARTED'"
             ),
             rusqlite::named_params! {":token": token, ":now": now},
         )?,
@@ -435,6 +456,23 @@ pub(crate) fn expire(
     }))
 }
 
+/// Arms a virtual clock's token's heartbeat deadline at its runner's `now` after a beat.
+/// False when there was nothing to re-arm (an answer or an expiry came first).
+pub(crate) fn rearm_heartbeat(
+    tx: &Transaction<'_>,
+    token: &str,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE task_tokens SET heartbeat_at = ?2 + heartbeat_ms WHERE token = ?1 \
+             AND virtual_clock = 1 AND status = 'STARTED' AND heartbeat_ms IS NOT NULL \
+             AND heartbeat_at IS NULL",
+        )?
+        .execute(params![token, now])?;
+    Ok(n == 1)
+}
+
 /// Gives the oldest waiting task of an activity to a worker.
 pub(crate) fn claim(
     tx: &Transaction<'_>,
@@ -444,10 +482,11 @@ pub(crate) fn claim(
 ) -> rusqlite::Result<Option<ActivityTask>> {
     tx.prepare_cached(&format!(
         "UPDATE task_tokens SET status = 'STARTED', worker_name = ?2, started_at = ?3, \
-         heartbeat_at = CASE WHEN heartbeat_ms IS NULL THEN NULL ELSE ?3 + heartbeat_ms END \
+         heartbeat_at = CASE WHEN heartbeat_ms IS NULL OR virtual_clock = 1 THEN NULL \
+             ELSE ?3 + heartbeat_ms END \
          WHERE token = (SELECT token FROM task_tokens WHERE activity_arn = ?1 \
              AND status = 'SCHEDULED' AND {} \
-             AND (timeout_at IS NULL OR timeout_at > ?3) \
+             AND (virtual_clock = 1 OR timeout_at IS NULL OR timeout_at > ?3) \
              ORDER BY created_at, rowid LIMIT 1) \
          RETURNING token, input",
         EXECUTION_LIVE
@@ -618,6 +657,7 @@ mod tests {
             heartbeat_ms: Some(100),
             timeout_at: Some(created_at + 1_000),
             replay_key: None,
+            virtual_clock: false,
         }
     }
 

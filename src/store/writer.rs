@@ -63,7 +63,26 @@ pub(crate) enum Command {
     Barrier(Reply),
 }
 
-pub(crate) type Reply = oneshot::Sender<Result<()>>;
+/// Where a command's outcome goes. It counts as work in flight for a virtual clock until it
+/// is answered (or dropped), so time never jumps between a write and its commit.
+pub(crate) struct Reply {
+    sender: oneshot::Sender<Result<()>>,
+    _busy: crate::clock::Busy,
+}
+
+impl Reply {
+    fn new(sender: oneshot::Sender<Result<()>>) -> Reply {
+        Reply {
+            sender,
+            _busy: crate::clock::Busy::internal(),
+        }
+    }
+
+    /// Answers the caller (who may have dropped its [`Commit`]), then stops counting.
+    fn send(self, outcome: Result<()>) {
+        let _ = self.sender.send(outcome);
+    }
+}
 
 /// The answer to a submitted write: resolves once its transaction has committed (or failed).
 ///
@@ -178,7 +197,7 @@ impl Writer {
             // If the thread is gone the command (and its reply sender) is dropped, so the
             // receiver resolves to WriterStopped.
             Some(sender) => {
-                let _ = sender.send(make(tx));
+                let _ = sender.send(make(Reply::new(tx)));
             }
             None => drop(tx),
         }
@@ -264,8 +283,7 @@ fn answer(commands: impl IntoIterator<Item = Command>, outcomes: Vec<Result<()>>
             | Command::MapRun(_, reply)
             | Command::Barrier(reply) => reply,
         };
-        // The caller may have dropped its Commit; that is allowed.
-        let _ = reply.send(outcome);
+        reply.send(outcome);
     }
 }
 

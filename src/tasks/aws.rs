@@ -554,7 +554,7 @@ impl Response {
         self.header("x-amzn-RequestId")
             .or_else(|| self.header("x-amz-request-id"))
             .map(str::to_owned)
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+            .unwrap_or_else(|| crate::random::uuid().to_string())
     }
 
     /// `SdkHttpMetadata` from the real response's headers.
@@ -715,6 +715,8 @@ impl Http {
         mut headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<Response, StatesError> {
+        // The call runs in wall time: a virtual clock flows until it answers.
+        let _busy = crate::clock::Busy::external();
         let url = format!("{}{}", self.base, path_and_query);
         let unreachable = |e: String| {
             StatesError::new(

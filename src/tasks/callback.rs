@@ -41,7 +41,7 @@ impl TaskToken {
     /// A fresh token from the OS's random source.
     pub fn generate() -> Result<TaskToken, StatesError> {
         let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| {
+        crate::random::fill(&mut bytes).map_err(|e| {
             StatesError::runtime(format!("cannot read random bytes for a task token: {e}"))
         })?;
         Ok(TaskToken(format!(
@@ -409,8 +409,15 @@ impl OpenToken<'_> {
                 }
                 return Ok(event);
             }
-            let deadline = row.next_deadline();
             let now = clock.now();
+            if row.heartbeat_to_rearm() {
+                // A beat landed: on a virtual clock it counts from this runner's instant.
+                store
+                    .rearm_heartbeat(self.token.as_str(), now)
+                    .map_err(store_error)?;
+                continue;
+            }
+            let deadline = row.next_deadline();
             if deadline.is_some_and(|d| d <= now) {
                 match store
                     .expire_token(self.token.as_str(), now)

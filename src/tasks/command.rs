@@ -200,6 +200,8 @@ impl CommandLine {
         notice: Option<crate::tasks::NoticeSink>,
     ) -> Result<Value, StatesError> {
         use crate::tasks::{lambda, stand_in::StandIn};
+        // The program runs in wall time: a virtual clock flows until it ends.
+        let _busy = crate::clock::Busy::external();
         let program = self.argv[0].as_str();
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
         let stand_in = StandIn::of(&request.resource);
@@ -504,9 +506,12 @@ impl CommandLine {
         let program = self.argv[0].clone();
         let state = request.state_name.clone();
         let pid = child.id();
+        // A worker at work is the outside world at work: a virtual clock flows until it exits.
+        let busy = crate::clock::Busy::external();
         Ok((
             pid,
             Box::pin(async move {
+                let _busy = busy;
                 if let Some(mut stdin) = child.stdin.take() {
                     // A worker that does not read its input is fine: ignore a broken pipe.
                     let _ = stdin.write_all(input.as_bytes()).await;

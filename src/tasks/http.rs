@@ -344,6 +344,8 @@ pub async fn invoke(
     region: &str,
     access: &HttpAccess,
 ) -> (Result<Value, StatesError>, Option<Exchange>) {
+    // The call runs in wall time: a virtual clock flows until it answers.
+    let _busy = crate::clock::Busy::external();
     let sent = match build(parameters, region) {
         Ok(r) => r,
         Err(e) => return (Err(e), None),

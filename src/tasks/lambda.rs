@@ -50,7 +50,7 @@ pub fn function_name(input: &Value) -> Option<String> {
 }
 
 fn request_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    crate::random::uuid().to_string()
 }
 
 /// Lambda's `Invoke` response as Step Functions hands it to a `lambda:invoke` state, around the
@@ -61,7 +61,7 @@ pub fn invoke_response(payload: Value) -> Value {
     let date = chrono::Utc::now()
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
-    let random: String = uuid::Uuid::new_v4().simple().to_string();
+    let random: String = crate::random::uuid().simple().to_string();
     let trace = format!(
         "root=1-{:08x}-{};sampled=0",
         chrono::Utc::now().timestamp(),

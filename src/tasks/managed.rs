@@ -255,9 +255,14 @@ pub fn look_at(row: &TokenRecord, now: Millis) -> TaskLook {
             TaskLook::Over("its execution was stopped or ended, or its attempt was aborted".into())
         }
         TokenStatus::Scheduled | TokenStatus::Started => {
-            if row.timeout_at.is_some_and(|d| d <= now) {
+            // A virtual clock's deadlines are its runner's instants, not `now`'s: the status
+            // alone says whether they passed.
+            let past = |deadline: Option<Millis>| {
+                !row.virtual_clock && deadline.is_some_and(|d| d <= now)
+            };
+            if past(row.timeout_at) {
                 TaskLook::Over("its TimeoutSeconds ran out".into())
-            } else if row.heartbeat_at.is_some_and(|d| d <= now) {
+            } else if past(row.heartbeat_at) {
                 TaskLook::Over("its HeartbeatSeconds ran out".into())
             } else {
                 TaskLook::Open {
@@ -409,6 +414,8 @@ pub struct Spawned {
     pid: u32,
     program: String,
     assignment: Assignment,
+    /// A handler at work is the outside world at work: a virtual clock flows meanwhile.
+    busy: crate::clock::Busy,
 }
 
 /// Starts `command` for `assignment`: its own process group, the input on stdin (written by
@@ -441,6 +448,7 @@ pub fn spawn(
         pid,
         program: command.argv[0].clone(),
         assignment,
+        busy: crate::clock::Busy::external(),
     })
 }
 
@@ -500,6 +508,7 @@ impl Spawned {
             pid,
             program,
             assignment,
+            busy: _busy,
         } = self;
         // Dropped before the handler was reaped (the runner is shutting down), the group gets
         // SIGTERM, SIGKILL after --kill-after: no handler outlives the supervision it relies on.
@@ -964,6 +973,7 @@ mod tests {
             error: None,
             cause: None,
             expired_by: None,
+            virtual_clock: false,
         };
         assert_eq!(
             look_at(&row, 1_000),

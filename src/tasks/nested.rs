@@ -89,7 +89,7 @@ pub fn machine_does_not_exist(arn: &str) -> StatesError {
         "StepFunctions.StateMachineDoesNotExistException",
         format!(
             "State Machine Does Not Exist: '{arn}' (Service: AWSStepFunctions; Status Code: 400; Error Code: StateMachineDoesNotExist; Request ID: {}; Proxy: null)",
-            uuid::Uuid::new_v4()
+            crate::random::uuid()
         ),
     )
 }
@@ -100,7 +100,7 @@ pub fn execution_already_exists(arn: &str) -> StatesError {
         "StepFunctions.ExecutionAlreadyExistsException",
         format!(
             "Execution Already Exists: '{arn}' (Service: AWSStepFunctions; Status Code: 400; Error Code: ExecutionAlreadyExists; Request ID: {}; Proxy: null)",
-            uuid::Uuid::new_v4()
+            crate::random::uuid()
         ),
     )
 }
@@ -111,7 +111,7 @@ fn invalid(what: &str) -> StatesError {
         "StepFunctions.InvalidExecutionInputException",
         format!(
             "{what} (Service: AWSStepFunctions; Status Code: 400; Error Code: InvalidExecutionInput; Request ID: {}; Proxy: null)",
-            uuid::Uuid::new_v4()
+            crate::random::uuid()
         ),
     )
 }
@@ -207,7 +207,7 @@ pub fn sdk_http_metadata(content_type: &str, content_length: usize, request_id: 
 /// StartExecution's response as the integration returns it (request-response) and records it
 /// in `TaskSubmitted` (`.sync`).
 pub fn start_response(started: &ChildStarted) -> Value {
-    let request_id = uuid::Uuid::new_v4().to_string();
+    let request_id = crate::random::uuid().to_string();
     // The body AWS's service sent: {"executionArn":…,"startDate":…}.
     let body_len = started.execution_arn.len() + 47;
     json!({

@@ -183,8 +183,8 @@ impl LocalS3 {
 /// S3's 404 as AWS's SDK words it in a cause: `MESSAGE (Service: S3, Status Code: 404, Request
 /// ID: …, Extended Request ID: …)`, with ids made up here as S3 makes up its own.
 fn s3_not_found(message: &str) -> String {
-    let request_id = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
-    let extended = uuid::Uuid::new_v4().simple().to_string();
+    let request_id = crate::random::uuid().simple().to_string().to_uppercase();
+    let extended = crate::random::uuid().simple().to_string();
     format!(
         "{message} (Service: S3, Status Code: 404, Request ID: {}, Extended Request ID: {extended})",
         &request_id[..16]

@@ -135,7 +135,7 @@ fn merge(out: &mut Map<String, Value>, printed: Map<String, Value>) {
 }
 
 fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    crate::random::uuid().to_string()
 }
 
 fn md5_hex(text: &str) -> String {

@@ -30,6 +30,7 @@
 
 pub mod account;
 pub mod bindings;
+pub mod clock;
 pub mod database;
 pub mod definition;
 pub mod endpoints;
@@ -41,10 +42,10 @@ pub mod page;
 pub mod s3;
 pub mod substitutions;
 pub mod templates;
-pub mod time_scale;
 
 pub use account::{Account, AccountArgs};
 pub use bindings::{BindingArgs, Bindings, SupervisionArgs};
+pub use clock::{ClockArgs, ClockKind};
 pub use database::{Database, DatabaseArgs, DbArgs};
 pub use definition::{Definition, DefinitionArgs, DefinitionSource, LoadedMachine, TemplateArgs};
 pub use endpoints::EndpointArgs;

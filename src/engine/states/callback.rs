@@ -116,6 +116,7 @@ impl Engine {
                     heartbeat_ms: heartbeat.map(scaled_ms),
                     timeout_at: timeout.map(|s| started_at + scaled_ms(s)),
                     replay_key: Some(scheduled_key.clone()),
+                    virtual_clock: self.clock.virtual_clock().is_some(),
                 })
                 .map_err(|e| Failed::new(e, prev))?,
         };

@@ -271,7 +271,7 @@ impl Engine {
         let label = m
             .label
             .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            .unwrap_or_else(|| crate::random::uuid().to_string());
         let child_machine_name = format!("{}/{label}", self.info.state_machine_name);
         // A resumed run keeps the Map run ARN its MapRunStarted recorded (result files go under
         // its run id); a new one gets a fresh id.
@@ -280,7 +280,7 @@ impl Engine {
                 "arn:aws:states:{}:{}:mapRun:{child_machine_name}:{}",
                 self.info.region,
                 self.info.account,
-                uuid::Uuid::new_v4()
+                crate::random::uuid()
             )
         });
         let run_id = map_run_arn
@@ -447,7 +447,7 @@ impl Engine {
             let done = finished.remove(&index);
             let name = names
                 .remove(&index)
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                .unwrap_or_else(|| crate::random::uuid().to_string());
             let items_held = item_count(&input);
             async move {
                 if let Some(record) = done {

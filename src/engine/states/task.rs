@@ -351,6 +351,7 @@ impl Engine {
                         heartbeat_ms: None,
                         timeout_at: None,
                         replay_key: Some(scheduled_key.clone()),
+                        virtual_clock: self.clock.virtual_clock().is_some(),
                     })
                     .map_err(|e| Failed::new(e, prev))?,
             ),

@@ -120,6 +120,10 @@ impl Engine {
         if declared.as_secs() > MAX_WAIT_SECONDS {
             return Err(self.state_error(cx, names::RUNTIME, "Wait state delay is too long."));
         }
+        // WAIT_TIME_SCALE (Step Functions Local's) shortens Waits only, before the clock's own
+        // scale; a capped product, as the clock's (1e308 must not panic).
+        let declared = Duration::try_from_secs_f64(declared.as_secs_f64() * self.wait_scale)
+            .unwrap_or(declared);
         let deadline = now + self.clock.scale(declared).as_millis() as Millis;
         if deadline > now {
             self.history.borrow_mut().submit();

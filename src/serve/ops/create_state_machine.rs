@@ -31,7 +31,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         definition: definition.to_owned(),
         role_arn: role_arn.to_owned(),
         settings: settings(&request, "{}"),
-        revision_id: uuid::Uuid::new_v4().to_string(),
+        revision_id: crate::random::uuid().to_string(),
         creation_date_ms: crate::clock::system_now(),
         update_date_ms: None,
     };

@@ -1,7 +1,6 @@
 //! `GetActivityTask`: a long poll (up to 60 s, as AWS) for the oldest waiting task of an
 //! activity; `{}` (no token) when none came. The server stopping ends the poll at once.
 
-use crate::clock::system_now;
 use crate::serve::operation::Request;
 use crate::serve::protocol::ApiError;
 use crate::serve::Server;
@@ -27,9 +26,10 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         let version = server.store.data_version().ok();
         if version.is_none() || version != seen {
             seen = version;
-            if let Some(task) = server
-                .store
-                .claim_activity_task(arn, worker, system_now())?
+            if let Some(task) =
+                server
+                    .store
+                    .claim_activity_task(arn, worker, server.config.time.now())?
             {
                 return Ok(json!({ "taskToken": task.token, "input": task.input }));
             }

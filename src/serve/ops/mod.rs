@@ -351,7 +351,7 @@ pub fn settings_or_defaults(stored: &str) -> Map<String, Value> {
 /// too, with AWS's errors.
 pub fn answer_token(server: &Server, token: &str, answer: SentAnswer) -> Result<Value, ApiError> {
     use crate::tasks::callback::{answer_task, AnswerRefusal};
-    match answer_task(&server.store, token, answer, crate::clock::system_now()) {
+    match answer_task(&server.store, token, answer, server.config.time.now()) {
         Ok(()) => Ok(json!({})),
         Err(AnswerRefusal::Store(e)) => Err(ApiError::internal(e)),
         Err(r) => Err(ApiError::new(r.code(), r.to_string())),

@@ -22,7 +22,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
             ));
         }
     }
-    let answer = redrive_request(&server.store, &request.input)
+    let answer = redrive_request(&server.store, &request.input, server.config.time.now())
         .map_err(|e| ApiError::new(e.code(), e.message()))?;
     if let Some(record) = server.store.execution(arn)? {
         server.resume(record);

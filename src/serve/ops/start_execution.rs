@@ -50,7 +50,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
     }
     let name = match request.str("name") {
         Some(n) => n.to_owned(),
-        None => uuid::Uuid::new_v4().to_string(),
+        None => crate::random::uuid().to_string(),
     };
     check_name(&name)?;
     let input_text = request.str("input").unwrap_or("{}");
@@ -66,7 +66,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
         &machine.name,
         &name,
         Some(&machine.role_arn),
-        crate::clock::system_now(),
+        server.config.time.now(),
     );
     if let Some((version, alias)) = through {
         info = info.started_through(version, alias);
@@ -92,7 +92,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
 /// The version an alias starts now: one of its routes, chosen at random by weight.
 fn route(routing: &str) -> String {
     let routes: Vec<Value> = serde_json::from_str(routing).unwrap_or_default();
-    let mut pick = (uuid::Uuid::new_v4().as_u128() % 100) as i64;
+    let mut pick = (crate::random::uuid().as_u128() % 100) as i64;
     for r in &routes {
         pick -= r["weight"].as_i64().unwrap_or(0);
         if pick < 0 {

@@ -19,7 +19,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
     super::execution(server, arn)?;
     let error = request.str("error");
     let cause = request.str("cause");
-    let requested = crate::clock::system_now();
+    let requested = server.config.time.now();
     let store = &server.store;
     if let StopOutcome::AlreadyEnded(_) = store.request_stop(arn, error, cause, requested)? {
         let record = super::execution(server, arn)?;
@@ -49,7 +49,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
     if let Some(c) = cause {
         details = details.str("cause", c);
     }
-    let now = crate::clock::system_now();
+    let now = server.config.time.now();
     store.abort_unattended(
         arn,
         Some(details.build()),

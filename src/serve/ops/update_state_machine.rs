@@ -32,7 +32,7 @@ pub async fn handle(server: &Arc<Server>, request: Request) -> Result<Value, Api
         machine.role_arn = role.to_owned();
     }
     machine.settings = settings(&request, &machine.settings);
-    machine.revision_id = uuid::Uuid::new_v4().to_string();
+    machine.revision_id = crate::random::uuid().to_string();
     let now = crate::clock::system_now();
     machine.update_date_ms = Some(now);
     if !server.store.update_state_machine(&machine)? {

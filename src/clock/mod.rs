@@ -1,5 +1,6 @@
 //! Every clock the engine reads goes through [`Clock`]: the real one, a scaled one for
-//! `--time-scale`, and a manual one for tests.
+//! `--time-scale`, the virtual one for `--clock virtual` ([`virtual_time`]), and a manual one
+//! for tests. [`Timekeeping`] is the choice the flags make, lowered once.
 //!
 //! Times are wall-clock milliseconds since the Unix epoch ([`Millis`]), because deadlines are
 //! stored in the database and must mean the same thing to another process after a crash.
@@ -9,6 +10,12 @@
 //! sorted map, [`Timers`]; one thread sleeps until the earliest entry and wakes the futures
 //! that are due (mini-redis's expiry task). Ten thousand executions waiting cost ten thousand
 //! map entries and one sleeping thread.
+
+pub mod activity;
+pub mod virtual_time;
+
+pub use activity::{tracked, Busy};
+pub use virtual_time::VirtualClock;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -34,6 +41,75 @@ pub trait Clock: Send + Sync {
         &self,
         deadline: Millis,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+
+    /// The virtual clock behind this one, if it is one.
+    fn virtual_clock(&self) -> Option<&VirtualClock> {
+        None
+    }
+}
+
+/// How time passes for the executions of one process: the choice of `--clock`,
+/// `--clock-start` and `--time-scale`, lowered once.
+#[derive(Debug, Clone)]
+pub enum Timekeeping {
+    /// The system clock, every declared duration multiplied by `scale` (1 is real time).
+    Real {
+        /// `--time-scale`.
+        scale: f64,
+    },
+    /// A virtual clock shared by every execution of the process.
+    Virtual(VirtualClock),
+}
+
+impl Default for Timekeeping {
+    fn default() -> Self {
+        Timekeeping::Real { scale: 1.0 }
+    }
+}
+
+impl Timekeeping {
+    /// Real time, scaled.
+    pub fn scaled(scale: f64) -> Timekeeping {
+        Timekeeping::Real { scale }
+    }
+
+    /// The clock executions read.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        match self {
+            Timekeeping::Real { scale } => Arc::new(SystemClock::new(*scale)),
+            Timekeeping::Virtual(clock) => Arc::new(clock.clone()),
+        }
+    }
+
+    /// Now, on this clock.
+    pub fn now(&self) -> Millis {
+        match self {
+            Timekeeping::Real { .. } => system_now(),
+            Timekeeping::Virtual(clock) => clock.now(),
+        }
+    }
+
+    /// The factor declared durations are multiplied by (1 under a virtual clock: its seconds
+    /// are whole).
+    pub fn time_scale(&self) -> f64 {
+        match self {
+            Timekeeping::Real { scale } => *scale,
+            Timekeeping::Virtual(_) => 1.0,
+        }
+    }
+
+    /// The virtual clock, if time is virtual.
+    pub fn virtual_clock(&self) -> Option<&VirtualClock> {
+        match self {
+            Timekeeping::Real { .. } => None,
+            Timekeeping::Virtual(clock) => Some(clock),
+        }
+    }
+
+    /// Wraps an execution's future so a virtual clock waits for it (see [`tracked`]).
+    pub fn track<F: std::future::Future>(&self, fut: F) -> activity::Tracked<F> {
+        tracked(fut, self.virtual_clock().is_some())
+    }
 }
 
 /// The system clock.

@@ -1,0 +1,114 @@
+//! The virtual clock's extension of the API (`POST /sfn-local/clock`; AWS has no such
+//! operation), shared by `serve`, which answers it, and `sfn-local clock`, which asks.
+//!
+//! The body is JSON, `{"action": "now" | "advance" | "next" | "until-idle", "duration": "61s"}`
+//! (`duration`, for `advance`, in humantime's units, or a number of seconds); the answer says
+//! where the clock stands: `{"clock", "now", "nowMillis", "nextDeadline", "pendingDeadlines"}`.
+
+use crate::clock::{iso8601, Clock, VirtualClock};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The path of the extension.
+pub const PATH: &str = "/sfn-local/clock";
+
+/// What a client asks of the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClockAction {
+    /// Where it stands.
+    Now,
+    /// Forward by a duration, firing every deadline on the way in order.
+    Advance(Duration),
+    /// To the next deadline, firing every one due then.
+    Next,
+    /// From deadline to deadline until nothing waits on time.
+    UntilIdle,
+}
+
+impl ClockAction {
+    /// Reads a request body.
+    pub fn parse(body: &Value) -> Result<ClockAction, String> {
+        let action = body.get("action").and_then(Value::as_str).unwrap_or("now");
+        match action {
+            "now" => Ok(ClockAction::Now),
+            "next" => Ok(ClockAction::Next),
+            "until-idle" => Ok(ClockAction::UntilIdle),
+            "advance" => match body.get("duration") {
+                Some(Value::String(text)) => parse_duration(text).map(ClockAction::Advance),
+                Some(Value::Number(n)) => n
+                    .as_f64()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .map(ClockAction::Advance)
+                    .ok_or_else(|| format!("duration {n} is not a number of seconds >= 0")),
+                _ => Err("advance needs a \"duration\" (e.g. \"61s\", \"1h\", or seconds)".into()),
+            },
+            other => Err(format!(
+                "unknown action {other:?}: expected now, advance, next or until-idle"
+            )),
+        }
+    }
+}
+
+/// A duration as people write it: `61s`, `1h 30m`, `1day`, `500ms` (or bare seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(secs) = text.trim().parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"));
+    }
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration (e.g. 61s, 1h 30m, 1day): {e}"))
+}
+
+/// Moves the clock as asked (waiting for work in flight to settle), then describes it.
+pub fn act(clock: &VirtualClock, action: &ClockAction) -> Value {
+    match action {
+        ClockAction::Now => {}
+        ClockAction::Advance(by) => {
+            clock.advance(*by);
+        }
+        ClockAction::Next => {
+            clock.skip_to_next();
+        }
+        ClockAction::UntilIdle => {
+            clock.until_idle();
+        }
+    }
+    describe(clock)
+}
+
+/// Where a virtual clock stands.
+pub fn describe(clock: &VirtualClock) -> Value {
+    let now = clock.now();
+    json!({
+        "clock": "virtual",
+        "now": iso8601(now),
+        "nowMillis": now,
+        "nextDeadline": clock.next_deadline().map(iso8601),
+        "pendingDeadlines": clock.pending(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_and_durations_read_as_people_write_them() {
+        let advance = |d: Value| ClockAction::parse(&json!({"action": "advance", "duration": d}));
+        assert_eq!(
+            advance(json!("61s")),
+            Ok(ClockAction::Advance(Duration::from_secs(61)))
+        );
+        assert_eq!(
+            advance(json!("1h 30m")),
+            Ok(ClockAction::Advance(Duration::from_secs(5400)))
+        );
+        assert_eq!(
+            advance(json!(1.5)),
+            Ok(ClockAction::Advance(Duration::from_millis(1500)))
+        );
+        assert!(advance(json!("soon")).is_err());
+        assert!(advance(json!(-1)).is_err());
+        assert_eq!(ClockAction::parse(&json!({})), Ok(ClockAction::Now));
+        assert!(ClockAction::parse(&json!({"action": "rewind"})).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! The virtual clock (`--clock virtual`): time does not pass by itself; it jumps to the next
+//! deadline when nothing else can happen, as Temporal's time-skipping test server and Go's
+//! `testing/synctest` do it.
+//!
+//! Every deadline of every execution on the clock is one entry of one sorted map (the same
+//! shape as [`super::Timers`]); the entry that comes first is the only one that may fire,
+//! and it fires only when [`super::activity`] says nothing is in flight. Entries at one
+//! instant fire one at a time, in the order they were armed, each after the work it caused
+//! has settled: the same run gives the same history.
+//!
+//! Two ways to move it:
+//! - **automatic** (`run`, `test`): a driver thread jumps whenever the process is idle. While
+//!   external work runs (a command, a worker, an HTTP call) time flows at wall speed, so a
+//!   worker's answer lands at the instant it arrives, and a deadline that comes due meanwhile
+//!   fires as it would on AWS.
+//! - **on request** (`serve`): time never moves on its own; a client moves it
+//!   ([`VirtualClock::advance`], [`VirtualClock::skip_to_next`]), so a test reads a token,
+//!   heartbeats and answers at leisure.
+
+use super::activity::{self, gate, CHANGED};
+use super::{Clock, Millis};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// How long a client's request to move the clock waits for work in flight to settle before it
+/// moves the clock anyway (a worker that never ends must not freeze the test).
+pub const SETTLE_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Most deadlines one request fires (a machine that loops on a Wait forever must not hang
+/// `until-idle`).
+pub const MAX_STEPS: usize = 100_000;
+
+/// A clock that only moves when nothing can happen before its next deadline.
+#[derive(Clone)]
+pub struct VirtualClock {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for VirtualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualClock")
+            .field("now", &self.now())
+            .field("automatic", &self.inner.automatic)
+            .finish()
+    }
+}
+
+struct Inner {
+    state: Mutex<State>,
+    /// Jumps by itself when idle (`run`, `test`); otherwise only when asked (`serve`).
+    automatic: bool,
+}
+
+struct State {
+    /// The instant the clock stood at when external work last started flowing, or last jumped.
+    base: Millis,
+    /// The external wall time counted up to `base` (see [`activity`]).
+    external_at_base: Duration,
+    timers: BTreeMap<(Millis, u64), Waker>,
+    next_id: u64,
+}
+
+impl VirtualClock {
+    /// A clock standing at `start` that jumps by itself whenever the process is idle.
+    pub fn automatic(start: Millis) -> VirtualClock {
+        let clock = VirtualClock::new(start, true);
+        let weak = Arc::downgrade(&clock.inner);
+        // No thread, no automatic jumps: the clock then moves only when asked.
+        let _ = std::thread::Builder::new()
+            .name("sfn-local-virtual-time".into())
+            .spawn(move || drive(weak));
+        clock
+    }
+
+    /// A clock standing at `start` that moves only when asked (`serve`).
+    pub fn on_request(start: Millis) -> VirtualClock {
+        VirtualClock::new(start, false)
+    }
+
+    fn new(start: Millis, automatic: bool) -> VirtualClock {
+        let external_at_base = gate().elapsed();
+        VirtualClock {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    base: start,
+                    external_at_base,
+                    timers: BTreeMap::new(),
+                    next_id: 0,
+                }),
+                automatic,
+            }),
+        }
+    }
+
+    /// True for a clock that jumps by itself.
+    pub fn is_automatic(&self) -> bool {
+        self.inner.automatic
+    }
+
+    /// The earliest deadline waited for, if any.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.inner.state().timers.keys().next().map(|(d, _)| *d)
+    }
+
+    /// How many deadlines are waited for.
+    pub fn pending(&self) -> usize {
+        self.inner.state().timers.len()
+    }
+
+    /// Moves the clock forward by `by`, firing every deadline on the way in order, each after
+    /// the work it caused has settled. Returns the new instant.
+    pub fn advance(&self, by: Duration) -> Millis {
+        let target = self.now().saturating_add(by.as_millis() as Millis);
+        for _ in 0..MAX_STEPS {
+            activity::wait_idle(SETTLE_PATIENCE);
+            if !self.fire_first_until(target) {
+                break;
+            }
+        }
+        self.inner.settle_at(target);
+        activity::wait_idle(SETTLE_PATIENCE);
+        self.now()
+    }
+
+    /// Jumps to the next deadline and fires every one due at that instant. Returns the new
+    /// instant, or `None` when nothing waits on time.
+    pub fn skip_to_next(&self) -> Option<Millis> {
+        activity::wait_idle(SETTLE_PATIENCE);
+        let next = self.next_deadline()?;
+        let target = next.max(self.now());
+        for _ in 0..MAX_STEPS {
+            if !self.fire_first_until(target) {
+                break;
+            }
+            activity::wait_idle(SETTLE_PATIENCE);
+        }
+        self.inner.settle_at(target);
+        Some(self.now())
+    }
+
+    /// Skips from deadline to deadline until nothing waits on time (or [`MAX_STEPS`]).
+    /// Returns the new instant.
+    pub fn until_idle(&self) -> Millis {
+        for _ in 0..MAX_STEPS {
+            if self.skip_to_next().is_none() {
+                break;
+            }
+        }
+        self.now()
+    }
+
+    /// Fires the first deadline if it is at or before `target`, jumping to it. False when
+    /// there is none.
+    fn fire_first_until(&self, target: Millis) -> bool {
+        let mut st = self.inner.state();
+        let Some((&(deadline, id), _)) = st.timers.first_key_value() else {
+            return false;
+        };
+        if deadline > target {
+            return false;
+        }
+        let external = gate().elapsed();
+        let now = self.inner.now_at(&st, external);
+        st.rebase(deadline.max(now), external);
+        let waker = st.timers.remove(&(deadline, id));
+        drop(st);
+        waker.into_iter().for_each(Waker::wake);
+        true
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Now, given the external wall time counted so far.
+    fn now_at(&self, st: &State, external: Duration) -> Millis {
+        if self.automatic {
+            let flowed = external.saturating_sub(st.external_at_base).as_millis() as Millis;
+            st.base.saturating_add(flowed)
+        } else {
+            st.base
+        }
+    }
+
+    /// Stands the clock at `target` unless it is already later.
+    fn settle_at(&self, target: Millis) {
+        let external = gate().elapsed();
+        let mut st = self.state();
+        let now = self.now_at(&st, external);
+        st.rebase(now.max(target), external);
+    }
+}
+
+impl State {
+    fn rebase(&mut self, at: Millis, external: Duration) {
+        self.base = at;
+        self.external_at_base = external;
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Millis {
+        let external = gate().elapsed();
+        self.inner.now_at(&self.inner.state(), external)
+    }
+
+    fn sleep_until(&self, deadline: Millis) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(VirtualSleep {
+            clock: self.inner.clone(),
+            deadline,
+            id: None,
+        })
+    }
+
+    fn virtual_clock(&self) -> Option<&VirtualClock> {
+        Some(self)
+    }
+}
+
+/// A wait for one deadline of a virtual clock; dropping it removes its entry.
+struct VirtualSleep {
+    clock: Arc<Inner>,
+    deadline: Millis,
+    id: Option<u64>,
+}
+
+impl Future for VirtualSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let external = gate().elapsed();
+        let clock = self.clock.clone();
+        let mut st = clock.state();
+        if clock.now_at(&st, external) >= self.deadline {
+            if let Some(id) = self.id.take() {
+                st.timers.remove(&(self.deadline, id));
+            }
+            return Poll::Ready(());
+        }
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                st.next_id += 1;
+                let id = st.next_id;
+                self.id = Some(id);
+                id
+            }
+        };
+        st.timers.insert((self.deadline, id), cx.waker().clone());
+        drop(st);
+        // A driver sleeping until a later deadline (while time flows) must look again.
+        activity::notify();
+        Poll::Pending
+    }
+}
+
+impl Drop for VirtualSleep {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.clock.state().timers.remove(&(self.deadline, id));
+        }
+    }
+}
+
+/// The automatic clock's driver: fires the first deadline when it is due, jumps to it when
+/// the process is idle, and otherwise sleeps until told that work ended or time flowed.
+fn drive(clock: Weak<Inner>) {
+    let mut g = gate();
+    loop {
+        let Some(inner) = clock.upgrade() else {
+            return;
+        };
+        let external = g.elapsed();
+        let (idle, flowing) = (g.idle(), g.flowing());
+        let mut st = inner.state();
+        let now = inner.now_at(&st, external);
+        let first = st.timers.first_key_value().map(|(k, _)| *k);
+        let wait = match first {
+            Some((deadline, id)) if deadline <= now && (idle || flowing) => {
+                let waker = st.timers.remove(&(deadline, id));
+                drop(st);
+                waker.into_iter().for_each(Waker::wake);
+                continue;
+            }
+            Some((deadline, _)) if idle => {
+                st.rebase(deadline, external);
+                continue;
+            }
+            Some((deadline, _)) if flowing => {
+                Duration::from_millis((deadline - now).clamp(1, 1_000) as u64)
+            }
+            // Frozen or empty: woken when work ends or a deadline arrives; the timeout only
+            // notices a clock that was dropped.
+            _ => Duration::from_secs(1),
+        };
+        drop(st);
+        drop(inner);
+        g = CHANGED
+            .wait_timeout(g, wait)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_request_time_stands_still_until_advanced_and_fires_in_deadline_order() {
+        let clock = VirtualClock::on_request(1_000);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let local = tokio::task::LocalSet::new();
+        for deadline in [61_000, 3_601_000, 31_000] {
+            let (clock, order) = (clock.clone(), order.clone());
+            // Tracked, so the clock waits for each to record its instant before the next jump.
+            let sleeper = async move {
+                clock.sleep_until(deadline).await;
+                order.lock().unwrap().push((deadline, clock.now()));
+            };
+            local.spawn_local(activity::tracked(sleeper, true));
+        }
+        local.block_on(&rt, async {
+            tokio::task::yield_now().await;
+        });
+        assert_eq!(clock.pending(), 3);
+        assert_eq!(clock.now(), 1_000);
+        let c = clock.clone();
+        let advancing = std::thread::spawn(move || c.advance(Duration::from_secs(61)));
+        local.block_on(&rt, async {
+            while !advancing.is_finished() {
+                tokio::task::yield_now().await;
+            }
+        });
+        assert_eq!(clock.now(), 62_000);
+        assert_eq!(
+            *order.lock().unwrap(),
+            vec![(31_000, 31_000), (61_000, 61_000)],
+            "each fires at its own instant, in order"
+        );
+        assert_eq!(clock.next_deadline(), Some(3_601_000));
+    }
+}

@@ -1,0 +1,58 @@
+//! Where generated names, the generated parts of ARNs and task tokens get their randomness:
+//! the operating system, or, after [`seed`] (`--seed N`), one seeded generator, so that two
+//! runs with the same `--clock virtual --clock-start T --seed N` write byte-identical
+//! histories.
+//!
+//! Seeded bytes are predictable by design: a seed is for tests, never for a server others
+//! can reach (a token is then no secret).
+
+use std::sync::Mutex;
+
+/// The seeded generator, once `--seed` chose one.
+static SEEDED: Mutex<Option<fastrand::Rng>> = Mutex::new(None);
+
+/// From now on, every draw in this process comes from a generator seeded with `n`.
+pub fn seed(n: u64) {
+    *SEEDED.lock().unwrap_or_else(|p| p.into_inner()) = Some(fastrand::Rng::with_seed(n));
+}
+
+/// True once [`seed`] was called.
+pub fn is_seeded() -> bool {
+    SEEDED.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+}
+
+/// Fills `buf` with random bytes (seeded ones after [`seed`]).
+pub fn fill(buf: &mut [u8]) -> Result<(), getrandom::Error> {
+    match SEEDED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        Some(rng) => {
+            rng.fill(buf);
+            Ok(())
+        }
+        None => getrandom::fill(buf),
+    }
+}
+
+/// A version 4 UUID (from seeded bytes after [`seed`]).
+pub fn uuid() -> uuid::Uuid {
+    let mut bytes = [0u8; 16];
+    if fill(&mut bytes).is_err() {
+        return uuid::Uuid::new_v4();
+    }
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_seeded_generator_repeats_itself() {
+        let draw = |n| {
+            let mut rng = fastrand::Rng::with_seed(n);
+            let mut b = [0u8; 16];
+            rng.fill(&mut b);
+            uuid::Builder::from_random_bytes(b).into_uuid()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        assert_eq!(draw(7).get_version_num(), 4);
+    }
+}
