@@ -26,6 +26,22 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+thread_local! {
+    /// The instant `$now()` and `$millis()` read, when the engine's clock is not the system's
+    /// (a virtual clock); evaluation is synchronous, so one thread-local serves every
+    /// execution sharing the thread.
+    static INSTANT: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `$now()` and `$millis()` reading `now` (milliseconds since the epoch)
+/// instead of the system clock; `None` leaves the system clock.
+pub fn at_instant<R>(now: Option<i64>, f: impl FnOnce() -> R) -> R {
+    let before = INSTANT.replace(now);
+    let result = f();
+    INSTANT.set(before);
+    result
+}
+
 /// The most steps (nodes evaluated, functions called) one evaluation may take.
 pub const MAX_STEPS: u64 = 10_000_000;
 /// The longest string, and the largest result as JSON text, one evaluation may build: 16 times
@@ -178,7 +194,10 @@ mod jlens {
             }
             // Metered: what one evaluation may hold is bounded too (see `crate::alloc`).
             let token = jlens_core::CancelToken::new();
-            let options = limits().clone().cancel_token(token.clone());
+            let mut options = limits().clone().cancel_token(token.clone());
+            if let Some(now) = INSTANT.get() {
+                options = options.now(now);
+            }
             let section = crate::memory::Section::start(MAX_HELD_BYTES, token);
             let result = self.expression.evaluate_with(None, &bindings, &options);
             let exceeded = section.exceeded();

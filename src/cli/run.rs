@@ -161,6 +161,11 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         }
         None => (None, None),
     };
+    // Before anything is generated: --seed decides the generated name too.
+    let time = args
+        .clock
+        .lower(flags::ClockKind::Real, true)
+        .map_err(FlagError::exit)?;
     let name = args
         .name
         .clone()
@@ -170,7 +175,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let checked = check_name("execution name", &name)
         .and_then(|()| check_name("state machine name", &machine_name))
         .map_err(FlagError::Usage)
-        .and_then(|()| bind(args, &machine, &machine_name, &database, &mocks));
+        .and_then(|()| bind(args, (&machine, &machine_name), &database, &mocks, time));
     let bound = checked.map_err(FlagError::exit)?;
     if let Some(file) = mocks.unused_config() {
         // Step Functions Local mocks nothing without a test case; a silent no-op misleads.
@@ -201,12 +206,11 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
 /// `--task`/`--worker` bindings and mocks.
 fn bind(
     args: &RunArgs,
-    machine: &asl::StateMachine,
-    machine_name: &str,
+    (machine, machine_name): (&asl::StateMachine, &str),
     database: &flags::Database,
     mocks: &flags::MockCase,
+    time: crate::clock::Timekeeping,
 ) -> Result<Bound, FlagError> {
-    let time = args.clock.lower(flags::ClockKind::Real, true)?;
     let machines = args.machines.load(None)?;
     let endpoints = args.endpoints.lower()?;
     let bindings = args.bindings.lower(machine, &machines, &database.path)?;

@@ -790,11 +790,13 @@ impl Engine {
         f: impl FnOnce(&JsonataScope<'_>) -> R,
     ) -> R {
         let variables = cx.frame.read();
+        // `$now()` reads the execution's clock when it is virtual.
+        let instant = self.clock.virtual_clock().map(|_| self.clock.now());
         let scope = |context: &Value| {
             let mut scope = JsonataScope::new(data.input, context, &variables);
             scope.result = data.result;
             scope.error_output = data.error_output;
-            f(&scope)
+            crate::asl::jsonata::at_instant(instant, || f(&scope))
         };
         if !cx.state.uses_context {
             return scope(&Value::Null);

@@ -257,9 +257,8 @@ pub fn look_at(row: &TokenRecord, now: Millis) -> TaskLook {
         TokenStatus::Scheduled | TokenStatus::Started => {
             // A virtual clock's deadlines are its runner's instants, not `now`'s: the status
             // alone says whether they passed.
-            let past = |deadline: Option<Millis>| {
-                !row.virtual_clock && deadline.is_some_and(|d| d <= now)
-            };
+            let past =
+                |deadline: Option<Millis>| !row.virtual_clock && deadline.is_some_and(|d| d <= now);
             if past(row.timeout_at) {
                 TaskLook::Over("its TimeoutSeconds ran out".into())
             } else if past(row.heartbeat_at) {
