@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{deps_python_bin, Sandbox};
+use common::{deps_python_bin, state_tag, Sandbox};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Command;
@@ -632,4 +632,120 @@ fn a_distributed_maps_children_count_for_its_processor() {
             "  tests/coverage/distributed.asl.json:18  branch: End of Big",
         ]
     );
+}
+
+const PARALLEL_CATCH: &str = "tests/coverage/parallel_catch.asl.json";
+
+/// Regression (#36): a Parallel whose branch's Task failed with `Boom`, caught by the
+/// Parallel's Catch, beside a branch with a Map of three Parallels. Coverage missed the Catch,
+/// "why" named a Pass of the sibling branch, the table labelled rows with the wrong state and
+/// the picture coloured the Parallel aborted.
+#[test]
+fn a_parallels_catch_of_its_branch_tasks_error_is_taken_and_every_report_names_the_task() {
+    let sb = Sandbox::new();
+    let run = sb.run(&[
+        "run",
+        PARALLEL_CATCH,
+        "--name",
+        "boom",
+        "--input",
+        r#"{"items": [1, 2, 3]}"#,
+        "--mock-config",
+        "tests/coverage/parallel_catch.mocks.json",
+        "--test-case",
+        "Boom",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Coverage, in JSON: the Catch taken once, every state but Done (after the Catch) entered.
+    let json = sb
+        .run(&["coverage", PARALLEL_CATCH, "--format", "json"])
+        .json();
+    let items = json["machines"][0]["items"].as_array().unwrap().clone();
+    let hits = |kind: &str, state: &str| {
+        items
+            .iter()
+            .find(|i| i["kind"] == kind && i["state"] == state)
+            .unwrap_or_else(|| panic!("no {kind} of {state}"))["hits"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(hits("catch", "P"), 1);
+    for (state, visits) in [
+        ("P", 1),
+        ("Reserve", 1),
+        ("Items", 1),
+        ("Both", 3),
+        ("Note", 3),
+        ("Ship", 3),
+        ("ChargeItem", 1),
+        ("Recovered", 1),
+        ("Done", 0),
+    ] {
+        assert_eq!(hits("state", state), visits, "{state}");
+    }
+    assert_eq!(hits("next", "P"), 0);
+    assert_eq!(json["machines"][0]["endings"], serde_json::json!([]));
+    // Text and LCOV agree: the Catch is not among what was missed, and its line is taken.
+    let text = sb.run(&["coverage", PARALLEL_CATCH]).stdout;
+    assert!(!text.contains("Catch 1 of P"), "{text}");
+    assert!(text.contains("Next of P (→ Done)"), "{text}");
+    let lcov = sb
+        .run(&["coverage", PARALLEL_CATCH, "--format", "lcov"])
+        .stdout;
+    let catch_line = items.iter().find(|i| i["kind"] == "catch").unwrap()["line"]
+        .as_i64()
+        .unwrap() as usize;
+    assert!(
+        branches(&lcov).contains(&(catch_line, "1".to_owned())),
+        "{lcov}"
+    );
+    // "why" and the table name the failing Task.
+    let described = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "boom",
+        "--format",
+        "text",
+    ]);
+    assert!(
+        described.stdout.contains(
+            "why        failed at state 'ChargeItem': Boom: the card melted (caught; went on to 'Recovered')"
+        ),
+        "{}",
+        described.stdout
+    );
+    let table = sb
+        .run(&[
+            "get-execution-history",
+            "--execution-arn",
+            "boom",
+            "--format",
+            "table",
+        ])
+        .stdout;
+    let state_of = |ty: &str| -> Vec<String> {
+        table
+            .lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(ty))
+            .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(state_of("TaskFailed"), ["ChargeItem"], "{table}");
+    assert_eq!(state_of("ParallelStateFailed"), ["P"], "{table}");
+    assert_eq!(state_of("ParallelStateSucceeded"), ["Both"; 3], "{table}");
+    assert_eq!(state_of("MapStateSucceeded"), ["Items"], "{table}");
+    assert!(
+        table.contains("TaskScheduled           lambda:invoke"),
+        "{table}"
+    );
+    // The picture: the Parallel was caught, its failing Task failed, nothing aborted.
+    let svg = sb.run(&["graph", "--execution-arn", "boom"]).stdout;
+    let (tag, title) = state_tag(&svg, "P");
+    assert!(tag.contains(" caught\""), "{tag}");
+    assert!(title.contains("caught Boom → Recovered"), "{title}");
+    assert!(state_tag(&svg, "ChargeItem").0.contains(" failed\""));
+    assert!(state_tag(&svg, "Items")
+        .1
+        .contains("iterations: 3 started, 3 succeeded"));
+    assert!(!svg.contains(" aborted\""), "{svg}");
 }

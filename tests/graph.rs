@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{state_tag, Sandbox};
 use std::path::{Path, PathBuf};
 
 fn bundled() -> Vec<PathBuf> {
@@ -270,24 +270,6 @@ fn graph_of_an_unknown_execution_is_execution_does_not_exist() {
     assert_eq!(sandbox.run(&["run", file.to_str().unwrap()]).code, 0);
     let out = sandbox.run(&["graph", "--execution-arn", "nope"]);
     out.assert_error(15, "ExecutionDoesNotExist");
-}
-
-/// The `<g>` tag of the state named `name` in an SVG, and its `<title>`.
-fn state_tag(svg: &str, name: &str) -> (String, String) {
-    let at = svg
-        .find(&format!("data-name=\"{name}\""))
-        .unwrap_or_else(|| panic!("no state {name}"));
-    let start = svg[..at].rfind("<g ").unwrap();
-    let end = svg[start..].find("</g>").unwrap() + start;
-    let g = &svg[start..end];
-    let tag = g[..g.find('>').unwrap()].to_owned();
-    let title = g
-        .split("<title>")
-        .nth(1)
-        .and_then(|t| t.split("</title>").next())
-        .unwrap_or_default()
-        .to_owned();
-    (tag, title)
 }
 
 #[test]

@@ -145,7 +145,9 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
                             crate::cli::output::table(&api::describe_execution(&e))
                         );
                     } else {
-                        print_text(&crate::cli::summary::describe_text(&e, &events));
+                        let scale =
+                            crate::engine::diagnosis::recorded_time_scale(&store, &e.execution_arn);
+                        print_text(&crate::cli::summary::describe_text(&e, &events, scale));
                     }
                     ExitCode::SUCCESS
                 }

@@ -408,10 +408,8 @@ pub(crate) fn report_outcome(
             e.error.as_deref().unwrap_or("(none)"),
             e.cause.as_deref().unwrap_or("(none)")
         );
-        if let Ok(events) = store.history(execution_arn, false) {
-            if let Some(line) = crate::cli::summary::failure_line(&events) {
-                errln!("  {line}");
-            }
+        if let Some(line) = crate::cli::summary::stored_failure_line(store, execution_arn) {
+            errln!("  {line}");
         }
     }
     let name = execution_arn.rsplit(':').next().unwrap_or(execution_arn);

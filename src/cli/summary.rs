@@ -4,17 +4,30 @@
 //! ([`crate::engine::diagnosis`]); this module only lays it out.
 
 use crate::clock::iso8601;
-use crate::engine::diagnosis::{details, root_failure};
-use crate::store::{EventRecord, ExecutionRecord};
+use crate::engine::diagnosis::{details, recorded_time_scale, root_failure, TimeoutClock};
+use crate::engine::visits::Tree;
+use crate::store::{EventRecord, ExecutionRecord, Store};
 use serde_json::Value;
 
-/// `failed at state 'Charge': CardDeclined: no funds (caught; went on to 'PaymentFailed')`.
-pub fn failure_line(events: &[EventRecord]) -> Option<String> {
-    let f = root_failure(events)?;
+/// The failure line of a stored execution (see [`failure_line`]).
+pub fn stored_failure_line(store: &Store, execution_arn: &str) -> Option<String> {
+    let events = store.history(execution_arn, false).ok()?;
+    failure_line(&events, recorded_time_scale(store, execution_arn))
+}
+
+/// `failed at state 'Charge': CardDeclined: no funds (caught; went on to 'PaymentFailed')`;
+/// a timeout names its clock: `States.Timeout: HeartbeatSeconds of 'Work' (5 s) ran out`.
+pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
+    let f = root_failure(events, time_scale)?;
     let mut line = format!("failed at state '{}'", f.state);
-    match (&f.error, &f.cause) {
-        (Some(e), Some(c)) => line.push_str(&format!(": {e}: {c}")),
-        (Some(e), None) => line.push_str(&format!(": {e}")),
+    let clock = f.clock.map(|clock| match clock {
+        TimeoutClock::Heartbeat(s) => format!("HeartbeatSeconds of '{}' ({s} s) ran out", f.state),
+        TimeoutClock::Timeout(s) => format!("TimeoutSeconds of '{}' ({s} s) ran out", f.state),
+    });
+    match (&f.error, &f.cause, clock) {
+        (Some(e), _, Some(clock)) => line.push_str(&format!(": {e}: {clock}")),
+        (Some(e), Some(c), None) if !c.is_empty() => line.push_str(&format!(": {e}: {c}")),
+        (Some(e), _, None) => line.push_str(&format!(": {e}")),
         _ => line.push_str(" (a Fail state)"),
     }
     if let Some(to) = &f.caught_to {
@@ -35,7 +48,7 @@ fn shorten(text: &str, max: usize) -> String {
 
 /// The summary of one execution: status, times, the root failure, the states it went through,
 /// and its output or error.
-pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord]) -> String {
+pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord], time_scale: f64) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
         out.push_str(&s);
@@ -70,7 +83,7 @@ pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord]) -> String
             shorten(record.cause.as_deref().unwrap_or("(none)"), 500)
         ));
     }
-    if let Some(why) = failure_line(events) {
+    if let Some(why) = failure_line(events, time_scale) {
         line(format!("why        {why}"));
     }
     let states: Vec<String> = events
@@ -85,9 +98,11 @@ pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord]) -> String
     out
 }
 
-/// The history as a table: one line per event with its id, time, state, type, and its error or
-/// a short input/output.
+/// The history as a table: one line per event with its id, time, the state it belongs to (read
+/// from the events' links, so interleaved branches and iterations are each named right), type,
+/// and its error, what it runs, or a short input/output.
 pub fn history_table(events: &[EventRecord]) -> String {
+    let tree = Tree::from_records(events);
     let mut rows = vec![[
         "ID".to_owned(),
         "TIME".to_owned(),
@@ -95,40 +110,17 @@ pub fn history_table(events: &[EventRecord]) -> String {
         "TYPE".to_owned(),
         "DETAIL".to_owned(),
     ]];
-    let mut state = String::new();
-    for e in events {
-        let d = details(e);
-        if let Some(name) = d["name"].as_str() {
-            state = name.to_owned();
-        }
-        let detail = match (d.get("error"), d.get("cause")) {
-            (Some(err), cause) => {
-                let cause = cause.and_then(Value::as_str).unwrap_or("");
-                format!("{}: {}", err.as_str().unwrap_or(""), shorten(cause, 80))
-            }
-            _ => ["output", "input"]
-                .iter()
-                .find_map(|k| d.get(*k))
-                .map(|v| shorten(v.as_str().unwrap_or(&v.to_string()), 60))
-                .unwrap_or_default(),
-        };
+    for (i, e) in events.iter().enumerate() {
         let time = iso8601(e.timestamp_ms);
         let time = time.split('T').nth(1).unwrap_or(&time).to_owned();
-        let row_state = if e.event_type.starts_with("Execution") {
-            String::new()
-        } else {
-            state.clone()
-        };
+        let state = tree.owner(i).map(|v| v.state.clone()).unwrap_or_default();
         rows.push([
             e.id.to_string(),
             time,
-            row_state,
+            state,
             e.event_type.clone(),
-            detail,
+            event_detail(e),
         ]);
-        if e.event_type.ends_with("StateExited") {
-            state.clear();
-        }
     }
     let widths: Vec<usize> = (0..4)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
@@ -142,4 +134,31 @@ pub fn history_table(events: &[EventRecord]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// An event's DETAIL cell: its error and cause, what a scheduled task runs
+/// (`lambda:invoke arn:...`, with its timeouts), or its output or input, shortened.
+pub fn event_detail(e: &EventRecord) -> String {
+    let d = details(e);
+    if let Some(err) = d.get("error") {
+        let cause = d.get("cause").and_then(Value::as_str).unwrap_or("");
+        return format!("{}: {}", err.as_str().unwrap_or(""), shorten(cause, 80));
+    }
+    if let (Some(kind), Some(resource)) = (d["resourceType"].as_str(), d["resource"].as_str()) {
+        let mut text = format!("{kind}:{resource}");
+        for (key, what) in [
+            ("timeoutInSeconds", "timeout"),
+            ("heartbeatInSeconds", "heartbeat"),
+        ] {
+            if let Some(s) = d[key].as_i64() {
+                text.push_str(&format!(", {what} {s} s"));
+            }
+        }
+        return text;
+    }
+    ["output", "input"]
+        .iter()
+        .find_map(|k| d.get(*k))
+        .map(|v| shorten(v.as_str().unwrap_or(&v.to_string()), 60))
+        .unwrap_or_default()
 }

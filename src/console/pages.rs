@@ -1,6 +1,7 @@
 //! The console's HTML, written by hand (no template engine, no JavaScript build chain): every
 //! value that came from the database or a user goes through [`esc`].
 
+use crate::engine::visits::Tree;
 use crate::graph::overlay::{duration_text, StateStatus};
 use crate::graph::{svg, ExecutionPicture};
 use crate::store::{EventRecord, ExecutionRecord, ExecutionStatus, TokenRecord};
@@ -370,13 +371,15 @@ fn event_table(events: &[EventRecord], start_ms: i64) -> String {
     let mut out = String::from(
         r#"<h2>Events</h2><table id="events"><tr><th>ID</th><th>Type</th><th>Step</th><th>Elapsed</th><th>Timestamp</th><th>Details</th></tr>"#,
     );
-    for ev in events {
+    // Each event's step is the visit it belongs to, read from the events' links.
+    let tree = Tree::from_records(events);
+    for (i, ev) in events.iter().enumerate() {
         let details: serde_json::Value = ev
             .details
             .as_deref()
             .and_then(|d| serde_json::from_str(d).ok())
             .unwrap_or(serde_json::Value::Null);
-        let step = details["name"].as_str().unwrap_or_default();
+        let step = tree.owner(i).map_or("", |v| v.state.as_str());
         let _ = write!(
             out,
             r#"<tr class="event" data-type="{t}"><td>{}</td><td>{t}</td><td>{}</td><td>{}</td><td>{}</td><td>"#,

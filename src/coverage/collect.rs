@@ -1,9 +1,6 @@
 //! Reads histories and counts what they took: states entered, transitions, Catch and Retry
-//! entries, timeouts, and how states ended.
-//!
-//! Events other than `*StateEntered`/`*StateExited` carry no state name, so each is attributed
-//! to the state open in its *lane* (the top level, one Parallel branch, one Map iteration),
-//! which the engine writes into every event's replay key, as [`crate::graph::overlay`] does.
+//! entries, timeouts, and how states ended. Each history is read as one
+//! [`Tree`](crate::engine::visits::Tree) of state visits, the reading every report shares.
 //!
 //! History does not say which Choice rule matched, which Catch or Retry entry acted, or whether
 //! a `States.Timeout` came from `TimeoutSeconds` or `HeartbeatSeconds`; they are worked out:
@@ -14,7 +11,8 @@
 //!   transition *unattributed*, counted apart, never guessed);
 //! - the Retry entry that acted is the first whose `ErrorEquals` matches the failure that came
 //!   before the new attempt (AWS's rule), and likewise the Catch entry, checked against the
-//!   state entered next;
+//!   state entered next (for a Parallel or Map, the failure is the one that came up from its
+//!   branch or iteration);
 //! - a timeout that came before the attempt's `TimeoutSeconds` (scaled by the execution's
 //!   `--time-scale`) was the heartbeat's.
 
@@ -22,44 +20,10 @@ use super::model::{Coverable, ItemKind};
 use crate::asl::eval::{Env, NoVariables};
 use crate::asl::model::{Condition, OptionalPath, StateKind};
 use crate::asl::StatesError;
-use serde::Deserialize;
+pub use crate::engine::visits::EventView;
+use crate::engine::visits::{Attempt, Ending, Tree, Visit, VisitId};
 use serde_json::Value;
 use std::collections::HashMap;
-
-/// One history event, from the store or from an in-memory run.
-#[derive(Debug, Clone, Copy)]
-pub struct EventView<'a> {
-    /// `type`, e.g. `TaskFailed`.
-    pub event_type: &'a str,
-    /// `timestamp`, ms since the Unix epoch.
-    pub timestamp_ms: i64,
-    /// The details object's JSON.
-    pub details: Option<&'a str>,
-    /// The engine's replay key (`r:4`, `r:3/2:0`), which names the event's lane.
-    pub replay_key: Option<&'a str>,
-}
-
-impl<'a> From<&'a crate::store::EventRecord> for EventView<'a> {
-    fn from(e: &'a crate::store::EventRecord) -> Self {
-        EventView {
-            event_type: &e.event_type,
-            timestamp_ms: e.timestamp_ms,
-            details: e.details.as_deref(),
-            replay_key: e.replay_key.as_deref(),
-        }
-    }
-}
-
-impl<'a> From<&'a crate::engine::history::HistoryEvent> for EventView<'a> {
-    fn from(e: &'a crate::engine::history::HistoryEvent) -> Self {
-        EventView {
-            event_type: e.event_type.as_str(),
-            timestamp_ms: e.timestamp,
-            details: e.details.as_deref(),
-            replay_key: e.replay_key.as_deref(),
-        }
-    }
-}
 
 /// How visits of one state ended when nothing caught them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,7 +41,8 @@ pub struct Endings {
 pub struct Hits {
     /// Per item of the [`Coverable`], how many times it was taken.
     pub items: Vec<u64>,
-    /// By state name: visits that ended by an uncaught failure or timeout.
+    /// By state name: where an error that ended an execution happened (the state that
+    /// recorded it, inside any Parallel or Map it came up through).
     pub endings: HashMap<String, Endings>,
     /// By Choice state name: transitions whose rule could not be told (see the module docs).
     pub unattributed: HashMap<String, u64>,
@@ -85,50 +50,11 @@ pub struct Hits {
     pub executions: u64,
 }
 
-/// The fields of event details this reader needs; the rest is skipped.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Details {
-    name: Option<String>,
-    error: Option<String>,
-    input: Option<String>,
-    timeout_in_seconds: Option<f64>,
-    heartbeat_in_seconds: Option<f64>,
-}
-
+/// A failure as Retry and Catch see it.
 #[derive(Debug, Clone)]
 struct Failure {
     error: String,
     heartbeat: bool,
-}
-
-struct Visit {
-    state: String,
-    /// The recorded input of a Choice state, to evaluate its rules again.
-    input: Option<String>,
-    attempts: u32,
-    attempt_started_ms: i64,
-    timeout_s: Option<f64>,
-    heartbeat_s: Option<f64>,
-    failure: Option<Failure>,
-}
-
-/// A state left its lane; the next state entered there says how.
-enum Pending {
-    Choice {
-        state: String,
-        input: Option<String>,
-    },
-    Catch {
-        state: String,
-        failure: Failure,
-    },
-}
-
-#[derive(Default)]
-struct Lane {
-    visit: Option<Visit>,
-    pending: Option<Pending>,
 }
 
 /// Counts what histories took in one machine.
@@ -151,8 +77,8 @@ impl<'c> Collector<'c> {
         }
     }
 
-    /// Reads one execution's history, oldest event first. `time_scale` is asked for the
-    /// execution's `--time-scale` only when a timeout must be told from a heartbeat timeout.
+    /// Reads one execution's history. `time_scale` is asked for the execution's
+    /// `--time-scale` only when a timeout must be told from a heartbeat timeout.
     pub fn add<'e>(
         &mut self,
         events: impl IntoIterator<Item = EventView<'e>>,
@@ -177,145 +103,74 @@ impl<'c> Collector<'c> {
         events: impl IntoIterator<Item = EventView<'e>>,
         time_scale: &mut dyn FnMut() -> f64,
     ) {
-        let mut lanes: HashMap<&'e str, Lane> = HashMap::new();
-        for event in events {
-            let lane_name = event
-                .replay_key
-                .and_then(|k| k.rsplit_once(':'))
-                .map_or("r", |(lane, _)| lane);
-            let lane = lanes.entry(lane_name).or_default();
-            self.event(lane, &event, time_scale);
+        let events: Vec<EventView<'e>> = events.into_iter().collect();
+        let tree = Tree::build(&events);
+        for id in 0..tree.visits.len() {
+            self.visit(&tree, id, time_scale);
         }
-        for lane in lanes.into_values() {
-            if let Some(visit) = lane.visit {
-                self.unfinished(visit);
-            }
-        }
+        self.ending(&tree, time_scale);
     }
 
     fn hit(&mut self, index: usize) {
         self.hits.items[index] += 1;
     }
 
-    fn event(
-        &mut self,
-        lane: &mut Lane,
-        event: &EventView<'_>,
-        time_scale: &mut dyn FnMut() -> f64,
-    ) {
-        let ty = event.event_type;
-        if ty.starts_with("Execution") || ty.starts_with("MapIteration") {
-            return;
-        }
-        // Only these events' details are read (an Exited event's output can be large).
-        let attempt =
-            ty.ends_with("Scheduled") || ty == "ParallelStateStarted" || ty == "MapStateStarted";
-        let failure = ty.ends_with("Failed") || ty.ends_with("TimedOut");
-        let entered = ty.ends_with("StateEntered");
-        let details: Details = event
-            .details
-            .filter(|_| entered || attempt || failure)
-            .and_then(|d| serde_json::from_str(d).ok())
-            .unwrap_or_default();
-        if entered {
-            let name = details.name.unwrap_or_default();
-            self.entered(lane, name, details.input, ty == "ChoiceStateEntered");
-            return;
-        }
-        if ty.ends_with("StateExited") {
-            if let Some(visit) = lane.visit.take() {
-                lane.pending = self.exited(visit);
-            }
-            return;
-        }
-        if ty.ends_with("StateAborted") {
-            lane.visit = None;
-            return;
-        }
-        let Some(visit) = lane.visit.as_mut() else {
+    /// One visit: the state, its retries and timeouts, and how it left (Next, End, a Choice
+    /// rule, a Catch).
+    fn visit(&mut self, tree: &Tree, id: VisitId, time_scale: &mut dyn FnMut() -> f64) {
+        let visit = &tree.visits[id];
+        let Some(items) = self.coverable.states.get(&visit.state) else {
             return;
         };
-        if attempt {
-            visit.attempts += 1;
-            visit.attempt_started_ms = event.timestamp_ms;
-            visit.timeout_s = details.timeout_in_seconds;
-            visit.heartbeat_s = details.heartbeat_in_seconds;
-            if let Some(failure) = visit.failure.take() {
-                if visit.attempts > 1 {
-                    let state = visit.state.clone();
-                    self.retried(&state, &failure);
-                }
+        self.hit(items.state);
+        for (k, attempt) in visit.attempts.iter().enumerate() {
+            let Some(failure) = attempt_failure(attempt, time_scale) else {
+                continue;
+            };
+            if attempt.failure.as_ref().is_some_and(is_timeout_event) {
+                self.timed_out(&visit.state, failure.heartbeat);
+            }
+            if k + 1 < visit.attempts.len() {
+                self.retried(&visit.state, &failure);
+            }
+        }
+        if visit.ending != Ending::Exited {
+            return;
+        }
+        let next = tree.next(id).map(|v| v.state.as_str());
+        if let Some(failure) = visit_failure(visit, time_scale) {
+            if let Some(next) = next {
+                self.caught(&visit.state, &failure, next);
             }
             return;
         }
-        if failure {
-            let error = details.error.unwrap_or_default();
-            let timed_out = ty.ends_with("TimedOut");
-            let heartbeat = timed_out && heartbeat_ran_out(visit, event.timestamp_ms, time_scale);
-            let state = visit.state.clone();
-            visit.failure = Some(Failure { error, heartbeat });
-            if timed_out {
-                self.timed_out(&state, heartbeat);
-            }
-        }
-    }
-
-    fn entered(&mut self, lane: &mut Lane, name: String, input: Option<String>, choice: bool) {
-        // A visit still open when the next state starts left without an Exited event.
-        if let Some(open) = lane.visit.take() {
-            lane.pending = self.exited(open);
-        }
-        match lane.pending.take() {
-            Some(Pending::Choice { state, input }) => self.chose(&state, input.as_deref(), &name),
-            Some(Pending::Catch { state, failure }) => self.caught(&state, &failure, &name),
-            None => {}
-        }
-        let Some(items) = self.coverable.states.get(&name) else {
-            return;
-        };
-        let index = items.state;
-        self.hit(index);
-        lane.visit = Some(Visit {
-            state: name,
-            input: if choice { input } else { None },
-            attempts: 0,
-            attempt_started_ms: 0,
-            timeout_s: None,
-            heartbeat_s: None,
-            failure: None,
-        });
-    }
-
-    /// A visit ended normally (or through a Catch): counts `Next`/`End`, or leaves the
-    /// choice of rule or catcher to the next state entered.
-    fn exited(&mut self, visit: Visit) -> Option<Pending> {
-        if let Some(failure) = visit.failure {
-            return Some(Pending::Catch {
-                state: visit.state,
-                failure,
-            });
-        }
-        let items = self.coverable.states.get(&visit.state)?;
+        let items = &self.coverable.states[&visit.state];
         if !items.rules.is_empty() || items.default.is_some() {
-            return Some(Pending::Choice {
-                state: visit.state,
-                input: visit.input,
-            });
-        }
-        let transition = items.transition;
-        if let Some(index) = transition {
+            if let Some(next) = next {
+                self.chose(&visit.state, visit.input.as_deref(), next);
+            }
+        } else if let Some(index) = items.transition {
             self.hit(index);
         }
-        None
     }
 
-    /// A lane ended with this visit open: an uncaught failure or timeout ended it (or the
-    /// execution stopped).
-    fn unfinished(&mut self, visit: Visit) {
-        let Some(failure) = visit.failure else {
+    /// The execution (or Map child) ended by an error no Catch took: where it happened.
+    fn ending(&mut self, tree: &Tree, time_scale: &mut dyn FnMut() -> f64) {
+        let Some(&last) = tree.top().last() else {
             return;
         };
-        let endings = self.hits.endings.entry(visit.state).or_default();
+        let top = &tree.visits[last];
+        if top.failure.is_none() || matches!(top.ending, Ending::Exited | Ending::Fail) {
+            return;
+        }
+        let origin = &tree.visits[tree.origin(last)];
+        let Some(failure) = visit_failure(origin, time_scale) else {
+            return;
+        };
+        if origin.ending == Ending::Fail {
+            return;
+        }
+        let endings = self.hits.endings.entry(origin.state.clone()).or_default();
         if failure.heartbeat {
             endings.heartbeat_timed_out += 1;
         } else if failure.error == crate::asl::error::names::TIMEOUT {
@@ -455,17 +310,36 @@ fn states_error(failure: &Failure) -> StatesError {
     }
 }
 
-/// Whether a timeout of this attempt was its heartbeat's: it declared HeartbeatSeconds, and
-/// either no TimeoutSeconds or it came before TimeoutSeconds (scaled) had passed.
-fn heartbeat_ran_out(visit: &Visit, at_ms: i64, time_scale: &mut dyn FnMut() -> f64) -> bool {
-    if visit.heartbeat_s.is_none() {
-        return false;
+/// Whether a failure is a `*TimedOut` event (a declared timeout ran out).
+fn is_timeout_event(failure: &crate::engine::visits::Failure) -> bool {
+    failure.event_type.ends_with("TimedOut")
+}
+
+/// An attempt's failure as Retry and Catch see it.
+fn attempt_failure(attempt: &Attempt, time_scale: &mut dyn FnMut() -> f64) -> Option<Failure> {
+    let failure = attempt.failure.as_ref()?;
+    Some(Failure {
+        error: failure.error.clone().unwrap_or_default(),
+        heartbeat: is_timeout_event(failure)
+            && attempt.heartbeat_ran_out(failure.at_ms, time_scale),
+    })
+}
+
+/// A visit's failure as Retry and Catch see it: its last attempt's (with its clock), or one
+/// recorded outside any attempt (an expression that failed).
+fn visit_failure(visit: &Visit, time_scale: &mut dyn FnMut() -> f64) -> Option<Failure> {
+    let failure = visit.failure.as_ref()?;
+    let attempt = visit
+        .attempts
+        .last()
+        .filter(|a| a.failure.as_ref() == Some(failure));
+    match attempt {
+        Some(attempt) => attempt_failure(attempt, time_scale),
+        None => Some(Failure {
+            error: failure.error.clone().unwrap_or_default(),
+            heartbeat: false,
+        }),
     }
-    let Some(timeout) = visit.timeout_s else {
-        return true;
-    };
-    let elapsed = (at_ms - visit.attempt_started_ms) as f64;
-    elapsed < timeout * 1000.0 * time_scale()
 }
 
 #[cfg(test)]
@@ -489,9 +363,12 @@ mod tests {
     }
 
     fn add(collector: &mut Collector<'_>, events: &[(String, i64, String)]) {
-        let views = events.iter().map(|(key, at, text)| {
+        // One lane: each event points at the one before it.
+        let views = events.iter().zip(1..).map(|((key, at, text), id)| {
             let (ty, details) = text.split_once('\u{1f}').unwrap();
             EventView {
+                id,
+                previous_event_id: id - 1,
                 event_type: ty,
                 timestamp_ms: *at,
                 details: Some(details),

@@ -19,9 +19,9 @@
 //! let value: serde_json::Value = serde_json::from_str(text).unwrap();
 //! let coverable = Coverable::new(machine.unwrap(), &value);
 //! let mut measured = MachineCoverage::new("a.asl.json".into(), None, coverable, Vec::new());
-//! let entered = EventView { event_type: "PassStateEntered", timestamp_ms: 0,
-//!     details: Some(r#"{"name":"A"}"#), replay_key: Some("r:0") };
-//! let exited = EventView { event_type: "PassStateExited", ..entered };
+//! let entered = EventView { id: 1, previous_event_id: 0, event_type: "PassStateEntered",
+//!     timestamp_ms: 0, details: Some(r#"{"name":"A"}"#), replay_key: None };
+//! let exited = EventView { id: 2, previous_event_id: 1, event_type: "PassStateExited", ..entered };
 //! measured.add([entered, exited], &mut || 1.0);
 //! let all = sfn_local::coverage::model::Category::Branch;
 //! assert_eq!(measured.counts(all).covered, 1); // End was taken
@@ -352,15 +352,8 @@ fn read_map_children(
     Ok(())
 }
 
-/// The `--time-scale` an execution ran with (1 when not recorded).
 fn time_scale(store: &Store, execution_arn: &str) -> f64 {
-    store
-        .run_config(execution_arn)
-        .ok()
-        .flatten()
-        .and_then(|c| serde_json::from_str::<Value>(&c).ok())
-        .and_then(|c| c.get("time_scale").and_then(Value::as_f64))
-        .unwrap_or(1.0)
+    crate::engine::diagnosis::recorded_time_scale(store, execution_arn)
 }
 
 /// Coverage of each target from the executions in `store` that ran its content.

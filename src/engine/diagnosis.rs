@@ -1,14 +1,26 @@
 //! Why an execution failed, read from its history: the failure that started it (a Task's
-//! error, a Fail state, an expression that failed), the state where it happened, and the
-//! catcher that turned it into something else. `run`, `describe-execution --format text` and
+//! error, a Fail state, an expression that failed), the state where it happened (inside any
+//! Parallel or Map it came up through), the catcher that turned it into something else, and
+//! for a timeout which clock ran out. `run`, `describe-execution --format text` and
 //! `get-execution-history --format table` show it; the final error alone often hides it (a
-//! Catch routing a Task's error to a Fail state replaces it with the Fail state's own).
+//! Catch routing a Task's error to a Fail state replaces it with the Fail state's own). It
+//! reads the history as the one [`Tree`] of visits every report shares.
 
+use crate::engine::visits::{Ending, Tree, VisitId};
 use crate::store::EventRecord;
 use serde_json::Value;
 
+/// Which of a Task's clocks ran out, and after how long (as declared, in seconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeoutClock {
+    /// `HeartbeatSeconds`: no heartbeat came in time.
+    Heartbeat(f64),
+    /// `TimeoutSeconds`: the attempt took too long.
+    Timeout(f64),
+}
+
 /// The failure an execution's history records first-hand.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RootFailure {
     /// The state it happened in.
     pub state: String,
@@ -20,6 +32,20 @@ pub struct RootFailure {
     pub cause: Option<String>,
     /// The state a Catch sent the execution on to, when the failure was caught.
     pub caught_to: Option<String>,
+    /// For a Task's `States.Timeout`, the clock that ran out.
+    pub clock: Option<TimeoutClock>,
+}
+
+/// The `--time-scale` an execution ran with (1 when not recorded): history timestamps are
+/// scaled time, so a timeout's clock is told against scaled seconds.
+pub fn recorded_time_scale(store: &crate::store::Store, execution_arn: &str) -> f64 {
+    store
+        .run_config(execution_arn)
+        .ok()
+        .flatten()
+        .and_then(|c| serde_json::from_str::<Value>(&c).ok())
+        .and_then(|c| c.get("time_scale").and_then(Value::as_f64))
+        .unwrap_or(1.0)
 }
 
 /// The details object of an event, parsed.
@@ -30,98 +56,71 @@ pub fn details(e: &EventRecord) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Whether an event type records an error of a state (not of the execution as a whole).
-fn is_state_failure(event_type: &str) -> bool {
-    !event_type.starts_with("Execution")
-        && !event_type.starts_with("MapIteration")
-        && !event_type.starts_with("MapRun")
-        && (event_type.ends_with("Failed")
-            || event_type.ends_with("TimedOut")
-            || event_type == "EvaluationFailed")
+/// The failure that ended the execution (an uncaught one, or a Fail state and the caught
+/// failure that led to it), else the last failure a Catch took; `None` when no state failed.
+/// `time_scale` is the `--time-scale` the execution ran with (to tell a heartbeat's timeout).
+pub fn root_failure(events: &[EventRecord], time_scale: f64) -> Option<RootFailure> {
+    root_failure_in(&Tree::from_records(events), time_scale)
 }
 
-/// The last failure a state recorded in `events` (in order), with the state it happened in and
-/// where a Catch sent the execution afterwards. `None` when no state failed.
-pub fn root_failure(events: &[EventRecord]) -> Option<RootFailure> {
-    let mut current_state: Option<String> = None;
-    let mut found: Option<(usize, RootFailure)> = None;
-    for (i, e) in events.iter().enumerate() {
-        let d = details(e);
-        if e.event_type.ends_with("StateEntered") {
-            current_state = d["name"].as_str().map(str::to_owned);
-            if e.event_type == "FailStateEntered" {
-                // The Fail state's own error is in ExecutionFailed; keep the state.
-                found = Some((
-                    i,
-                    RootFailure {
-                        state: current_state.clone().unwrap_or_default(),
-                        event_type: e.event_type.clone(),
-                        error: None,
-                        cause: None,
-                        caught_to: None,
-                    },
-                ));
-            }
-            continue;
-        }
-        if is_state_failure(&e.event_type) && d.get("error").is_some() {
-            let state = d["state"]
-                .as_str()
-                .map(str::to_owned)
-                .or_else(|| current_state.clone())
-                .unwrap_or_default();
-            found = Some((
-                i,
-                RootFailure {
-                    state,
-                    event_type: e.event_type.clone(),
-                    error: d["error"].as_str().map(str::to_owned),
-                    cause: d["cause"].as_str().map(str::to_owned),
-                    caught_to: None,
-                },
-            ));
-        }
+/// [`root_failure`] of a history already read.
+pub fn root_failure_in(tree: &Tree, time_scale: f64) -> Option<RootFailure> {
+    let &last = tree.top().last()?;
+    let top = &tree.visits[last];
+    if top.failure.is_some() && top.ending != Ending::Exited {
+        return explain(tree, last, time_scale);
     }
-    let (at, mut failure) = found?;
-    if failure.event_type == "FailStateEntered" {
-        // A Fail state reached through a Catch: the Task error before it is the real cause.
-        if let Some((_, earlier)) = events[..at]
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, e)| is_state_failure(&e.event_type) && details(e).get("error").is_some())
-        {
-            let d = details(earlier);
-            let state = events[..at]
-                .iter()
-                .rev()
-                .skip_while(|e| e.id != earlier.id)
-                .find(|e| e.event_type.ends_with("StateEntered"))
-                .and_then(|e| details(e)["name"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            return Some(RootFailure {
-                state,
-                event_type: earlier.event_type.clone(),
-                error: d["error"].as_str().map(str::to_owned),
-                cause: d["cause"].as_str().map(str::to_owned),
-                caught_to: Some(failure.state),
-            });
-        }
-        return Some(failure);
-    }
-    // Caught: the execution went on to another state after the failing one exited.
-    let mut exited = false;
-    for e in &events[at + 1..] {
-        let d = details(e);
-        let name = d["name"].as_str().unwrap_or_default();
-        if e.event_type.ends_with("StateExited") && name == failure.state {
-            exited = true;
-        } else if exited && e.event_type.ends_with("StateEntered") {
-            failure.caught_to = Some(name.to_owned());
-            break;
-        }
-    }
+    // Caught somewhere: the latest failure a Catch took.
+    let (caught, _) = tree
+        .visits
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.caught())
+        .max_by_key(|(_, v)| v.failure.as_ref().map(|f| f.event))?;
+    let mut failure = explain(tree, caught, time_scale)?;
+    failure.caught_to = tree.next(caught).map(|v| v.state.clone());
     Some(failure)
+}
+
+/// The failure of `visit` where it started: inside its Parallel or Map, and behind a Fail
+/// state a Catch led to.
+fn explain(tree: &Tree, visit: VisitId, time_scale: f64) -> Option<RootFailure> {
+    let origin = tree.origin(visit);
+    let at = &tree.visits[origin];
+    if at.ending == Ending::Fail {
+        let catcher = tree.previous(origin).filter(|&p| tree.visits[p].caught());
+        if let Some(catcher) = catcher {
+            let mut failure = explain(tree, catcher, time_scale)?;
+            failure.caught_to = Some(at.state.clone());
+            return Some(failure);
+        }
+    }
+    let failure = at.failure.as_ref()?;
+    let clock = failure
+        .event_type
+        .ends_with("TimedOut")
+        .then(|| {
+            at.attempts
+                .iter()
+                .find(|a| a.failure.as_ref() == Some(failure))
+        })
+        .flatten()
+        .and_then(|attempt| {
+            let heartbeat = attempt.heartbeat_ran_out(failure.at_ms, &mut || time_scale);
+            match (heartbeat, attempt.heartbeat_s, attempt.timeout_s) {
+                (true, Some(h), _) => Some(TimeoutClock::Heartbeat(h)),
+                (false, _, Some(t)) => Some(TimeoutClock::Timeout(t)),
+                _ => None,
+            }
+        });
+    Some(RootFailure {
+        state: at.state.clone(),
+        event_type: failure.event_type.clone(),
+        error: failure.error.clone(),
+        cause: failure.cause.clone(),
+        caught_to: None,
+        clock,
+    })
 }
 
 #[cfg(test)]
@@ -161,11 +160,11 @@ mod tests {
                 serde_json::json!({"error": "PaymentFailed"}),
             ),
         ];
-        let f = root_failure(&events).unwrap();
+        let f = root_failure(&events, 1.0).unwrap();
         assert_eq!(f.state, "Charge");
         assert_eq!(f.error.as_deref(), Some("CardDeclined"));
         assert_eq!(f.cause.as_deref(), Some("no funds"));
         assert_eq!(f.caught_to.as_deref(), Some("PaymentFailed"));
-        assert!(root_failure(&events[..2]).is_none());
+        assert!(root_failure(&events[..2], 1.0).is_none());
     }
 }

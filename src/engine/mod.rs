@@ -17,6 +17,7 @@ mod states;
 pub mod store_sink;
 pub mod test_state;
 pub(crate) mod variables;
+pub mod visits;
 
 pub use execution::{Engine, EngineOptions, Outcome, Status};
 

@@ -1,13 +1,13 @@
 //! What happened to each state in one execution, read from its stored history: the colours and
 //! hover titles of [`super::Graph`]'s nodes.
 //!
-//! Events other than `*StateEntered`/`*StateExited` carry no state name, so each is attributed to
-//! the state open in its *lane* (the top level, one branch, one Map iteration), which the engine
-//! writes into every event's replay key (`engine::replay`). A lane runs one state at a time.
+//! The history is read as the one tree of state visits every report shares
+//! ([`crate::engine::visits`]), built from the events' links: a Parallel whose branch failed is
+//! failed (or caught), never aborted, however its branches' events interleave.
 
 use super::{Cluster, Edge, EdgeSlot};
+use crate::engine::visits::{Ending, IterationEnd, Tree, Visit};
 use crate::store::{EventRecord, TokenRecord};
-use serde_json::Value;
 use std::collections::HashMap;
 
 /// What happened to a state, the colour it gets.
@@ -251,29 +251,6 @@ impl EdgeCoverage {
     }
 }
 
-#[derive(Default)]
-struct Visit {
-    state: String,
-    entered_ms: i64,
-    attempts: u64,
-    failure: Option<(String, String, bool)>,
-}
-
-fn details(event: &EventRecord) -> Value {
-    event
-        .details
-        .as_deref()
-        .and_then(|d| serde_json::from_str(d).ok())
-        .unwrap_or(Value::Null)
-}
-
-fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 impl Overlay {
     /// Whether the tests took `edge` of `cluster`: `None` unless this is a coverage picture
     /// and coverage counts the edge (the start marker's edge is not a transition of a state).
@@ -290,140 +267,35 @@ impl Overlay {
         })
     }
 
-    /// Reads an execution's history (in order) and its open task tokens.
+    /// Reads an execution's history and its open task tokens, as the one tree of visits
+    /// every report reads ([`Tree`]).
     pub fn from_history(
         events: &[EventRecord],
         open_tokens: &[TokenRecord],
         execution_running: bool,
         now_ms: i64,
     ) -> Overlay {
+        let tree = Tree::from_records(events);
+        let last_ms = events.last().map_or(0, |e| e.timestamp_ms);
         let mut states: HashMap<String, StateRun> = HashMap::new();
-        let mut open: HashMap<String, Visit> = HashMap::new();
-        // Lane → a state that exited through a Catch whose target is not known yet.
-        let mut pending_catch: HashMap<String, String> = HashMap::new();
-        for event in events {
-            let lane = event
-                .replay_key
-                .as_deref()
-                .and_then(|k| k.rsplit_once(':'))
-                .map(|(lane, _)| lane.to_owned())
-                .unwrap_or_else(|| "r".into());
-            let ty = event.event_type.as_str();
-            let body = details(event);
-            if ty.ends_with("StateEntered") {
-                let name = text(&body, "name");
-                if let Some(caught) = pending_catch.remove(&lane) {
-                    if let Some(last) = states.entry(caught).or_default().caught.last_mut() {
-                        last.1 = name.clone();
-                    }
-                }
-                // A failed visit followed by another state in its lane was caught.
-                if let Some(prev) = open.remove(&lane) {
-                    let run = states.entry(prev.state.clone()).or_default();
-                    run.open = run.open.saturating_sub(1);
-                    run.duration_ms += event.timestamp_ms - prev.entered_ms;
-                    match prev.failure {
-                        Some((error, _, _)) => run.caught.push((error, name.clone())),
-                        None => run.succeeded += 1,
-                    }
-                }
-                let run = states.entry(name.clone()).or_default();
-                run.entered += 1;
-                run.open += 1;
-                if ty == "FailStateEntered" {
-                    // A Fail state ends its lane at once, with no Exited event.
-                    run.open -= 1;
-                    run.failed += 1;
-                    continue;
-                }
-                open.insert(
-                    lane,
-                    Visit {
-                        state: name,
-                        entered_ms: event.timestamp_ms,
-                        ..Visit::default()
-                    },
-                );
-                continue;
-            }
-            if ty.starts_with("MapIteration") {
-                let name = text(&body, "name");
-                let counts = states
-                    .entry(name)
-                    .or_default()
-                    .iterations
-                    .get_or_insert_with(IterationCounts::default);
-                match ty {
-                    "MapIterationStarted" => counts.started += 1,
-                    "MapIterationSucceeded" => counts.succeeded += 1,
-                    "MapIterationFailed" => counts.failed += 1,
-                    _ => counts.aborted += 1,
-                }
-                continue;
-            }
-            let Some(visit) = open.get_mut(&lane) else {
-                continue;
-            };
-            if ty.ends_with("StateExited") {
-                let visit = open.remove(&lane).unwrap_or_default();
-                let run = states.entry(visit.state.clone()).or_default();
-                run.open = run.open.saturating_sub(1);
-                run.duration_ms += event.timestamp_ms - visit.entered_ms;
-                match visit.failure {
-                    // Exited after a failure: a Catch took it; the next Entered names where.
-                    Some((error, _, _)) => {
-                        run.caught.push((error, String::new()));
-                        pending_catch.insert(lane, visit.state);
-                    }
-                    None => run.succeeded += 1,
-                }
-                continue;
-            }
-            if ty.ends_with("StateAborted") {
-                let visit = open.remove(&lane).unwrap_or_default();
-                let run = states.entry(visit.state).or_default();
-                run.open = run.open.saturating_sub(1);
-                run.aborted += 1;
-                run.duration_ms += event.timestamp_ms - visit.entered_ms;
-                continue;
-            }
-            if ty.ends_with("Scheduled") {
-                visit.attempts += 1;
-                visit.failure = None;
-                if visit.attempts > 1 {
-                    states.entry(visit.state.clone()).or_default().retries += 1;
-                }
-                continue;
-            }
-            let failed = ty.ends_with("Failed") || ty.ends_with("TimedOut");
-            if failed && !ty.starts_with("Execution") {
-                let error = text(&body, "error");
-                let cause = text(&body, "cause");
-                let timed_out = ty.ends_with("TimedOut") || error == "States.Timeout";
-                states.entry(visit.state.clone()).or_default().last_error =
-                    Some((error.clone(), cause.clone()));
-                visit.failure = Some((error, cause, timed_out));
-            }
-        }
-        for (_, visit) in open {
+        for (id, visit) in tree.visits.iter().enumerate() {
             let run = states.entry(visit.state.clone()).or_default();
-            if execution_running {
-                let waiting: Vec<Option<i64>> = open_tokens
-                    .iter()
-                    .filter(|t| t.state_name == visit.state)
-                    .map(TokenRecord::next_deadline)
-                    .collect();
-                run.waiting.extend(waiting);
-                continue;
+            run.entered += 1;
+            run.retries += visit.attempts.len().saturating_sub(1) as u64;
+            if let Some(f) = visit.failure.as_ref().filter(|f| f.error.is_some()) {
+                let error = f.error.clone().unwrap_or_default();
+                run.last_error = Some((error, f.cause.clone().unwrap_or_default()));
             }
-            run.open = run.open.saturating_sub(1);
-            run.duration_ms +=
-                events.last().map(|e| e.timestamp_ms).unwrap_or(0) - visit.entered_ms;
-            match visit.failure {
-                Some((_, _, true)) => run.timed_out += 1,
-                Some(_) => run.failed += 1,
-                None => run.aborted += 1,
+            if visit.state_type == "Map" {
+                run.iterations = Some(iteration_counts(&tree, visit));
             }
+            let next = tree.next(id).map(|v| v.state.clone());
+            let open = Open {
+                running: execution_running,
+                tokens: open_tokens,
+                last_ms,
+            };
+            record_ending(run, visit, next, &open);
         }
         for run in states.values_mut() {
             run.waiting.dedup();
@@ -439,4 +311,54 @@ impl Overlay {
     pub fn state(&self, name: &str) -> StateRun {
         self.states.get(name).cloned().unwrap_or_default()
     }
+}
+
+/// What an open visit means: running (or waiting for a token) while its execution runs,
+/// cut short when the execution ended around it.
+struct Open<'t> {
+    running: bool,
+    tokens: &'t [TokenRecord],
+    last_ms: i64,
+}
+
+/// Counts how one visit ended into its state's story.
+fn record_ending(run: &mut StateRun, visit: &Visit, next: Option<String>, open: &Open<'_>) {
+    let ended_ms = match (visit.ended_ms, visit.ending) {
+        (Some(at), _) => at,
+        (None, Ending::Open) if open.running => {
+            run.open += 1;
+            let tokens = open.tokens.iter().filter(|t| t.state_name == visit.state);
+            run.waiting.extend(tokens.map(TokenRecord::next_deadline));
+            return;
+        }
+        (None, _) => open.last_ms,
+    };
+    run.duration_ms += ended_ms - visit.entered_ms;
+    let failure = visit.failure.as_ref();
+    match (visit.ending, failure) {
+        (Ending::Fail, _) => run.failed += 1,
+        (Ending::Exited, Some(f)) => run.caught.push((
+            f.error.clone().unwrap_or_default(),
+            next.unwrap_or_default(),
+        )),
+        (Ending::Exited, None) => run.succeeded += 1,
+        (_, Some(f)) if f.timed_out() => run.timed_out += 1,
+        (_, Some(_)) => run.failed += 1,
+        (_, None) => run.aborted += 1,
+    }
+}
+
+/// A Map visit's iterations by how they ended.
+fn iteration_counts(tree: &Tree, visit: &Visit) -> IterationCounts {
+    let mut counts = IterationCounts::default();
+    for &lane in &visit.lanes {
+        counts.started += 1;
+        match tree.lanes[lane].iteration_end {
+            Some(IterationEnd::Succeeded) => counts.succeeded += 1,
+            Some(IterationEnd::Failed) => counts.failed += 1,
+            Some(IterationEnd::Aborted) => counts.aborted += 1,
+            None => {}
+        }
+    }
+    counts
 }

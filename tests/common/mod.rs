@@ -382,3 +382,22 @@ impl Sandbox {
 
 pub mod conformance;
 pub mod http_api;
+
+/// A state's `<g>` start tag (its classes say its status) and its hover title, in an SVG
+/// picture.
+pub fn state_tag(svg: &str, name: &str) -> (String, String) {
+    let at = svg
+        .find(&format!("data-name=\"{name}\""))
+        .unwrap_or_else(|| panic!("no state {name}"));
+    let start = svg[..at].rfind("<g ").unwrap();
+    let end = svg[start..].find("</g>").unwrap() + start;
+    let g = &svg[start..end];
+    let tag = g[..g.find('>').unwrap()].to_owned();
+    let title = g
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap_or_default()
+        .to_owned();
+    (tag, title)
+}
