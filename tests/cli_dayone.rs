@@ -1445,3 +1445,51 @@ fn a_distributed_maps_children_are_executions_the_reads_describe_list_and_page()
     ])
     .assert_error(15, "(ExecutionDoesNotExist)");
 }
+
+/// Regression (#36): the "why" line said `States.Timeout` without saying which clock ran out.
+/// A command that never answers meets its HeartbeatSeconds (5 s) before its TimeoutSeconds
+/// (an hour), and in the other machine its TimeoutSeconds; at --time-scale 0.01 both are short.
+#[test]
+fn the_why_line_names_the_clock_that_ran_out() {
+    let sb = Sandbox::new();
+    for (name, clocks, line) in [
+        (
+            "heartbeat",
+            r#""HeartbeatSeconds": 5, "TimeoutSeconds": 3600"#,
+            "failed at state 'Work': States.Timeout: HeartbeatSeconds of 'Work' ran out after 5 s",
+        ),
+        (
+            "timeout",
+            r#""TimeoutSeconds": 5"#,
+            "failed at state 'Work': States.Timeout: TimeoutSeconds of 'Work' ran out after 5 s",
+        ),
+    ] {
+        let def = sb.write(
+            &format!("{name}.asl.json"),
+            &format!(
+                r#"{{"StartAt": "Work", "States": {{"Work": {{"Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke", {clocks}, "End": true}}}}}}"#
+            ),
+        );
+        let out = sb.run(&[
+            "run",
+            def.to_str().unwrap(),
+            "--name",
+            name,
+            "--task",
+            "Work=sleep 600",
+            "--time-scale",
+            "0.01",
+        ]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(out.stderr.contains(line), "{}", out.stderr);
+        let text = sb.run(&[
+            "describe-execution",
+            "--execution-arn",
+            name,
+            "--format",
+            "text",
+        ]);
+        assert!(text.stdout.contains(line), "{}", text.stdout);
+    }
+}

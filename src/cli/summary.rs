@@ -16,13 +16,15 @@ pub fn stored_failure_line(store: &Store, execution_arn: &str) -> Option<String>
 }
 
 /// `failed at state 'Charge': CardDeclined: no funds (caught; went on to 'PaymentFailed')`;
-/// a timeout names its clock: `States.Timeout: HeartbeatSeconds of 'Work' (5 s) ran out`.
+/// a timeout names its clock: `States.Timeout: HeartbeatSeconds of 'Work' ran out after 5 s`.
 pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
     let f = root_failure(events, time_scale)?;
     let mut line = format!("failed at state '{}'", f.state);
     let clock = f.clock.map(|clock| match clock {
-        TimeoutClock::Heartbeat(s) => format!("HeartbeatSeconds of '{}' ({s} s) ran out", f.state),
-        TimeoutClock::Timeout(s) => format!("TimeoutSeconds of '{}' ({s} s) ran out", f.state),
+        TimeoutClock::Heartbeat(s) => {
+            format!("HeartbeatSeconds of '{}' ran out after {s} s", f.state)
+        }
+        TimeoutClock::Timeout(s) => format!("TimeoutSeconds of '{}' ran out after {s} s", f.state),
     });
     match (&f.error, &f.cause, clock) {
         (Some(e), _, Some(clock)) => line.push_str(&format!(": {e}: {clock}")),
