@@ -1448,14 +1448,15 @@ fn a_distributed_maps_children_are_executions_the_reads_describe_list_and_page()
 
 /// Regression (#36): the "why" line said `States.Timeout` without saying which clock ran out.
 /// A command that never answers meets its HeartbeatSeconds (5 s) before its TimeoutSeconds
-/// (an hour), and in the other machine its TimeoutSeconds; at --time-scale 0.01 both are short.
+/// (100 s), and in the other machine its TimeoutSeconds; at --time-scale 0.01 both are short
+/// (run waits for TimeoutSeconds before it ends: the command is not stopped at the heartbeat).
 #[test]
 fn the_why_line_names_the_clock_that_ran_out() {
     let sb = Sandbox::new();
     for (name, clocks, line) in [
         (
             "heartbeat",
-            r#""HeartbeatSeconds": 5, "TimeoutSeconds": 3600"#,
+            r#""HeartbeatSeconds": 5, "TimeoutSeconds": 100"#,
             "failed at state 'Work': States.Timeout: HeartbeatSeconds of 'Work' ran out after 5 s",
         ),
         (
