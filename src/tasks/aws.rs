@@ -1049,8 +1049,11 @@ impl Http {
         params: Option<&Value>,
     ) -> Result<LambdaResult, StatesError> {
         let p = params.cloned().unwrap_or(Value::Null);
-        let mut path = format!("/2015-03-31/functions/{}/invocations", urlencode(function));
-        if let Some(q) = p["Qualifier"].as_str() {
+        // Local Lambda emulators (and Step Functions Local) know functions by name: the path
+        // names it, and an ARN's version or alias goes as the Qualifier.
+        let (name, arn_qualifier) = crate::tasks::lambda::name_and_qualifier(function);
+        let mut path = format!("/2015-03-31/functions/{}/invocations", urlencode(name));
+        if let Some(q) = p["Qualifier"].as_str().or(arn_qualifier) {
             path.push_str(&format!("?Qualifier={}", urlencode(q)));
         }
         let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];

@@ -302,7 +302,7 @@ impl CommandLine {
         }
         let stderr = stderr.text();
         if !status.success() {
-            let named = if function {
+            let named = if lambda::is_lambda(&request.resource) {
                 lambda::function_error(&stderr).or_else(|| error_from_stderr(&stderr))
             } else {
                 error_from_stderr(&stderr)

@@ -42,11 +42,43 @@ pub fn event(input: &Value) -> Value {
 /// taken), for `AWS_LAMBDA_FUNCTION_NAME`.
 pub fn function_name(input: &Value) -> Option<String> {
     let name = input.get("FunctionName")?.as_str()?;
-    let name = match name.split_once(":function:") {
-        Some((_, rest)) => rest.split(':').next().unwrap_or(rest),
-        None => name,
+    Some(name_and_qualifier(name).0.to_owned())
+}
+
+/// A function's name and qualifier (version or alias) from what Lambda's Invoke takes as
+/// `FunctionName`: a name (`charge`, `charge:live`), a partial ARN
+/// (`123456789012:function:charge`) or a full one (`arn:aws:lambda:...:function:charge:live`).
+pub fn name_and_qualifier(function: &str) -> (&str, Option<&str>) {
+    let rest = match function.split_once(":function:") {
+        Some((_, rest)) => rest,
+        None => function,
     };
-    Some(name.to_owned())
+    match rest.split_once(':') {
+        Some((name, qualifier)) => (name, Some(qualifier)),
+        None => (rest, None),
+    }
+}
+
+/// Whether `resource` invokes a Lambda function: the legacy function ARN, or `lambda:invoke`
+/// in any pattern. Such a function's failure is named by its `errorType`, as AWS names it.
+pub fn is_lambda(resource: &Resource) -> bool {
+    match &resource.kind {
+        ResourceKind::LambdaFunction => true,
+        ResourceKind::Integration {
+            service, action, ..
+        } => service == "lambda" && action.split('.').next() == Some("invoke"),
+        ResourceKind::Activity { .. } => false,
+    }
+}
+
+/// The name of the function a Lambda Task invokes: the legacy resource ARN's, else the
+/// effective input's `FunctionName`.
+pub fn invoked_function(resource: &Resource, input: &Value) -> Option<String> {
+    match &resource.kind {
+        ResourceKind::LambdaFunction => Some(name_and_qualifier(&resource.arn).0.to_owned()),
+        _ if is_lambda(resource) => function_name(input),
+        _ => None,
+    }
 }
 
 fn request_id() -> String {
@@ -195,5 +227,8 @@ mod tests {
                 .as_deref(),
             Some("f")
         );
+        assert_eq!(name_and_qualifier("f"), ("f", None));
+        assert_eq!(name_and_qualifier("f:live"), ("f", Some("live")));
+        assert_eq!(name_and_qualifier("1:function:f"), ("f", None));
     }
 }

@@ -718,7 +718,11 @@ impl Spawned {
                 Err(cause) => failure(HANDLER_FAILED.into(), cause),
             }
         } else {
-            match crate::tasks::command::error_from_stderr(&stderr_tail) {
+            // Lambda's error shape too: the worker of a `lambda:invoke.waitForTaskToken`
+            // state stands in for the function, whose failure AWS names by its errorType.
+            let named = crate::tasks::lambda::function_error(&stderr_tail)
+                .or_else(|| crate::tasks::command::error_from_stderr(&stderr_tail));
+            match named {
                 Some(e) => failure(
                     e.error.unwrap_or_else(|| HANDLER_FAILED.into()),
                     e.cause.unwrap_or_default(),
