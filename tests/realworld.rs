@@ -312,12 +312,15 @@ fn templates_validate_and_run_by_logical_id() {
 Resources:
   Fn:
     Type: AWS::Serverless::Function
+  Queue:
+    Type: AWS::SQS::Queue
   Inline:
     Type: AWS::Serverless::StateMachine
     Properties:
       DefinitionSubstitutions:
         Greeting: hi
         FnArn: !GetAtt Fn.Arn
+        QueueUrl: !Ref Queue
       Definition:
         StartAt: Greet
         States:
@@ -326,13 +329,14 @@ Resources:
             Parameters:
               greeting: ${Greeting}
               fn: ${FnArn}
+              queue: ${QueueUrl}
             End: true
   FromFile:
     Type: AWS::Serverless::StateMachine
     Properties:
       DefinitionUri: sm/file.asl.json
       DefinitionSubstitutions:
-        Fn: !Ref Fn
+        Fn: !GetAtt Fn.Arn
   Classic:
     Type: AWS::StepFunctions::StateMachine
     Properties:
@@ -381,7 +385,8 @@ Resources:
     assert_eq!(out.code, 2);
     assert!(out
         .stderr
-        .contains("${FnArn} has a value only CloudFormation knows"));
+        .contains("${QueueUrl} has a value only CloudFormation knows"));
+    // The template's own function has a local ARN (#37): only the queue needs a value.
     let out = sb.run(&[
         "run",
         "--template",
@@ -389,12 +394,12 @@ Resources:
         "--state-machine",
         "Inline",
         "--sub",
-        "FnArn=arn:aws:lambda:us-east-1:123456789012:function:f",
+        "QueueUrl=https://q",
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.json(),
-        serde_json::json!({"greeting": "hi", "fn": "arn:aws:lambda:us-east-1:123456789012:function:f"})
+        serde_json::json!({"greeting": "hi", "fn": "arn:aws:lambda:us-east-1:123456789012:function:Fn", "queue": "https://q"})
     );
     let out = sb.run(&["run", "--template", &t]);
     assert_eq!(out.code, 2);

@@ -89,14 +89,6 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("OrderDeclined"), "{}", out.stderr);
-    // A value only CloudFormation knows is refused, named, and nothing runs.
-    let out = sb.run_in_sandbox(&["run", "--template", "template.yaml", "--input", "{}"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("--sub ChargeFunctionArn=VALUE"),
-        "{}",
-        out.stderr
-    );
 
     // graph: the template's machine, drawn.
     let out = sb.run_in_sandbox(&["graph", "--format", "mermaid", "template.yaml"]);
@@ -216,22 +208,12 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
         "{}",
         out.stdout
     );
-    // No substitutions: the spec's machine cannot run, and says which value is missing.
+    // No substitutions: the template's own functions have local ARNs (#37), so the spec's
+    // machine runs as it is.
     let mut bare = spec.clone();
     bare.as_object_mut().unwrap().remove("substitutions");
     sb.write("bare.sfntest.json", &bare.to_string());
     let out = sb.run_in_sandbox(&["test", "bare.sfntest.json"]);
-    assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("ChargeFunctionArn"), "{}", out.stdout);
-    // ... which --sub gives.
-    let out = sb.run_in_sandbox(&[
-        "test",
-        "--sub",
-        CHARGE_ARN,
-        "--sub",
-        SHIP_ARN,
-        "bare.sfntest.json",
-    ]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     std::fs::create_dir(sb.path("other")).unwrap();
     std::fs::copy(sb.path("template.yaml"), sb.path("other/template.yaml")).unwrap();
@@ -347,18 +329,9 @@ fn a_cdk_synth_template_validates_and_runs() {
         "Charge=python3 {} lambda/charge/index.py handler",
         shim.display()
     );
+    // The template's function has a local ARN (#37): no --sub is needed.
     let mut args = vec!["run", "--template", template, "--task", &task];
     args.extend(["--input", r#"{"amount": 3}"#]);
-    let out = sb.run_in_sandbox(&args);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    let sub = "ChargeFunction0F9A7B5C.Arn=arn:aws:lambda:us-east-1:123456789012:function:c";
-    assert!(
-        out.stderr
-            .contains("--sub ChargeFunction0F9A7B5C.Arn=VALUE"),
-        "{}",
-        out.stderr
-    );
-    args.extend(["--sub", sub]);
     let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);

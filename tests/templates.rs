@@ -94,8 +94,11 @@ fn a_missing_definition_uri_fails_in_every_format() {
     assert_eq!(walk[0]["logicalId"], "OrderStateMachine", "{walk}");
 }
 
+/// Regression (#37): a SAM `DefinitionUri` given as an S3 location is valid SAM, but
+/// `validate` failed it (UNREADABLE_DEFINITION), turning a valid project's CI gate red. It is
+/// a warning that it is not checked; `--strict` makes every warning an error.
 #[test]
-fn definitions_in_s3_or_missing_fail() {
+fn an_s3_definition_uri_is_a_warning_and_strict_fails_it() {
     let sb = Sandbox::new();
     sb.write(
         "template.yaml",
@@ -108,6 +111,45 @@ fn definitions_in_s3_or_missing_fail() {
     Type: AWS::Serverless::StateMachine
     Properties:
       DefinitionUri: {Bucket: b, Key: k}
+",
+    );
+    let out = sb.run_in_sandbox(&["validate", "--format", "json", "template.yaml"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let reports = json.as_array().unwrap();
+    assert_eq!(reports.len(), 2, "{json}");
+    for r in reports {
+        let d = &r["diagnostics"][0];
+        assert_eq!(d["severity"], "WARNING", "{r}");
+        assert_eq!(d["code"], "NOT_CHECKED", "{r}");
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap()
+                .contains("not checked: the definition is in S3"),
+            "{r}"
+        );
+    }
+    let strict = fails_in_every_format(&sb, &["--strict", "template.yaml"]);
+    assert_eq!(strict[0]["diagnostics"][0]["severity"], "ERROR", "{strict}");
+    // run cannot run what it cannot read.
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.yaml",
+        "--state-machine",
+        "InS3",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("in S3"), "{}", out.stderr);
+}
+
+#[test]
+fn a_state_machine_without_a_definition_fails() {
+    let sb = Sandbox::new();
+    sb.write(
+        "template.yaml",
+        "Resources:
   Nothing:
     Type: AWS::StepFunctions::StateMachine
     Properties:
@@ -115,12 +157,141 @@ fn definitions_in_s3_or_missing_fail() {
 ",
     );
     let json = fails_in_every_format(&sb, &["template.yaml"]);
-    let reports = json.as_array().unwrap();
-    assert_eq!(reports.len(), 3, "{json}");
-    for r in reports {
-        assert_eq!(r["result"], "FAIL", "{r}");
-        assert_eq!(r["diagnostics"][0]["code"], "UNREADABLE_DEFINITION", "{r}");
-    }
+    assert_eq!(
+        json["diagnostics"][0]["code"], "UNREADABLE_DEFINITION",
+        "{json}"
+    );
+}
+
+/// Regression (#37): `${ShipingQueueUrl}` where DefinitionSubstitutions gives
+/// `ShippingQueueUrl` passed with a warning and exit 0, its hint suggesting
+/// `--sub ShipingQueueUrl=` (the wrong fix), and the unused `ShippingQueueUrl` went unmentioned.
+#[test]
+fn a_misspelt_placeholder_is_an_error_with_did_you_mean_and_the_unused_value_a_warning() {
+    let sb = Sandbox::new();
+    sb.write(
+        "template.yaml",
+        r#"Resources:
+  Orders:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionSubstitutions:
+        ShippingQueueUrl: https://sqs.us-east-1.amazonaws.com/123456789012/ship
+      Definition:
+        StartAt: Ship
+        States:
+          Ship:
+            Type: Task
+            Resource: arn:aws:states:::sqs:sendMessage
+            Parameters:
+              QueueUrl: ${ShipingQueueUrl}
+              MessageBody.$: $
+            End: true
+"#,
+    );
+    let json = fails_in_every_format(&sb, &["template.yaml"]);
+    let diagnostics = json["diagnostics"].as_array().unwrap();
+    let typo = diagnostics
+        .iter()
+        .find(|d| d["code"] == "UNRESOLVED_SUBSTITUTION")
+        .expect("the misspelt placeholder");
+    assert_eq!(typo["severity"], "ERROR", "{json}");
+    let message = typo["message"].as_str().unwrap();
+    assert!(
+        message.contains("did you mean ${ShippingQueueUrl}"),
+        "{message}"
+    );
+    assert!(!message.contains("--sub ShipingQueueUrl"), "{message}");
+    let unused = diagnostics
+        .iter()
+        .find(|d| d["code"] == "UNUSED_SUBSTITUTION")
+        .expect("the unused substitution");
+    assert_eq!(unused["severity"], "WARNING", "{json}");
+    assert_eq!(
+        unused["location"],
+        "/Resources/Orders/Properties/DefinitionSubstitutions/ShippingQueueUrl"
+    );
+}
+
+/// Regression (#37): `!Sub "${ChargeFunctoin.Arn}"` in an inline `Definition` passed, though
+/// CloudFormation rejects the template (an unresolved resource dependency).
+#[test]
+fn an_inline_sub_of_a_missing_resource_is_an_error() {
+    let sb = Sandbox::new();
+    sb.write(
+        "template.yaml",
+        r#"Transform: AWS::Serverless-2016-10-31
+Resources:
+  ChargeFunction:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: charge/, Handler: app.handler, Runtime: python3.12}
+  Orders:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: Charge
+        States:
+          Charge:
+            Type: Task
+            Resource: !Sub "${ChargeFunctoin.Arn}"
+            End: true
+"#,
+    );
+    let json = fails_in_every_format(&sb, &["template.yaml"]);
+    let d = &json["diagnostics"][0];
+    assert_eq!(d["code"], "UNRESOLVED_REFERENCE", "{json}");
+    assert_eq!(
+        d["location"],
+        "/Resources/Orders/Properties/Definition/States/Charge/Resource"
+    );
+    let message = d["message"].as_str().unwrap();
+    assert!(message.contains("[ChargeFunctoin]"), "{message}");
+    assert!(
+        message.contains("did you mean \"ChargeFunction\""),
+        "{message}"
+    );
+}
+
+/// Regression (#37): `Fn::ImportValue` placeholders were named by their position in the
+/// `Fn::Join` (`ImportValue-OrdersStack1`), which changed whenever the definition did.
+#[test]
+fn import_value_placeholders_are_named_by_the_export() {
+    let sb = Sandbox::new();
+    let template = serde_json::json!({"Resources": {"Orders": {
+        "Type": "AWS::StepFunctions::StateMachine",
+        "Properties": {"DefinitionString": {"Fn::Join": ["", [
+            "{\"StartAt\":\"Charge\",\"States\":{\"Charge\":{\"Type\":\"Task\",\"Resource\":\"",
+            {"Fn::ImportValue": "PaymentsStack:ChargeFunctionArn"},
+            "\",\"End\":true}}}"]]}}}}});
+    sb.write("template.json", &template.to_string());
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.json",
+        "--task",
+        "Charge=cat",
+        "--input",
+        "{}",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--sub PaymentsStack:ChargeFunctionArn=VALUE"),
+        "{}",
+        out.stderr
+    );
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.json",
+        "--sub",
+        "PaymentsStack:ChargeFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:charge",
+        "--task",
+        "Charge=cat",
+        "--input",
+        r#"{"ok": 1}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
 /// Regression (#30): a folder walk skipped a template it could not parse and exited 0.

@@ -11,10 +11,17 @@
 //!
 //! What CloudFormation only knows at deploy time (`!Ref`, `!GetAtt`, `!Sub` of other resources,
 //! `${AWS::Region}`) becomes a *deferred* substitution: a stand-in shaped for its field, with no
-//! warning, since the template does give it a value.
+//! warning, since the template does give it a value. The exception is a Lambda function the
+//! template declares: its `!Ref` and `!GetAtt Fn.Arn` get the local name and ARN the local
+//! Lambda runtime answers to ([`names`], [`functions`]). An intrinsic naming a resource or
+//! parameter the template does not declare is an error, as CloudFormation makes it.
+
+pub mod functions;
+pub mod names;
 
 use crate::asl::diagnostic::JsonPointer;
 use crate::asl::substitution::Substitutions;
+use names::{TemplateNames, UnresolvedReference};
 use serde_json::{Map, Value};
 
 /// The resource types that are state machines.
@@ -47,7 +54,15 @@ pub enum DefinitionSource {
         /// Where `DefinitionUri` is in the template.
         pointer: JsonPointer,
     },
-    /// A definition that cannot be read locally (an S3 location), with why.
+    /// A definition kept in S3 (`DefinitionUri` as `s3://...` or `Bucket`/`Key`,
+    /// `DefinitionS3Location`): valid, but not here to check or run.
+    InS3 {
+        /// Where, for a person.
+        what: String,
+        /// The template's field that names it.
+        pointer: JsonPointer,
+    },
+    /// A definition that cannot be read locally, with why.
     Unreadable {
         /// Why, for a person.
         why: String,
@@ -73,6 +88,8 @@ pub struct TemplateMachine {
     /// The name it is deployed under, when the template gives one as a plain string (`Name`
     /// for SAM, `StateMachineName` for CloudFormation).
     pub name: Option<String>,
+    /// Intrinsics of its properties that name what the template does not declare.
+    pub unresolved: Vec<UnresolvedReference>,
 }
 
 /// Whether a parsed file is a template holding at least one state machine.
@@ -92,57 +109,68 @@ fn is_state_machine(resource: &Value) -> bool {
 
 /// Every state machine the template declares, in the template's order.
 pub fn state_machines(template: &Value) -> Vec<TemplateMachine> {
-    let Some(resources) = template.get("Resources").and_then(Value::as_object) else {
+    let Some(names) = TemplateNames::of(template) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (id, resource) in resources {
-        if !is_state_machine(resource) {
-            continue;
+    let resources = template["Resources"]
+        .as_object()
+        .expect("TemplateNames has Resources");
+    resources
+        .iter()
+        .filter(|(_, resource)| is_state_machine(resource))
+        .map(|(id, resource)| state_machine(id, resource, &names))
+        .collect()
+}
+
+fn state_machine(id: &str, resource: &Value, names: &TemplateNames<'_>) -> TemplateMachine {
+    let resource_type = resource["Type"].as_str().unwrap_or_default().to_owned();
+    let empty = Map::new();
+    let props = resource
+        .get("Properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let at = JsonPointer::root()
+        .key("Resources")
+        .key(id)
+        .key("Properties");
+    let mut unresolved = Vec::new();
+    for field in ["Definition", "DefinitionString", "DefinitionSubstitutions"] {
+        if let Some(v) = props.get(field) {
+            names.unresolved(v, &at.key(field), &mut unresolved);
         }
-        let resource_type = resource["Type"].as_str().unwrap_or_default().to_owned();
-        let empty = Map::new();
-        let props = resource
-            .get("Properties")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let at = JsonPointer::root()
-            .key("Resources")
-            .key(id)
-            .key("Properties");
-        let mut subs = Substitutions::new();
-        if let Some(Value::Object(map)) = props.get("DefinitionSubstitutions") {
-            for (name, v) in map {
-                match v {
-                    Value::String(s) if !s.contains("${") => subs.insert(name, s),
-                    Value::Number(n) => subs.insert(name, n.to_string()),
-                    Value::Bool(b) => subs.insert(name, b.to_string()),
-                    // `!Ref`, `!GetAtt`, `!Sub`: known at deploy time.
-                    _ => subs.defer(name),
-                }
+    }
+    let mut subs = Substitutions::new();
+    if let Some(Value::Object(map)) = props.get("DefinitionSubstitutions") {
+        for (name, v) in map {
+            match v {
+                Value::String(s) if !s.contains("${") => subs.insert(name, s),
+                Value::Number(n) => subs.insert(name, n.to_string()),
+                Value::Bool(b) => subs.insert(name, b.to_string()),
+                // `!Ref`, `!GetAtt`, `!Sub`: known at deploy time, but for the template's
+                // own functions.
+                other => match names.resolve(other) {
+                    Some(local) => subs.insert(name, local),
+                    None => subs.defer(name),
+                },
             }
         }
-        let source = definition_source(props, &at, &mut subs);
-        let machine_type = props
-            .get("Type")
-            .or_else(|| props.get("StateMachineType"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let name = props
-            .get("Name")
-            .or_else(|| props.get("StateMachineName"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        out.push(TemplateMachine {
-            logical_id: id.clone(),
-            resource_type,
-            source,
-            substitutions: subs,
-            machine_type,
-            name,
-        });
     }
-    out
+    let source = definition_source(props, &at, &mut subs, names);
+    let text = |keys: [&str; 2]| {
+        keys.iter()
+            .find_map(|k| props.get(*k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    TemplateMachine {
+        logical_id: id.to_owned(),
+        resource_type,
+        source,
+        substitutions: subs,
+        machine_type: text(["Type", "StateMachineType"]),
+        name: text(["Name", "StateMachineName"]),
+        unresolved,
+    }
 }
 
 /// Where a state machine's properties (at `at`) keep its definition.
@@ -150,20 +178,25 @@ fn definition_source(
     props: &Map<String, Value>,
     at: &JsonPointer,
     subs: &mut Substitutions,
+    names: &TemplateNames<'_>,
 ) -> DefinitionSource {
     let unreadable = |why: &str, field: Option<&str>| DefinitionSource::Unreadable {
         why: why.to_owned(),
         pointer: field.map_or_else(|| at.clone(), |f| at.key(f)),
     };
+    let in_s3 = |what: String, field: &str| DefinitionSource::InS3 {
+        what,
+        pointer: at.key(field),
+    };
     if let Some(def) = props.get("Definition") {
         let mut value = def.clone();
-        stand_in_intrinsics(&mut value, None);
+        stand_in_intrinsics(&mut value, None, names);
         DefinitionSource::Inline {
             value,
             pointer: at.key("Definition"),
         }
     } else if let Some(def) = props.get("DefinitionString") {
-        match definition_string(def, subs) {
+        match definition_string(def, subs, names) {
             Some(text) => DefinitionSource::Text {
                 text,
                 pointer: at.key("DefinitionString"),
@@ -175,24 +208,15 @@ fn definition_source(
         }
     } else if let Some(uri) = props.get("DefinitionUri") {
         match uri {
-            Value::String(s) if s.starts_with("s3://") => unreadable(
-                &format!("DefinitionUri {s} is in S3, which sfn-local cannot read: point DefinitionUri at the local file `sam build` uploads"),
-                Some("DefinitionUri"),
-            ),
+            Value::String(s) if s.starts_with("s3://") => in_s3(s.clone(), "DefinitionUri"),
             Value::String(s) => DefinitionSource::File {
                 uri: s.clone(),
                 pointer: at.key("DefinitionUri"),
             },
-            _ => unreadable(
-                "DefinitionUri is an S3 location (Bucket/Key), which sfn-local cannot read: point DefinitionUri at a local file",
-                Some("DefinitionUri"),
-            ),
+            other => in_s3(s3_location(other), "DefinitionUri"),
         }
-    } else if props.contains_key("DefinitionS3Location") {
-        unreadable(
-            "DefinitionS3Location is in S3, which sfn-local cannot read: give the definition inline (Definition or DefinitionString)",
-            Some("DefinitionS3Location"),
-        )
+    } else if let Some(location) = props.get("DefinitionS3Location") {
+        in_s3(s3_location(location), "DefinitionS3Location")
     } else {
         unreadable(
             "the state machine has no Definition, DefinitionString or DefinitionUri",
@@ -201,17 +225,30 @@ fn definition_source(
     }
 }
 
+/// An S3 location (`Bucket`/`Key`, `Version`) as `s3://BUCKET/KEY`, an intrinsic as `...`.
+fn s3_location(v: &Value) -> String {
+    let part = |k: &str| match v.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        _ => "...".to_owned(),
+    };
+    format!("s3://{}/{}", part("Bucket"), part("Key"))
+}
+
 /// The text of a `DefinitionString`: a string, `Fn::Sub` (string, or [string, map]) or
 /// `Fn::Join` ([delimiter, [parts]]). Variables of `Fn::Sub` given as plain strings become
 /// values; the rest (other resources, pseudo parameters) are deferred.
-fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
+fn definition_string(
+    def: &Value,
+    subs: &mut Substitutions,
+    names: &TemplateNames<'_>,
+) -> Option<String> {
     match def {
         Value::String(s) => Some(s.clone()),
         Value::Object(map) if map.len() == 1 => {
             let (name, arg) = map.iter().next()?;
             match (name.as_str(), arg) {
                 ("Fn::Sub", Value::String(s)) => {
-                    defer_all(s, subs);
+                    defer_all(s, subs, names);
                     Some(s.clone())
                 }
                 ("Fn::Sub", Value::Array(items)) => {
@@ -224,7 +261,7 @@ fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
                             }
                         }
                     }
-                    defer_all(s, subs);
+                    defer_all(s, subs, names);
                     Some(s.to_owned())
                 }
                 ("Fn::Join", Value::Array(items)) => {
@@ -235,11 +272,8 @@ fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
                         match part {
                             Value::String(s) => out.push(s.clone()),
                             other => {
-                                // `Ref`/`Fn::GetAtt` as Fn::Sub names them (`${X}`,
-                                // `${X.Arn}`), so `--sub` reads the same for both forms.
-                                let name = sub_name(other)
-                                    .unwrap_or_else(|| format!("{}{}", intrinsic_name(other), i));
-                                defer_all(&format!("${{{name}}}"), subs);
+                                let name = join_part_name(other, i);
+                                defer_all(&format!("${{{name}}}"), subs, names);
                                 out.push(format!("${{{name}}}"));
                             }
                         }
@@ -254,10 +288,34 @@ fn definition_string(def: &Value, subs: &mut Substitutions) -> Option<String> {
     }
 }
 
+/// The placeholder an intrinsic part of an `Fn::Join` becomes: `Ref`/`Fn::GetAtt` as Fn::Sub
+/// names them (`${X}`, `${X.Arn}`), so `--sub` reads the same for both forms; an
+/// `Fn::ImportValue` by its export's name, which stays when the definition changes; anything
+/// else by its kind and place (`${Select-X3}`).
+fn join_part_name(part: &Value, index: usize) -> String {
+    if let Some(name) = sub_name(part) {
+        return name;
+    }
+    match part.get("Fn::ImportValue") {
+        Some(Value::String(export)) => export.clone(),
+        Some(Value::Object(m)) if m.get("Fn::Sub").is_some_and(Value::is_string) => {
+            // An export named with `${Stack}`: its text, the placeholders' braces dropped.
+            m["Fn::Sub"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !matches!(c, '$' | '{' | '}' | '!'))
+                .collect()
+        }
+        _ => format!("{}{}", intrinsic_name(part), index),
+    }
+}
+
 /// Defers every `${Name}` of `s` that has no value yet (Fn::Sub's references to parameters,
 /// resources and pseudo parameters), but for the pseudo parameters whose value is the same in
-/// every commercial region (`AWS::Partition`, `AWS::URLSuffix`), which get it.
-fn defer_all(s: &str, subs: &mut Substitutions) {
+/// every commercial region (`AWS::Partition`, `AWS::URLSuffix`) and the template's own
+/// functions, which get their value.
+fn defer_all(s: &str, subs: &mut Substitutions, names: &TemplateNames<'_>) {
     for name in crate::asl::substitution::placeholder_names(s) {
         if subs.get(&name).is_some() {
             continue;
@@ -265,14 +323,17 @@ fn defer_all(s: &str, subs: &mut Substitutions) {
         match name.as_str() {
             "AWS::Partition" => subs.insert(name, "aws"),
             "AWS::URLSuffix" => subs.insert(name, "amazonaws.com"),
-            _ => subs.defer(&name),
+            _ => match names.local_value(&name) {
+                Some(local) => subs.insert(name, local),
+                None => subs.defer(&name),
+            },
         }
     }
 }
 
 /// The name Fn::Sub gives a `Ref` or `Fn::GetAtt` (`X`, `X.Attribute`); `None` for other
 /// intrinsics.
-fn sub_name(v: &Value) -> Option<String> {
+pub(crate) fn sub_name(v: &Value) -> Option<String> {
     let (name, arg) = v.as_object().filter(|m| m.len() == 1)?.iter().next()?;
     match (name.as_str(), arg) {
         ("Ref", Value::String(target)) => Some(target.clone()),
@@ -309,7 +370,7 @@ fn intrinsic_name(v: &Value) -> String {
 }
 
 /// Whether a value is a CloudFormation intrinsic: an object of one key, `Ref` or `Fn::...`.
-fn is_intrinsic(v: &Value) -> bool {
+pub(crate) fn is_intrinsic(v: &Value) -> bool {
     v.as_object().is_some_and(|m| {
         m.len() == 1
             && m.keys()
@@ -318,10 +379,15 @@ fn is_intrinsic(v: &Value) -> bool {
     })
 }
 
-/// Replaces intrinsics inside an inline definition with stand-ins shaped for their field (an
-/// ARN for `Resource` and `*Arn` fields, else a name).
-fn stand_in_intrinsics(v: &mut Value, key: Option<&str>) {
+/// Replaces intrinsics inside an inline definition with the local value of the template's own
+/// functions, and the rest with stand-ins shaped for their field (an ARN for `Resource` and
+/// `*Arn` fields, else a name).
+fn stand_in_intrinsics(v: &mut Value, key: Option<&str>, names: &TemplateNames<'_>) {
     if is_intrinsic(v) {
+        if let Some(local) = names.resolve(v) {
+            *v = Value::String(local);
+            return;
+        }
         let name = intrinsic_name(v);
         *v = match key {
             Some("Resource") => Value::String(format!(
@@ -337,12 +403,12 @@ fn stand_in_intrinsics(v: &mut Value, key: Option<&str>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
-                stand_in_intrinsics(child, Some(k));
+                stand_in_intrinsics(child, Some(k), names);
             }
         }
         Value::Array(items) => {
             for child in items {
-                stand_in_intrinsics(child, None);
+                stand_in_intrinsics(child, None, names);
             }
         }
         _ => {}
@@ -363,6 +429,7 @@ mod tests {
                 "DefinitionSubstitutions": {"FnArn": {"Fn::GetAtt": ["Fn", "Arn"]}, "Table": "t"}}},
             "B": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
                 "DefinitionString": {"Fn::Sub": "{\"StartAt\": \"${AWS::Region}\"}"}}},
+            "X": {"Type": "AWS::SQS::Queue"},
             "C": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
                 "DefinitionString": {"Fn::Join": ["", ["{\"R\": \"", {"Ref": "X"}, "\"}"]]}}},
             "D": {"Type": "AWS::Serverless::StateMachine", "Properties": {
@@ -370,6 +437,7 @@ mod tests {
         }});
         let found = state_machines(&t);
         assert_eq!(found.len(), 4);
+        assert!(found.iter().all(|m| m.unresolved.is_empty()), "{found:?}");
         assert_eq!(
             found[0].source,
             DefinitionSource::File {
@@ -382,7 +450,11 @@ mod tests {
             }
         );
         assert_eq!(found[0].substitutions.get("Table"), Some("t"));
-        assert!(found[0].substitutions.is_deferred("FnArn"));
+        // The template's own function has a local ARN.
+        assert_eq!(
+            found[0].substitutions.get("FnArn"),
+            Some("arn:aws:lambda:us-east-1:123456789012:function:Fn")
+        );
         assert!(found[1].substitutions.is_deferred("AWS::Region"));
         match &found[2].source {
             DefinitionSource::Text { text, .. } => assert_eq!(text, "{\"R\": \"${X}\"}"),
@@ -393,10 +465,37 @@ mod tests {
                 assert_eq!(pointer.to_string(), "/Resources/D/Properties/Definition");
                 assert_eq!(
                     value["States"]["S"]["Resource"],
-                    "arn:aws:lambda:us-east-1:123456789012:function:GetAtt-Fn"
+                    "arn:aws:lambda:us-east-1:123456789012:function:Fn"
                 );
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn s3_definitions_are_in_s3_and_import_values_are_named_by_their_export() {
+        let t = json!({"Resources": {
+            "A": {"Type": "AWS::Serverless::StateMachine", "Properties": {
+                "DefinitionUri": {"Bucket": "b", "Key": "k.json"}}},
+            "B": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {
+                "DefinitionString": {"Fn::Join": ["", ["{\"R\": \"", {"Fn::ImportValue": "OrdersStack:ChargeArn"},
+                    "\", \"S\": \"", {"Fn::ImportValue": {"Fn::Sub": "${Env}-QueueUrl"}}, "\"}"]]}}}
+        }});
+        let found = state_machines(&t);
+        match &found[0].source {
+            DefinitionSource::InS3 { what, pointer } => {
+                assert_eq!(what, "s3://b/k.json");
+                assert!(pointer.to_string().ends_with("/DefinitionUri"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &found[1].source {
+            DefinitionSource::Text { text, .. } => assert_eq!(
+                text,
+                "{\"R\": \"${OrdersStack:ChargeArn}\", \"S\": \"${Env-QueueUrl}\"}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(found[1].substitutions.is_deferred("OrdersStack:ChargeArn"));
     }
 }

@@ -65,6 +65,16 @@ pub enum Code {
     /// A template's state machine whose definition cannot be read (a missing `DefinitionUri`
     /// file, an S3 location): an ERROR, so a renamed file never passes. sfn-local's own code.
     UnreadableDefinition,
+    /// A template's state machine whose definition is in S3 (WARNING: valid, but nothing here
+    /// checks it). sfn-local's own code.
+    NotChecked,
+    /// A template intrinsic (`!Ref`, `!GetAtt`, `!Sub`) naming a resource or parameter the
+    /// template does not declare: an ERROR, as CloudFormation rejects the template.
+    /// sfn-local's own code.
+    UnresolvedReference,
+    /// A template's `DefinitionSubstitutions` entry that no placeholder uses (WARNING: a
+    /// misspelt placeholder is the usual reason). sfn-local's own code.
+    UnusedSubstitution,
 }
 
 impl Code {
@@ -90,6 +100,9 @@ impl Code {
             Code::UnknownStatesError => "UNKNOWN_STATES_ERROR",
             Code::JsonPathDialect => "JSONPATH_DIALECT",
             Code::UnreadableDefinition => "UNREADABLE_DEFINITION",
+            Code::NotChecked => "NOT_CHECKED",
+            Code::UnresolvedReference => "UNRESOLVED_REFERENCE",
+            Code::UnusedSubstitution => "UNUSED_SUBSTITUTION",
         }
     }
 }

@@ -71,6 +71,14 @@ impl Substitutions {
         self.values.keys().map(String::as_str)
     }
 
+    /// Every name it knows: with a value, or with a deploy-time one.
+    pub fn known_names(&self) -> impl Iterator<Item = &str> {
+        self.values
+            .keys()
+            .chain(self.deferred.iter())
+            .map(String::as_str)
+    }
+
     /// Whether no value is given.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
@@ -272,7 +280,19 @@ fn replace(
             other => other.to_string(),
         };
         let deferred = subs.is_deferred(name);
+        let near = (!deferred)
+            .then(|| crate::suggest::closest(name, subs.known_names()))
+            .flatten();
         match unresolved {
+            // A misspelt name: a stand-in or `--sub` of the typo would be the wrong fix.
+            _ if near.is_some() => diags.error(
+                Code::UnresolvedSubstitution,
+                at,
+                format!(
+                    "${{{name}}} has no value (did you mean ${{{}}}, which has one?)",
+                    near.unwrap_or_default()
+                ),
+            ),
             Unresolved::StandIn if deferred => {}
             Unresolved::Refuse if deferred => diags.error(
                 Code::UnresolvedSubstitution,
@@ -391,6 +411,27 @@ mod tests {
         );
         assert!(diags.has_errors());
         assert!(diags.iter().next().unwrap().message.contains("${Fn}"));
+    }
+
+    #[test]
+    fn a_misspelt_placeholder_is_an_error_naming_the_near_one() {
+        let mut def = json!({"QueueUrl": "${ShipingQueueUrl}", "Other": "${Unrelated}"});
+        let mut subs = Substitutions::new();
+        subs.insert("ShippingQueueUrl", "https://q");
+        let mut diags = Diagnostics::default();
+        apply(&mut def, &subs, Unresolved::StandIn, &mut diags);
+        let found: Vec<_> = diags.iter().collect();
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].severity, Severity::Error);
+        assert!(
+            found[0]
+                .message
+                .contains("did you mean ${ShippingQueueUrl}"),
+            "{}",
+            found[0].message
+        );
+        assert!(!found[0].message.contains("--sub"), "{}", found[0].message);
+        assert_eq!(found[1].severity, Severity::Warning);
     }
 
     #[test]

@@ -191,13 +191,65 @@ fn load_template_machines(
                 substitutions: &subs,
                 unresolved,
             };
-            let mut file = load_template_machine(path, text, machine.source, options);
+            let mut file = load_template_machine(path, text, machine.source.clone(), options);
+            template_checks(&machine, &mut file);
             file.logical_id = Some(machine.logical_id);
             file.deployed_name = machine.name;
             file.machine_type = machine_type;
             file
         })
         .collect()
+}
+
+/// What the template around a state machine gets wrong: intrinsics naming what it does not
+/// declare (ERROR, as CloudFormation rejects them) and `DefinitionSubstitutions` no
+/// placeholder uses (WARNING). Both point into the template when the report is the
+/// template's, else they name the template's field in the message.
+fn template_checks(machine: &asl::cfn::TemplateMachine, file: &mut LoadedFile) {
+    use asl::diagnostic::{Diagnostic, Location};
+    let in_template = file.template.is_none();
+    let placed = |mut d: Diagnostic| {
+        if !in_template {
+            d.message = format!(
+                "the template's {}: {}",
+                d.location_text().unwrap_or_default(),
+                d.message
+            );
+            d.location = Location::None;
+        }
+        d
+    };
+    for r in &machine.unresolved {
+        let d = Diagnostic::error(
+            asl::Code::UnresolvedReference,
+            &r.pointer,
+            r.message.clone(),
+        );
+        file.definition.diagnostics.push(placed(d));
+    }
+    let definition_text = file.built_text.as_deref().unwrap_or(&file.text);
+    let used: std::collections::BTreeSet<String> = match &machine.source {
+        asl::cfn::DefinitionSource::Inline { value, .. } => {
+            asl::substitution::placeholder_names(&value.to_string())
+        }
+        _ => asl::substitution::placeholder_names(definition_text),
+    }
+    .into_iter()
+    .collect();
+    let at = asl::JsonPointer::root()
+        .key("Resources")
+        .key(&machine.logical_id)
+        .key("Properties")
+        .key("DefinitionSubstitutions");
+    let declared = machine
+        .substitutions
+        .known_names()
+        .filter(|n| !n.contains("::"));
+    for name in declared.filter(|n| !used.contains(*n)) {
+        let message = format!("DefinitionSubstitutions gives {name}, but no ${{{name}}} placeholder of the definition uses it");
+        let d = Diagnostic::warning(asl::Code::UnusedSubstitution, &at.key(name), message);
+        file.definition.diagnostics.push(placed(d));
+    }
 }
 
 /// One state machine of a template, from wherever its definition is.
@@ -259,6 +311,32 @@ fn load_template_machine(
             }
         }
         DefinitionSource::Unreadable { why, pointer } => in_template(unreadable(&pointer, why)),
+        DefinitionSource::InS3 { what, pointer } => {
+            in_template(in_s3(&pointer, &what, options.unresolved))
+        }
+    }
+}
+
+/// A definition kept in S3: valid, so a WARNING that it is not checked; nothing runs it.
+fn in_s3(at: &asl::JsonPointer, what: &str, unresolved: Unresolved) -> LoadedDefinition {
+    let field = at.tokens().last().unwrap_or_default();
+    let mut diagnostics = asl::Diagnostics::default();
+    match unresolved {
+        Unresolved::StandIn => diagnostics.warning(
+            asl::Code::NotChecked,
+            at,
+            format!("not checked: the definition is in S3 ({field} {what}); give sfn-local the local file (DefinitionUri: path/to/machine.asl.json) to check it"),
+        ),
+        Unresolved::Refuse => diagnostics.error(
+            asl::Code::UnreadableDefinition,
+            at,
+            format!("the definition is in S3 ({field} {what}), which sfn-local cannot read: point {field} at the local file"),
+        ),
+    }
+    LoadedDefinition {
+        machine: None,
+        diagnostics,
+        json: None,
     }
 }
 

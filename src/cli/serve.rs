@@ -156,6 +156,14 @@ fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMac
                 crate::cli::report::render_human(&[file.report()], color)
             );
         }
+        // A definition in S3 is valid but not here: the others are served without it.
+        if file.definition.json.is_none() && !file.definition.diagnostics.has_errors() {
+            errln!(
+                "sfn-local: {} is not created: its definition is in S3",
+                file.label()
+            );
+            continue;
+        }
         let (Some(definition), false) = (
             file.definition.json.clone(),
             file.definition.diagnostics.has_errors(),

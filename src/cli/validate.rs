@@ -25,6 +25,9 @@ pub struct ValidateArgs {
     /// The state machine type, where the rules differ.
     #[arg(long = "type", value_enum, default_value_t = TypeArg::Standard, ignore_case = true)]
     pub machine_type: TypeArg,
+    /// Fail on warnings too: every WARNING is reported as an ERROR (exit 1).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Output formats.
@@ -170,7 +173,14 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             }
         }
     }
-    let loaded = once_per_state_machine(loaded);
+    let mut loaded = once_per_state_machine(loaded);
+    if args.strict {
+        for file in &mut loaded {
+            for d in &mut file.definition.diagnostics.0 {
+                d.severity = crate::asl::diagnostic::Severity::Error;
+            }
+        }
+    }
     let reports: Vec<FileReport<'_>> = loaded.iter().map(LoadedFile::report).collect();
     let out = match args.format {
         Format::Human => report::render_human(
