@@ -1,9 +1,10 @@
 //! A SAM app and a CDK app end to end (#30): the template is the unit everywhere a definition
 //! is. `tests/sam_app` is a `sam init`-shaped project (`template.yaml` with an
 //! `AWS::Serverless::StateMachine`, `DefinitionUri`, `DefinitionSubstitutions`, two Python
-//! Lambdas run as `--task` programs through `local_lambda.py`); `tests/cdk_app` is a CDK app
-//! with its `cdk synth` output (`cdk.out/OrdersStack.template.json`, `DefinitionString` as
-//! `Fn::Join`). Each test copies its app into a sandbox and runs there, as a user in their
+//! Lambdas and a Node.js one, which sfn-local runs natively with no binding (#37));
+//! `tests/cdk_app` is a CDK app with its `cdk synth` output
+//! (`cdk.out/OrdersStack.template.json`, `DefinitionString` as `Fn::Join`, the function's code
+//! as an asset). Each test copies its app into a sandbox and runs there, as a user in their
 //! repository does.
 
 mod common;
@@ -14,10 +15,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CHARGE_ARN: &str = "ChargeFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:charge";
-const SHIP_ARN: &str = "ShipFunctionArn=arn:aws:lambda:us-east-1:123456789012:function:ship";
-const CHARGE: &str = "Charge=python3 local_lambda.py functions/charge/app.py";
-const SHIP: &str = "Ship=python3 local_lambda.py functions/ship/app.py";
+/// What the Node.js function answers for order `o-1`.
+fn notification() -> Value {
+    serde_json::json!({"sent": true, "from": "orders@example.com", "stage": "local",
+        "by": "NotifyFunction", "withinTimeout": true})
+}
 
 /// A sandbox holding a copy of `tests/APP`.
 fn app(name: &str) -> Sandbox {
@@ -64,31 +66,39 @@ fn a_sam_app_validates_tests_runs_and_draws_from_its_template() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("3 passed, 0 failed"), "{}", out.stdout);
 
-    // run: the Python Lambdas as local programs; the template's Carrier is substituted.
-    let base = ["run", "--template", "template.yaml", "--sub", CHARGE_ARN];
-    let mut args = base.to_vec();
-    args.extend([
-        "--sub",
-        SHIP_ARN,
-        "--task",
-        CHARGE,
-        "--task",
-        SHIP,
+    // run: the template's Python and Node.js functions run natively, with no binding and no
+    // --sub (#37); the template's Carrier is substituted; the handlers' logs come with their
+    // state's name.
+    let mut args = vec![
+        "run",
+        "--template",
+        "template.yaml",
         "--input-file",
         "events/order.json",
-    ]);
+    ];
     let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let output: Value = serde_json::from_str(out.stdout.trim()).expect("output");
     assert_eq!(output["charge"], serde_json::json!({"charged": 42}));
     assert_eq!(output["shipment"]["tracking"], "ups-o-1");
+    assert_eq!(output["notification"], notification());
+    for log in [
+        "[Ship] shipping o-1 by ShipFunction (time left: True)",
+        "[Notify] notifying about o-1",
+    ] {
+        assert!(out.stderr.contains(log), "{}", out.stderr);
+    }
     // A Lambda's exception is its error: the template's Catch on CardDeclined ends the order.
     let declined = r#"{"orderId": "o-2", "amount": 1, "card": "4000000000000000"}"#;
-    let last = args.len() - 2;
-    args.splice(last.., ["--input", declined]);
+    args.splice(3.., ["--input", declined]);
     let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("OrderDeclined"), "{}", out.stderr);
+    // A --task binding still wins over the template's function.
+    args.extend(["--task", r#"Charge=sh -c 'echo "{\"charged\": 7}"'"#]);
+    let out = sb.run_in_sandbox(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json()["charge"], serde_json::json!({"charged": 7}));
 
     // graph: the template's machine, drawn.
     let out = sb.run_in_sandbox(&["graph", "--format", "mermaid", "template.yaml"]);
@@ -107,10 +117,6 @@ fn test_state_and_start_execution_take_a_template() {
         "template.yaml",
         "--state-name",
         "Ship",
-        "--sub",
-        CHARGE_ARN,
-        "--sub",
-        SHIP_ARN,
         "--input",
         r#"{"orderId": "o-3"}"#,
         "--mock",
@@ -131,18 +137,11 @@ fn test_state_and_start_execution_take_a_template() {
         serde_json::json!({"orderId": "o-3", "carrier": "ups"})
     );
     // Without --state-name, the states to choose from are named.
-    let out = sb.run_in_sandbox(&[
-        "test-state",
-        "--template",
-        "template.yaml",
-        "--sub",
-        CHARGE_ARN,
-        "--sub",
-        SHIP_ARN,
-    ]);
+    let out = sb.run_in_sandbox(&["test-state", "--template", "template.yaml"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("--state-name (Charge, Ship, Declined)"),
+        out.stderr
+            .contains("--state-name (Charge, Ship, Notify, Declined)"),
         "{}",
         out.stderr
     );
@@ -151,14 +150,6 @@ fn test_state_and_start_execution_take_a_template() {
         "start-execution",
         "--template",
         "template.yaml",
-        "--sub",
-        CHARGE_ARN,
-        "--sub",
-        SHIP_ARN,
-        "--task",
-        CHARGE,
-        "--task",
-        SHIP,
         "--input-file",
         "events/order.json",
         "--name",
@@ -227,8 +218,8 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
 }
 
 /// `serve --template` creates the app's machine at start, named by the template's `Name`, its
-/// `${Carrier}` substituted and its Lambda ARNs given stand-ins; boto3 lists, describes and
-/// starts it, and the Python Lambdas run as the `--task` programs.
+/// `${Carrier}` substituted and its functions' local ARNs in; boto3 lists, describes and
+/// starts it, and the template's Python and Node.js functions run natively (#37).
 #[test]
 fn serve_creates_a_templates_machines_for_boto3() {
     let sb = app("sam_app");
@@ -238,14 +229,7 @@ fn serve_creates_a_templates_machines_for_boto3() {
         .current_dir(sb.dir.path())
         .args(["serve", "--port", "0", "--ready-file"])
         .arg(&ready)
-        .args([
-            "--template",
-            "template.yaml",
-            "--task",
-            CHARGE,
-            "--task",
-            SHIP,
-        ])
+        .args(["--template", "template.yaml"])
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn serve");
@@ -306,13 +290,14 @@ def finish(order):
 paid = finish({"orderId": "o-1", "amount": 42, "card": "4111"})
 assert paid["status"] == "SUCCEEDED", paid
 assert json.loads(paid["output"])["shipment"] == {"tracking": "ups-o-1"}, paid
+assert json.loads(paid["output"])["notification"]["by"] == "NotifyFunction", paid
 declined = finish({"orderId": "o-2", "amount": 1, "card": "4000000000000000"})
 assert declined["status"] == "FAILED", declined
 assert declined["error"] == "OrderDeclined", declined
 "#;
 
 /// CDK's synthesized template (`DefinitionString` as `Fn::Join` with `Ref AWS::Partition` and
-/// `Fn::GetAtt`) validates and runs; `--sub` names the function's ARN as `Fn::Sub` would.
+/// `Fn::GetAtt`) validates and runs, its function's code asset run natively.
 #[test]
 fn a_cdk_synth_template_validates_and_runs() {
     let sb = app("cdk_app");
@@ -324,17 +309,21 @@ fn a_cdk_synth_template_validates_and_runs() {
         "{}",
         out.stdout
     );
-    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sam_app/local_lambda.py");
-    let task = format!(
-        "Charge=python3 {} lambda/charge/index.py handler",
-        shim.display()
-    );
-    // The template's function has a local ARN (#37): no --sub is needed.
-    let mut args = vec!["run", "--template", template, "--task", &task];
+    // The template's function has a local ARN and its code asset runs natively (#37): no
+    // --sub and no --task are needed.
+    let mut args = vec!["run", "--template", template];
     args.extend(["--input", r#"{"amount": 3}"#]);
     let out = sb.run_in_sandbox(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // No warning but, on a machine whose Python is not the template's 3.12, that one.
+    let warnings = out.stderr.lines().filter(|l| l.contains("warning"));
+    assert!(
+        warnings
+            .clone()
+            .all(|l| l.contains("ChargeFunction0F9A7B5C says Runtime python3.12; it runs on the")),
+        "{}",
+        out.stderr
+    );
     let output: Value = serde_json::from_str(out.stdout.trim()).unwrap();
     assert_eq!(
         output,

@@ -83,6 +83,8 @@ pub struct LoadedFile {
     pub text: String,
     /// The definition, its diagnostics pointing into `text`.
     pub definition: LoadedDefinition,
+    /// The Lambda functions of its template, which its Tasks may call and sfn-local runs.
+    pub functions: Option<std::sync::Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
 
 impl LoadedFile {
@@ -97,6 +99,7 @@ impl LoadedFile {
             built_text: None,
             text,
             definition,
+            functions: None,
         }
     }
 
@@ -175,6 +178,7 @@ fn load_template_machines(
     unresolved: Unresolved,
     only: Option<&str>,
 ) -> Vec<LoadedFile> {
+    let functions = crate::tasks::local_lambda::LocalFunctions::from_template(path, template);
     asl::cfn::state_machines(template)
         .into_iter()
         .filter(|m| only.is_none_or(|id| id == m.logical_id))
@@ -196,6 +200,7 @@ fn load_template_machines(
             file.logical_id = Some(machine.logical_id);
             file.deployed_name = machine.name;
             file.machine_type = machine_type;
+            file.functions = functions.clone();
             file
         })
         .collect()

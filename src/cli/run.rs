@@ -175,7 +175,10 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let checked = check_name("execution name", &name)
         .and_then(|()| check_name("state machine name", &machine_name))
         .map_err(FlagError::Usage)
-        .and_then(|()| bind(args, (&machine, &machine_name), &database, &mocks, time));
+        .and_then(|()| {
+            let functions = shown.file.functions.clone();
+            bind(args, (&machine, &machine_name), &database, &mocks, time, functions)
+        });
     let bound = checked.map_err(FlagError::exit)?;
     if let Some(file) = mocks.unused_config() {
         // Step Functions Local mocks nothing without a test case; a silent no-op misleads.
@@ -210,6 +213,7 @@ fn bind(
     database: &flags::Database,
     mocks: &flags::MockCase,
     time: crate::clock::Timekeeping,
+    functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 ) -> Result<Bound, FlagError> {
     let machines = args.machines.load(None)?;
     let endpoints = args.endpoints.lower()?;
@@ -219,6 +223,7 @@ fn bind(
         endpoints,
         commands: bindings.commands.clone(),
         mocks: mocks.load(machine_name, machine)?,
+        functions,
         ..LocalTasks::default()
     };
     Ok(Bound {

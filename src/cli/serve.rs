@@ -195,6 +195,7 @@ fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMac
             // SAM names the role it creates after the logical ID (`STACK-IDRole-...`).
             role_arn: format!("arn:aws:iam::{account_id}:role/{logical_id}Role"),
             source: file.label(),
+            functions: file.functions.clone(),
         });
     }
     Ok(machines)
@@ -213,6 +214,9 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
     crate::cli::web::check_exposure("sfn-local serve", args.bind, bound, args.allow_remote)?;
     let web = args.web.options("sfn-local serve")?;
     let account = args.account.lower();
+    let functions = crate::tasks::local_lambda::LocalFunctions::merged(
+        machines.iter().filter_map(|m| m.functions.clone()),
+    );
     Ok(ServeConfig {
         bind: SocketAddr::new(args.bind, args.port),
         region: account.region,
@@ -233,6 +237,7 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
         web,
         http_invoke: crate::tasks::http::HttpAccess::from_flag(args.allow_http_invoke.as_deref()),
         machines,
+        functions,
     })
 }
 

@@ -134,6 +134,8 @@ struct Prepared {
     /// The definition file, for `--coverage`.
     definition: PathBuf,
     machines: crate::engine::children::KnownMachines,
+    /// The template's Lambda functions, run here when a case does not mock their state.
+    functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
 
 /// How one case went.
@@ -206,6 +208,8 @@ struct Suite {
     scale: f64,
     /// The definition file, for `--coverage`.
     definition: PathBuf,
+    /// The template's Lambda functions.
+    functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
 
 /// Reads a spec into its jobs; a broken spec is one failing job that says why.
@@ -258,6 +262,7 @@ fn read_suite(
     check_spec(&spec).map_err(|e| format!("{suite}: {e}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let (def_path, file, default_name) = spec_machine(&spec, base, suite, cli)?;
+    let functions = file.functions.clone();
     let loaded = file.definition;
     let Some(machine) = loaded.machine else {
         let first = loaded
@@ -296,6 +301,7 @@ fn read_suite(
         config,
         scale,
         definition: def_path,
+        functions,
     })
 }
 
@@ -388,6 +394,7 @@ fn prepare_case(suite: &Suite, case: &Value) -> Result<Prepared, String> {
         test_state,
         machines: Default::default(),
         definition: suite.definition.clone(),
+        functions: suite.functions.clone(),
     })
 }
 
@@ -708,6 +715,7 @@ fn execute(
         mocks: p.mocks.clone(),
         s3_dir: p.s3_dir.clone(),
         mocks_only: true,
+        functions: p.functions.clone(),
         ..LocalTasks::default()
     };
     let children =

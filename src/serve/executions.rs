@@ -163,6 +163,7 @@ fn run_request(server: &Server, spec: StartSpec) -> Result<RunRequest, ApiError>
         endpoints: server.config.endpoints.clone(),
         advice: crate::tasks::Advice::Serve,
         http_access: server.config.http_invoke.clone(),
+        functions: server.config.functions.clone(),
         ..LocalTasks::default()
     };
     if let Some(case) = &spec.test_case {

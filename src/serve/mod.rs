@@ -156,6 +156,8 @@ pub struct ServeConfig {
     pub http_invoke: crate::tasks::http::HttpAccess,
     /// The state machines to create at start (`--template`).
     pub machines: Vec<InitialMachine>,
+    /// The templates' Lambda functions, run here for any machine's Task that calls one.
+    pub functions: Option<std::sync::Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
 
 /// The shared state of every request: the store, the configuration and the execution threads.

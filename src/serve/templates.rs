@@ -19,6 +19,8 @@ pub struct InitialMachine {
     pub role_arn: String,
     /// Where it comes from (`template.yaml (OrderStateMachine)`), for messages.
     pub source: String,
+    /// Its template's Lambda functions, which the server runs itself.
+    pub functions: Option<std::sync::Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
 
 /// What starting did to one machine.

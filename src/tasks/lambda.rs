@@ -151,7 +151,19 @@ pub fn function_error(stderr: &str) -> Option<StatesError> {
     let Value::Object(obj) = serde_json::from_str::<Value>(last.trim()).ok()? else {
         return None;
     };
-    let error_type = obj.get("errorType")?.as_str()?.to_owned();
+    obj.get("errorType")?.as_str()?;
+    Some(error_from_payload(&obj))
+}
+
+/// The error of a function that failed with Lambda's error payload: named by its
+/// `errorType` (`Lambda.Unknown` without one, as for an unhandled failure), the payload as
+/// JSON text for the cause, in AWS's key order, with a `requestId`.
+pub fn error_from_payload(obj: &Map<String, Value>) -> StatesError {
+    let error_type = obj
+        .get("errorType")
+        .and_then(Value::as_str)
+        .unwrap_or("Lambda.Unknown")
+        .to_owned();
     // AWS's order: errorMessage, errorType, requestId, stackTrace, then anything else.
     let mut cause = Map::new();
     cause.insert(
@@ -159,20 +171,25 @@ pub fn function_error(stderr: &str) -> Option<StatesError> {
         obj.get("errorMessage").cloned().unwrap_or(json!("")),
     );
     cause.insert("errorType".into(), json!(error_type));
-    cause.insert("requestId".into(), json!(request_id()));
+    cause.insert(
+        "requestId".into(),
+        obj.get("requestId")
+            .cloned()
+            .unwrap_or_else(|| json!(request_id())),
+    );
     if let Some(trace) = obj.get("stackTrace") {
         cause.insert("stackTrace".into(), trace.clone());
     }
-    for (k, v) in &obj {
+    for (k, v) in obj {
         if !cause.contains_key(k) {
             cause.insert(k.clone(), v.clone());
         }
     }
-    Some(StatesError {
+    StatesError {
         error: Some(error_type),
         cause: Some(Value::Object(cause).to_string()),
         heartbeat: false,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod callback;
 pub mod command;
 pub mod http;
 pub mod lambda;
+pub mod local_lambda;
 pub mod managed;
 pub mod mock;
 pub mod nested;
@@ -145,6 +146,8 @@ pub struct LocalTasks {
     pub notice: Notice,
     /// Which hosts HTTP Tasks may call (any, but for `serve`).
     pub http_access: http::HttpAccess,
+    /// The template's own Lambda functions, run here when nothing else runs their Task.
+    pub functions: Option<std::sync::Arc<local_lambda::LocalFunctions>>,
 }
 
 /// Whose flags and settings the error of a Task nothing runs advises: the command that was
@@ -220,6 +223,18 @@ pub fn unbound_served_task_error(state: &str, resource: &Resource) -> StatesErro
     ))
 }
 
+impl LocalTasks {
+    /// The template function a Lambda Task calls, when it is one of the template's.
+    fn local_function(
+        &self,
+        request: &TaskRequest,
+    ) -> Option<std::sync::Arc<local_lambda::Function>> {
+        self.functions
+            .as_ref()?
+            .function_for(&request.resource, &request.input)
+    }
+}
+
 impl TaskRunner for LocalTasks {
     fn run(&self, request: TaskRequest) -> TaskFuture {
         self.run_job(request, JobContext::default())
@@ -231,6 +246,10 @@ impl TaskRunner for LocalTasks {
 
     fn calls_service(&self, resource: &Resource) -> bool {
         self.endpoints.serves(&resource.kind)
+            || self
+                .functions
+                .as_ref()
+                .is_some_and(|f| f.may_serve(resource))
     }
 
     fn binds(&self, state: &str) -> bool {
@@ -268,6 +287,11 @@ impl TaskRunner for LocalTasks {
                         .call(&request, job.submitted, job.submission)
                         .await
                 })
+            }
+            None if self.local_function(&request).is_some() => {
+                let function = self.local_function(&request).expect("checked");
+                let notice = self.notice.0.clone();
+                Box::pin(local_lambda::run(function, request, notice))
             }
             None if self.mocks_only => {
                 let e = StatesError::runtime(format!(
