@@ -177,7 +177,14 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         .map_err(FlagError::Usage)
         .and_then(|()| {
             let functions = shown.file.functions.clone();
-            bind(args, (&machine, &machine_name), &database, &mocks, time, functions)
+            bind(
+                args,
+                (&machine, &machine_name),
+                &database,
+                &mocks,
+                time,
+                functions,
+            )
         });
     let bound = checked.map_err(FlagError::exit)?;
     if let Some(file) = mocks.unused_config() {

@@ -176,6 +176,8 @@ impl Function {
         event: Value,
         notice: Option<&NoticeSink>,
     ) -> Result<Value, StatesError> {
+        // The handler runs in wall time: a virtual clock flows until it answers.
+        let _busy = crate::clock::Busy::external();
         let forward = |logs: &[String]| {
             if let Some(notice) = notice {
                 logs.iter().for_each(|l| notice(&format!("[{state}] {l}")));
@@ -185,7 +187,7 @@ impl Function {
             Some(w) => w,
             None => self.cold_start(state, notice, &forward).await?,
         };
-        let request_id = uuid::Uuid::new_v4().to_string();
+        let request_id = crate::random::uuid().to_string();
         let timeout = Duration::from_secs(self.spec.timeout_seconds);
         let line = json!({
             "event": event,
@@ -215,7 +217,7 @@ impl Function {
         forward: &impl Fn(&[String]),
     ) -> Result<Worker, StatesError> {
         let worker = self.start().map_err(|e| self.cannot_run(state, e))?;
-        let request_id = uuid::Uuid::new_v4().to_string();
+        let request_id = crate::random::uuid().to_string();
         let (worker, hello) = on_blocking_pool(worker, INIT_LIMIT, Worker::handshake)
             .await
             .map_err(|failure| {
