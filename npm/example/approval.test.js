@@ -1,7 +1,15 @@
 // Uses only the installed packages: sfn-local (its global setup started the server) and the
 // AWS SDK.
 const { StartExecutionCommand, ListStateMachinesCommand } = require("@aws-sdk/client-sfn");
-const { answerTask, connect, startAndWait, waitForExecution, waitForTaskToken } = require("sfn-local");
+const {
+  advanceTime,
+  answerTask,
+  clockNow,
+  connect,
+  startAndWait,
+  waitForExecution,
+  waitForTaskToken,
+} = require("sfn-local");
 
 // The server the global setup started: its endpoint and database.
 const server = connect();
@@ -10,7 +18,7 @@ const arn = "arn:aws:states:us-east-1:123456789012:stateMachine:Approval";
 
 test("the global setup created the state machines", async () => {
   const { stateMachines } = await sfn.send(new ListStateMachinesCommand({}));
-  expect(stateMachines.map((m) => m.name).sort()).toEqual(["Approval", "Greeter"]);
+  expect(stateMachines.map((m) => m.name).sort()).toEqual(["Approval", "Greeter", "Reminder"]);
 });
 
 test("a template's machine with its substitution", async () => {
@@ -41,4 +49,29 @@ test("startAndWait on a machine that ends by itself", async () => {
   const { stateMachineArn } = await sfn.send(new CreateStateMachineCommand({ name: "Waits", definition, roleArn: "arn:aws:iam::123456789012:role/r" }));
   const done = await startAndWait(sfn, stateMachineArn, { a: 1 });
   expect([done.status, done.outputJson]).toEqual(["SUCCEEDED", { a: 1 }]);
+});
+
+const reminder = "arn:aws:states:us-east-1:123456789012:stateMachine:Reminder";
+
+test("a silent approver is caught by the heartbeat, not the hour's budget", async () => {
+  const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: reminder, input: '{"order":"o-3"}' }));
+  await waitForTaskToken(server, executionArn, "AskForApproval");
+  // Nothing moves by itself on the virtual clock: 61 s pass when the test says so.
+  await advanceTime(sfn, "61s");
+  const done = await waitForExecution(sfn, executionArn);
+  expect([done.status, done.outputJson]).toEqual(["SUCCEEDED", "silent"]);
+});
+
+test("a heartbeat sent before the advance keeps the approval alive", async () => {
+  const { SendTaskHeartbeatCommand, DescribeExecutionCommand } = require("@aws-sdk/client-sfn");
+  const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: reminder, input: '{"order":"o-4"}' }));
+  const token = await waitForTaskToken(server, executionArn, "AskForApproval");
+  const before = (await clockNow(server)).nowMillis;
+  await advanceTime(sfn, "50s");
+  await sfn.send(new SendTaskHeartbeatCommand({ taskToken: token }));
+  await advanceTime(sfn, "50s");
+  expect((await clockNow(server)).nowMillis - before).toBe(100000);
+  expect((await sfn.send(new DescribeExecutionCommand({ executionArn }))).status).toBe("RUNNING");
+  await answerTask(sfn, token, { approved: true });
+  expect((await waitForExecution(sfn, executionArn)).outputJson).toEqual({ approved: true });
 });

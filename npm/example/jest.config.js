@@ -1,13 +1,15 @@
-// An example project's Jest configuration: one sfn-local server for the run, with a state
-// machine created at start and Wait states that take no time.
+// An example project's Jest configuration: one sfn-local server for the run, with state
+// machines created at start, on a virtual clock: time moves only when a test asks
+// (advanceTime, skipToNextDeadline) or waits for an end (startAndWait skips it), so a day's Wait
+// takes no time and every deadline keeps AWS's order.
 module.exports = {
   testEnvironment: "node",
   globalSetup: "sfn-local/jest-global-setup",
   globalTeardown: "sfn-local/jest-global-teardown",
   globals: {
     sfnLocal: {
-      timeScale: 0,
-      definitions: { Approval: "approval.asl.json" },
+      clock: "virtual",
+      definitions: { Approval: "approval.asl.json", Reminder: "reminder.asl.json" },
       // A SAM template's machine, its ${Greeting} given as `sam deploy` would take it.
       templates: ["template.yaml"],
       substitutions: { Greeting: "Hello" },

@@ -1,8 +1,8 @@
 // The same example under Vitest (`npx vitest run`): the global setup starts one server for the
 // run, with its options as JSON in SFN_LOCAL_OPTIONS (set here, before the setup runs).
 process.env.SFN_LOCAL_OPTIONS = JSON.stringify({
-  timeScale: 0,
-  definitions: { Approval: "approval.asl.json" },
+  clock: "virtual",
+  definitions: { Approval: "approval.asl.json", Reminder: "reminder.asl.json" },
   templates: ["template.yaml"],
   substitutions: { Greeting: "Hello" },
   lcov: "coverage/sfn-local-vitest.lcov",

@@ -8,7 +8,17 @@ export interface ServeOptions {
   workers?: string[];
   /** `--mock-config`: Step Functions Local's MockConfigFile. */
   mockConfig?: string;
-  /** `--time-scale`: 0 makes Wait states and retries take no time. */
+  /**
+   * `--clock`: "virtual" (the default) moves time only when a test asks (`advanceTime`,
+   * `skipToNextDeadline`; `startAndWait` skips it), every deadline in AWS's order; "real" is
+   * the system clock, scaled by `timeScale`.
+   */
+  clock?: "virtual" | "real";
+  /** `--clock-start`: where a virtual clock starts (RFC 3339). */
+  clockStart?: string;
+  /** `--seed`: generated names, ARNs and task tokens repeat from run to run. */
+  seed?: number;
+  /** `--time-scale` on the real clock (0 means the virtual clock). */
   timeScale?: number;
   /** State machines created once the server is up: name -> definition file, JSON text or object. */
   definitions?: Record<string, string | object>;
@@ -57,7 +67,23 @@ export function serve(options?: ServeOptions): Promise<Server>;
 export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<void> }>;
 export function sfnClient(endpoint: string, region?: string): import("@aws-sdk/client-sfn").SFNClient;
 export function createStateMachine(client: any, name: string, definition: string | object, roleArn?: string): Promise<string>;
-export function waitForExecution(client: any, executionArn: string, opts?: { timeout?: number; poll?: number }): Promise<any>;
-export function startAndWait(client: any, stateMachineArn: string, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number }): Promise<any>;
-export function waitForTaskToken(server: Server, executionArn: string, state: string, opts?: { timeout?: number; poll?: number }): Promise<string>;
+export function waitForExecution(client: any, executionArn: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
+export function startAndWait(client: any, stateMachineArn: string, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
+export function waitForTaskToken(server: Pick<Server, "endpoint" | "cli">, executionArn: string, state: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<string>;
+
+/** Where a server's clock stands (the sfn-local extension `POST /sfn-local/clock`). */
+export interface ClockState {
+  clock: "virtual" | "real";
+  now: string;
+  nowMillis: number;
+  nextDeadline?: string | null;
+  pendingDeadlines?: number;
+  /** `skipToNextDeadline` only: the instant it jumped to, null when nothing waited on time. */
+  skippedTo?: string | null;
+}
+/** A server (`serve()`, `connect()`), an SFNClient pointed at one, or its endpoint URL. */
+export type ClockTarget = string | { endpoint: string } | import("@aws-sdk/client-sfn").SFNClient;
+export function clockNow(target: ClockTarget): Promise<ClockState>;
+export function advanceTime(target: ClockTarget, duration: string | number): Promise<ClockState>;
+export function skipToNextDeadline(target: ClockTarget): Promise<ClockState>;
 export function answerTask(client: any, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;

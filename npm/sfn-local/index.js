@@ -37,9 +37,24 @@ function serveArgs(options, db, readyFile) {
   for (const t of options.tasks ?? []) args.push("--task", t);
   for (const w of options.workers ?? []) args.push("--worker", w);
   if (options.mockConfig) args.push("--mock-config", options.mockConfig);
-  if (options.timeScale !== undefined) args.push("--time-scale", String(options.timeScale));
+  args.push(...clockArgs(options));
   for (const t of options.templates ?? []) args.push("--template", t);
   return args.concat(substitutionArgs(options), options.args ?? []);
+}
+
+/**
+ * `--clock`: virtual unless `clock: "real"` or a `timeScale` above 0 says otherwise (time then
+ * moves when a test asks, every deadline in AWS's order); `--clock-start`, `--seed`.
+ */
+function clockArgs(options) {
+  const scaled = options.timeScale !== undefined && Number(options.timeScale) > 0;
+  const clock = options.clock ?? (scaled ? "real" : "virtual");
+  if (clock !== "real" && clock !== "virtual") throw new Error(`sfn-local: clock ${clock}: expected "virtual" or "real"`);
+  const args = ["--clock", clock];
+  if (clock === "real" && scaled) args.push("--time-scale", String(options.timeScale));
+  if (options.clockStart !== undefined) args.push("--clock-start", String(options.clockStart));
+  if (options.seed !== undefined) args.push("--seed", String(options.seed));
+  return args;
 }
 
 /** `--sub NAME=VALUE` for each of `options.substitutions`: serve and coverage take the same. */
@@ -163,10 +178,47 @@ async function createStateMachine(client, name, definition, roleArn = ANY_ROLE) 
   return out.stateMachineArn;
 }
 
-/** Waits for an execution's end; resolves to DescribeExecution's answer (`outputJson` added). */
-async function waitForExecution(client, executionArn, { timeout = 30000, poll = 50 } = {}) {
+/** The endpoint of a server (`serve()` or `connect()`), an SFNClient, or the URL itself. */
+async function endpointOf(target) {
+  if (typeof target === "string") return target;
+  if (target.endpoint && typeof target.endpoint === "string") return target.endpoint;
+  const endpoint = await target.config.endpoint();
+  return `${endpoint.protocol}//${endpoint.hostname}${endpoint.port ? `:${endpoint.port}` : ""}${endpoint.path ?? ""}`;
+}
+
+/** One call of the virtual clock's extension (`POST /sfn-local/clock`, an sfn-local addition to the API). */
+async function clockCall(target, action, duration) {
+  const url = (await endpointOf(target)).replace(/\/+$/, "") + "/sfn-local/clock";
+  const body = duration === undefined ? { action } : { action, duration: typeof duration === "number" ? String(duration) : duration };
+  const answer = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const json = await answer.json();
+  if (!answer.ok) throw new Error(`sfn-local clock ${action}: ${json.message ?? JSON.stringify(json)}`);
+  return json;
+}
+
+/** Where the server's clock stands: `{clock, now, nowMillis, nextDeadline, pendingDeadlines}`. */
+function clockNow(target) {
+  return clockCall(target, "now");
+}
+
+/** Moves a virtual clock forward by `duration` ("61s", "1h 30m", or seconds), firing every deadline on the way in order. */
+function advanceTime(target, duration) {
+  return clockCall(target, "advance", duration);
+}
+
+/** Jumps a virtual clock to its next deadline and fires every one due then (`nextDeadline` is null when nothing waits on time). */
+function skipToNextDeadline(target) {
+  return clockCall(target, "next");
+}
+
+/**
+ * Waits for an execution's end; resolves to DescribeExecution's answer (`outputJson` added).
+ * With `skipTime` on a virtual clock it jumps to the next deadline whenever it is still running.
+ */
+async function waitForExecution(client, executionArn, { timeout = 30000, poll = 50, skipTime = false } = {}) {
   const { DescribeExecutionCommand } = sdk();
   const deadline = Date.now() + timeout;
+  const skipping = skipTime && (await clockNow(client)).clock === "virtual";
   for (;;) {
     const d = await client.send(new DescribeExecutionCommand({ executionArn }));
     if (TERMINAL.includes(d.status)) {
@@ -174,25 +226,33 @@ async function waitForExecution(client, executionArn, { timeout = 30000, poll = 
       return d;
     }
     if (Date.now() > deadline) throw new Error(`${executionArn} is still ${d.status} after ${timeout} ms`);
-    await sleep(poll);
+    // Nothing to skip to (it waits on a token or a command): wait in wall time.
+    if (!(skipping && (await skipToNextDeadline(client)).skippedTo)) await sleep(poll);
   }
 }
 
-/** Starts an execution and waits for its end (see waitForExecution). */
-async function startAndWait(client, stateMachineArn, input, { name, timeout, poll } = {}) {
+/**
+ * Starts an execution and waits for its end (see waitForExecution); on a virtual clock it skips
+ * time while it waits (`skipTime: false` leaves the clock alone), as Temporal's client does.
+ */
+async function startAndWait(client, stateMachineArn, input, { name, timeout, poll, skipTime = true } = {}) {
   const { StartExecutionCommand } = sdk();
   const text = input === undefined ? undefined : typeof input === "string" ? input : JSON.stringify(input);
   const { executionArn } = await client.send(new StartExecutionCommand({ stateMachineArn, input: text, name }));
-  return waitForExecution(client, executionArn, { timeout, poll });
+  return waitForExecution(client, executionArn, { timeout, poll, skipTime });
 }
 
 /**
  * Waits until the state `state` of the execution waits for a task token and resolves to it.
  * It asks `sfn-local list-tasks` on the server's database: the API has no call that lists tokens.
+ * On a virtual clock it skips time (a Wait before the state) only once everything has settled
+ * and the token is not there, so it never skips past the token's own deadlines.
  */
-async function waitForTaskToken(server, executionArn, state, { timeout = 30000, poll = 50 } = {}) {
+async function waitForTaskToken(server, executionArn, state, { timeout = 30000, poll = 50, skipTime = true } = {}) {
   const deadline = Date.now() + timeout;
+  const skipping = skipTime && (await clockNow(server)).clock === "virtual";
   for (;;) {
+    if (skipping) await clockCall(server, "settle");
     const listed = JSON.parse(await server.cli("list-tasks", "--execution-arn", executionArn, "--format", "json"));
     const task = listed.tasks.find((t) => t.stateName === state);
     if (task) return task.taskToken;
@@ -200,7 +260,7 @@ async function waitForTaskToken(server, executionArn, state, { timeout = 30000, 
     const { status } = await sfnClient(server.endpoint).send(new DescribeExecutionCommand({ executionArn }));
     if (TERMINAL.includes(status)) throw new Error(`${executionArn} ended ${status} before ${state} waited for a token`);
     if (Date.now() > deadline) throw new Error(`no task token for state ${state} of ${executionArn} after ${timeout} ms`);
-    await sleep(poll);
+    if (!(skipping && (await skipToNextDeadline(server)).skippedTo)) await sleep(poll);
   }
 }
 
@@ -269,12 +329,15 @@ async function globalServer(options = {}, rootDir = process.cwd()) {
 module.exports = {
   ANY_ROLE,
   globalServer,
+  advanceTime,
   answerTask,
   binaryPath,
+  clockNow,
   connect,
   createStateMachine,
   serve,
   sfnClient,
+  skipToNextDeadline,
   startAndWait,
   waitForExecution,
   waitForTaskToken,

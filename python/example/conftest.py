@@ -15,6 +15,7 @@ def sfn_local_options(sfn_local_options):
     sfn_local_options.definitions = {
         "Orders": HERE / "orders.asl.json",
         "Approval": HERE / "approval.asl.json",
+        "Reminder": HERE / "reminder.asl.json",
     }
     sfn_local_options.templates = [HERE / "template.yaml"]
     sfn_local_options.substitutions = {"Greeting": "Hello"}

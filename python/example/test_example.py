@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 import sfn_local
-from sfn_local import answer_task, start_and_wait, wait_for_execution, wait_for_task_token
+from sfn_local import (advance_time, answer_task, clock_now, start_and_wait, wait_for_execution,
+                       wait_for_task_token)
 
 ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:{}"
 
@@ -35,6 +36,40 @@ def test_a_refusal_fails_the_execution(sfn_local, sfn_client):
     answer_task(sfn_client, token, error="Refused", cause="too expensive")
     done = wait_for_execution(sfn_client, started["executionArn"])
     assert (done["status"], done["error"], done["cause"]) == ("FAILED", "Refused", "too expensive")
+
+
+def test_a_silent_approver_is_caught_by_the_heartbeat_not_the_budget(sfn_local, sfn_client):
+    started = sfn_client.start_execution(stateMachineArn=ARN.format("Reminder"), input='{"order": "o-3"}')
+    wait_for_task_token(sfn_local, started["executionArn"], "AskForApproval")
+    # Nothing moves by itself on the virtual clock: still waiting, however long the test takes.
+    assert sfn_client.describe_execution(executionArn=started["executionArn"])["status"] == "RUNNING"
+    advance_time(sfn_client, "61s")
+    done = wait_for_execution(sfn_client, started["executionArn"])
+    assert (done["status"], done["output_json"]) == ("SUCCEEDED", "silent")
+
+
+def test_heartbeats_keep_the_approval_alive_until_its_hour_is_up(sfn_local, sfn_client):
+    started = sfn_client.start_execution(stateMachineArn=ARN.format("Reminder"), input='{"order": "o-4"}')
+    token = wait_for_task_token(sfn_local, started["executionArn"], "AskForApproval")
+    before = clock_now(sfn_local)["nowMillis"]
+    for _ in range(3):
+        advance_time(sfn_client, "50s")
+        sfn_client.send_task_heartbeat(taskToken=token)
+    assert sfn_client.describe_execution(executionArn=started["executionArn"])["status"] == "RUNNING"
+    assert clock_now(sfn_local)["nowMillis"] - before == 150_000
+    # The approver keeps beating, but the hour's budget runs out: the other clock, the other Catch.
+    while sfn_client.describe_execution(executionArn=started["executionArn"])["status"] == "RUNNING":
+        sfn_client.send_task_heartbeat(taskToken=token)
+        advance_time(sfn_client, "50s")
+    done = wait_for_execution(sfn_client, started["executionArn"])
+    assert done["output_json"] == "late"
+
+
+def test_start_and_wait_skips_the_hour_long_wait(sfn_client):
+    before = clock_now(sfn_client)["nowMillis"]
+    done = start_and_wait(sfn_client, ARN.format("Orders"), {"total": 1})
+    assert done["status"] == "SUCCEEDED"
+    assert clock_now(sfn_client)["nowMillis"] - before >= 3_600_000
 
 
 def test_a_private_server_for_one_test(sfn_local_factory, sfn_local):

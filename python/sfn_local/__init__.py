@@ -17,6 +17,8 @@ import sys
 import sysconfig
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -25,10 +27,13 @@ __all__ = [
     "ServeOptions",
     "SfnLocal",
     "SfnLocalError",
+    "advance_time",
     "answer_task",
+    "clock_now",
     "create_state_machine",
     "find_binary",
     "serve",
+    "skip_to_next_deadline",
     "start_and_wait",
     "wait_for_task_token",
 ]
@@ -74,11 +79,19 @@ class ServeOptions:
     ``templates`` are SAM or CloudFormation templates whose state machines are created at start
     (``--template``), with ``substitutions`` as their ``${NAME}`` values (``--sub NAME=VALUE``);
     ``args`` are extra flags passed as they are.
+
+    ``clock`` is ``"virtual"`` by default: time moves only when a test asks (``advance_time``,
+    ``skip_to_next_deadline``; ``start_and_wait`` skips it while it waits), every deadline in
+    AWS's order. ``"real"`` runs on the system clock, scaled by ``time_scale`` (0 means virtual).
+    ``clock_start`` (RFC 3339) and ``seed`` make runs repeat byte for byte.
     """
 
     tasks: Sequence[str] = ()
     workers: Sequence[str] = ()
     mock_config: Optional[PathLike] = None
+    clock: Optional[str] = None
+    clock_start: Optional[str] = None
+    seed: Optional[int] = None
     time_scale: Optional[float] = None
     definitions: Mapping[str, Union[PathLike, Mapping[str, Any]]] = field(default_factory=dict)
     templates: Sequence[PathLike] = ()
@@ -99,10 +112,25 @@ class ServeOptions:
             cmd += ["--worker", binding]
         if self.mock_config is not None:
             cmd += ["--mock-config", str(self.mock_config)]
-        if self.time_scale is not None:
-            cmd += ["--time-scale", repr(float(self.time_scale))]
+        cmd += self.clock_args()
         cmd += self.template_args()
         return cmd + [str(a) for a in self.args]
+
+    def clock_args(self) -> List[str]:
+        """``--clock`` (virtual unless ``clock="real"`` or a ``time_scale`` above 0 says
+        otherwise), ``--clock-start``, ``--seed`` and ``--time-scale``."""
+        scaled = self.time_scale is not None and float(self.time_scale) > 0
+        clock = self.clock or ("real" if scaled else "virtual")
+        if clock not in ("real", "virtual"):
+            raise SfnLocalError(f"clock={clock!r}: expected 'virtual' or 'real'")
+        args = ["--clock", clock]
+        if clock == "real" and scaled:
+            args += ["--time-scale", repr(float(self.time_scale))]
+        if self.clock_start is not None:
+            args += ["--clock-start", str(self.clock_start)]
+        if self.seed is not None:
+            args += ["--seed", str(int(self.seed))]
+        return args
 
     def template_args(self) -> List[str]:
         """``--template`` and ``--sub`` flags: what ``serve`` creates its machines from, and what
@@ -250,22 +278,27 @@ def create_state_machine(client, name: str, definition: Union[PathLike, Mapping[
 
 
 def start_and_wait(client, state_machine_arn: str, input: Any = None, name: Optional[str] = None,
-                   timeout: float = 30.0, poll: float = 0.05) -> Dict[str, Any]:
+                   timeout: float = 30.0, poll: float = 0.05, skip_time: bool = True) -> Dict[str, Any]:
     """Starts an execution and waits for its end; returns DescribeExecution's answer with
-    ``output`` decoded (``output_json``). Raises ``SfnLocalError`` if it is still running after
-    ``timeout`` seconds."""
+    ``output`` decoded (``output_json``). On a virtual clock it skips from deadline to deadline
+    while it waits (``skip_time=False`` leaves the clock alone), as Temporal's client does while it
+    awaits a result. Raises ``SfnLocalError`` if it is still running after ``timeout`` seconds."""
     kwargs: Dict[str, Any] = {"stateMachineArn": state_machine_arn}
     if input is not None:
         kwargs["input"] = input if isinstance(input, str) else json.dumps(input)
     if name is not None:
         kwargs["name"] = name
     arn = client.start_execution(**kwargs)["executionArn"]
-    return wait_for_execution(client, arn, timeout=timeout, poll=poll)
+    return wait_for_execution(client, arn, timeout=timeout, poll=poll, skip_time=skip_time)
 
 
-def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: float = 0.05) -> Dict[str, Any]:
-    """Waits for an execution to end; returns DescribeExecution's answer (``output_json`` added)."""
+def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: float = 0.05,
+                       skip_time: bool = False) -> Dict[str, Any]:
+    """Waits for an execution to end; returns DescribeExecution's answer (``output_json`` added).
+    With ``skip_time`` on a virtual clock, jumps to the next deadline whenever it is still
+    running."""
     deadline = time.monotonic() + timeout
+    skipping = skip_time and _clock(client, "now").get("clock") == "virtual"
     while True:
         described = client.describe_execution(executionArn=execution_arn)
         if described["status"] in TERMINAL:
@@ -274,16 +307,23 @@ def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: 
             return described
         if time.monotonic() >= deadline:
             raise SfnLocalError(f"{execution_arn} is still {described['status']} after {timeout}s")
-        time.sleep(poll)
+        # Nothing to skip to (it waits on a token or a command): wait in wall time.
+        if not (skipping and _clock(client, "next").get("skippedTo")):
+            time.sleep(poll)
 
 
 def wait_for_task_token(server: SfnLocal, execution_arn: str, state: str, timeout: float = 30.0,
-                        poll: float = 0.05) -> str:
+                        poll: float = 0.05, skip_time: bool = True) -> str:
     """Waits until the state ``state`` of the execution waits for a task token
     (``.waitForTaskToken`` or an activity) and returns the token. It asks ``sfn-local list-tasks``
-    on the server's database: the API has no call that lists tokens."""
+    on the server's database: the API has no call that lists tokens. On a virtual clock it skips
+    time (a Wait before the state) only once everything has settled and the token is not there,
+    so it never skips past the token's own deadlines."""
     deadline = time.monotonic() + timeout
+    skipping = skip_time and _clock(server, "now").get("clock") == "virtual"
     while True:
+        if skipping:
+            _clock(server, "settle")
         listed = server.cli("list-tasks", "--execution-arn", execution_arn, "--format", "json", check=False)
         if listed.returncode == 0:
             for task in json.loads(listed.stdout)["tasks"]:
@@ -294,7 +334,51 @@ def wait_for_task_token(server: SfnLocal, execution_arn: str, state: str, timeou
             raise SfnLocalError(f"{execution_arn} ended {status} before {state} waited for a token")
         if time.monotonic() >= deadline:
             raise SfnLocalError(f"no task token for state {state} of {execution_arn} after {timeout}s")
-        time.sleep(poll)
+        if not (skipping and _clock(server, "next").get("skippedTo")):
+            time.sleep(poll)
+
+
+def _endpoint(target: Any) -> str:
+    """The server's URL from an ``SfnLocal``, a boto3 client or the URL itself."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, SfnLocal):
+        return target.endpoint
+    return target.meta.endpoint_url
+
+
+def _clock(target: Any, action: str, duration: Optional[str] = None) -> Dict[str, Any]:
+    """One call of the virtual clock's extension (``POST /sfn-local/clock``)."""
+    body: Dict[str, Any] = {"action": action}
+    if duration is not None:
+        body["duration"] = duration
+    request = urllib.request.Request(
+        _endpoint(target).rstrip("/") + "/sfn-local/clock", data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        message = e.read().decode("utf-8", "replace")
+        raise SfnLocalError(f"sfn-local clock {action}: {message}") from e
+
+
+def clock_now(target: Any) -> Dict[str, Any]:
+    """Where the server's clock stands: ``{"clock", "now", "nowMillis", "nextDeadline",
+    "pendingDeadlines"}`` (``target``: an ``SfnLocal``, a boto3 client or the endpoint URL)."""
+    return _clock(target, "now")
+
+
+def advance_time(target: Any, duration: Union[str, float]) -> Dict[str, Any]:
+    """Moves a virtual clock forward by ``duration`` (``"61s"``, ``"1h 30m"``, or seconds), firing
+    every deadline on the way in order; returns where the clock stands."""
+    return _clock(target, "advance", duration if isinstance(duration, str) else f"{float(duration)}")
+
+
+def skip_to_next_deadline(target: Any) -> Dict[str, Any]:
+    """Jumps a virtual clock to its next deadline and fires every one due then; returns where the
+    clock stands (``nextDeadline`` is None when nothing waits on time)."""
+    return _clock(target, "next")
 
 
 def answer_task(client, token: str, output: Any = None, error: Optional[str] = None,

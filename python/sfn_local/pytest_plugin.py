@@ -4,6 +4,8 @@
   the session (``sfn_local_scope = module`` or ``function`` in the ini file narrows it).
   Configure it by overriding the ``sfn_local_options`` fixture, or in the ini file.
 - ``sfn_client``: a boto3 Step Functions client pointed at it.
+- The server runs on a virtual clock unless ``sfn_local_clock = real``: time moves when a test
+  asks (``advance_time``, ``skip_to_next_deadline``), and ``start_and_wait`` skips it.
 - ``sfn_local_factory``: starts more servers inside one test, each with its own options; stopped
   at the test's end.
 
@@ -35,7 +37,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "session's executions as LCOV to PATH (`sfn-local coverage`)")
     parser.addini("sfn_local_scope", "scope of the sfn_local fixture: session (default), package, "
                   "module, class or function", default="session")
-    parser.addini("sfn_local_time_scale", "serve --time-scale (Wait states and retries sped up)", default="")
+    parser.addini("sfn_local_clock", "serve --clock: virtual (default: time moves when a test asks, "
+                  "every deadline in AWS's order) or real", default="")
+    parser.addini("sfn_local_clock_start", "serve --clock-start: where a virtual clock starts (RFC 3339)",
+                  default="")
+    parser.addini("sfn_local_seed", "serve --seed: generated names, ARNs and tokens repeat", default="")
+    parser.addini("sfn_local_time_scale", "serve --time-scale on the real clock (0: the virtual clock)",
+                  default="")
     parser.addini("sfn_local_mock_config", "serve --mock-config: Step Functions Local's MockConfigFile",
                   default="")
     parser.addini("sfn_local_tasks", "serve --task bindings, MACHINE:STATE=COMMAND, one a line", type="linelist")
@@ -61,12 +69,16 @@ def sfn_local_options(pytestconfig: pytest.Config) -> ServeOptions:
     state machines created at start; relative paths in the ini file are from the rootdir."""
     root = Path(pytestconfig.rootpath)
     time_scale = pytestconfig.getini("sfn_local_time_scale")
+    seed = pytestconfig.getini("sfn_local_seed")
     mock_config = pytestconfig.getini("sfn_local_mock_config")
     substitutions = dict(line.split("=", 1) for line in pytestconfig.getini("sfn_local_substitutions"))
     return ServeOptions(
         tasks=list(pytestconfig.getini("sfn_local_tasks")),
         workers=list(pytestconfig.getini("sfn_local_workers")),
         mock_config=str(root / mock_config) if mock_config else None,
+        clock=pytestconfig.getini("sfn_local_clock") or None,
+        clock_start=pytestconfig.getini("sfn_local_clock_start") or None,
+        seed=int(seed) if seed else None,
         time_scale=float(time_scale) if time_scale else None,
         templates=[str(root / t) for t in pytestconfig.getini("sfn_local_templates")],
         substitutions=substitutions,

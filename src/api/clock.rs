@@ -1,9 +1,11 @@
 //! The virtual clock's extension of the API (`POST /sfn-local/clock`; AWS has no such
 //! operation), shared by `serve`, which answers it, and `sfn-local clock`, which asks.
 //!
-//! The body is JSON, `{"action": "now" | "advance" | "next" | "until-idle", "duration": "61s"}`
+//! The body is JSON, `{"action": "now" | "settle" | "advance" | "next" | "until-idle",
+//! "duration": "61s"}`
 //! (`duration`, for `advance`, in humantime's units, or a number of seconds); the answer says
-//! where the clock stands: `{"clock", "now", "nowMillis", "nextDeadline", "pendingDeadlines"}`.
+//! where the clock stands: `{"clock", "now", "nowMillis", "nextDeadline", "pendingDeadlines"}`,
+//! and, for `next`, `skippedTo` (the instant it jumped to, or null when nothing waited on time).
 
 use crate::clock::{iso8601, Clock, VirtualClock};
 use serde_json::{json, Value};
@@ -17,6 +19,9 @@ pub const PATH: &str = "/sfn-local/clock";
 pub enum ClockAction {
     /// Where it stands.
     Now,
+    /// Where it stands once nothing is in flight (no jump): what a test waits for before it
+    /// looks for a token, so that it never skips past a deadline it has not seen yet.
+    Settle,
     /// Forward by a duration, firing every deadline on the way in order.
     Advance(Duration),
     /// To the next deadline, firing every one due then.
@@ -31,6 +36,7 @@ impl ClockAction {
         let action = body.get("action").and_then(Value::as_str).unwrap_or("now");
         match action {
             "now" => Ok(ClockAction::Now),
+            "settle" => Ok(ClockAction::Settle),
             "next" => Ok(ClockAction::Next),
             "until-idle" => Ok(ClockAction::UntilIdle),
             "advance" => match body.get("duration") {
@@ -43,7 +49,7 @@ impl ClockAction {
                 _ => Err("advance needs a \"duration\" (e.g. \"61s\", \"1h\", or seconds)".into()),
             },
             other => Err(format!(
-                "unknown action {other:?}: expected now, advance, next or until-idle"
+                "unknown action {other:?}: expected now, settle, advance, next or until-idle"
             )),
         }
     }
@@ -58,21 +64,30 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{text:?} is not a duration (e.g. 61s, 1h 30m, 1day): {e}"))
 }
 
-/// Moves the clock as asked (waiting for work in flight to settle), then describes it.
+/// Moves the clock as asked (waiting for work in flight to settle), then describes it;
+/// `next` also says where it skipped to (`skippedTo`, null when nothing waited on time).
 pub fn act(clock: &VirtualClock, action: &ClockAction) -> Value {
+    let mut skipped = None;
     match action {
         ClockAction::Now => {}
+        ClockAction::Settle => {
+            crate::clock::activity::wait_idle(crate::clock::virtual_time::SETTLE_PATIENCE);
+        }
         ClockAction::Advance(by) => {
             clock.advance(*by);
         }
         ClockAction::Next => {
-            clock.skip_to_next();
+            skipped = Some(clock.skip_to_next().map(iso8601));
         }
         ClockAction::UntilIdle => {
             clock.until_idle();
         }
     }
-    describe(clock)
+    let mut answer = describe(clock);
+    if let Some(skipped) = skipped {
+        answer["skippedTo"] = json!(skipped);
+    }
+    answer
 }
 
 /// Where a virtual clock stands.

@@ -621,8 +621,9 @@ impl Store {
             }
         })?;
         // Answered through this process: its waiter (if it runs here) wakes now, not at the
-        // watcher's next look. A heartbeat changes no status; the waiter needs no wake.
-        if answered.is_ok() && *answer != TaskAnswer::Heartbeat {
+        // watcher's next look. A heartbeat too: a virtual clock's runner re-arms the deadline
+        // at the instant the beat landed (a real clock's waiter just reads its row again).
+        if answered.is_ok() {
             self.watch.wake_token(token);
         }
         answered

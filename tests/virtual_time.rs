@@ -1,0 +1,447 @@
+//! The virtual clock (`--clock virtual`) end to end, through the binary: hours-long machines
+//! finish at once with every deadline at its own instant in AWS's order, runs repeat byte for
+//! byte with `--clock-start` and `--seed`, `--time-scale 0` no longer collapses deadlines, and
+//! `serve --clock virtual` moves time only when a client asks (`sfn-local clock`).
+
+mod common;
+
+use common::http_api::{sfn_call, status_and_json};
+use common::{types, Output, Sandbox};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// A Wait of a day, then a callback Task nobody answers, with a 60 s heartbeat inside an hour's
+/// budget; each clock has its own Catch.
+fn day_then_silence() -> Value {
+    json!({
+        "StartAt": "Day",
+        "States": {
+            "Day": {"Type": "Wait", "Seconds": 86400, "Next": "Call"},
+            "Call": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": "f", "Payload": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 60,
+                "TimeoutSeconds": 3600,
+                "Catch": [
+                    {"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "Silent"},
+                    {"ErrorEquals": ["States.Timeout"], "Next": "Late"}
+                ],
+                "End": true
+            },
+            "Silent": {"Type": "Pass", "Result": "silent", "End": true},
+            "Late": {"Type": "Pass", "Result": "late", "End": true}
+        }
+    })
+}
+
+/// `run` of `def` (written as `name.asl.json`) as execution `name` with `extra` flags.
+fn run(sb: &Sandbox, def: &Value, name: &str, extra: &[&str]) -> Output {
+    let path = sb.write(&format!("{name}.asl.json"), &def.to_string());
+    let mut args = vec!["run", path.to_str().unwrap(), "--name", name];
+    args.extend(extra);
+    sb.run(&args)
+}
+
+/// Milliseconds since the epoch of an event's timestamp.
+fn at(event: &Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(event["timestamp"].as_str().unwrap())
+        .unwrap()
+        .timestamp_millis()
+}
+
+/// The first event of `event_type`.
+fn first<'a>(events: &'a [Value], event_type: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == event_type)
+        .unwrap_or_else(|| panic!("no {event_type} in {events:?}"))
+}
+
+#[test]
+fn a_day_long_wait_and_a_silent_worker_end_through_the_heartbeat_catch_at_once() {
+    let sb = Sandbox::new();
+    let started = Instant::now();
+    let out = run(&sb, &day_then_silence(), "silence", &["--clock", "virtual"]);
+    // Printed, not asserted: speed is the benchmark's to show.
+    eprintln!(
+        "a day and a minute of virtual time took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!("silent"));
+    let events = sb.history("silence");
+    let waited = at(first(&events, "WaitStateExited")) - at(first(&events, "WaitStateEntered"));
+    assert_eq!(waited, 86_400_000, "the Wait lasted a day of the clock");
+    let silent = at(first(&events, "TaskTimedOut")) - at(first(&events, "TaskSubmitted"));
+    assert_eq!(silent, 60_000, "the heartbeat, not the budget, ran out");
+}
+
+#[test]
+fn a_machine_budget_ends_it_at_exactly_its_timeout_between_two_waits() {
+    let sb = Sandbox::new();
+    let def = json!({
+        "StartAt": "A",
+        "TimeoutSeconds": 7200,
+        "States": {
+            "A": {"Type": "Wait", "Seconds": 3600, "Next": "B"},
+            "B": {"Type": "Wait", "Seconds": 3601, "End": true}
+        }
+    });
+    let out = run(&sb, &def, "budget", &["--clock", "virtual"]);
+    assert_eq!(out.code, 3, "TIMED_OUT: {}", out.stderr);
+    let events = sb.history("budget");
+    assert_eq!(
+        types(&events),
+        [
+            "ExecutionStarted",
+            "WaitStateEntered",
+            "WaitStateExited",
+            "WaitStateEntered",
+            "ExecutionTimedOut"
+        ]
+    );
+    let lasted = at(first(&events, "ExecutionTimedOut")) - at(&events[0]);
+    assert_eq!(lasted, 7_200_000);
+}
+
+#[test]
+fn retries_back_off_ten_twenty_forty_seconds_on_the_clock() {
+    let sb = Sandbox::new();
+    let def = json!({
+        "StartAt": "Flaky",
+        "States": {"Flaky": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": "flaky"},
+            "Retry": [{"ErrorEquals": ["Boom"], "IntervalSeconds": 10, "BackoffRate": 2, "MaxAttempts": 3}],
+            "End": true
+        }}
+    });
+    let mocks = json!({
+        "StateMachines": {"flaky": {"TestCases": {"Fails": {"Flaky": "Boom"}}}},
+        "MockedResponses": {"Boom": {"0-3": {"Throw": {"Error": "Boom", "Cause": "again"}}}}
+    });
+    let config = sb.write("mocks.json", &mocks.to_string());
+    let out = run(
+        &sb,
+        &def,
+        "flaky",
+        &[
+            "--clock",
+            "virtual",
+            "--mock-config",
+            config.to_str().unwrap(),
+            "--test-case",
+            "Fails",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let events = sb.history("flaky");
+    let scheduled: Vec<i64> = events
+        .iter()
+        .filter(|e| e["type"] == "TaskScheduled")
+        .map(at)
+        .collect();
+    let gaps: Vec<i64> = scheduled.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(gaps, [10_000, 20_000, 40_000]);
+}
+
+#[test]
+fn two_runs_with_the_same_clock_start_and_seed_write_byte_identical_histories() {
+    let histories: Vec<String> = (0..2)
+        .map(|_| {
+            let sb = Sandbox::new();
+            let path = sb.write("same.asl.json", &day_then_silence().to_string());
+            let flags = [
+                "--clock",
+                "virtual",
+                "--clock-start",
+                "2030-01-01T00:00:00Z",
+                "--seed",
+                "42",
+            ];
+            let mut args = vec!["run", path.to_str().unwrap()];
+            args.extend(flags);
+            let out = sb.run(&args);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            let listed = sb.run(&[
+                "list-executions",
+                "--query",
+                "executions[0].executionArn",
+                "--output",
+                "text",
+            ]);
+            let arn = listed.stdout.trim().to_owned();
+            let history = sb.run(&["get-execution-history", "--execution-arn", &arn]);
+            assert_eq!(history.code, 0, "{}", history.stderr);
+            assert!(history.stdout.contains("2030-01-01T00:00:00.000Z"));
+            history.stdout
+        })
+        .collect();
+    assert_eq!(histories[0], histories[1]);
+}
+
+/// Regression: `--time-scale 0` put the heartbeat and the budget on one instant, and the
+/// budget's Catch (`Late`) was taken where AWS takes the heartbeat's.
+#[test]
+fn time_scale_zero_keeps_the_heartbeat_before_the_budget() {
+    let sb = Sandbox::new();
+    let out = run(&sb, &day_then_silence(), "zero", &["--time-scale", "0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!("silent"));
+    let refused = run(
+        &sb,
+        &day_then_silence(),
+        "real-zero",
+        &["--clock", "real", "--time-scale", "0"],
+    );
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("--clock virtual"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// The seed scenario under the virtual clock: the worker heartbeats twice and is killed; the
+/// heartbeat clock times the attempt out, the retry's worker answers, the late answer of the
+/// first is refused. Same outcome as on the real clock (tests/tokens.rs).
+#[test]
+fn the_seed_scenario_keeps_its_outcome_on_the_virtual_clock() {
+    let sb = Sandbox::with_workers();
+    let dir = sb.dir.path().to_owned();
+    let sb = sb.env("TOKEN_DIR", dir);
+    let def = json!({
+        "StartAt": "Work",
+        "States": {"Work": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "Parameters": {"FunctionName": "work", "Payload": {"token.$": "$$.Task.Token", "input.$": "$"}},
+            "HeartbeatSeconds": 10,
+            "TimeoutSeconds": 300,
+            "Retry": [{"ErrorEquals": ["States.HeartbeatTimeout"], "IntervalSeconds": 1, "MaxAttempts": 2}],
+            "End": true
+        }}
+    });
+    let task = format!("Work={}", common::worker("seed-worker.sh"));
+    let out = run(&sb, &def, "seed", &["--clock", "virtual", "--task", &task]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!({"done": true, "attempt": 1}));
+    let events = sb.history("seed");
+    let timed_out = first(&events, "TaskTimedOut");
+    assert_eq!(
+        timed_out["taskTimedOutEventDetails"]["error"],
+        "States.Timeout"
+    );
+    // The silence lasted the heartbeat's 10 s of the clock after the last beat, not more:
+    // beats land at the instant they arrive.
+    let silence = at(timed_out) - at(first(&events, "TaskSubmitted"));
+    assert!((10_000..11_000).contains(&silence), "{silence} ms");
+    let first_token = std::fs::read_to_string(sb.path("token-0")).unwrap();
+    let late = sb.send_success(&first_token, "{}");
+    late.assert_error(12, "TaskTimedOut");
+    assert_eq!(sb.history("seed"), events, "a late answer changes nothing");
+}
+
+/// Coverage credits the clock that ran out: the heartbeat's expiry and Catch are covered, the
+/// budget's are not (at `--time-scale 0` both clocks ran out at one instant and the budget was
+/// credited).
+#[test]
+fn coverage_credits_the_heartbeat_that_ran_out() {
+    let sb = Sandbox::new();
+    let path = sb.write("cov.asl.json", &day_then_silence().to_string());
+    let out = sb.run(&["run", path.to_str().unwrap(), "--clock", "virtual"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = sb.run(&["coverage", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let hits: Vec<(String, u64)> = report.json()["machines"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["description"].as_str().unwrap().to_owned(),
+                i["hits"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let hit = |what: &str| hits.iter().find(|(d, _)| d == what).map(|(_, n)| *n);
+    assert_eq!(hit("HeartbeatSeconds of Call ran out"), Some(1), "{hits:?}");
+    assert_eq!(
+        hit("Catch 1 of Call (States.HeartbeatTimeout → Silent)"),
+        Some(1)
+    );
+    assert_eq!(hit("TimeoutSeconds of Call ran out"), Some(0));
+    assert_eq!(hit("Catch 2 of Call (States.Timeout → Late)"), Some(0));
+}
+
+/// `serve --clock virtual` on a free port, killed when dropped.
+struct Served {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        common::kill(&mut self.child);
+    }
+}
+
+fn serve_virtual(sb: &Sandbox) -> Served {
+    let ready = sb.path("ready.json");
+    let child = sb.spawn(&[
+        "serve",
+        "--port",
+        "0",
+        "--clock",
+        "virtual",
+        "--ready-file",
+        ready.to_str().unwrap(),
+    ]);
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(Instant::now() < until, "serve did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    Served {
+        child,
+        endpoint: ready["endpoint"].as_str().unwrap().to_owned(),
+    }
+}
+
+impl Served {
+    fn call(&self, operation: &str, body: Value) -> Value {
+        let authority = self.endpoint.trim_start_matches("http://");
+        let (status, answer) = status_and_json(&sfn_call(authority, operation, &body.to_string()));
+        assert_eq!(status, 200, "{operation}: {answer}");
+        answer
+    }
+
+    fn clock(&self, sb: &Sandbox, args: &[&str]) -> Value {
+        let mut all = vec!["clock"];
+        all.extend(args);
+        all.extend(["--endpoint-url", self.endpoint.as_str()]);
+        let out = sb.run(&all);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()
+    }
+
+    fn status(&self, arn: &str) -> String {
+        self.call("DescribeExecution", json!({"executionArn": arn}))["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+#[test]
+fn serve_moves_virtual_time_only_when_a_client_asks() {
+    let sb = Sandbox::new();
+    let server = serve_virtual(&sb);
+    let mut machine = day_then_silence();
+    machine["StartAt"] = json!("Call");
+    machine["States"].as_object_mut().unwrap().remove("Day");
+    let created = server.call(
+        "CreateStateMachine",
+        json!({"name": "Reminder", "definition": machine.to_string(), "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    let start = |name: &str| {
+        server.call(
+            "StartExecution",
+            json!({"stateMachineArn": created["stateMachineArn"], "name": name}),
+        )["executionArn"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let silent = start("silent");
+    let beating = start("beating");
+    server.clock(&sb, &["now"]);
+    // Three seconds of wall time: nothing moves on its own.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(server.status(&silent), "RUNNING");
+    // The second execution's worker beats 50 s in: its deadline moves to 110 s.
+    let token = sb
+        .run(&[
+            "list-tasks",
+            "--execution-arn",
+            &beating,
+            "--format",
+            "json",
+        ])
+        .json()["tasks"][0]["taskToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let moved = server.clock(&sb, &["advance", "50s"]);
+    assert_eq!(moved["clock"], "virtual");
+    server.call("SendTaskHeartbeat", json!({"taskToken": token}));
+    server.clock(&sb, &["advance", "11s"]);
+    // 61 s: the silent one took its heartbeat Catch; the beating one is alive.
+    let done = server.call("DescribeExecution", json!({"executionArn": silent}));
+    assert_eq!(
+        (done["status"].as_str(), done["output"].as_str()),
+        (Some("SUCCEEDED"), Some("\"silent\""))
+    );
+    assert_eq!(server.status(&beating), "RUNNING");
+    server.clock(&sb, &["next"]);
+    assert_eq!(server.status(&beating), "SUCCEEDED");
+    let events = server.call("GetExecutionHistory", json!({"executionArn": beating}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let seconds = |e: &Value| (e["timestamp"].as_f64().unwrap() * 1000.0).round() as i64;
+    let submitted = events
+        .iter()
+        .find(|e| e["type"] == "TaskSubmitted")
+        .unwrap();
+    let timed_out = events.iter().find(|e| e["type"] == "TaskTimedOut").unwrap();
+    assert_eq!(
+        seconds(timed_out) - seconds(submitted),
+        110_000,
+        "60 s after the beat at 50 s"
+    );
+}
+
+#[test]
+fn the_clock_command_refuses_a_real_clock_and_a_bad_duration() {
+    let sb = Sandbox::new();
+    let bad = sb.run(&[
+        "clock",
+        "advance",
+        "soon",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("not a duration"), "{}", bad.stderr);
+    let ready = sb.path("ready-real.json");
+    let child = sb.spawn(&[
+        "serve",
+        "--port",
+        "0",
+        "--ready-file",
+        ready.to_str().unwrap(),
+    ]);
+    let mut served = Served {
+        child,
+        endpoint: String::new(),
+    };
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(Instant::now() < until, "serve did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    served.endpoint = ready["endpoint"].as_str().unwrap().to_owned();
+    let refused = sb.run(&["clock", "advance", "1s", "--endpoint-url", &served.endpoint]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("--clock virtual"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(served.clock(&sb, &["now"])["clock"], "real");
+}
