@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{deps_python_bin, Sandbox};
+use common::{deps_node_modules, deps_python_bin, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -215,6 +215,40 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
         "{}",
         out.stderr
     );
+}
+
+/// The app's own pytest and Jest suites (`tests/sam_app/tests/`, `orders.test.js`) drive it
+/// through the helpers, as its team runs them: the plugin and the global setup serve the
+/// template, and its functions run natively (#37).
+#[test]
+fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
+    let sb = app("sam_app");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pytest = Command::new(deps_python_bin("python"))
+        .args(["-m", "pytest", "-p", "sfn_local.pytest_plugin", "-p", "no:cacheprovider"])
+        .current_dir(sb.dir.path())
+        .env("PYTHONPATH", root.join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run pytest");
+    let said = String::from_utf8_lossy(&pytest.stdout);
+    assert!(pytest.status.success(), "{said}{}", String::from_utf8_lossy(&pytest.stderr));
+    assert!(said.contains("2 passed"), "{said}");
+    // The package's folder stands in for node_modules/sfn-local; Jest and the AWS SDK come
+    // from .deps, as a project's dev dependencies.
+    let node_path = std::env::join_paths([root.join("npm"), deps_node_modules()]).unwrap();
+    let jest = Command::new("node")
+        .arg(deps_node_modules().join("jest/bin/jest.js"))
+        .args(["--ci", "--colors=false"])
+        .current_dir(sb.dir.path())
+        .env("NODE_PATH", node_path)
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run jest");
+    let said = String::from_utf8_lossy(&jest.stderr);
+    assert!(jest.status.success(), "{said}{}", String::from_utf8_lossy(&jest.stdout));
+    assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
 }
 
 /// `serve --template` creates the app's machine at start, named by the template's `Name`, its
