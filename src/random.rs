@@ -11,6 +11,20 @@ use std::sync::Mutex;
 /// The seeded generator, once `--seed` chose one.
 static SEEDED: Mutex<Option<fastrand::Rng>> = Mutex::new(None);
 
+thread_local! {
+    /// A generator of this thread's own ([`with_seed`]), over the process's: `test` runs cases
+    /// side by side, and each must draw the same sequence whatever the others do.
+    static THREAD: std::cell::RefCell<Option<fastrand::Rng>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with every draw on this thread coming from a generator seeded with `n`.
+pub fn with_seed<R>(n: u64, f: impl FnOnce() -> R) -> R {
+    let before = THREAD.replace(Some(fastrand::Rng::with_seed(n)));
+    let result = f();
+    THREAD.set(before);
+    result
+}
+
 /// From now on, every draw in this process comes from a generator seeded with `n`.
 pub fn seed(n: u64) {
     *SEEDED.lock().unwrap_or_else(|p| p.into_inner()) = Some(fastrand::Rng::with_seed(n));
@@ -23,6 +37,10 @@ pub fn is_seeded() -> bool {
 
 /// Fills `buf` with random bytes (seeded ones after [`seed`]).
 pub fn fill(buf: &mut [u8]) -> Result<(), getrandom::Error> {
+    let mine = THREAD.with_borrow_mut(|rng| rng.as_mut().map(|rng| rng.fill(buf)));
+    if mine.is_some() {
+        return Ok(());
+    }
     match SEEDED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
         Some(rng) => {
             rng.fill(buf);

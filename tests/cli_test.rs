@@ -154,3 +154,53 @@ fn a_case_that_never_ends_fails_at_the_case_timeout() {
     );
     assert_eq!(last_line(&out.stdout), "0 passed, 1 failed");
 }
+
+/// A case names a golden history: missing, it fails with the way to write it; written with
+/// `--update-snapshots`, it passes run after run (the case's virtual clock starts at a fixed
+/// instant, its tokens come from a fixed seed); changed, it fails with the differing events.
+#[test]
+fn history_snapshots_are_written_compared_and_diffed_by_event() {
+    let sb = Sandbox::new();
+    sb.write("m.asl.json", MACHINE);
+    let spec = sb.write(
+        "m.sfntest.json",
+        r#"{"definition": "m.asl.json", "cases": [
+            {"name": "golden", "historySnapshot": "snaps/golden.json",
+             "mocks": {"Fetch": {"0": {"Return": {"Payload": {"a": 1}}}}},
+             "expect": {"status": "SUCCEEDED"}}
+        ]}"#,
+    );
+    let spec = spec.to_str().unwrap();
+    let missing = sb.run(&["test", spec]);
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stdout.contains("--update-snapshots"),
+        "{}",
+        missing.stdout
+    );
+    let written = sb.run(&["test", spec, "--update-snapshots"]);
+    assert_eq!(written.code, 0, "{}", written.stdout);
+    let golden = sb.path("snaps/golden.json");
+    let text = std::fs::read_to_string(&golden).unwrap();
+    assert!(
+        text.contains("\"timestamp\": \"2024-01-01T00:00:00.000Z\""),
+        "{text}"
+    );
+    for _ in 0..2 {
+        let again = sb.run(&["test", spec]);
+        assert_eq!(again.code, 0, "the history repeats: {}", again.stdout);
+    }
+    std::fs::write(&golden, text.replace("PassStateExited", "PassStateAborted")).unwrap();
+    let changed = sb.run(&["test", spec]);
+    assert_eq!(changed.code, 1);
+    assert!(
+        changed.stdout.contains("history differs from the snapshot"),
+        "{}",
+        changed.stdout
+    );
+    assert!(
+        changed.stdout.contains("- {") && changed.stdout.contains("+ {"),
+        "{}",
+        changed.stdout
+    );
+}

@@ -225,7 +225,14 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
     let sb = app("sam_app");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pytest = Command::new(deps_python_bin("python"))
-        .args(["-m", "pytest", "-p", "sfn_local.pytest_plugin", "-p", "no:cacheprovider"])
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "sfn_local.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+        ])
         .current_dir(sb.dir.path())
         .env("PYTHONPATH", root.join("python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -233,7 +240,11 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
         .output()
         .expect("run pytest");
     let said = String::from_utf8_lossy(&pytest.stdout);
-    assert!(pytest.status.success(), "{said}{}", String::from_utf8_lossy(&pytest.stderr));
+    assert!(
+        pytest.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&pytest.stderr)
+    );
     assert!(said.contains("2 passed"), "{said}");
     // The package's folder stands in for node_modules/sfn-local; Jest and the AWS SDK come
     // from .deps, as a project's dev dependencies.
@@ -247,7 +258,11 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
         .output()
         .expect("run jest");
     let said = String::from_utf8_lossy(&jest.stderr);
-    assert!(jest.status.success(), "{said}{}", String::from_utf8_lossy(&jest.stdout));
+    assert!(
+        jest.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&jest.stdout)
+    );
     assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
 }
 

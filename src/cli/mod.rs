@@ -42,6 +42,7 @@ pub mod definition;
 pub mod executions;
 pub mod flags;
 pub mod graph;
+pub mod history_snapshot;
 pub mod output;
 pub mod param;
 pub mod progress;

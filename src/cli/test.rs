@@ -10,12 +10,13 @@
 //!   "substitutions": {"FnArn": "arn:..."},      // optional: `${NAME}` values (--sub wins)
 //!   "stateMachineName": "orders",               // optional: the file name without .asl.json
 //!   "mockConfig": "orders.mocks.json",          // optional: a MockConfigFile
-//!   "timeScale": 0,                             // optional (default 0: waits take no time)
+//!   "timeScale": 0,                             // optional (default 0: the virtual clock)
 //!   "cases": [
 //!     { "name": "paid order ships",
 //!       "input": {"id": 1},
 //!       "testCase": "HappyPath",                // optional: a test case of mockConfig
 //!       "mocks": {"Charge": {"0": {"Return": {"ok": true}}}},   // optional, inline; wins per state
+//!       "historySnapshot": "snapshots/paid.json",  // optional: the golden history (--update-snapshots)
 //!       "expect": { "status": "SUCCEEDED",
 //!                   "output": {...},            // exact, or
 //!                   "outputContains": {...},    // a JSON subset
@@ -37,7 +38,8 @@
 //! case's `inspectionLevel`); a mock's `result` may be the JSON value itself or its text.
 //!
 //! Each case runs in memory (no database) on its own thread, as many at once as there are
-//! CPUs. A failing case prints one line and an indented JSON diff; the run ends with
+//! CPUs, on a virtual clock of its own (unless `--clock real` or a `timeScale` above 0): time
+//! jumps to the next deadline whenever the case waits, every deadline in AWS's order. A failing case prints one line and an indented JSON diff; the run ends with
 //! `N passed, M failed` and exits 1 when anything failed. `--junit FILE` writes JUnit XML.
 
 use crate::asl::{self, StateMachine};
@@ -78,6 +80,10 @@ pub struct TestArgs {
     /// How many cases run at once (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Write the history of every case that names a `"historySnapshot"` to that file instead
+    /// of comparing it.
+    #[arg(long)]
+    pub update_snapshots: bool,
     /// `--clock`, `--clock-start`, `--time-scale`, `--seed`: every case runs on its own
     /// virtual clock unless `--clock real` (or a spec's "timeScale" above 0) says otherwise.
     #[command(flatten)]
@@ -115,6 +121,9 @@ pub struct TestArgs {
 struct Job {
     suite: String,
     name: String,
+    /// The case's place in its spec (0 for the first): its execution's name, whatever other
+    /// specs run beside it.
+    number: usize,
     prepared: Result<Prepared, String>,
 }
 
@@ -134,6 +143,8 @@ struct Prepared {
     /// The definition file, for `--coverage`.
     definition: PathBuf,
     machines: crate::engine::children::KnownMachines,
+    /// `"historySnapshot"`: the golden history file (see [`crate::cli::history_snapshot`]).
+    snapshot: Option<PathBuf>,
     /// The template's Lambda functions, run here when a case does not mock their state.
     functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
@@ -208,6 +219,8 @@ struct Suite {
     scale: f64,
     /// The definition file, for `--coverage`.
     definition: PathBuf,
+    /// The spec's folder: its relative paths start there.
+    dir: PathBuf,
     /// The template's Lambda functions.
     functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
@@ -219,6 +232,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>, cli: &asl::Substitutions) -> 
         vec![Job {
             suite: suite.clone(),
             name: "(spec)".into(),
+            number: 0,
             prepared: Err(why),
         }]
     };
@@ -239,6 +253,7 @@ fn load_spec(path: &Path, time_scale: Option<f64>, cli: &asl::Substitutions) -> 
         .enumerate()
         .map(|(i, case)| Job {
             suite: suite.clone(),
+            number: i,
             name: case["name"]
                 .as_str()
                 .map(str::to_owned)
@@ -301,6 +316,7 @@ fn read_suite(
         config,
         scale,
         definition: def_path,
+        dir: base.to_owned(),
         functions,
     })
 }
@@ -394,8 +410,27 @@ fn prepare_case(suite: &Suite, case: &Value) -> Result<Prepared, String> {
         test_state,
         machines: Default::default(),
         definition: suite.definition.clone(),
+        snapshot: snapshot_path(suite, case)?,
         functions: suite.functions.clone(),
     })
+}
+
+/// A case's `"historySnapshot"`, relative to its spec; only a case on a virtual clock has a
+/// history that repeats.
+fn snapshot_path(suite: &Suite, case: &Value) -> Result<Option<PathBuf>, String> {
+    let Some(rel) = case.get("historySnapshot") else {
+        return Ok(None);
+    };
+    let rel = rel
+        .as_str()
+        .ok_or("\"historySnapshot\" must be a file name (relative to the spec)")?;
+    if suite.scale != 0.0 {
+        return Err(
+            "\"historySnapshot\" needs the virtual clock (\"timeScale\": 0, the default): a real clock's timestamps never repeat"
+                .into(),
+        );
+    }
+    Ok(Some(suite.dir.join(rel)))
 }
 
 /// The TestState request of a `"state"` case.
@@ -542,7 +577,14 @@ const SPEC_KEYS: &[&str] = &[
     "timeScale",
     "cases",
 ];
-const CASE_KEYS: &[&str] = &["name", "input", "testCase", "mocks", "expect"];
+const CASE_KEYS: &[&str] = &[
+    "name",
+    "input",
+    "testCase",
+    "mocks",
+    "expect",
+    "historySnapshot",
+];
 /// The keys of a case that tests one state (`"state"`), and of its `expect`.
 const STATE_CASE_KEYS: &[&str] = &[
     "name",
@@ -684,10 +726,34 @@ fn check_case(case: &Value) -> Result<(), String> {
 /// their own instants, or the real one scaled.
 fn case_time(p: &Prepared) -> Timekeeping {
     if p.time_scale == 0.0 {
-        let start = p.clock_start.unwrap_or_else(crate::clock::system_now);
+        // A snapshot's history must repeat: it starts at a fixed instant.
+        let fixed = p.snapshot.as_ref().and_then(|_| {
+            crate::cli::flags::clock::parse_start(crate::cli::history_snapshot::SNAPSHOT_START).ok()
+        });
+        let start = p
+            .clock_start
+            .or(fixed)
+            .unwrap_or_else(crate::clock::system_now);
         Timekeeping::Virtual(crate::clock::VirtualClock::automatic(start))
     } else {
         Timekeeping::scaled(p.time_scale)
+    }
+}
+
+/// Runs one case; a snapshot case draws its names and tokens from a fixed seed.
+fn run_case(
+    p: &Prepared,
+    number: usize,
+    settings: &RunSettings,
+) -> Result<(Outcome, Vec<HistoryEvent>), String> {
+    match &p.snapshot {
+        Some(_) => {
+            let seed = settings
+                .seed
+                .unwrap_or(crate::cli::history_snapshot::SNAPSHOT_SEED);
+            crate::random::with_seed(seed, || execute(p, number, settings.limit))
+        }
+        None => execute(p, number, settings.limit),
     }
 }
 
@@ -945,7 +1011,13 @@ pub fn run(args: TestArgs) -> ExitCode {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
         .clamp(1, jobs.len().max(1));
     let limit = Duration::from_secs(args.case_timeout.max(1));
-    let results = run_jobs(&jobs, workers, limit, args.coverage);
+    let settings = RunSettings {
+        limit,
+        coverage: args.coverage,
+        update_snapshots: args.update_snapshots,
+        seed: args.clock.seed,
+    };
+    let results = run_jobs(&jobs, workers, &settings);
     let failed = match report(&results, args.junit.as_deref()) {
         Ok(failed) => failed,
         Err(code) => return code,
@@ -1027,7 +1099,19 @@ fn jobs(args: &TestArgs) -> Result<Vec<Job>, ExitCode> {
 
 /// Runs the jobs on `workers` threads, each case at most `limit`; results in the jobs' order,
 /// with each execution's history when `coverage` asks for it.
-fn run_jobs(jobs: &[Job], workers: usize, limit: Duration, coverage: bool) -> Vec<CaseResult> {
+/// How every case of the run is run.
+struct RunSettings {
+    /// `--case-timeout`.
+    limit: Duration,
+    /// `--coverage`: keep each case's history.
+    coverage: bool,
+    /// `--update-snapshots`.
+    update_snapshots: bool,
+    /// `--seed`: a snapshot case's draws (default [`crate::cli::history_snapshot::SNAPSHOT_SEED`]).
+    seed: Option<u64>,
+}
+
+fn run_jobs(jobs: &[Job], workers: usize, settings: &RunSettings) -> Vec<CaseResult> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -1036,7 +1120,7 @@ fn run_jobs(jobs: &[Job], workers: usize, limit: Duration, coverage: bool) -> Ve
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let result = run_job(job, i, limit, coverage);
+                let result = run_job(job, settings);
                 let mut all = match results.lock() {
                     Ok(r) => r,
                     Err(poisoned) => poisoned.into_inner(),
@@ -1056,9 +1140,9 @@ fn run_jobs(jobs: &[Job], workers: usize, limit: Duration, coverage: bool) -> Ve
     .collect()
 }
 
-/// Runs one job (the `index`th) and checks it against its expectations; with `coverage`, keeps
-/// the execution's history.
-fn run_job(job: &Job, index: usize, limit: Duration, coverage: bool) -> CaseResult {
+/// Runs one job and checks it against its expectations (and its history snapshot); with
+/// `--coverage`, keeps the execution's history.
+fn run_job(job: &Job, settings: &RunSettings) -> CaseResult {
     let started = Instant::now();
     let mut history = None;
     let failures = match &job.prepared {
@@ -1075,10 +1159,17 @@ fn run_job(job: &Job, index: usize, limit: Duration, coverage: bool) -> CaseResu
                 Arc::new(SystemClock::new(0.0)),
             ),
         ),
-        Ok(p) => match execute(p, index, limit) {
+        Ok(p) => match run_case(p, job.number, settings) {
             Ok((outcome, events)) => {
-                let failures = check(&p.expect, &outcome, &events);
-                if coverage {
+                let mut failures = check(&p.expect, &outcome, &events);
+                if let Some(path) = &p.snapshot {
+                    failures.extend(crate::cli::history_snapshot::check(
+                        path,
+                        &events,
+                        settings.update_snapshots,
+                    ));
+                }
+                if settings.coverage {
                     // A virtual clock's seconds are whole.
                     let scale = if p.time_scale == 0.0 {
                         1.0
