@@ -749,3 +749,51 @@ fn a_parallels_catch_of_its_branch_tasks_error_is_taken_and_every_report_names_t
         .contains("iterations: 3 started, 3 succeeded"));
     assert!(!svg.contains(" aborted\""), "{svg}");
 }
+
+/// A template with two machines, each a Pass then a Choice.
+const TWO_MACHINES: &str = r#"{"Resources": {
+  "First": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {"Definition":
+    {"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}}},
+  "Second": {"Type": "AWS::StepFunctions::StateMachine", "Properties": {"Definition":
+    {"StartAt": "B", "States": {"B": {"Type": "Pass", "End": true}}}}}}}"#;
+
+/// A spec of `machine` in the template with `cases` cases.
+fn template_spec(machine: &str, cases: usize) -> String {
+    let case = r#"{"input": {}, "expect": {"status": "SUCCEEDED"}}"#;
+    let cases = vec![case; cases].join(",");
+    format!(r#"{{"template": "template.json", "stateMachine": "{machine}", "cases": [{cases}]}}"#)
+}
+
+/// Regression (#36): `test --coverage` counted every execution of a template for each of its
+/// machines (7 and 7 for 4 and 3), and printed "N passed" on stdout before a JSON report.
+#[test]
+fn test_coverage_counts_each_template_machine_its_own_executions() {
+    let sb = Sandbox::new();
+    sb.write("template.json", TWO_MACHINES);
+    sb.write("first.sfntest.json", &template_spec("First", 4));
+    sb.write("second.sfntest.json", &template_spec("Second", 3));
+    let out = sb.run_in_sandbox(&["test", ".", "--coverage", "--coverage-format", "json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("7 passed, 0 failed"), "{}", out.stderr);
+    // stdout is the JSON report alone.
+    let report: Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    let executions: Vec<(String, i64)> = report["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["machine"].as_str().unwrap().to_owned(),
+                m["executions"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        executions,
+        [
+            ("template.json#First".into(), 4),
+            ("template.json#Second".into(), 3)
+        ]
+    );
+}

@@ -143,10 +143,11 @@ pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>
 
 /// One loaded definition as a [`Target`], placed in its file.
 fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
+    let shown = tidy(&file.path);
     // Coverage names a template's machine `FILE#LogicalId`, one token per machine.
     let label = match &file.logical_id {
-        Some(id) => format!("{}#{id}", file.path),
-        None => file.path.clone(),
+        Some(id) => format!("{shown}#{id}"),
+        None => shown.clone(),
     };
     let (Some(machine), Some(json)) = (file.definition.machine, file.definition.json) else {
         return Err(format!(
@@ -156,10 +157,11 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
     };
     let definition: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| format!("{label}: {e}"))?;
-    let on_disk = PathBuf::from(&file.path);
+    let on_disk = PathBuf::from(&shown);
     let logical_id = file.logical_id.clone();
     // Inline in the template unless a DefinitionUri names a file of its own.
     let inline = file.template.is_none();
+    let id = logical_id.clone();
     let yaml =
         SourceFormat::detect(Some(&on_disk.to_string_lossy()), &file.text) == SourceFormat::Yaml;
     let placement = match logical_id {
@@ -173,10 +175,32 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
     Ok(Target {
         label,
         file: Some(on_disk),
+        logical_id: id,
         machine,
         definition,
         placement,
     })
+}
+
+/// A path as a report shows it (and LCOV's `SF:`): without `.` parts, and with `dir/..`
+/// folded (`tests/../statemachine/a.asl.json` is `statemachine/a.asl.json`), as the
+/// definition's own path would read from where the command runs.
+pub fn tidy(path: &str) -> String {
+    use std::path::Component;
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for part in Path::new(path).components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(parts.last(), Some(Component::Normal(_))) => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    match parts.is_empty() {
+        true => ".".to_owned(),
+        false => parts.iter().collect::<PathBuf>().display().to_string(),
+    }
 }
 
 /// Where a template's state machine `id` is written in the template.
@@ -265,5 +289,24 @@ fn judge(measured: &[MachineCoverage], floor: Option<FailUnder>) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn paths_are_shown_tidy() {
+        for (given, shown) in [
+            (
+                "tests/../statemachine/order.asl.json",
+                "statemachine/order.asl.json",
+            ),
+            ("./template.json", "template.json"),
+            ("../up/a.json", "../up/a.json"),
+            ("/abs/./x/../a.json", "/abs/a.json"),
+            ("a.json", "a.json"),
+        ] {
+            assert_eq!(super::tidy(given), shown);
+        }
     }
 }

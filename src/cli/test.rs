@@ -140,14 +140,19 @@ struct Prepared {
     s3_dir: Option<PathBuf>,
     /// A `"state"` case: the TestState request it makes.
     test_state: Option<TestStateRequest>,
-    /// The definition file, for `--coverage`.
-    definition: PathBuf,
+    /// The definition file, and the machine's logical ID in it for a template, for
+    /// `--coverage`.
+    definition: MachineSource,
     machines: crate::engine::children::KnownMachines,
     /// `"historySnapshot"`: the golden history file (see [`crate::cli::history_snapshot`]).
     snapshot: Option<PathBuf>,
     /// The template's Lambda functions, run here when a case does not mock their state.
     functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 }
+
+/// Where a spec's machine is written: the definition file (or template) and, for a template's
+/// machine, its logical ID.
+type MachineSource = (PathBuf, Option<String>);
 
 /// How one case went.
 struct CaseResult {
@@ -156,8 +161,9 @@ struct CaseResult {
     seconds: f64,
     /// Empty when it passed.
     failures: Vec<String>,
-    /// With `--coverage`: the definition file, the time scale and the execution's history.
-    history: Option<(PathBuf, f64, Vec<HistoryEvent>)>,
+    /// With `--coverage`: the definition file and logical ID, the time scale and the
+    /// execution's history.
+    history: Option<(MachineSource, f64, Vec<HistoryEvent>)>,
 }
 
 /// The specs the arguments name: files as given (a missing one fails as a broken spec),
@@ -217,8 +223,8 @@ struct Suite {
     machine_name: String,
     config: MockConfig,
     scale: f64,
-    /// The definition file, for `--coverage`.
-    definition: PathBuf,
+    /// The definition file and, for a template's machine, its logical ID, for `--coverage`.
+    definition: MachineSource,
     /// The spec's folder: its relative paths start there.
     dir: PathBuf,
     /// The template's Lambda functions.
@@ -278,6 +284,7 @@ fn read_suite(
     let base = path.parent().unwrap_or(Path::new("."));
     let (def_path, file, default_name) = spec_machine(&spec, base, suite, cli)?;
     let functions = file.functions.clone();
+    let logical_id = file.logical_id.clone();
     let loaded = file.definition;
     let Some(machine) = loaded.machine else {
         let first = loaded
@@ -315,7 +322,7 @@ fn read_suite(
         machine_name,
         config,
         scale,
-        definition: def_path,
+        definition: (def_path, logical_id),
         dir: base.to_owned(),
         functions,
     })
@@ -1018,7 +1025,11 @@ pub fn run(args: TestArgs) -> ExitCode {
         seed: args.clock.seed,
     };
     let results = run_jobs(&jobs, workers, &settings);
-    let failed = match report(&results, args.junit.as_deref()) {
+    // A JSON or LCOV coverage report on stdout is the whole of stdout, for tools to read.
+    let coverage_on_stdout = args.coverage
+        && args.coverage_output.is_none()
+        && args.coverage_format != crate::cli::coverage::CoverageFormat::Text;
+    let failed = match report(&results, args.junit.as_deref(), coverage_on_stdout) {
         Ok(failed) => failed,
         Err(code) => return code,
     };
@@ -1193,22 +1204,33 @@ fn run_job(job: &Job, settings: &RunSettings) -> CaseResult {
 }
 
 /// Prints the failures (and with -v the passes) and writes the JUnit file; returns how many
-/// cases failed.
-fn report(results: &[CaseResult], junit_file: Option<&Path>) -> Result<usize, ExitCode> {
+/// cases failed. All of it goes to stderr when `stdout_taken` (a coverage report's there).
+fn report(
+    results: &[CaseResult],
+    junit_file: Option<&Path>,
+    stdout_taken: bool,
+) -> Result<usize, ExitCode> {
+    let say = |line: String| match stdout_taken {
+        true => errln!("{line}"),
+        false => outln!("{line}"),
+    };
     let failed = results.iter().filter(|r| !r.failures.is_empty()).count();
     let passed = results.len() - failed;
     if crate::cli::ui::verbose() {
         for r in results.iter().filter(|r| r.failures.is_empty()) {
-            outln!("ok   {} › {} ({:.2} s)", r.suite, r.name, r.seconds);
+            say(format!(
+                "ok   {} › {} ({:.2} s)",
+                r.suite, r.name, r.seconds
+            ));
         }
     }
     for r in results.iter().filter(|r| !r.failures.is_empty()) {
-        outln!(
+        say(format!(
             "FAIL {} › {}: {}",
             r.suite,
             r.name,
             r.failures.join("\n    ")
-        );
+        ));
     }
     if let Some(path) = junit_file {
         if let Err(e) = std::fs::write(path, junit(results)) {
@@ -1216,21 +1238,26 @@ fn report(results: &[CaseResult], junit_file: Option<&Path>) -> Result<usize, Ex
             return Err(ExitCode::from(EXIT_USAGE));
         }
     }
-    outln!("{passed} passed, {failed} failed");
+    say(format!("{passed} passed, {failed} failed"));
     Ok(failed)
 }
 
 /// `--coverage`: what the cases' executions took in each definition the specs name.
 fn report_coverage(args: &TestArgs, results: &[CaseResult]) -> ExitCode {
-    let mut by_file: std::collections::BTreeMap<&Path, Vec<(f64, &[HistoryEvent])>> =
+    // By file and logical ID: a template's machines are measured apart.
+    type Histories<'r> = Vec<(f64, &'r [HistoryEvent])>;
+    let mut by_machine: std::collections::BTreeMap<MachineSource, Histories<'_>> =
         Default::default();
-    for (file, scale, events) in results.iter().filter_map(|r| r.history.as_ref()) {
-        by_file
-            .entry(file.as_path())
+    for ((file, id), scale, events) in results.iter().filter_map(|r| r.history.as_ref()) {
+        // Named as the report names it (see `coverage::tidy`).
+        let file = PathBuf::from(crate::cli::coverage::tidy(&file.to_string_lossy()));
+        by_machine
+            .entry((file, id.clone()))
             .or_default()
             .push((*scale, events.as_slice()));
     }
-    let files: Vec<PathBuf> = by_file.keys().map(|f| f.to_path_buf()).collect();
+    let mut files: Vec<PathBuf> = by_machine.keys().map(|(f, _)| f.clone()).collect();
+    files.dedup();
     let targets = match crate::cli::coverage::targets(&files, &Default::default()) {
         Ok(t) => t,
         Err(e) => {
@@ -1240,9 +1267,12 @@ fn report_coverage(args: &TestArgs, results: &[CaseResult]) -> ExitCode {
     };
     let mut measured = Vec::new();
     for target in targets {
+        let key = (
+            target.file.clone().unwrap_or_default(),
+            target.logical_id.clone(),
+        );
         let mut m = crate::coverage::MachineCoverage::from_target(target);
-        let histories = m.file.as_deref().and_then(|f| by_file.get(f));
-        for (scale, events) in histories.into_iter().flatten() {
+        for (scale, events) in by_machine.get(&key).into_iter().flatten() {
             m.add(events.iter().map(Into::into), &mut || *scale);
         }
         measured.push(m);

@@ -146,6 +146,7 @@ fn machine_coverage(store: &Store, machine: &str) -> Option<crate::coverage::Mac
     let target = crate::coverage::Target {
         label: machine.to_owned(),
         file: None,
+        logical_id: None,
         machine: compiled,
         definition: value,
         placement: None,

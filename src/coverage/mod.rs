@@ -245,6 +245,8 @@ pub struct Target {
     pub label: String,
     /// The file its lines are in.
     pub file: Option<PathBuf>,
+    /// Its logical ID, when it is a template's machine.
+    pub logical_id: Option<String>,
     /// The compiled machine.
     pub machine: crate::asl::StateMachine,
     /// The definition as JSON, after substitution: executions must have run this content.
