@@ -797,3 +797,60 @@ fn test_coverage_counts_each_template_machine_its_own_executions() {
         ]
     );
 }
+
+/// A SAM template whose Pass state takes `${Greeting}` from a parameter.
+const GREETER: &str = r#"{"Transform": "AWS::Serverless-2016-10-31",
+  "Parameters": {"Greeting": {"Type": "String"}},
+  "Resources": {"Greeter": {"Type": "AWS::Serverless::StateMachine", "Properties": {
+    "DefinitionSubstitutions": {"Greeting": {"Ref": "Greeting"}},
+    "Definition": {"StartAt": "Greet", "States": {
+      "Greet": {"Type": "Pass", "Parameters": {"greeting": "${Greeting}"}, "End": true}}}}}}}"#;
+
+/// Regression (#36): coverage found executions by the definition's text alone, so a report
+/// without the runs' `--sub` values said "0 executions, 0%" with no hint that executions of
+/// the machine existed. It now names them, where their definition differs and how to match
+/// them; with the values it counts them; an edited file's executions are "another definition".
+#[test]
+fn a_report_without_the_runs_sub_values_names_the_executions_it_could_not_match() {
+    let sb = Sandbox::new();
+    sb.write("template.json", GREETER);
+    let run = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.json",
+        "--sub",
+        "Greeting=Hello",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = sb.run_in_sandbox(&["coverage", "template.json"]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let said = "1 execution(s) of state machine 'Greeter' ran another definition, not counted: \
+                at /States/Greet/Parameters/greeting they ran \"Hello\" where this one has \
+                \"Greeting\". If those are ${Name} values, give the values they ran with \
+                (--sub NAME=VALUE)";
+    assert!(report.stdout.contains(said), "{}", report.stdout);
+    assert!(report.stderr.contains(said), "{}", report.stderr);
+    let json = sb
+        .run_in_sandbox(&["coverage", "template.json", "--format", "json"])
+        .json();
+    let machine = &json["machines"][0];
+    assert_eq!(machine["executions"], 0);
+    assert_eq!(
+        machine["unmatched"],
+        serde_json::json!([{"stateMachineName": "Greeter", "executions": 1,
+            "differsAt": "/States/Greet/Parameters/greeting", "ran": "Hello", "here": "Greeting"}])
+    );
+    // With the runs' values, the execution is counted and nothing is left unmatched.
+    let matched = sb
+        .run_in_sandbox(&[
+            "coverage",
+            "template.json",
+            "--sub",
+            "Greeting=Hello",
+            "--format",
+            "json",
+        ])
+        .json();
+    assert_eq!(matched["machines"][0]["executions"], 1);
+    assert_eq!(matched["machines"][0]["unmatched"], serde_json::json!([]));
+}

@@ -158,6 +158,11 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
     let definition: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| format!("{label}: {e}"))?;
     let on_disk = PathBuf::from(&shown);
+    // As `run` and `serve` name it: the file's name, or the template machine's own.
+    let machine_names = match &file.logical_id {
+        Some(id) => vec![file.deployed_name.clone().unwrap_or_else(|| id.clone())],
+        None => vec![definition::machine_name(Path::new(&file.path))],
+    };
     let logical_id = file.logical_id.clone();
     // Inline in the template unless a DefinitionUri names a file of its own.
     let inline = file.template.is_none();
@@ -176,6 +181,7 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
         label,
         file: Some(on_disk),
         logical_id: id,
+        machine_names,
         machine,
         definition,
         placement,
@@ -247,6 +253,12 @@ pub fn write_report(measured: &[MachineCoverage], args: &ReportOptions) -> ExitC
             }
         }
     };
+    // Executions that were not counted are said on stderr too, whatever the format.
+    for m in measured {
+        for u in &m.unmatched {
+            errln!("coverage: {}: {}", m.label, u.describe());
+        }
+    }
     match &args.output {
         Some(file) => {
             if let Err(e) = std::fs::write(file, &text) {

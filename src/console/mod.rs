@@ -147,6 +147,7 @@ fn machine_coverage(store: &Store, machine: &str) -> Option<crate::coverage::Mac
         label: machine.to_owned(),
         file: None,
         logical_id: None,
+        machine_names: vec![machine.to_owned()],
         machine: compiled,
         definition: value,
         placement: None,

@@ -7,10 +7,14 @@
 //! - [`collect`]: reads histories and counts what they took;
 //! - [`report`]: text, JSON and LCOV.
 //!
-//! Executions are matched to a definition by content: the definition each execution stored,
+//! Executions are counted for a definition by content: the definition each execution stored,
 //! read as JSON, must equal the definition (after its `${Name}` substitutions) with object keys
-//! in any order and any spacing. Renaming a machine keeps its coverage; an execution of an edited
-//! definition is never counted.
+//! in any order and any spacing, so renaming a machine keeps its coverage. A machine is also
+//! known by what the user means by it: its state machine name (as `run` and `serve` name it:
+//! the file's name, a template machine's `StateMachineName` or logical ID). Executions of that
+//! name that ran another definition (an older version, or other `${Name}` values) are not
+//! counted but reported, with the first place their definition differs
+//! ([`MachineCoverage::unmatched`]), so a report is never silently empty.
 //!
 //! ```
 //! use sfn_local::coverage::{collect::EventView, Coverable, MachineCoverage};
@@ -66,6 +70,38 @@ pub struct MachineCoverage {
     pub hits: Hits,
     /// Per item, its 1-based line in `file`.
     pub lines: Vec<Option<usize>>,
+    /// Executions of this machine's name that ran another definition, not counted.
+    pub unmatched: Vec<Unmatched>,
+}
+
+/// Executions of a machine's name that ran a definition other than the one measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unmatched {
+    /// The state machine name they ran under.
+    pub machine_name: String,
+    /// How many.
+    pub executions: u64,
+    /// Where their definition first differs (a JSON pointer), with what they ran there and
+    /// what the measured definition has (`None` where one of them has nothing).
+    pub difference: (String, Option<Value>, Option<Value>),
+}
+
+impl Unmatched {
+    /// One line for people: how many, where they differ, and how to match them.
+    pub fn describe(&self) -> String {
+        let (at, ran, here) = &self.difference;
+        let show = |v: &Option<Value>| v.as_ref().map_or("nothing".to_owned(), |v| v.to_string());
+        let at = if at.is_empty() { "/" } else { at };
+        format!(
+            "{} execution(s) of state machine '{}' ran another definition, not counted: at {at} \
+             they ran {} where this one has {}. If those are ${{Name}} values, give the values \
+             they ran with (--sub NAME=VALUE); else they ran an older version of this machine",
+            self.executions,
+            self.machine_name,
+            show(ran),
+            show(here),
+        )
+    }
 }
 
 impl MachineCoverage {
@@ -84,6 +120,7 @@ impl MachineCoverage {
             coverable,
             hits,
             lines,
+            unmatched: Vec::new(),
         }
     }
 
@@ -251,6 +288,8 @@ pub struct Target {
     pub machine: crate::asl::StateMachine,
     /// The definition as JSON, after substitution: executions must have run this content.
     pub definition: Value,
+    /// The state machine names executions of it run under (see the module docs).
+    pub machine_names: Vec<String>,
     /// Where its items are written.
     pub placement: Option<Placement>,
 }
@@ -358,19 +397,83 @@ fn time_scale(store: &Store, execution_arn: &str) -> f64 {
     crate::engine::diagnosis::recorded_time_scale(store, execution_arn)
 }
 
-/// Coverage of each target from the executions in `store` that ran its content.
+/// Coverage of each target from the executions in `store` that ran its content; executions of
+/// its name that ran another definition are listed in [`MachineCoverage::unmatched`].
 pub fn measure(store: &Store, targets: Vec<Target>) -> Result<Vec<MachineCoverage>, CoverageError> {
     let stored = stored_by_content(store)?;
     let mut out = Vec::new();
     for target in targets {
         let content = canonical(&target.definition);
+        let unmatched = unmatched(store, &stored, &content, &target)?;
         let mut measured = MachineCoverage::from_target(target);
         if let Some(texts) = stored.get(&content) {
             read_executions(store, texts, &mut measured)?;
         }
+        measured.unmatched = unmatched;
         out.push(measured);
     }
     Ok(out)
+}
+
+/// The executions named as `target` is that ran a definition other than `content`.
+fn unmatched(
+    store: &Store,
+    stored: &BTreeMap<String, Vec<String>>,
+    content: &str,
+    target: &Target,
+) -> Result<Vec<Unmatched>, StoreError> {
+    let mut out = Vec::new();
+    for (other, texts) in stored.iter().filter(|(c, _)| c.as_str() != content) {
+        for text in texts {
+            let heads = store.executions_with_definition(text)?;
+            for name in &target.machine_names {
+                let executions = heads
+                    .iter()
+                    .filter(|h| &h.state_machine_name == name)
+                    .count() as u64;
+                if executions == 0 {
+                    continue;
+                }
+                let ran: Value = serde_json::from_str(other).unwrap_or(Value::Null);
+                let difference = first_difference(&ran, &target.definition, String::new());
+                out.push(Unmatched {
+                    machine_name: name.clone(),
+                    executions,
+                    difference: difference.unwrap_or_default(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The first place (JSON pointer) where two definitions differ, with each one's value there.
+fn first_difference(
+    ran: &Value,
+    here: &Value,
+    at: String,
+) -> Option<(String, Option<Value>, Option<Value>)> {
+    match (ran, here) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| {
+                let inner = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => first_difference(x, y, inner),
+                    (x, y) => Some((inner, x.cloned(), y.cloned())),
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}/{i}"))),
+        _ if ran == here => None,
+        _ => Some((at, Some(ran.clone()), Some(here.clone()))),
+    }
 }
 
 /// Coverage of every machine that has executions in `store`, one per distinct definition

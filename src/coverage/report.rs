@@ -138,6 +138,9 @@ fn missed_text(m: &MachineCoverage, out: &mut String) {
             let _ = writeln!(out, "  {state}: {}", parts.join(", "));
         }
     }
+    for u in &m.unmatched {
+        let _ = writeln!(out, "\n{}: {}", m.label, u.describe());
+    }
     let mut unattributed: Vec<_> = m.hits.unattributed.iter().collect();
     unattributed.sort();
     for (state, n) in unattributed {
@@ -217,6 +220,13 @@ fn machine_json(m: &MachineCoverage) -> Value {
         "items": items,
         "endings": endings,
         "unattributed": m.hits.unattributed,
+        "unmatched": m.unmatched.iter().map(|u| json!({
+            "stateMachineName": u.machine_name,
+            "executions": u.executions,
+            "differsAt": u.difference.0,
+            "ran": u.difference.1,
+            "here": u.difference.2,
+        })).collect::<Vec<_>>(),
     })
 }
 
