@@ -407,3 +407,254 @@ fn a_walk_of_a_cdk_app_reads_cdk_out_but_not_node_modules() {
         out.stderr
     );
 }
+
+/// Regression (#37): `run --task 'orders:Charge=...'` was refused though serve and the plugin
+/// take that form, and a binding naming another machine said nothing; now MACHINE is the
+/// machine's name or its logical ID everywhere, and another machine's binding is a warning.
+#[test]
+fn run_takes_machine_state_bindings_by_name_or_logical_id() {
+    let sb = app("sam_app");
+    let charge7 = |machine: &str| format!(r#"{machine}:Charge=sh -c 'echo "{{\"charged\": 7}}"'"#);
+    for machine in ["orders", "OrderStateMachine"] {
+        let task = charge7(machine);
+        let out = sb.run_in_sandbox(&[
+            "run",
+            "--template",
+            "template.yaml",
+            "--task",
+            &task,
+            "--input-file",
+            "events/order.json",
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["charge"], serde_json::json!({"charged": 7}));
+    }
+    let other = charge7("payments");
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.yaml",
+        "--task",
+        &other,
+        "--input-file",
+        "events/order.json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "binds nothing: this run's state machine is orders / OrderStateMachine, not 'payments'"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["charge"], serde_json::json!({"charged": 42}));
+}
+
+/// Regression (#37): `serve --task 'OrderStateMachine:Charge=...'` (the template's logical ID)
+/// silently bound nothing, since serve names the machine by its `Name`; a binding matching no
+/// machine or state said nothing either.
+#[test]
+fn serve_binds_a_templates_machine_by_logical_id_and_warns_of_bindings_matching_nothing() {
+    let sb = app("sam_app");
+    let ready = sb.path("ready.json");
+    let charge = r#"OrderStateMachine:Charge=sh -c 'echo "{\"charged\": 7}"'"#;
+    let mut server = sb
+        .command()
+        .current_dir(sb.dir.path())
+        .args(["serve", "--port", "0", "--ready-file"])
+        .arg(&ready)
+        .args(["--template", "template.yaml", "--task", charge])
+        .args(["--task", "Chrage=true", "--task", "payments:Charge=true"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(Instant::now() < until, "serve did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    let authority = ready["endpoint"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let arn = "arn:aws:states:us-east-1:123456789012:stateMachine:orders";
+    let input =
+        serde_json::to_string(&std::fs::read_to_string(sb.path("events/order.json")).unwrap())
+            .unwrap();
+    let started = common::http_api::sfn_call(
+        &authority,
+        "StartExecution",
+        &format!(r#"{{"stateMachineArn": "{arn}", "input": {input}}}"#),
+    );
+    let started = common::http_api::status_and_json(&started).1;
+    let execution = started["executionArn"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let described = loop {
+        let d = common::http_api::sfn_call(
+            &authority,
+            "DescribeExecution",
+            &format!(r#"{{"executionArn": "{execution}"}}"#),
+        );
+        let d = common::http_api::status_and_json(&d).1;
+        if d["status"] != "RUNNING" || Instant::now() > until {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    common::kill(&mut server);
+    let stderr = common::Output::of(server).stderr;
+    assert_eq!(described["status"], "SUCCEEDED", "{described}{stderr}");
+    let output: Value = serde_json::from_str(described["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        output["charge"],
+        serde_json::json!({"charged": 7}),
+        "{output}"
+    );
+    assert!(
+        stderr.contains("--task 'Chrage=true' binds nothing: no Task state 'Chrage' in orders (did you mean \"Charge\"?)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--task 'payments:Charge=true' binds no state machine of the templates (they are orders)"),
+        "{stderr}"
+    );
+}
+
+/// Regression (#37): `run --template` demanded `--sub` for a placeholder of a Task a binding
+/// already runs; it asks only where a Task still needs the value.
+#[test]
+fn run_asks_for_a_sub_only_where_a_task_still_needs_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        "template.yaml",
+        r#"Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+  Orders:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionSubstitutions:
+        QueueUrl: !Ref Queue
+      Definition:
+        StartAt: Enqueue
+        States:
+          Enqueue:
+            Type: Task
+            Resource: arn:aws:states:::sqs:sendMessage
+            Parameters: {QueueUrl: "${QueueUrl}", MessageBody.$: "$"}
+            End: true
+"#,
+    );
+    let out = sb.run_in_sandbox(&["run", "--template", "template.yaml", "--input", "{}"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--sub QueueUrl=VALUE"),
+        "{}",
+        out.stderr
+    );
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.yaml",
+        "--task",
+        "Enqueue=true",
+        "--input",
+        "{}",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("QueueUrl"), "{}", out.stderr);
+}
+
+/// A CDK stack as `cdk synth` writes it for `DefinitionBody.fromFile` and
+/// `LambdaInvoke(payloadResponseOnly: true)`: `DefinitionS3Location` naming a file asset
+/// listed in `FilesStack.assets.json`, the Task a plain function ARN through a substitution,
+/// and the function's code an asset folder.
+fn cdk_from_file_app(definition: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    let bucket =
+        serde_json::json!({"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}"});
+    let template = serde_json::json!({"Resources": {
+        "ChargeFunction0F9A7B5C": {"Type": "AWS::Lambda::Function",
+            "Metadata": {"aws:cdk:path": "FilesStack/Charge/Resource", "aws:asset:path": "asset.c0de",
+                         "aws:asset:property": "Code"},
+            "Properties": {"Code": {"S3Bucket": bucket, "S3Key": "c0de.zip"}, "Handler": "index.handler",
+                           "Runtime": "nodejs20.x", "Role": {"Fn::GetAtt": ["ChargeRole", "Arn"]}}},
+        "ChargeRole": {"Type": "AWS::IAM::Role", "Properties": {}},
+        "OrdersRole": {"Type": "AWS::IAM::Role", "Properties": {}},
+        "Orders0A1B2C3D": {"Type": "AWS::StepFunctions::StateMachine",
+            "Metadata": {"aws:cdk:path": "FilesStack/Orders/Resource"},
+            "Properties": {"DefinitionS3Location": {"Bucket": bucket, "Key": "def0.json"},
+                "DefinitionSubstitutions": {"ChargeArn": {"Fn::GetAtt": ["ChargeFunction0F9A7B5C", "Arn"]}},
+                "RoleArn": {"Fn::GetAtt": ["OrdersRole", "Arn"]}}}}});
+    let destination = |key: &str| {
+        serde_json::json!({"current_account-current_region":
+        {"bucketName": "cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}", "objectKey": key}})
+    };
+    let assets = serde_json::json!({"version": "36.0.0", "files": {
+        "def0": {"source": {"path": "asset.def0.json", "packaging": "file"}, "destinations": destination("def0.json")},
+        "c0de": {"source": {"path": "asset.c0de", "packaging": "zip"}, "destinations": destination("c0de.zip")}}});
+    std::fs::create_dir_all(sb.path("cdk.out/asset.c0de")).unwrap();
+    sb.write("cdk.out/FilesStack.template.json", &template.to_string());
+    sb.write("cdk.out/FilesStack.assets.json", &assets.to_string());
+    sb.write("cdk.out/asset.def0.json", definition);
+    sb.write(
+        "cdk.out/asset.c0de/index.js",
+        "class CardDeclined extends Error { constructor(m) { super(m); this.name = 'CardDeclined'; } }\n\
+         exports.handler = async (e) => { if (e.card === '0000') throw new CardDeclined('declined'); return { charged: e.amount }; };\n",
+    );
+    sb
+}
+
+const FROM_FILE: &str = r#"{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": {"Type": "Task", "Resource": "${ChargeArn}",
+      "Catch": [{"ErrorEquals": ["CardDeclined"], "Next": "Declined"}], "End": true},
+    "Declined": {"Type": "Fail", "Error": "OrderDeclined"}
+  }
+}"#;
+
+/// Regression (#37): CDK's `DefinitionBody.fromFile` writes `DefinitionS3Location` and an
+/// asset; `validate cdk.out` reported a false ERROR, checked the asset alone with false
+/// warnings, and `serve --template` refused the template. The asset is now read through the
+/// stack's `*.assets.json`, substituted, and reported under its own path; the function's
+/// code asset runs natively.
+#[test]
+fn a_cdk_from_file_definition_validates_and_runs_with_its_code_asset() {
+    let sb = cdk_from_file_app(FROM_FILE);
+    let out = sb.run_in_sandbox(&["validate", "--format", "json", "cdk.out"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let report = out.json();
+    let reports = report.as_array().unwrap();
+    assert_eq!(
+        reports.len(),
+        1,
+        "checked once, through the template: {report}"
+    );
+    assert_eq!(reports[0]["file"], "cdk.out/asset.def0.json", "{report}");
+    assert_eq!(reports[0]["logicalId"], "Orders0A1B2C3D", "{report}");
+    assert_eq!(reports[0]["diagnostics"], serde_json::json!([]), "{report}");
+    let template = "cdk.out/FilesStack.template.json";
+    let out = sb.run_in_sandbox(&["run", "--template", template, "--input", r#"{"amount": 3}"#]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"charged": 3}));
+    let declined = r#"{"amount": 3, "card": "0000"}"#;
+    let out = sb.run_in_sandbox(&["run", "--template", template, "--input", declined]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("OrderDeclined"), "{}", out.stderr);
+    assert!(out.stderr.contains("CardDeclined"), "{}", out.stderr);
+    // A mistake in the asset is shown at the asset's own line.
+    let broken = FROM_FILE.replace("\"Next\": \"Declined\"", "\"Next\": \"Nowhere\"");
+    let sb = cdk_from_file_app(&broken);
+    let out = sb.run_in_sandbox(&["validate", "cdk.out"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("cdk.out/asset.def0.json:5:"),
+        "{}",
+        out.stdout
+    );
+}

@@ -264,15 +264,7 @@ fn import_value_placeholders_are_named_by_the_export() {
             {"Fn::ImportValue": "PaymentsStack:ChargeFunctionArn"},
             "\",\"End\":true}}}"]]}}}}});
     sb.write("template.json", &template.to_string());
-    let out = sb.run_in_sandbox(&[
-        "run",
-        "--template",
-        "template.json",
-        "--task",
-        "Charge=cat",
-        "--input",
-        "{}",
-    ]);
+    let out = sb.run_in_sandbox(&["run", "--template", "template.json", "--input", "{}"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr
@@ -585,5 +577,24 @@ fn an_unused_sub_is_a_warning_that_names_it() {
         out.stderr.contains("substitution Typo is not used"),
         "{}",
         out.stderr
+    );
+}
+
+/// A synthesized template's line means little to a CDK user (#37): a diagnostic of an inline
+/// definition names the construct (`aws:cdk:path`) beside it.
+#[test]
+fn an_inline_cdk_definitions_diagnostic_names_its_construct() {
+    let sb = Sandbox::new();
+    let template = serde_json::json!({"Resources": {"Orders0A1B2C3D": {
+        "Type": "AWS::StepFunctions::StateMachine",
+        "Metadata": {"aws:cdk:path": "OrdersStack/Orders/Resource"},
+        "Properties": {"DefinitionString":
+            "{\"StartAt\":\"P\",\"States\":{\"P\":{\"Type\":\"Pass\",\"Next\":\"Nowhere\"}}}"}}}});
+    sb.write("OrdersStack.template.json", &template.to_string());
+    let json = fails_in_every_format(&sb, &["OrdersStack.template.json"]);
+    let message = json["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("(construct OrdersStack/Orders/Resource)"),
+        "{message}"
     );
 }

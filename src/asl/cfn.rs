@@ -59,6 +59,9 @@ pub enum DefinitionSource {
     InS3 {
         /// Where, for a person.
         what: String,
+        /// The object's key, when the template gives it as a string (CDK's assets are found
+        /// by it in the stack's `*.assets.json`).
+        key: Option<String>,
         /// The template's field that names it.
         pointer: JsonPointer,
     },
@@ -90,6 +93,8 @@ pub struct TemplateMachine {
     pub name: Option<String>,
     /// Intrinsics of its properties that name what the template does not declare.
     pub unresolved: Vec<UnresolvedReference>,
+    /// The CDK construct that made it (`Metadata` `aws:cdk:path`), in a synthesized template.
+    pub cdk_path: Option<String>,
 }
 
 /// Whether a parsed file is a template holding at least one state machine.
@@ -170,6 +175,10 @@ fn state_machine(id: &str, resource: &Value, names: &TemplateNames<'_>) -> Templ
         machine_type: text(["Type", "StateMachineType"]),
         name: text(["Name", "StateMachineName"]),
         unresolved,
+        cdk_path: resource
+            .pointer("/Metadata/aws:cdk:path")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 
@@ -184,8 +193,12 @@ fn definition_source(
         why: why.to_owned(),
         pointer: field.map_or_else(|| at.clone(), |f| at.key(f)),
     };
-    let in_s3 = |what: String, field: &str| DefinitionSource::InS3 {
-        what,
+    let in_s3 = |location: &Value, field: &str| DefinitionSource::InS3 {
+        what: s3_location(location),
+        key: location
+            .get("Key")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         pointer: at.key(field),
     };
     if let Some(def) = props.get("Definition") {
@@ -208,15 +221,19 @@ fn definition_source(
         }
     } else if let Some(uri) = props.get("DefinitionUri") {
         match uri {
-            Value::String(s) if s.starts_with("s3://") => in_s3(s.clone(), "DefinitionUri"),
+            Value::String(s) if s.starts_with("s3://") => DefinitionSource::InS3 {
+                what: s.clone(),
+                key: None,
+                pointer: at.key("DefinitionUri"),
+            },
             Value::String(s) => DefinitionSource::File {
                 uri: s.clone(),
                 pointer: at.key("DefinitionUri"),
             },
-            other => in_s3(s3_location(other), "DefinitionUri"),
+            other => in_s3(other, "DefinitionUri"),
         }
     } else if let Some(location) = props.get("DefinitionS3Location") {
-        in_s3(s3_location(location), "DefinitionS3Location")
+        in_s3(location, "DefinitionS3Location")
     } else {
         unreadable(
             "the state machine has no Definition, DefinitionString or DefinitionUri",
@@ -483,8 +500,9 @@ mod tests {
         }});
         let found = state_machines(&t);
         match &found[0].source {
-            DefinitionSource::InS3 { what, pointer } => {
+            DefinitionSource::InS3 { what, key, pointer } => {
                 assert_eq!(what, "s3://b/k.json");
+                assert_eq!(key.as_deref(), Some("k.json"));
                 assert!(pointer.to_string().ends_with("/DefinitionUri"));
             }
             other => panic!("{other:?}"),

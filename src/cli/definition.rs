@@ -213,6 +213,12 @@ fn load_template_machines(
 fn template_checks(machine: &asl::cfn::TemplateMachine, file: &mut LoadedFile) {
     use asl::diagnostic::{Diagnostic, Location};
     let in_template = file.template.is_none();
+    // A synthesized template's line means little to a CDK user: name the construct too.
+    if let (true, Some(construct)) = (in_template, &machine.cdk_path) {
+        for d in &mut file.definition.diagnostics.0 {
+            d.message = format!("{} (construct {construct})", d.message);
+        }
+    }
     let placed = |mut d: Diagnostic| {
         if !in_template {
             d.message = format!(
@@ -302,24 +308,83 @@ fn load_template_machine(
         }
         DefinitionSource::File { uri, pointer } => {
             let file = beside(path.parent().unwrap_or(Path::new("")), &uri);
-            match load_file(
-                &file,
-                options.machine_type,
-                options.substitutions,
-                options.unresolved,
-            ) {
-                Ok((file_text, definition)) => LoadedFile {
-                    template: Some(path.display().to_string()),
-                    ..LoadedFile::new(file.display().to_string(), file_text, definition)
-                },
-                Err(e) => in_template(unreadable(&pointer, format!("DefinitionUri {uri}: {e}"))),
-            }
+            load_beside(path, &file, options).unwrap_or_else(|e| {
+                in_template(unreadable(&pointer, format!("DefinitionUri {uri}: {e}")))
+            })
         }
         DefinitionSource::Unreadable { why, pointer } => in_template(unreadable(&pointer, why)),
-        DefinitionSource::InS3 { what, pointer } => {
-            in_template(in_s3(&pointer, &what, options.unresolved))
+        DefinitionSource::InS3 { what, key, pointer } => {
+            // CDK's `DefinitionBody.fromFile`: the object is an asset of the stack, in cdk.out.
+            match key.and_then(|k| cdk_asset(path, &k)) {
+                Some(asset) => load_beside(path, &asset, options).unwrap_or_else(|e| {
+                    in_template(unreadable(
+                        &pointer,
+                        format!("the CDK asset {}: {e}", asset.display()),
+                    ))
+                }),
+                None => in_template(in_s3(&pointer, &what, options.unresolved)),
+            }
         }
     }
+}
+
+/// A definition in a file of its own that the template at `template` names, its diagnostics
+/// pointing into that file.
+fn load_beside(
+    template: &Path,
+    file: &Path,
+    options: LoadOptions<'_>,
+) -> Result<LoadedFile, String> {
+    let (file_text, definition) = load_file(
+        file,
+        options.machine_type,
+        options.substitutions,
+        options.unresolved,
+    )?;
+    Ok(LoadedFile {
+        template: Some(template.display().to_string()),
+        ..LoadedFile::new(file.display().to_string(), file_text, definition)
+    })
+}
+
+/// The file of a CDK file asset whose S3 object key is `key`, as the stack's
+/// `*.assets.json` beside the template (in `cdk.out`) lists it.
+fn cdk_asset(template: &Path, key: &str) -> Option<PathBuf> {
+    let folder = template.parent().unwrap_or(Path::new(""));
+    let listing = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    let manifests = std::fs::read_dir(listing)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".assets.json"));
+    for manifest in manifests {
+        let Ok(text) =
+            crate::limits::read_text_capped(&manifest.path(), crate::limits::MOCK_FILE_BYTES)
+        else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let files = value.get("files").and_then(|f| f.as_object());
+        for asset in files.into_iter().flat_map(|f| f.values()) {
+            let destinations = asset.get("destinations").and_then(|d| d.as_object());
+            let same_key = destinations
+                .into_iter()
+                .flat_map(|d| d.values())
+                .any(|d| d["objectKey"] == key);
+            if let (true, Some(source)) = (
+                same_key,
+                asset.pointer("/source/path").and_then(|p| p.as_str()),
+            ) {
+                return Some(folder.join(source));
+            }
+        }
+    }
+    None
 }
 
 /// A definition kept in S3: valid, so a WARNING that it is not checked; nothing runs it.
@@ -413,16 +478,43 @@ pub fn load_for_run(
     state_machine: Option<&str>,
     cli: &Substitutions,
 ) -> Result<(LoadedFile, String), String> {
+    load_for_run_as(definition, template, state_machine, cli, Unresolved::Refuse)
+}
+
+/// [`load_for_run`], placeholders without a value handled as `unresolved` says.
+pub fn load_for_run_as(
+    definition: Option<&Path>,
+    template: Option<&Path>,
+    state_machine: Option<&str>,
+    cli: &Substitutions,
+    unresolved: Unresolved,
+) -> Result<(LoadedFile, String), String> {
     if let Some(path) = template {
         let text = read_definition_text(path)?;
-        let loaded = load_template_for(path, &text, state_machine, cli, Unresolved::Refuse)?;
+        let loaded = load_template_for(path, &text, state_machine, cli, unresolved)?;
         warn_unused(cli, std::slice::from_ref(&loaded.0));
         return Ok(loaded);
     }
     let Some(path) = definition else {
         return Err("give a definition file, or --template T --state-machine ID".to_owned());
     };
-    load_definition_or_template(path, cli, Unresolved::Refuse)
+    load_definition_or_template(path, cli, unresolved)
+}
+
+/// The state a diagnostic is in, by its place (`/States/Charge/Parameters/...`, at any depth;
+/// a `DefinitionString`'s place is named in its message).
+pub fn state_of(d: &asl::Diagnostic) -> Option<String> {
+    let inner = d
+        .message
+        .strip_prefix("in DefinitionString at ")
+        .and_then(|rest| rest.split(':').next())
+        .map(str::to_owned);
+    let place = inner.or_else(|| d.pointer().map(|p| p.to_string()))?;
+    let tokens: Vec<&str> = place.split('/').collect();
+    let at = tokens.iter().rposition(|t| *t == "States")?;
+    tokens
+        .get(at + 1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
 }
 
 /// A definition argument as every command takes one: a definition file, or a SAM/CloudFormation

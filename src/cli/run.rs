@@ -141,7 +141,15 @@ pub fn run(args: RunArgs) -> ExitCode {
 fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let definition = args.definition.lower().map_err(FlagError::exit)?;
     let database = args.database.lower();
-    let mut loaded = definition.load(&database).map_err(FlagError::exit)?;
+    // A Task a --task or --worker binding runs needs no --sub for its placeholders.
+    let bound: Vec<&str> = (args.bindings.tasks.iter())
+        .chain(&args.bindings.workers)
+        .filter_map(|b| b.split_once('=').map(|(target, _)| target))
+        .flat_map(|target| [target, target.rsplit_once(':').map_or(target, |(_, s)| s)])
+        .collect();
+    let mut loaded = definition
+        .load_covering(&database, &|state| bound.contains(&state))
+        .map_err(FlagError::exit)?;
     let text = loaded.file.stored_definition();
     let machine = loaded.file.definition.machine.take();
     let shown = Shown { file: loaded.file };
@@ -177,9 +185,10 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         .map_err(FlagError::Usage)
         .and_then(|()| {
             let functions = shown.file.functions.clone();
+            let logical_id = shown.file.logical_id.as_deref();
             bind(
                 args,
-                (&machine, &machine_name),
+                (&machine, &machine_name, logical_id),
                 &database,
                 &mocks,
                 time,
@@ -216,7 +225,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
 /// `--task`/`--worker` bindings and mocks.
 fn bind(
     args: &RunArgs,
-    (machine, machine_name): (&asl::StateMachine, &str),
+    (machine, machine_name, logical_id): (&asl::StateMachine, &str, Option<&str>),
     database: &flags::Database,
     mocks: &flags::MockCase,
     time: crate::clock::Timekeeping,
@@ -224,7 +233,10 @@ fn bind(
 ) -> Result<Bound, FlagError> {
     let machines = args.machines.load(None)?;
     let endpoints = args.endpoints.lower()?;
-    let bindings = args.bindings.lower(machine, &machines, &database.path)?;
+    let names: Vec<&str> = std::iter::once(machine_name).chain(logical_id).collect();
+    let bindings = args
+        .bindings
+        .lower((machine, &names), &machines, &database.path)?;
     let tasks = LocalTasks {
         s3_dir: args.s3.lower(),
         endpoints,

@@ -141,6 +141,72 @@ fn announce_ready(port: u16, account: &str, region: &str) {
     outln!("{now}: Starting server on port {port} with account {account}, region {region}");
 }
 
+/// Bindings as the template names its machines: a MACHINE that is a template machine's
+/// logical ID binds that machine (the server knows it by its name). With templates, a binding
+/// that matches no template machine, or no Task state of one, is a warning naming the ones
+/// there are: it still binds a machine of that name a client creates later.
+fn match_template_machines(bindings: &mut [MachineTask], machines: &[InitialMachine]) {
+    if machines.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = machines.iter().map(|m| m.name.as_str()).collect();
+    for b in bindings.iter_mut() {
+        if let Some(m) = machines
+            .iter()
+            .find(|m| b.machine.as_deref() == Some(&m.logical_id))
+        {
+            b.machine = Some(m.name.clone());
+        }
+        let serves: Vec<&InitialMachine> = machines.iter().filter(|m| b.serves(&m.name)).collect();
+        if serves.is_empty() {
+            errln!(
+                "warning: {} binds no state machine of the templates (they are {}); it binds one of that name created later",
+                b.written,
+                names.join(", ")
+            );
+            continue;
+        }
+        let states: std::collections::BTreeSet<String> = serves
+            .iter()
+            .flat_map(|m| task_states(&m.definition))
+            .collect();
+        if !states.contains(&b.state) {
+            let hint = crate::suggest::did_you_mean(&b.state, states.iter().map(String::as_str));
+            let serving: Vec<&str> = serves.iter().map(|m| m.name.as_str()).collect();
+            let all: Vec<&str> = states.iter().map(String::as_str).collect();
+            errln!(
+                "warning: {} binds nothing: no Task state '{}' in {}{hint} (its Task states: {})",
+                b.written,
+                b.state,
+                serving.join(", "),
+                all.join(", ")
+            );
+        }
+    }
+}
+
+/// The names of the Task states of a definition (JSON), at every depth.
+fn task_states(definition: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::Object(states)) = map.get("States") {
+                    let tasks = states.iter().filter(|(_, s)| s["Type"] == "Task");
+                    out.extend(tasks.map(|(name, _)| name.clone()));
+                }
+                map.values().for_each(|child| walk(child, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|child| walk(child, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(value) = serde_json::from_str(definition) {
+        walk(&value, &mut out);
+    }
+    out
+}
+
 /// The `--template` machines, named and checked: their diagnostics shown (stand-ins are
 /// warnings), and a machine with an ERROR refused (exit 1), as `validate` would fail it.
 fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMachine>, ExitCode> {
@@ -186,6 +252,7 @@ fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMac
         }
         machines.push(InitialMachine {
             name,
+            logical_id: logical_id.clone(),
             machine_type: match file.machine_type {
                 crate::asl::MachineType::Express => "EXPRESS",
                 crate::asl::MachineType::Standard => "STANDARD",
@@ -207,8 +274,10 @@ fn initial_machines(args: &ServeArgs, account_id: &str) -> Result<Vec<InitialMac
 fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, FlagError> {
     let time = args.clock.lower(flags::ClockKind::Real, false)?;
     let wait_scale = flags::clock::check(args.wait_time_scale)?;
-    let tasks = bindings("--task", &args.tasks)?;
-    let workers = bindings("--worker", &args.workers)?;
+    let mut tasks = bindings("--task", &args.tasks)?;
+    let mut workers = bindings("--worker", &args.workers)?;
+    match_template_machines(&mut tasks, &machines);
+    match_template_machines(&mut workers, &machines);
     let endpoints = args.endpoints.lower()?;
     let bound = !(tasks.is_empty() && workers.is_empty());
     crate::cli::web::check_exposure("sfn-local serve", args.bind, bound, args.allow_remote)?;

@@ -11,6 +11,8 @@ use crate::store::StateMachineRecord;
 pub struct InitialMachine {
     /// Its name (the template's `Name`/`StateMachineName`, else its logical ID).
     pub name: String,
+    /// Its logical ID in the template (bindings may name the machine by it).
+    pub logical_id: String,
     /// `STANDARD` or `EXPRESS`.
     pub machine_type: String,
     /// The definition as AWS would hold it (JSON, placeholders filled).

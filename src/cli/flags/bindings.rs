@@ -1,5 +1,8 @@
 //! `--task STATE=COMMAND`, `--worker STATE=COMMAND`, `--heartbeat` and `--kill-after`: local
-//! programs bound to a machine's Task states, checked before anything runs.
+//! programs bound to a machine's Task states, checked before anything runs. As `serve` and the
+//! helpers take them, a binding may name its machine (`MACHINE:STATE=COMMAND`, MACHINE its
+//! name or its template's logical ID); one naming another machine binds nothing, with a
+//! warning.
 
 use super::FlagError;
 use crate::asl::model::{State, StateKind};
@@ -63,28 +66,67 @@ pub struct Bindings {
 }
 
 impl BindingArgs {
-    /// Parses and checks every binding against `machine` and the machines it may start
-    /// (`children`); `--task` commands are told the database (`db_path`) their workers answer.
+    /// Parses and checks every binding against `machine` (called `names`: its name, and its
+    /// template's logical ID) and the machines it may start (`children`); `--task` commands
+    /// are told the database (`db_path`) their workers answer.
     pub fn lower(
         &self,
-        machine: &StateMachine,
+        (machine, names): (&StateMachine, &[&str]),
         children: &KnownMachines,
         db_path: &Path,
     ) -> Result<Bindings, FlagError> {
-        let commands = bind_tasks(machine, children, &self.tasks, db_path)?;
-        let workers = bind_workers(
-            machine,
-            &self.workers,
-            &self.tasks,
-            self.supervision.lower(),
-        )?;
+        let is_state = |s: &str| {
+            std::iter::once(machine)
+                .chain(children.values().map(|k| k.machine.as_ref()))
+                .any(|m| m.all_states().iter().any(|st| st.name == s))
+        };
+        let machines: Vec<&str> = names
+            .iter()
+            .copied()
+            .chain(children.keys().map(String::as_str))
+            .collect();
+        let tasks = for_this_machine("--task", &self.tasks, &machines, &is_state);
+        let workers = for_this_machine("--worker", &self.workers, &machines, &is_state);
+        let commands = bind_tasks(machine, children, &tasks, db_path)?;
+        let workers_bound = bind_workers(machine, &workers, &tasks, self.supervision.lower())?;
         Ok(Bindings {
             commands,
-            workers,
-            task_bindings: self.tasks.clone(),
-            worker_bindings: self.workers.clone(),
+            workers: workers_bound,
+            task_bindings: tasks,
+            worker_bindings: workers,
         })
     }
+}
+
+/// The bindings that serve this run, as `STATE=COMMAND`: a `MACHINE:` prefix naming one of
+/// `machines` is dropped, and a binding naming another machine is left out with a warning
+/// that names the ones there are (a shared list of flags may bind several machines).
+pub fn for_this_machine(
+    flag: &str,
+    given: &[String],
+    machines: &[&str],
+    is_state: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for binding in given {
+        let Some((target, command)) = binding.split_once('=') else {
+            out.push(binding.clone());
+            continue;
+        };
+        match target.split_once(':') {
+            // A state whose own name holds ':' is bound as written.
+            _ if is_state(target) => out.push(binding.clone()),
+            Some((machine, state)) if machines.contains(&machine) => {
+                out.push(format!("{state}={command}"))
+            }
+            Some((machine, _)) if !machine.is_empty() => errln!(
+                "warning: {flag} '{binding}' binds nothing: this run's state machine is {}, not '{machine}'",
+                machines.join(" / ")
+            ),
+            _ => out.push(binding.clone()),
+        }
+    }
+    out
 }
 
 /// Parses and checks `--task STATE=COMMAND` bindings before anything runs: the state must be a

@@ -166,6 +166,57 @@ impl Definition {
         }
     }
 
+    /// [`Definition::load`], but a placeholder without a value is no refusal when it is in a
+    /// state `covered` says something else runs (a `--task` binding): it gets a stand-in, and
+    /// `--sub` is asked for only where a Task still needs it.
+    pub fn load_covering(
+        &self,
+        db: &Database,
+        covered: &dyn Fn(&str) -> bool,
+    ) -> Result<LoadedMachine, FlagError> {
+        let loaded = self.load(db)?;
+        let only_covered_holes = |file: &LoadedFile| {
+            let mut errors = file
+                .definition
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == asl::Severity::Error)
+                .peekable();
+            errors.peek().is_some()
+                && errors.all(|d| {
+                    d.code == asl::Code::UnresolvedSubstitution
+                        && crate::cli::definition::state_of(d).is_some_and(|s| covered(&s))
+                })
+        };
+        let (path, template, id) = match &self.source {
+            DefinitionSource::File(path) => (Some(path), None, None),
+            DefinitionSource::Template { path, logical_id } => {
+                (None, Some(path), logical_id.as_deref())
+            }
+            DefinitionSource::Known(_) => return Ok(loaded),
+        };
+        if !only_covered_holes(&loaded.file) {
+            return Ok(loaded);
+        }
+        let (mut file, default_name) = crate::cli::definition::load_for_run_as(
+            path.map(PathBuf::as_path),
+            template.map(PathBuf::as_path),
+            id,
+            &self.substitutions,
+            asl::Unresolved::StandIn,
+        )?;
+        // The bound states' stand-ins are no news: their binding runs them.
+        file.definition.diagnostics.0.retain(|d| {
+            d.code != asl::Code::UnresolvedSubstitution
+                || !crate::cli::definition::state_of(d).is_some_and(|s| covered(&s))
+        });
+        Ok(LoadedMachine {
+            file,
+            default_name,
+            ..loaded
+        })
+    }
+
     /// Reads and compiles the definition; placeholders without a value are refused. A known
     /// machine is read from `db`; one it does not know is AWS's `StateMachineDoesNotExist`.
     pub fn load(&self, db: &Database) -> Result<LoadedMachine, FlagError> {
