@@ -445,3 +445,59 @@ fn the_clock_command_refuses_a_real_clock_and_a_bad_duration() {
     );
     assert_eq!(served.clock(&sb, &["now"])["clock"], "real");
 }
+
+/// No example, README or page of the book recommends a setting that reorders deadlines
+/// (`--time-scale 0` on a real clock, `timeScale: 0`, `sfn_local_time_scale = 0`): the
+/// virtual clock is what they show. The page that explains the change names it once.
+#[test]
+fn no_example_recommends_a_setting_that_reorders_deadlines() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("action.yml")];
+    for dir in ["docs/src", "python", "npm", "docker", "definitions"] {
+        collect(&root.join(dir), &mut files);
+    }
+    let zero = |text: &str, pattern: &str| {
+        text.match_indices(pattern).any(|(i, _)| {
+            let next = text[i + pattern.len()..].chars().next();
+            !next.is_some_and(|c| c == '.' || c.is_ascii_digit())
+        })
+    };
+    let patterns = [
+        "--time-scale 0",
+        "--time-scale=0",
+        "timeScale: 0",
+        "time_scale = 0",
+        "time_scale=0",
+        "WAIT_TIME_SCALE: \"0\"",
+    ];
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            !f.ends_with("docs/src/time.md") && !f.ends_with("docs/src/reference/commands.md")
+        })
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            let hit = patterns.iter().find(|p| zero(&text, p))?;
+            Some(format!("{}: {hit}", f.display()))
+        })
+        .collect();
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+fn collect(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name == "node_modules" || name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            collect(&path, files);
+        } else {
+            files.push(path);
+        }
+    }
+}

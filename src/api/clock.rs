@@ -70,9 +70,7 @@ pub fn act(clock: &VirtualClock, action: &ClockAction) -> Value {
     let mut skipped = None;
     match action {
         ClockAction::Now => {}
-        ClockAction::Settle => {
-            crate::clock::activity::wait_idle(crate::clock::virtual_time::SETTLE_PATIENCE);
-        }
+        ClockAction::Settle => clock.settle(),
         ClockAction::Advance(by) => {
             clock.advance(*by);
         }

@@ -1,39 +1,126 @@
 //! What a virtual clock waits for before it may jump: work in flight.
 //!
 //! Time may skip ahead only when nothing can happen before the next deadline (Temporal's
-//! time-skipping server and Go's `testing/synctest` draw the same line). Two counters, one
-//! per process, say what is happening:
+//! time-skipping server and Go's `testing/synctest` draw the same line). Three counts say what
+//! is happening:
 //!
-//! - **internal** work: an execution's future that was woken and has not finished its poll
-//!   ([`Tracked`]), a write queued for the store's writer thread ([`Busy::internal`]). While
-//!   any is in flight a virtual clock stands still, so the same run gives the same history.
-//! - **external** work: a child process, an HTTP call, a Lambda handler ([`Busy::external`]).
-//!   Its answer comes in wall time, so while any runs an automatic virtual clock lets time
-//!   flow at wall speed (Temporal does the same while an activity runs), and deadlines that
+//! - each clock's own [`Activity`]: its executions' futures from the moment they are woken until
+//!   their poll ends ([`Tracked`]). Clocks do not wait for each other's executions: `test` runs
+//!   hundreds of cases side by side, each on a clock of its own.
+//! - the process's internal work ([`Busy::internal`]): a write queued for the store's writer
+//!   thread, an API request being answered. While any is in flight no clock jumps, so the same
+//!   run gives the same history.
+//! - the process's external work ([`Busy::external`]): a child process, an HTTP call, a Lambda
+//!   handler. Its answer comes in wall time, so while any runs an automatic virtual clock lets
+//!   time flow at wall speed (Temporal does the same while an activity runs), and deadlines that
 //!   come due meanwhile fire as they would on AWS.
 //!
-//! The counters are plain atomics; a virtual clock's driver sleeps on [`GATE`] and is told
-//! when a counter falls to zero, so counting costs a real-time run two atomic operations.
+//! The counts are atomics; a clock's driver sleeps on its own [`Activity`] and is rung when one
+//! of the counts it depends on falls to zero, so counting costs a real-time run two atomic
+//! operations.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-/// Internal work in flight (see the module's overview).
-static INTERNAL: AtomicUsize = AtomicUsize::new(0);
+/// Work in flight that one clock (or the process) waits for, and where its waiters sleep.
+#[derive(Debug, Default)]
+pub struct Activity {
+    busy: AtomicUsize,
+    lock: Mutex<()>,
+    changed: Condvar,
+}
 
-/// The lock virtual clocks' drivers sleep under, with the wall time spent on external work.
-pub(super) static GATE: Mutex<ExternalTime> = Mutex::new(ExternalTime {
+impl Activity {
+    const fn new() -> Activity {
+        Activity {
+            busy: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// A clock's activity, rung too when the process's work ends.
+    pub(super) fn for_clock() -> Arc<Activity> {
+        let activity = Arc::new(Activity::new());
+        let mut clocks = CLOCKS.lock().unwrap_or_else(|p| p.into_inner());
+        clocks.retain(|c| c.strong_count() > 0);
+        clocks.push(Arc::downgrade(&activity));
+        activity
+    }
+
+    fn enter(&self) {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// True when the count fell to zero.
+    fn leave(&self) -> bool {
+        self.busy.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
+    /// Wakes whoever sleeps on this activity (taking its lock, so no wake is lost between a
+    /// sleeper's look and its sleep).
+    pub(super) fn ring(&self) {
+        let _held = self.guard();
+        self.changed.notify_all();
+    }
+
+    /// The lock a clock's driver looks under.
+    pub(super) fn guard(&self) -> MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sleeps on this activity until rung or `timeout`.
+    pub(super) fn sleep<'a>(
+        &'a self,
+        held: MutexGuard<'a, ()>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, ()> {
+        self.changed
+            .wait_timeout(held, timeout)
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+    }
+
+    /// True when nothing this clock waits for is in flight: the moment it may jump.
+    pub(super) fn idle(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0
+            && PROCESS.busy.load(Ordering::SeqCst) == 0
+            && !gate().flowing()
+    }
+
+    /// Waits up to `patience` until this clock may jump; true if that moment came.
+    pub fn wait_idle(&self, patience: Duration) -> bool {
+        let until = Instant::now() + patience;
+        let mut held = self.guard();
+        loop {
+            if self.idle() {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            held = self.sleep(held, left);
+        }
+    }
+}
+
+/// The process's internal work (writes, API requests), which every clock waits for.
+static PROCESS: Activity = Activity::new();
+
+/// Every virtual clock's activity, rung when the process's work ends.
+static CLOCKS: Mutex<Vec<Weak<Activity>>> = Mutex::new(Vec::new());
+
+/// The wall time spent on external work.
+static GATE: Mutex<ExternalTime> = Mutex::new(ExternalTime {
     running: 0,
     since: None,
     total: Duration::ZERO,
 });
-
-/// Signalled when work ends or a deadline arrives (under [`GATE`]).
-pub(super) static CHANGED: Condvar = Condvar::new();
 
 /// External work, and how much wall time has passed while any ran.
 #[derive(Debug)]
@@ -53,41 +140,22 @@ impl ExternalTime {
     pub(super) fn flowing(&self) -> bool {
         self.running > 0
     }
-
-    /// True when nothing at all is in flight: the moment a virtual clock may jump.
-    pub(super) fn idle(&self) -> bool {
-        self.running == 0 && INTERNAL.load(Ordering::SeqCst) == 0
-    }
 }
 
-/// The gate, whatever a panicking holder left behind (the counters stay meaningful).
+/// The external time, whatever a panicking holder left behind (the counts stay meaningful).
 pub(super) fn gate() -> MutexGuard<'static, ExternalTime> {
     GATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Tells sleeping drivers to look again.
-pub(super) fn notify() {
-    let _gate = gate();
-    CHANGED.notify_all();
-}
-
-/// Waits up to `patience` until nothing is in flight; true if that moment came.
-pub fn wait_idle(patience: Duration) -> bool {
-    let until = Instant::now() + patience;
-    let mut g = gate();
-    loop {
-        if g.idle() {
-            return true;
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        g = CHANGED
-            .wait_timeout(g, left)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
-    }
+/// Tells every clock to look again (the process's work ended).
+fn ring_all() {
+    let clocks: Vec<Arc<Activity>> = CLOCKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    clocks.iter().for_each(|c| c.ring());
 }
 
 /// Work in flight, for as long as the guard lives.
@@ -98,9 +166,10 @@ pub struct Busy {
 }
 
 impl Busy {
-    /// Work inside this process that a virtual clock waits for (a store write).
+    /// Work inside this process that every virtual clock waits for (a store write, an API
+    /// request).
     pub fn internal() -> Busy {
-        INTERNAL.fetch_add(1, Ordering::SeqCst);
+        PROCESS.enter();
         Busy { external: false }
     }
 
@@ -111,6 +180,9 @@ impl Busy {
             g.since = Some(Instant::now());
         }
         g.running += 1;
+        drop(g);
+        // A driver sleeping while frozen must start counting flowing time.
+        ring_all();
         Busy { external: true }
     }
 }
@@ -125,41 +197,31 @@ impl Drop for Busy {
                     g.total += since.elapsed();
                 }
             }
-            CHANGED.notify_all();
-        } else {
-            internal_done();
+            drop(g);
+            ring_all();
+        } else if PROCESS.leave() {
+            ring_all();
         }
     }
 }
 
-fn internal_done() {
-    if INTERNAL.fetch_sub(1, Ordering::SeqCst) == 1 {
-        notify();
-    }
-}
-
-/// Runs `fut` as an external piece of work (see [`Busy::external`]).
-pub async fn external<T>(fut: impl Future<Output = T>) -> T {
-    let _busy = Busy::external();
-    fut.await
-}
-
-/// A future counted as internal work from the moment it is woken until its poll ends, so a
-/// virtual clock never jumps while it could still act. Made by [`tracked`].
+/// A future counted as its clock's work from the moment it is woken until its poll ends, so
+/// the clock never jumps while it could still act. Made by [`tracked`].
 pub struct Tracked<F> {
     inner: Pin<Box<F>>,
     waker: Option<Arc<TrackedWaker>>,
 }
 
-/// Wraps an execution's future (or any future whose progress a virtual clock must wait for).
-/// With `track` false it is a plain box: a real clock pays nothing.
-pub fn tracked<F: Future>(fut: F, track: bool) -> Tracked<F> {
-    let waker = track.then(|| {
+/// Wraps an execution's future so that `activity`'s clock waits for it; with `None` it is a
+/// plain box: a real clock pays nothing.
+pub fn tracked<F: Future>(fut: F, activity: Option<Arc<Activity>>) -> Tracked<F> {
+    let waker = activity.map(|activity| {
         // Counted from the start: a new future is about to be polled.
-        INTERNAL.fetch_add(1, Ordering::SeqCst);
+        activity.enter();
         Arc::new(TrackedWaker {
             state: AtomicU8::new(WOKEN),
             inner: Mutex::new(None),
+            activity,
         })
     });
     Tracked {
@@ -176,6 +238,15 @@ const DONE: u8 = 2;
 struct TrackedWaker {
     state: AtomicU8,
     inner: Mutex<Option<Waker>>,
+    activity: Arc<Activity>,
+}
+
+impl TrackedWaker {
+    fn done(&self) {
+        if self.activity.leave() {
+            self.activity.ring();
+        }
+    }
 }
 
 impl Wake for TrackedWaker {
@@ -189,7 +260,7 @@ impl Wake for TrackedWaker {
             .compare_exchange(IDLE, WOKEN, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            INTERNAL.fetch_add(1, Ordering::SeqCst);
+            self.activity.enter();
         }
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(w) = inner {
@@ -217,10 +288,10 @@ impl<F: Future> Future for Tracked<F> {
         let waker = Waker::from(tracker.clone());
         let polled = self.inner.as_mut().poll(&mut Context::from_waker(&waker));
         if polled.is_ready() && tracker.state.swap(DONE, Ordering::SeqCst) == WOKEN {
-            internal_done();
+            tracker.done();
         }
         if was == WOKEN {
-            internal_done();
+            tracker.done();
         }
         polled
     }
@@ -230,7 +301,7 @@ impl<F> Drop for Tracked<F> {
     fn drop(&mut self) {
         if let Some(tracker) = &self.waker {
             if tracker.state.swap(DONE, Ordering::SeqCst) == WOKEN {
-                internal_done();
+                tracker.done();
             }
         }
     }
@@ -240,32 +311,25 @@ impl<F> Drop for Tracked<F> {
 mod tests {
     use super::*;
 
-    fn state<F>(t: &Tracked<F>) -> u8 {
-        t.waker.as_ref().unwrap().state.load(Ordering::SeqCst)
-    }
-
-    // The counters are the process's, shared with tests running beside this one: the
-    // tracker's own state says what it counts.
     #[test]
     fn a_tracked_future_counts_while_runnable_and_not_while_it_waits() {
+        let activity = Activity::for_clock();
+        let busy = || activity.busy.load(Ordering::SeqCst);
         let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let mut task = tracked(
             std::future::poll_fn(move |cx| Pin::new(&mut rx).poll(cx)),
-            true,
+            Some(activity.clone()),
         );
-        assert_eq!(state(&task), WOKEN, "counted before its first poll");
-        let noop = Waker::noop();
-        let mut cx = Context::from_waker(noop);
+        assert_eq!(busy(), 1, "counted before its first poll");
+        let mut cx = Context::from_waker(Waker::noop());
         assert!(Pin::new(&mut task).poll(&mut cx).is_pending());
-        assert_eq!(
-            state(&task),
-            IDLE,
-            "waiting on the channel is not work in flight"
-        );
+        assert_eq!(busy(), 0, "waiting on the channel is not work in flight");
         tx.send(()).unwrap();
-        assert_eq!(state(&task), WOKEN, "woken: in flight until its poll ends");
+        assert_eq!(busy(), 1, "woken: in flight until its poll ends");
         assert!(Pin::new(&mut task).poll(&mut cx).is_ready());
-        assert_eq!(state(&task), DONE);
+        assert_eq!(busy(), 0);
+        drop(task);
+        assert_eq!(busy(), 0);
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl Timekeeping {
 
     /// Wraps an execution's future so a virtual clock waits for it (see [`tracked`]).
     pub fn track<F: std::future::Future>(&self, fut: F) -> activity::Tracked<F> {
-        tracked(fut, self.virtual_clock().is_some())
+        tracked(fut, self.virtual_clock().map(VirtualClock::activity))
     }
 }
 

@@ -17,7 +17,7 @@
 //!   ([`VirtualClock::advance`], [`VirtualClock::skip_to_next`]), so a test reads a token,
 //!   heartbeats and answers at leisure.
 
-use super::activity::{self, gate, CHANGED};
+use super::activity::{gate, Activity};
 use super::{Clock, Millis};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -53,6 +53,8 @@ struct Inner {
     state: Mutex<State>,
     /// Jumps by itself when idle (`run`, `test`); otherwise only when asked (`serve`).
     automatic: bool,
+    /// Its executions' work in flight, and where its driver sleeps.
+    activity: Arc<Activity>,
 }
 
 struct State {
@@ -92,6 +94,7 @@ impl VirtualClock {
                     next_id: 0,
                 }),
                 automatic,
+                activity: Activity::for_clock(),
             }),
         }
     }
@@ -99,6 +102,18 @@ impl VirtualClock {
     /// True for a clock that jumps by itself.
     pub fn is_automatic(&self) -> bool {
         self.inner.automatic
+    }
+
+    /// What the clock waits for: [`crate::clock::Timekeeping::track`] counts its executions'
+    /// futures here.
+    pub fn activity(&self) -> Arc<Activity> {
+        self.inner.activity.clone()
+    }
+
+    /// Waits until nothing this clock waits for is in flight (at most [`SETTLE_PATIENCE`]),
+    /// without moving it.
+    pub fn settle(&self) {
+        self.inner.activity.wait_idle(SETTLE_PATIENCE);
     }
 
     /// The earliest deadline waited for, if any.
@@ -116,27 +131,27 @@ impl VirtualClock {
     pub fn advance(&self, by: Duration) -> Millis {
         let target = self.now().saturating_add(by.as_millis() as Millis);
         for _ in 0..MAX_STEPS {
-            activity::wait_idle(SETTLE_PATIENCE);
+            self.settle();
             if !self.fire_first_until(target) {
                 break;
             }
         }
         self.inner.settle_at(target);
-        activity::wait_idle(SETTLE_PATIENCE);
+        self.settle();
         self.now()
     }
 
     /// Jumps to the next deadline and fires every one due at that instant. Returns the new
     /// instant, or `None` when nothing waits on time.
     pub fn skip_to_next(&self) -> Option<Millis> {
-        activity::wait_idle(SETTLE_PATIENCE);
+        self.settle();
         let next = self.next_deadline()?;
         let target = next.max(self.now());
         for _ in 0..MAX_STEPS {
             if !self.fire_first_until(target) {
                 break;
             }
-            activity::wait_idle(SETTLE_PATIENCE);
+            self.settle();
         }
         self.inner.settle_at(target);
         Some(self.now())
@@ -255,7 +270,7 @@ impl Future for VirtualSleep {
         st.timers.insert((self.deadline, id), cx.waker().clone());
         drop(st);
         // A driver sleeping until a later deadline (while time flows) must look again.
-        activity::notify();
+        self.clock.activity.ring();
         Poll::Pending
     }
 }
@@ -269,42 +284,54 @@ impl Drop for VirtualSleep {
 }
 
 /// The automatic clock's driver: fires the first deadline when it is due, jumps to it when
-/// the process is idle, and otherwise sleeps until told that work ended or time flowed.
+/// the clock is idle, and otherwise sleeps until told that work ended or a deadline arrived.
 fn drive(clock: Weak<Inner>) {
-    let mut g = gate();
     loop {
         let Some(inner) = clock.upgrade() else {
             return;
         };
-        let external = g.elapsed();
-        let (idle, flowing) = (g.idle(), g.flowing());
-        let mut st = inner.state();
-        let now = inner.now_at(&st, external);
+        let activity = inner.activity.clone();
+        // Looked at under the activity's lock: work that ends after the look rings it, and the
+        // ring waits for the sleep below.
+        let held = activity.guard();
+        let wait = inner.step();
+        drop(inner);
+        if let Some(wait) = wait {
+            drop(activity.sleep(held, wait));
+        }
+    }
+}
+
+impl Inner {
+    /// One look of the driver: `None` when it fired or jumped (look again at once), else how
+    /// long to sleep.
+    fn step(&self) -> Option<Duration> {
+        let (external, flowing) = {
+            let g = gate();
+            (g.elapsed(), g.flowing())
+        };
+        let idle = self.activity.idle();
+        let mut st = self.state();
+        let now = self.now_at(&st, external);
         let first = st.timers.first_key_value().map(|(k, _)| *k);
-        let wait = match first {
+        match first {
             Some((deadline, id)) if deadline <= now && (idle || flowing) => {
                 let waker = st.timers.remove(&(deadline, id));
                 drop(st);
                 waker.into_iter().for_each(Waker::wake);
-                continue;
+                None
             }
             Some((deadline, _)) if idle => {
                 st.rebase(deadline, external);
-                continue;
+                None
             }
-            Some((deadline, _)) if flowing => {
-                Duration::from_millis((deadline - now).clamp(1, 1_000) as u64)
-            }
-            // Frozen or empty: woken when work ends or a deadline arrives; the timeout only
+            Some((deadline, _)) if flowing => Some(Duration::from_millis(
+                (deadline - now).clamp(1, 1_000) as u64,
+            )),
+            // Frozen or empty: rung when work ends or a deadline arrives; the timeout only
             // notices a clock that was dropped.
-            _ => Duration::from_secs(1),
-        };
-        drop(st);
-        drop(inner);
-        g = CHANGED
-            .wait_timeout(g, wait)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
+            _ => Some(Duration::from_secs(1)),
+        }
     }
 }
 
@@ -323,12 +350,13 @@ mod tests {
         let local = tokio::task::LocalSet::new();
         for deadline in [61_000, 3_601_000, 31_000] {
             let (clock, order) = (clock.clone(), order.clone());
+            let activity = clock.activity();
             // Tracked, so the clock waits for each to record its instant before the next jump.
             let sleeper = async move {
                 clock.sleep_until(deadline).await;
                 order.lock().unwrap().push((deadline, clock.now()));
             };
-            local.spawn_local(activity::tracked(sleeper, true));
+            local.spawn_local(crate::clock::tracked(sleeper, Some(activity)));
         }
         local.block_on(&rt, async {
             tokio::task::yield_now().await;
