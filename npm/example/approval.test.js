@@ -18,7 +18,7 @@ const arn = "arn:aws:states:us-east-1:123456789012:stateMachine:Approval";
 
 test("the global setup created the state machines", async () => {
   const { stateMachines } = await sfn.send(new ListStateMachinesCommand({}));
-  expect(stateMachines.map((m) => m.name).sort()).toEqual(["Approval", "Greeter", "Reminder"]);
+  expect((stateMachines ?? []).map((m) => m.name).sort()).toEqual(["Approval", "Greeter", "Reminder"]);
 });
 
 test("a template's machine with its substitution", async () => {

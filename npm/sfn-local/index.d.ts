@@ -67,9 +67,14 @@ export function serve(options?: ServeOptions): Promise<Server>;
 export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<void> }>;
 export function sfnClient(endpoint: string, region?: string): import("@aws-sdk/client-sfn").SFNClient;
 export function createStateMachine(client: any, name: string, definition: string | object, roleArn?: string): Promise<string>;
-export function waitForExecution(client: any, executionArn: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
-export function startAndWait(client: any, stateMachineArn: string, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
-export function waitForTaskToken(server: Pick<Server, "endpoint" | "cli">, executionArn: string, state: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<string>;
+/**
+ * ARNs are typed as the AWS SDK's outputs give them (`string | undefined`), so
+ * `(await sfn.send(new StartExecutionCommand(...))).executionArn` passes as it is; a missing one
+ * is refused at run time.
+ */
+export function waitForExecution(client: any, executionArn: string | undefined, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
+export function startAndWait(client: any, stateMachineArn: string | undefined, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
+export function waitForTaskToken(server: Pick<Server, "endpoint" | "cli">, executionArn: string | undefined, state: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<string>;
 
 /** Where a server's clock stands (the sfn-local extension `POST /sfn-local/clock`). */
 export interface ClockState {

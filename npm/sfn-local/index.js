@@ -216,6 +216,7 @@ function skipToNextDeadline(target) {
  * With `skipTime` on a virtual clock it jumps to the next deadline whenever it is still running.
  */
 async function waitForExecution(client, executionArn, { timeout = 30000, poll = 50, skipTime = false } = {}) {
+  if (!executionArn) throw new TypeError("waitForExecution: no executionArn");
   const { DescribeExecutionCommand } = sdk();
   const deadline = Date.now() + timeout;
   const skipping = skipTime && (await clockNow(client)).clock === "virtual";
@@ -236,6 +237,7 @@ async function waitForExecution(client, executionArn, { timeout = 30000, poll = 
  * time while it waits (`skipTime: false` leaves the clock alone), as Temporal's client does.
  */
 async function startAndWait(client, stateMachineArn, input, { name, timeout, poll, skipTime = true } = {}) {
+  if (!stateMachineArn) throw new TypeError("startAndWait: no stateMachineArn");
   const { StartExecutionCommand } = sdk();
   const text = input === undefined ? undefined : typeof input === "string" ? input : JSON.stringify(input);
   const { executionArn } = await client.send(new StartExecutionCommand({ stateMachineArn, input: text, name }));
@@ -249,6 +251,7 @@ async function startAndWait(client, stateMachineArn, input, { name, timeout, pol
  * and the token is not there, so it never skips past the token's own deadlines.
  */
 async function waitForTaskToken(server, executionArn, state, { timeout = 30000, poll = 50, skipTime = true } = {}) {
+  if (!executionArn) throw new TypeError("waitForTaskToken: no executionArn");
   const deadline = Date.now() + timeout;
   const skipping = skipTime && (await clockNow(server)).clock === "virtual";
   for (;;) {

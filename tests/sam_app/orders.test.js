@@ -16,6 +16,6 @@ test("a declined card fails with the function's error name", async () => {
   const done = await startAndWait(sfn, orders, { orderId: "o-2", amount: 1, card: "4000000000000000" });
   expect([done.status, done.error]).toEqual(["FAILED", "OrderDeclined"]);
   const { events } = await sfn.send(new GetExecutionHistoryCommand({ executionArn: done.executionArn }));
-  const failed = events.filter((e) => e.type === "TaskFailed").map((e) => e.taskFailedEventDetails.error);
+  const failed = (events ?? []).filter((e) => e.type === "TaskFailed").map((e) => e.taskFailedEventDetails?.error);
   expect(failed).toEqual(["CardDeclined"]);
 });
