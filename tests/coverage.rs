@@ -854,3 +854,55 @@ fn a_report_without_the_runs_sub_values_names_the_executions_it_could_not_match(
     assert_eq!(matched["machines"][0]["executions"], 1);
     assert_eq!(matched["machines"][0]["unmatched"], serde_json::json!([]));
 }
+
+/// Regression (#36): `graph 'T#LogicalId' --coverage` failed with "No such file", and graph's
+/// advice for a template of several machines, `--state-machine`, was a flag graph refused.
+#[test]
+fn graph_draws_a_templates_machine_by_logical_id_with_its_coverage() {
+    let sb = Sandbox::new();
+    sb.write("template.json", TWO_MACHINES);
+    let run = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.json",
+        "--state-machine",
+        "Second",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let several = sb.run_in_sandbox(&["graph", "template.json"]);
+    several.assert_error(2, "choose one with --state-machine");
+    for args in [
+        &["graph", "template.json#Second", "--coverage"][..],
+        &[
+            "graph",
+            "template.json",
+            "--state-machine",
+            "Second",
+            "--coverage",
+        ],
+    ] {
+        let out = sb.run_in_sandbox(args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        let (tag, title) = state_tag(&out.stdout, "B");
+        assert!(!tag.contains("not-entered"), "{tag}");
+        assert!(title.contains("entered ×1"), "{title}");
+    }
+    let first = sb.run_in_sandbox(&[
+        "graph",
+        "template.json",
+        "--state-machine",
+        "First",
+        "--coverage",
+    ]);
+    assert!(
+        state_tag(&first.stdout, "A").0.contains("not-entered"),
+        "{}",
+        first.stdout
+    );
+    // coverage takes the same `T#LogicalId`.
+    let json = sb
+        .run_in_sandbox(&["coverage", "template.json#Second", "--format", "json"])
+        .json();
+    assert_eq!(json["machines"].as_array().unwrap().len(), 1);
+    assert_eq!(json["machines"][0]["executions"], 1);
+}

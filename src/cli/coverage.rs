@@ -25,8 +25,9 @@ pub enum CoverageFormat {
 /// Arguments of `coverage`.
 #[derive(Debug, Args)]
 pub struct CoverageArgs {
-    /// Definition files or SAM/CloudFormation templates (all their state machines) to measure;
-    /// none: every machine with executions in the database.
+    /// Definition files or SAM/CloudFormation templates (all their state machines, or one as
+    /// `template.yaml#LogicalId`) to measure; none: every machine with executions in the
+    /// database.
     pub definitions: Vec<PathBuf>,
     /// `--db`.
     #[command(flatten)]
@@ -132,10 +133,17 @@ pub fn run(args: CoverageArgs) -> ExitCode {
 pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>, String> {
     let subs = subs.substitutions()?;
     let mut out = Vec::new();
-    for path in paths {
-        let files = definition::load_any(path, MachineType::Standard, &subs, Unresolved::StandIn)?;
-        for file in files {
-            out.push(target(path, file)?);
+    for given in paths {
+        // `template.yaml#LogicalId` is that machine of the template.
+        let (path, id) = definition::split_logical_id(given);
+        let files = definition::load_any(&path, MachineType::Standard, &subs, Unresolved::StandIn)?;
+        let wanted = |f: &LoadedFile| id.is_none() || f.logical_id == id;
+        let before = out.len();
+        for file in files.into_iter().filter(wanted) {
+            out.push(target(&path, file)?);
+        }
+        if out.len() == before {
+            return Err(format!("{} holds no state machine", given.display()));
         }
     }
     Ok(out)

@@ -612,7 +612,7 @@ pub fn load_template(
 
 /// `template.yaml#LogicalId` split in two, when the path without `#...` is a file and the
 /// whole is not.
-fn split_logical_id(arg: &Path) -> (PathBuf, Option<String>) {
+pub(crate) fn split_logical_id(arg: &Path) -> (PathBuf, Option<String>) {
     let whole = arg.to_string_lossy();
     if let Some((file, id)) = whole.rsplit_once('#') {
         if !arg.exists() && Path::new(file).is_file() && !id.is_empty() {

@@ -35,6 +35,9 @@ pub struct GraphArgs {
         conflicts_with = "execution_arn"
     )]
     pub definition: Option<PathBuf>,
+    /// The logical ID of the template's state machine to draw (as `template.yaml#LogicalId`).
+    #[arg(long, value_name = "LOGICAL_ID", requires = "definition")]
+    pub state_machine: Option<String>,
     /// Draw this execution's path on its machine, coloured by what happened to each state.
     #[arg(long, value_name = "ARN")]
     pub execution_arn: Option<String>,
@@ -63,7 +66,10 @@ type Picture = (Graph, Option<crate::graph::overlay::Overlay>, String);
 pub fn run(args: GraphArgs) -> ExitCode {
     let drawn = match (&args.execution_arn, &args.definition) {
         (Some(arn), _) => execution_picture(&args, arn),
-        (None, Some(path)) => definition_picture(&args, path),
+        (None, Some(path)) => match &args.state_machine {
+            Some(id) => definition_picture(&args, &machine_of(path, id)),
+            None => definition_picture(&args, path),
+        },
         (None, None) => {
             errln!("error: give a DEFINITION or --execution-arn");
             return ExitCode::from(EXIT_USAGE);
@@ -110,6 +116,14 @@ fn execution_picture(args: &GraphArgs, arn: &str) -> Result<Picture, ExitCode> {
     }
 }
 
+/// `template.yaml --state-machine ID` as the one argument `template.yaml#ID`.
+fn machine_of(template: &std::path::Path, id: &str) -> PathBuf {
+    let mut whole = template.as_os_str().to_owned();
+    whole.push("#");
+    whole.push(id);
+    PathBuf::from(whole)
+}
+
 /// A definition file's (or a template's) machine, coloured by coverage with `--coverage`.
 fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Picture, ExitCode> {
     let usage = |e: String| {
@@ -131,22 +145,24 @@ fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Pictur
         return Err(ExitCode::from(EXIT_USAGE));
     };
     let overlay = match args.coverage {
-        true => Some(coverage_overlay(path, &args.database.lower()).map_err(usage)?),
+        true => Some(coverage_overlay(path, args).map_err(usage)?),
         false => None,
     };
     Ok((Graph::from_machine(&machine), overlay, name))
 }
 
-/// The coverage colours of the definition at `path`, from the executions in the database.
+/// The coverage colours of the definition at `path` (a file, or `template#LogicalId`), from
+/// the executions in the database, with the `--sub` values given.
 fn coverage_overlay(
     path: &std::path::Path,
-    database: &crate::cli::flags::Database,
+    args: &GraphArgs,
 ) -> Result<crate::graph::overlay::Overlay, String> {
-    let store = database.open_for_reading().map_err(|e| e.to_string())?;
-    let targets = crate::cli::coverage::targets(
-        &[path.to_path_buf()],
-        &crate::cli::definition::SubstitutionArgs::default(),
-    )?;
+    let store = args
+        .database
+        .lower()
+        .open_for_reading()
+        .map_err(|e| e.to_string())?;
+    let targets = crate::cli::coverage::targets(&[path.to_path_buf()], &args.substitutions)?;
     let measured = crate::coverage::measure(&store, targets).map_err(|e| e.to_string())?;
     measured
         .first()
