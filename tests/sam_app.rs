@@ -567,6 +567,25 @@ fn run_asks_for_a_sub_only_where_a_task_still_needs_it() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("QueueUrl"), "{}", out.stderr);
+    // ... nor a Task its mock test case answers.
+    sb.write(
+        "mocks.json",
+        r#"{"StateMachines": {"Orders": {"TestCases": {"happy": {"Enqueue": "sent"}}}},
+            "MockedResponses": {"sent": {"0": {"Return": {"MessageId": "m-1"}}}}}"#,
+    );
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "--template",
+        "template.yaml",
+        "--mock-config",
+        "mocks.json",
+        "--test-case",
+        "happy",
+        "--input",
+        "{}",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), serde_json::json!({"MessageId": "m-1"}));
 }
 
 /// A CDK stack as `cdk synth` writes it for `DefinitionBody.fromFile` and
@@ -642,6 +661,18 @@ fn a_cdk_from_file_definition_validates_and_runs_with_its_code_asset() {
     let out = sb.run_in_sandbox(&["run", "--template", template, "--input", r#"{"amount": 3}"#]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), serde_json::json!({"charged": 3}));
+    // coverage and graph read the asset through the template too.
+    let out = sb.run_in_sandbox(&["coverage", template]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("cdk.out/asset.def0.json#Orders0A1B2C3D"),
+        "{}",
+        out.stdout
+    );
+    let out = sb.run_in_sandbox(&["graph", "--format", "mermaid", template]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("Charge"), "{}", out.stdout);
     let declined = r#"{"amount": 3, "card": "0000"}"#;
     let out = sb.run_in_sandbox(&["run", "--template", template, "--input", declined]);
     assert_eq!(out.code, 1, "{}", out.stderr);

@@ -141,11 +141,21 @@ pub fn run(args: RunArgs) -> ExitCode {
 fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let definition = args.definition.lower().map_err(FlagError::exit)?;
     let database = args.database.lower();
-    // A Task a --task or --worker binding runs needs no --sub for its placeholders.
+    // A Task a --task or --worker binding or a mock runs needs no --sub for its placeholders.
+    let case_in_name = args
+        .state_machine_name
+        .as_deref()
+        .and_then(|n| crate::tasks::mock::split_test_case(n).1);
+    let case = definition
+        .test_case
+        .clone()
+        .or(case_in_name.map(str::to_owned));
+    let mocked = args.mocks.lower(case).mocked_states();
     let bound: Vec<&str> = (args.bindings.tasks.iter())
         .chain(&args.bindings.workers)
         .filter_map(|b| b.split_once('=').map(|(target, _)| target))
         .flat_map(|target| [target, target.rsplit_once(':').map_or(target, |(_, s)| s)])
+        .chain(mocked.iter().map(String::as_str))
         .collect();
     let mut loaded = definition
         .load_covering(&database, &|state| bound.contains(&state))

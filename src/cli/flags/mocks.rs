@@ -49,6 +49,20 @@ impl MockCase {
         }
     }
 
+    /// The states the chosen case mocks in any machine of the config (before the machine's
+    /// name is known): their placeholders need no value. None when no case is chosen or the
+    /// config cannot be read (loading the mocks says why, later).
+    pub fn mocked_states(&self) -> Vec<String> {
+        let (Some(case), Some(file)) = (&self.case, &self.config) else {
+            return Vec::new();
+        };
+        let Ok(config) = read_config(file) else {
+            return Vec::new();
+        };
+        let cases = config.machines.values().filter_map(|cases| cases.get(case));
+        cases.flat_map(|states| states.keys().cloned()).collect()
+    }
+
     /// The config file when no case is chosen: it mocks nothing (Step Functions Local's rule),
     /// which a command says rather than silently running unmocked.
     pub fn unused_config(&self) -> Option<&Path> {
