@@ -501,3 +501,112 @@ fn collect(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// Everything reads the virtual clock: a Wait until 2030 ends at once with the clock then at
+/// 2030, and JSONata's `$now()` and `$millis()` say so, beside `$$.Execution.StartTime`.
+#[test]
+fn a_wait_until_2030_ends_at_once_and_now_reads_the_clock() {
+    let sb = Sandbox::new();
+    let def = json!({
+        "QueryLanguage": "JSONata",
+        "StartAt": "Until",
+        "States": {
+            "Until": {"Type": "Wait", "Timestamp": "2030-01-01T00:00:00Z", "Next": "Read"},
+            "Read": {"Type": "Pass", "Output": {
+                "now": "{% $now() %}",
+                "millis": "{% $millis() %}",
+                "started": "{% $states.context.Execution.StartTime %}"
+            }, "End": true}
+        }
+    });
+    let out = run(
+        &sb,
+        &def,
+        "until",
+        &[
+            "--clock",
+            "virtual",
+            "--clock-start",
+            "2029-06-01T00:00:00Z",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        json!({"now": "2030-01-01T00:00:00.000Z", "millis": 1_893_456_000_000_i64, "started": "2029-06-01T00:00:00.000Z"})
+    );
+}
+
+/// A killed run on the virtual clock resumes on a virtual clock standing where its history
+/// ended: the Wait keeps its place, and the answer from another process lands.
+#[test]
+fn a_virtual_run_resumes_on_a_virtual_clock_where_its_history_ended() {
+    let sb = Sandbox::new().lease_ms(200);
+    let def = json!({
+        "StartAt": "Hour",
+        "States": {
+            "Hour": {"Type": "Wait", "Seconds": 3600, "Next": "Ask"},
+            "Ask": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": "f", "Payload": {"token.$": "$$.Task.Token"}},
+                "End": true
+            }
+        }
+    });
+    let path = sb.write("resumed.asl.json", &def.to_string());
+    let flags = [
+        "--clock",
+        "virtual",
+        "--clock-start",
+        "2030-01-01T00:00:00Z",
+    ];
+    let mut args = vec!["run", path.to_str().unwrap(), "--name", "resumed"];
+    args.extend(flags);
+    let mut killed = sb.spawn(&args);
+    let token = wait_for_token(&sb, "resumed");
+    common::kill(&mut killed);
+    // Its 200 ms lease lapses.
+    std::thread::sleep(Duration::from_millis(400));
+    let resumed = sb.spawn(&["resume", "--execution-arn", "resumed"]);
+    // The resumed runner holds the token again; its answer ends the execution.
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = sb.send_success(&token, "{\"ok\":true}");
+        if answer.code == 0 {
+            break;
+        }
+        assert!(Instant::now() < until, "{}", answer.stderr);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = Output::of(resumed);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = sb.history("resumed");
+    assert_eq!(
+        at(first(&events, "WaitStateExited")),
+        1_893_459_600_000,
+        "2030, an hour in"
+    );
+    assert!(at(events.last().unwrap()) >= 1_893_459_600_000);
+}
+
+/// Waits for the execution's open token (`list-tasks`).
+fn wait_for_token(sb: &Sandbox, execution: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = sb.run(&[
+            "list-tasks",
+            "--execution-arn",
+            execution,
+            "--format",
+            "json",
+        ]);
+        // Before the run has created the database, list-tasks says it does not exist.
+        let tasks: Value = serde_json::from_str(&listed.stdout).unwrap_or(Value::Null);
+        if let Some(token) = tasks["tasks"][0]["taskToken"].as_str() {
+            return token.to_owned();
+        }
+        assert!(Instant::now() < until, "no token: {}", listed.stderr);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

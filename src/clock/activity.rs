@@ -85,11 +85,20 @@ impl Activity {
             .0
     }
 
-    /// True when nothing this clock waits for is in flight: the moment it may jump.
-    pub(super) fn idle(&self) -> bool {
-        self.busy.load(Ordering::SeqCst) == 0
-            && PROCESS.busy.load(Ordering::SeqCst) == 0
-            && !gate().flowing()
+    /// Whether this clock may jump now: nothing it waits for is in flight, and work outside
+    /// the process did not end just now.
+    pub(super) fn readiness(&self) -> Readiness {
+        if self.busy.load(Ordering::SeqCst) > 0 || PROCESS.busy.load(Ordering::SeqCst) > 0 {
+            return Readiness::Busy;
+        }
+        let g = gate();
+        if g.flowing() {
+            return Readiness::Busy;
+        }
+        match g.ended.map(|t| t.elapsed()) {
+            Some(ago) if ago < EXTERNAL_SETTLE => Readiness::Settling(EXTERNAL_SETTLE - ago),
+            _ => Readiness::Idle,
+        }
     }
 
     /// Waits up to `patience` until this clock may jump; true if that moment came.
@@ -97,17 +106,36 @@ impl Activity {
         let until = Instant::now() + patience;
         let mut held = self.guard();
         loop {
-            if self.idle() {
-                return true;
-            }
+            let wait = match self.readiness() {
+                Readiness::Idle => return true,
+                Readiness::Settling(left) => left,
+                Readiness::Busy => Duration::MAX,
+            };
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            held = self.sleep(held, left);
+            held = self.sleep(held, left.min(wait));
         }
     }
 }
+
+/// Whether a clock may jump (see [`Activity::readiness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Readiness {
+    /// Something it waits for is in flight.
+    Busy,
+    /// Work outside the process ended this long ago too recently: what it committed just
+    /// before it ended may not have been noticed yet.
+    Settling(Duration),
+    /// It may jump.
+    Idle,
+}
+
+/// How long a clock waits after work outside the process ended before it jumps: an answer or
+/// a heartbeat another process committed just before its end reaches its waiter through the
+/// store's watcher, which looks every 5 to 20 ms (`store::watch::LOOK_IDLE`).
+pub const EXTERNAL_SETTLE: Duration = Duration::from_millis(50);
 
 /// The process's internal work (writes, API requests), which every clock waits for.
 static PROCESS: Activity = Activity::new();
@@ -120,6 +148,7 @@ static GATE: Mutex<ExternalTime> = Mutex::new(ExternalTime {
     running: 0,
     since: None,
     total: Duration::ZERO,
+    ended: None,
 });
 
 /// External work, and how much wall time has passed while any ran.
@@ -128,6 +157,8 @@ pub(super) struct ExternalTime {
     running: usize,
     since: Option<Instant>,
     total: Duration,
+    /// When the last external work ended.
+    ended: Option<Instant>,
 }
 
 impl ExternalTime {
@@ -196,6 +227,7 @@ impl Drop for Busy {
                 if let Some(since) = g.since.take() {
                     g.total += since.elapsed();
                 }
+                g.ended = Some(Instant::now());
             }
             drop(g);
             ring_all();

@@ -17,7 +17,7 @@
 //!   ([`VirtualClock::advance`], [`VirtualClock::skip_to_next`]), so a test reads a token,
 //!   heartbeats and answers at leisure.
 
-use super::activity::{gate, Activity};
+use super::activity::{gate, Activity, Readiness};
 use super::{Clock, Millis};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -310,7 +310,8 @@ impl Inner {
             let g = gate();
             (g.elapsed(), g.flowing())
         };
-        let idle = self.activity.idle();
+        let readiness = self.activity.readiness();
+        let idle = readiness == Readiness::Idle;
         let mut st = self.state();
         let now = self.now_at(&st, external);
         let first = st.timers.first_key_value().map(|(k, _)| *k);
@@ -328,6 +329,10 @@ impl Inner {
             Some((deadline, _)) if flowing => Some(Duration::from_millis(
                 (deadline - now).clamp(1, 1_000) as u64,
             )),
+            Some(_) => match readiness {
+                Readiness::Settling(left) => Some(left),
+                _ => Some(Duration::from_secs(1)),
+            },
             // Frozen or empty: rung when work ends or a deadline arrives; the timeout only
             // notices a clock that was dropped.
             _ => Some(Duration::from_secs(1)),
