@@ -259,7 +259,7 @@ fn the_wheel_installs_into_a_fresh_venv_and_its_pytest_plugin_runs_the_example_s
         .env_remove("SFN_LOCAL_BIN")
         .env("PATH", path_with(venv_bin)));
     assert_eq!(suite.code, 0, "{}\n{}", suite.stdout, suite.stderr);
-    assert!(suite.stdout.contains("6 passed"), "{}", suite.stdout);
+    assert!(suite.stdout.contains("9 passed"), "{}", suite.stdout);
     // The session's coverage, as LCOV: both definition files the suite's server was given, and
     // the template's machine, found with the substitution it was created with.
     let lcov = std::fs::read_to_string(dir.path().join("coverage.lcov")).unwrap();
@@ -370,7 +370,7 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
     let jest = run_in(&project, "jest/bin/jest.js", &["--ci", "--colors=false"]);
     assert_eq!(jest.code, 0, "{}\n{}", jest.stdout, jest.stderr);
     assert!(
-        jest.stderr.contains("Tests:       5 passed, 5 total"),
+        jest.stderr.contains("Tests:       8 passed, 8 total"),
         "{}",
         jest.stderr
     );
@@ -381,7 +381,7 @@ fn the_npm_packages_install_offline_and_the_jest_global_setup_serves_the_example
     let vitest = run_in(&project, "vitest/vitest.mjs", &["run"]);
     assert_eq!(vitest.code, 0, "{}\n{}", vitest.stdout, vitest.stderr);
     assert!(
-        vitest.stdout.contains("Tests  5 passed (5)"),
+        vitest.stdout.contains("Tests  8 passed (8)"),
         "{}",
         vitest.stdout
     );

@@ -75,3 +75,15 @@ test("a heartbeat sent before the advance keeps the approval alive", async () =>
   await answerTask(sfn, token, { approved: true });
   expect((await waitForExecution(sfn, executionArn)).outputJson).toEqual({ approved: true });
 });
+
+test("an approver who beats but never answers runs out of the hour's budget", async () => {
+  const { SendTaskHeartbeatCommand, DescribeExecutionCommand } = require("@aws-sdk/client-sfn");
+  const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn: reminder, input: '{"order":"o-5"}' }));
+  const token = await waitForTaskToken(server, executionArn, "AskForApproval");
+  // Every 50 s a beat: the heartbeat never runs out, the other clock does.
+  while ((await sfn.send(new DescribeExecutionCommand({ executionArn }))).status === "RUNNING") {
+    await sfn.send(new SendTaskHeartbeatCommand({ taskToken: token }));
+    await advanceTime(sfn, "50s");
+  }
+  expect((await waitForExecution(sfn, executionArn)).outputJson).toBe("late");
+});
