@@ -29,7 +29,7 @@ impl Category {
 }
 
 /// One coverable thing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ItemKind {
     /// The state itself.
     State,
