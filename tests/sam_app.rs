@@ -266,19 +266,16 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
     assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
 }
 
-/// `serve --template` creates the app's machine at start, named by the template's `Name`, its
-/// `${Carrier}` substituted and its functions' local ARNs in; boto3 lists, describes and
-/// starts it, and the template's Python and Node.js functions run natively (#37).
-#[test]
-fn serve_creates_a_templates_machines_for_boto3() {
-    let sb = app("sam_app");
+/// `sfn-local serve ARGS` from the sandbox's folder on a free port, once it is ready: the
+/// server (its stderr piped) and its endpoint.
+fn serve(sb: &Sandbox, args: &[&str]) -> (std::process::Child, String) {
     let ready = sb.path("ready.json");
     let mut server = sb
         .command()
         .current_dir(sb.dir.path())
         .args(["serve", "--port", "0", "--ready-file"])
         .arg(&ready)
-        .args(["--template", "template.yaml"])
+        .args(args)
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn serve");
@@ -290,11 +287,17 @@ fn serve_creates_a_templates_machines_for_boto3() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let endpoint = serde_json::from_str::<Value>(&std::fs::read_to_string(&ready).unwrap())
-        .unwrap()["endpoint"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    (server, ready["endpoint"].as_str().unwrap().to_owned())
+}
+
+/// `serve --template` creates the app's machine at start, named by the template's `Name`, its
+/// `${Carrier}` substituted and its functions' local ARNs in; boto3 lists, describes and
+/// starts it, and the template's Python and Node.js functions run natively (#37).
+#[test]
+fn serve_creates_a_templates_machines_for_boto3() {
+    let sb = app("sam_app");
+    let (mut server, endpoint) = serve(&sb, &["--template", "template.yaml"]);
     let client = sb.write("client.py", BOTO3_CLIENT);
     let out = Command::new(deps_python_bin("python"))
         .arg(&client)
@@ -456,29 +459,22 @@ fn run_takes_machine_state_bindings_by_name_or_logical_id() {
 #[test]
 fn serve_binds_a_templates_machine_by_logical_id_and_warns_of_bindings_matching_nothing() {
     let sb = app("sam_app");
-    let ready = sb.path("ready.json");
     let charge = r#"OrderStateMachine:Charge=sh -c 'echo "{\"charged\": 7}"'"#;
-    let mut server = sb
-        .command()
-        .current_dir(sb.dir.path())
-        .args(["serve", "--port", "0", "--ready-file"])
-        .arg(&ready)
-        .args(["--template", "template.yaml", "--task", charge])
-        .args(["--task", "Chrage=true", "--task", "payments:Charge=true"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
+    let (mut server, endpoint) = serve(
+        &sb,
+        &[
+            "--template",
+            "template.yaml",
+            "--task",
+            charge,
+            "--task",
+            "Chrage=true",
+            "--task",
+            "payments:Charge=true",
+        ],
+    );
+    let authority = endpoint.trim_start_matches("http://").to_owned();
     let until = Instant::now() + Duration::from_secs(60);
-    while !ready.exists() {
-        assert!(Instant::now() < until, "serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
-    let authority = ready["endpoint"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
     let arn = "arn:aws:states:us-east-1:123456789012:stateMachine:orders";
     let input =
         serde_json::to_string(&std::fs::read_to_string(sb.path("events/order.json")).unwrap())

@@ -275,41 +275,7 @@ fn replace(
         } else {
             Value::String(plain_name(name))
         };
-        let shown = match &stand_in {
-            Value::String(t) => format!("'{t}'"),
-            other => other.to_string(),
-        };
-        let deferred = subs.is_deferred(name);
-        let near = (!deferred)
-            .then(|| crate::suggest::closest(name, subs.known_names()))
-            .flatten();
-        match unresolved {
-            // A misspelt name: a stand-in or `--sub` of the typo would be the wrong fix.
-            _ if near.is_some() => diags.error(
-                Code::UnresolvedSubstitution,
-                at,
-                format!(
-                    "${{{name}}} has no value (did you mean ${{{}}}, which has one?)",
-                    near.unwrap_or_default()
-                ),
-            ),
-            Unresolved::StandIn if deferred => {}
-            Unresolved::Refuse if deferred => diags.error(
-                Code::UnresolvedSubstitution,
-                at,
-                format!("${{{name}}} has a value only CloudFormation knows at deploy time: give it with --sub {name}=VALUE"),
-            ),
-            Unresolved::StandIn => diags.warning(
-                Code::UnresolvedSubstitution,
-                at,
-                format!("${{{name}}} has no value (give one with --sub {name}=VALUE or --definition-substitutions FILE); checked with the stand-in {shown}"),
-            ),
-            Unresolved::Refuse => diags.error(
-                Code::UnresolvedSubstitution,
-                at,
-                format!("${{{name}}} has no value: give one with --sub {name}=VALUE or --definition-substitutions FILE"),
-            ),
-        }
+        report_unresolved(name, &stand_in, at, subs, unresolved, diags);
         if whole {
             return Some(stand_in);
         }
@@ -319,6 +285,51 @@ fn replace(
     }
     out.push_str(&s[last..]);
     Some(Value::String(out))
+}
+
+/// Says what a placeholder without a value means for `unresolved`: a misspelt name (near one
+/// with a value) is an ERROR with "did you mean", whatever the command, since a stand-in or a
+/// `--sub` of the typo would be the wrong fix; a deploy-time value is silent for `validate`.
+fn report_unresolved(
+    name: &str,
+    stand_in: &Value,
+    at: &JsonPointer,
+    subs: &Substitutions,
+    unresolved: Unresolved,
+    diags: &mut Diagnostics,
+) {
+    let shown = match stand_in {
+        Value::String(t) => format!("'{t}'"),
+        other => other.to_string(),
+    };
+    let deferred = subs.is_deferred(name);
+    let near = (!deferred)
+        .then(|| crate::suggest::closest(name, subs.known_names()))
+        .flatten();
+    let code = Code::UnresolvedSubstitution;
+    match (unresolved, near) {
+        (_, Some(near)) => diags.error(
+            code,
+            at,
+            format!("${{{name}}} has no value (did you mean ${{{near}}}, which has one?)"),
+        ),
+        (Unresolved::StandIn, None) if deferred => {}
+        (Unresolved::Refuse, None) if deferred => diags.error(
+            code,
+            at,
+            format!("${{{name}}} has a value only CloudFormation knows at deploy time: give it with --sub {name}=VALUE"),
+        ),
+        (Unresolved::StandIn, None) => diags.warning(
+            code,
+            at,
+            format!("${{{name}}} has no value (give one with --sub {name}=VALUE or --definition-substitutions FILE); checked with the stand-in {shown}"),
+        ),
+        (Unresolved::Refuse, None) => diags.error(
+            code,
+            at,
+            format!("${{{name}}} has no value: give one with --sub {name}=VALUE or --definition-substitutions FILE"),
+        ),
+    }
 }
 
 /// A name usable inside an ARN or a name field: what the placeholder is called, less `:` and `.`.

@@ -317,10 +317,8 @@ fn load_template_machine(
             // CDK's `DefinitionBody.fromFile`: the object is an asset of the stack, in cdk.out.
             match key.and_then(|k| cdk_asset(path, &k)) {
                 Some(asset) => load_beside(path, &asset, options).unwrap_or_else(|e| {
-                    in_template(unreadable(
-                        &pointer,
-                        format!("the CDK asset {}: {e}", asset.display()),
-                    ))
+                    let why = format!("the CDK asset {}: {e}", asset.display());
+                    in_template(unreadable(&pointer, why))
                 }),
                 None => in_template(in_s3(&pointer, &what, options.unresolved)),
             }

@@ -141,24 +141,9 @@ pub fn run(args: RunArgs) -> ExitCode {
 fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     let definition = args.definition.lower().map_err(FlagError::exit)?;
     let database = args.database.lower();
-    // A Task a --task or --worker binding or a mock runs needs no --sub for its placeholders.
-    let case_in_name = args
-        .state_machine_name
-        .as_deref()
-        .and_then(|n| crate::tasks::mock::split_test_case(n).1);
-    let case = definition
-        .test_case
-        .clone()
-        .or(case_in_name.map(str::to_owned));
-    let mocked = args.mocks.lower(case).mocked_states();
-    let bound: Vec<&str> = (args.bindings.tasks.iter())
-        .chain(&args.bindings.workers)
-        .filter_map(|b| b.split_once('=').map(|(target, _)| target))
-        .flat_map(|target| [target, target.rsplit_once(':').map_or(target, |(_, s)| s)])
-        .chain(mocked.iter().map(String::as_str))
-        .collect();
+    let covered = covered_states(args, &definition);
     let mut loaded = definition
-        .load_covering(&database, &|state| bound.contains(&state))
+        .load_covering(&database, &|state| covered.iter().any(|c| c == state))
         .map_err(FlagError::exit)?;
     let text = loaded.file.stored_definition();
     let machine = loaded.file.definition.machine.take();
@@ -172,13 +157,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         return Err(ExitCode::from(EXIT_USAGE));
     };
     let input = args.input.lower().map_err(FlagError::exit)?;
-    let (name_given, name_case) = match &args.state_machine_name {
-        Some(given) => {
-            let (name, case) = crate::tasks::mock::split_test_case(given);
-            (Some(name.to_owned()), case.map(str::to_owned))
-        }
-        None => (None, None),
-    };
+    let (name_given, name_case) = split_machine_name(args.state_machine_name.as_deref());
     // Before anything is generated: --seed decides the generated name too.
     let time = args
         .clock
@@ -194,26 +173,16 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
         .and_then(|()| check_name("state machine name", &machine_name))
         .map_err(FlagError::Usage)
         .and_then(|()| {
-            let functions = shown.file.functions.clone();
-            let logical_id = shown.file.logical_id.as_deref();
             bind(
                 args,
-                (&machine, &machine_name, logical_id),
+                (&machine, &machine_name, &shown.file),
                 &database,
                 &mocks,
                 time,
-                functions,
             )
         });
     let bound = checked.map_err(FlagError::exit)?;
-    if let Some(file) = mocks.unused_config() {
-        // Step Functions Local mocks nothing without a test case; a silent no-op misleads.
-        errln!(
-            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
-            file.display(),
-            definition.shown_path().display()
-        );
-    }
+    warn_unused_mock_config(&mocks, &definition);
     Ok(Plan {
         definition: text,
         machine,
@@ -231,16 +200,61 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
     })
 }
 
+/// `--state-machine-name NAME#CASE` split into the name and the mock test case.
+fn split_machine_name(given: Option<&str>) -> (Option<String>, Option<String>) {
+    match given {
+        Some(given) => {
+            let (name, case) = crate::tasks::mock::split_test_case(given);
+            (Some(name.to_owned()), case.map(str::to_owned))
+        }
+        None => (None, None),
+    }
+}
+
+/// Step Functions Local mocks nothing without a test case; a silent no-op misleads.
+fn warn_unused_mock_config(mocks: &flags::MockCase, definition: &flags::Definition) {
+    if let Some(file) = mocks.unused_config() {
+        errln!(
+            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
+            file.display(),
+            definition.shown_path().display()
+        );
+    }
+}
+
+/// The states a `--task` or `--worker` binding or the chosen mock test case runs: their
+/// placeholders need no `--sub`. A binding's `MACHINE:` prefix is not known to be one yet, so
+/// both readings count.
+fn covered_states(args: &RunArgs, definition: &flags::Definition) -> Vec<String> {
+    let case_in_name = args
+        .state_machine_name
+        .as_deref()
+        .and_then(|n| crate::tasks::mock::split_test_case(n).1);
+    let case = definition
+        .test_case
+        .clone()
+        .or(case_in_name.map(str::to_owned));
+    let bound = (args.bindings.tasks.iter())
+        .chain(&args.bindings.workers)
+        .filter_map(|b| b.split_once('=').map(|(target, _)| target))
+        .flat_map(|target| [target, target.rsplit_once(':').map_or(target, |(_, s)| s)])
+        .map(str::to_owned);
+    bound
+        .chain(args.mocks.lower(case).mocked_states())
+        .collect()
+}
+
 /// Lowers what binds to the machine: the time scale, the machines it may start, endpoints,
 /// `--task`/`--worker` bindings and mocks.
 fn bind(
     args: &RunArgs,
-    (machine, machine_name, logical_id): (&asl::StateMachine, &str, Option<&str>),
+    (machine, machine_name, file): (&asl::StateMachine, &str, &LoadedFile),
     database: &flags::Database,
     mocks: &flags::MockCase,
     time: crate::clock::Timekeeping,
-    functions: Option<Arc<crate::tasks::local_lambda::LocalFunctions>>,
 ) -> Result<Bound, FlagError> {
+    // Bindings may name the machine by its template's logical ID; its functions run here.
+    let (logical_id, functions) = (file.logical_id.as_deref(), file.functions.clone());
     let machines = args.machines.load(None)?;
     let endpoints = args.endpoints.lower()?;
     let names: Vec<&str> = std::iter::once(machine_name).chain(logical_id).collect();
