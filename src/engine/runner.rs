@@ -819,28 +819,9 @@ fn prepare_resume(
         &bound.token_states,
     );
     let info = resumed_info(&record).ok_or_else(|| cannot("its ARN is malformed".into()))?;
-    let options = EngineOptions {
-        max_history_events: config.max_history_events,
-        compat: config.compat,
-        wait_scale: config.wait_scale,
-    };
-    let time = bindings
-        .time
-        .clone()
-        .unwrap_or_else(|| Timekeeping::scaled(config.time_scale));
-    let mut tasks = bound.tasks;
-    let setup = ChildSetup {
-        machines: crate::engine::children::compile_known(&config.machines),
-        store: Some(store.clone()),
-        owner: owner.to_owned(),
-        time: time.clone(),
-        tasks: tasks.clone(),
-        task_bindings: config.tasks.clone(),
-        options: options.clone(),
-        notice: notice.clone(),
-        region: info.region.clone(),
-        account: info.account.clone(),
-    };
+    let given = (bindings.time.clone(), &info, &notice);
+    let (setup, mut tasks) = resumed_setup(store, owner, &config, bound.tasks, given);
+    let (time, options) = (setup.time.clone(), setup.options.clone());
     let children = resumed_children(setup, extra, &mut tasks);
     let events = store.history(&arn, false)?;
     let next_id = events.last().map_or(1, |e| e.id + 1);
@@ -860,6 +841,34 @@ fn prepare_resume(
         owner,
     );
     Ok((engine, config.cwd, recorded, children))
+}
+
+/// How a resumed execution runs (and starts its children): its stored options, on the clock
+/// given (else one of its stored scale), with its bound tasks.
+fn resumed_setup(
+    store: &Arc<Store>,
+    owner: &str,
+    config: &RunConfig,
+    tasks: LocalTasks,
+    (time, info, notice): (Option<Timekeeping>, &ExecutionInfo, &NoticeFn),
+) -> (ChildSetup, LocalTasks) {
+    let setup = ChildSetup {
+        machines: crate::engine::children::compile_known(&config.machines),
+        store: Some(store.clone()),
+        owner: owner.to_owned(),
+        time: time.unwrap_or_else(|| Timekeeping::scaled(config.time_scale)),
+        tasks: tasks.clone(),
+        task_bindings: config.tasks.clone(),
+        options: EngineOptions {
+            max_history_events: config.max_history_events,
+            compat: config.compat,
+            wait_scale: config.wait_scale,
+        },
+        notice: notice.clone(),
+        region: info.region.clone(),
+        account: info.account.clone(),
+    };
+    (setup, tasks)
 }
 
 /// The run configuration stored with an execution (real time and no bindings when none was).
