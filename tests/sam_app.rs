@@ -454,15 +454,23 @@ fn run_takes_machine_state_bindings_by_name_or_logical_id() {
 }
 
 /// Regression (#37): `serve --task 'OrderStateMachine:Charge=...'` (the template's logical ID)
-/// silently bound nothing, since serve names the machine by its `Name`; a binding matching no
-/// machine or state said nothing either.
+/// silently bound nothing, since serve names the machine by its `Name`; a binding or mock
+/// matching no machine or state said nothing either.
 #[test]
 fn serve_binds_a_templates_machine_by_logical_id_and_warns_of_bindings_matching_nothing() {
     let sb = app("sam_app");
     let charge = r#"OrderStateMachine:Charge=sh -c 'echo "{\"charged\": 7}"'"#;
+    sb.write(
+        "mocks.json",
+        r#"{"StateMachines": {"orders": {"TestCases": {"t": {"Shipp": "r"}}},
+                              "payments": {"TestCases": {"t": {"Charge": "r"}}}},
+            "MockedResponses": {"r": {"0": {"Return": {}}}}}"#,
+    );
     let (mut server, endpoint) = serve(
         &sb,
         &[
+            "--mock-config",
+            "mocks.json",
             "--template",
             "template.yaml",
             "--task",
@@ -514,6 +522,12 @@ fn serve_binds_a_templates_machine_by_logical_id_and_warns_of_bindings_matching_
         stderr.contains("--task 'Chrage=true' binds nothing: no Task state 'Chrage' in orders (did you mean \"Charge\"?)"),
         "{stderr}"
     );
+    for said in [
+        "the mock config mocks.json mocks state 'Shipp' of orders, which has no such Task state (did you mean \"Ship\"?)",
+        "the mock config mocks.json mocks 'payments', none of the templates' state machines (orders)",
+    ] {
+        assert!(stderr.contains(said), "{stderr}");
+    }
     assert!(
         stderr.contains("--task 'payments:Charge=true' binds no state machine of the templates (they are orders)"),
         "{stderr}"

@@ -185,6 +185,39 @@ fn match_template_machines(bindings: &mut [MachineTask], machines: &[InitialMach
     }
 }
 
+/// With templates, a mock config's machine that is none of theirs, or a mocked state that is
+/// no Task of its machine, is a warning naming the ones there are (a client may still create
+/// a machine of that name; a config that does not read is reported when a test case uses it).
+fn warn_mocks_matching_nothing(file: &Path, machines: &[InitialMachine]) {
+    let Ok(config) = crate::cli::flags::mocks::read_config(file) else {
+        return;
+    };
+    if machines.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = machines.iter().map(|m| m.name.as_str()).collect();
+    for (name, cases) in &config.machines {
+        let Some(machine) = machines.iter().find(|m| &m.name == name) else {
+            errln!(
+                "warning: the mock config {} mocks '{name}', none of the templates' state machines ({})",
+                file.display(),
+                names.join(", ")
+            );
+            continue;
+        };
+        let states = task_states(&machine.definition);
+        let mocked = cases.values().flat_map(|states| states.keys());
+        for state in mocked.filter(|s| !states.contains(s)) {
+            let hint = crate::suggest::did_you_mean(state, states.iter().map(String::as_str));
+            errln!(
+                "warning: the mock config {} mocks state '{state}' of {name}, which has no such Task state{hint} (its Task states: {})",
+                file.display(),
+                states.join(", ")
+            );
+        }
+    }
+}
+
 /// The names of the Task states of a definition (JSON), at every depth.
 fn task_states(definition: &str) -> Vec<String> {
     fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
@@ -286,16 +319,20 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
     let functions = crate::tasks::local_lambda::LocalFunctions::merged(
         machines.iter().filter_map(|m| m.functions.clone()),
     );
+    let mock_config = args.mock_config.or_else(|| {
+        let default = PathBuf::from("MockConfigFile.json");
+        default.is_file().then_some(default)
+    });
+    if let Some(file) = &mock_config {
+        warn_mocks_matching_nothing(file, &machines);
+    }
     Ok(ServeConfig {
         bind: SocketAddr::new(args.bind, args.port),
         region: account.region,
         account_id: account.account_id,
         time,
         wait_scale,
-        mock_config: args.mock_config.or_else(|| {
-            let default = PathBuf::from("MockConfigFile.json");
-            default.is_file().then_some(default)
-        }),
+        mock_config,
         tasks,
         endpoints,
         compat: args.compat.into(),
