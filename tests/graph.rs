@@ -437,3 +437,222 @@ fn a_yaml_definition_is_drawn_like_its_json() {
     assert_eq!(from_yaml.stdout, from_json.stdout);
     assert!(from_yaml.stdout.contains("Check"), "{}", from_yaml.stdout);
 }
+
+/// An axis-aligned rectangle `x y w h` from a `data-box`.
+type Area = [f64; 4];
+
+fn area(text: &str) -> Area {
+    let v: Vec<f64> = text.split(' ').map(|v| v.parse().unwrap()).collect();
+    [v[0], v[1], v[2], v[3]]
+}
+
+/// Whether two areas share more than an edge (half a pixel of slack).
+fn meet(a: Area, b: Area) -> bool {
+    const SLACK: f64 = 0.5;
+    a[0] + a[2] > b[0] + SLACK
+        && b[0] + b[2] > a[0] + SLACK
+        && a[1] + a[3] > b[1] + SLACK
+        && b[1] + b[3] > a[1] + SLACK
+}
+
+fn contains(outer: Area, inner: Area) -> bool {
+    outer[0] <= inner[0] + 0.05
+        && outer[1] <= inner[1] + 0.05
+        && outer[0] + outer[2] >= inner[0] + inner[2] - 0.05
+        && outer[1] + outer[3] >= inner[1] + inner[3] - 0.05
+}
+
+/// An edge as drawn: from, to, its polyline and its label's area.
+type DrawnEdge = (String, String, Vec<(f64, f64)>, Option<Area>);
+
+/// An SVG's geometry as drawn: state boxes by id, each edge's ends, polyline and label, and
+/// the cluster labels.
+struct Drawn {
+    size: (f64, f64),
+    boxes: std::collections::HashMap<String, (Area, bool)>,
+    edges: Vec<DrawnEdge>,
+    cluster_labels: Vec<Area>,
+}
+
+fn drawn(svg: &str) -> Drawn {
+    let view = attr(&svg[..svg.find('>').unwrap()], "viewBox").unwrap();
+    let v: Vec<f64> = view.split(' ').map(|x| x.parse().unwrap()).collect();
+    let mut out = Drawn {
+        size: (v[2], v[3]),
+        boxes: Default::default(),
+        edges: Vec::new(),
+        cluster_labels: Vec::new(),
+    };
+    for s in shapes(svg) {
+        let compound = s.class.contains("compound");
+        out.boxes.insert(s.id, ([s.x, s.y, s.w, s.h], compound));
+    }
+    for g in svg.split("<g ").skip(1) {
+        let tag = &g[..g.find('>').unwrap()];
+        let (Some(from), Some(to)) = (attr(tag, "data-from"), attr(tag, "data-to")) else {
+            continue;
+        };
+        let body = &g[..g.find("</g>").unwrap()];
+        let d = attr(&body[body.find("<path").unwrap()..], "d").unwrap();
+        let points = d
+            .split(' ')
+            .map(|p| {
+                let (x, y) = p[1..].split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        let label = body
+            .find("<text")
+            .and_then(|at| attr(&body[at..], "data-box"))
+            .map(|b| area(&b));
+        out.edges.push((from, to, points, label));
+    }
+    for part in svg.split("class=\"cluster-label\"").skip(1) {
+        out.cluster_labels
+            .push(area(&attr(part, "data-box").unwrap()));
+    }
+    out
+}
+
+/// The picture's collisions: an edge through a state box other than its ends (and the boxes
+/// holding them), a label over a box or another label, anything outside the viewBox.
+fn collisions(svg: &str) -> Vec<String> {
+    let d = drawn(svg);
+    let mut found = Vec::new();
+    let inside = |a: Area| {
+        a[0] >= -0.05
+            && a[1] >= -0.05
+            && a[0] + a[2] <= d.size.0 + 0.05
+            && a[1] + a[3] <= d.size.1 + 0.05
+    };
+    for (id, (b, _)) in &d.boxes {
+        if !inside(*b) {
+            found.push(format!("box {id} outside the picture"));
+        }
+    }
+    let mut labels: Vec<(String, Area)> = Vec::new();
+    for (from, to, points, label) in &d.edges {
+        let ends = [d.boxes[from].0, d.boxes[to].0];
+        // A box holding an end holds the edge (a Parallel's box around its branch).
+        let obstacle = |b: Area| !ends.iter().any(|e| contains(b, *e));
+        for pair in points.windows(2) {
+            let ((x1, y1), (x2, y2)) = (pair[0], pair[1]);
+            let seg = [x1.min(x2), y1.min(y2), (x1 - x2).abs(), (y1 - y2).abs()];
+            if !inside(seg) {
+                found.push(format!("edge {from}->{to} leaves the picture"));
+            }
+            for (id, (b, _)) in &d.boxes {
+                // A line is a rectangle of no width: it meets a box's inside.
+                let line = [seg[0] - 0.01, seg[1] - 0.01, seg[2] + 0.02, seg[3] + 0.02];
+                if obstacle(*b) && meet(line, *b) {
+                    found.push(format!("edge {from}->{to} crosses {id}"));
+                }
+            }
+        }
+        if let Some(l) = label {
+            if !inside(*l) {
+                found.push(format!("label of {from}->{to} outside the picture"));
+            }
+            for (id, (b, _)) in &d.boxes {
+                if obstacle(*b) && meet(*l, *b) {
+                    found.push(format!("label of {from}->{to} over {id}"));
+                }
+            }
+            labels.push((format!("{from}->{to}"), *l));
+        }
+    }
+    for l in &d.cluster_labels {
+        for (id, (b, compound)) in &d.boxes {
+            if !(*compound && contains(*b, *l)) && meet(*l, *b) {
+                found.push(format!("cluster label {l:?} over {id}"));
+            }
+        }
+        labels.push(("cluster label".into(), *l));
+    }
+    for (i, (a, la)) in labels.iter().enumerate() {
+        for (b, lb) in &labels[i + 1..] {
+            if meet(*la, *lb) {
+                found.push(format!("labels of {a} and {b} overlap"));
+            }
+        }
+    }
+    found
+}
+
+/// Every machine of a file: `[file]`, or for a template of several, `file --state-machine ID`.
+fn machines_of(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
+    let path = file.to_string_lossy().into_owned();
+    let out = sandbox.run(&["graph", &path]);
+    if out.code == 0 {
+        return vec![vec![path]];
+    }
+    let Some((_, ids)) = out.stderr.split_once("#LogicalId): ") else {
+        return Vec::new();
+    };
+    ids.trim()
+        .split(", ")
+        .map(|id| vec![path.clone(), "--state-machine".into(), id.to_owned()])
+        .collect()
+}
+
+/// Regression (#36): the SVG of a real CDK machine drew a Choice's Default edge through
+/// another state's box with its label hidden under it, and cut an edge label off at the
+/// picture's right edge. Every bundled and every published definition is drawn and checked.
+#[test]
+fn no_svg_of_a_bundled_or_published_definition_has_a_collision() {
+    let sandbox = Sandbox::new();
+    let mut files = bundled();
+    let mut stack = vec![common::realworld_dir()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e)) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut drawn = 0;
+    let mut problems = Vec::new();
+    for file in &files {
+        for args in machines_of(&sandbox, file) {
+            let mut command: Vec<&str> = vec!["graph"];
+            command.extend(args.iter().map(String::as_str));
+            let out = sandbox.run(&command);
+            assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+            drawn += 1;
+            for p in collisions(&out.stdout) {
+                problems.push(format!("{}: {p}", args.join(" ")));
+            }
+        }
+    }
+    assert!(drawn >= 60, "only {drawn} machines drawn");
+    assert!(
+        problems.is_empty(),
+        "{} collisions:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_collision_check_sees_an_edge_through_a_box_and_labels_that_overlap() {
+    let svg = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 200">
+<g class="edge" data-from="a" data-to="c"><path d="M50.0,20.0 L50.0,180.0"/><text data-box="40.0 60.0 30.0 12.0">x</text></g>
+<g class="edge" data-from="a" data-to="b"><path d="M50.0,20.0 L250.0,20.0"/><text data-box="45.0 65.0 30.0 12.0">y</text></g>
+<g class="state task" id="a" data-name="A" data-box="10.0 0.0 80.0 20.0"></g>
+<g class="state task" id="b" data-name="B" data-box="10.0 90.0 80.0 20.0"></g>
+<g class="state task" id="c" data-name="C" data-box="10.0 180.0 80.0 20.0"></g>
+</svg>"#;
+    let found = collisions(svg);
+    for expected in [
+        "edge a->c crosses b",
+        "edge a->b leaves the picture",
+        "labels of a->c and a->b overlap",
+    ] {
+        assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
+    }
+}

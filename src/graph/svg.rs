@@ -4,10 +4,16 @@
 //! Why our own layout: the layered-layout crates lay out flat graphs, and this picture is nested
 //! (a Parallel's box holds its branches, each a graph of its own). The nesting makes the job
 //! small: each scope is laid out alone, inner scopes first, and a compound state is just a larger
-//! box to its parent. Per scope: back edges found by a depth-first search from the start (loops
-//! are drawn up the right side), layers by longest path, order in a layer by the mean position of
-//! the predecessors (one sweep down), boxes placed left to right without overlap. Boxes never
-//! overlap by construction: a layer's boxes are placed side by side, and layers are stacked.
+//! box to its parent. Per scope: back edges found by a depth-first search from the start, layers
+//! by longest path, order in a layer by the mean position of the predecessors (one sweep down),
+//! boxes placed left to right without overlap.
+//!
+//! Nothing collides by construction: boxes sit in layers, and between two layers runs a
+//! *channel* that holds no box. An edge leaves its source's bottom, runs sideways only inside
+//! channels, and enters its target's top; an edge that skips layers (or goes back up) runs down
+//! (or up) a *lane* right of every box. Every labelled edge has a track of its own in the
+//! channel under its source, and its label sits on that track, so no label meets a box or
+//! another label. Each edge label says where it is (`data-box`), as each state does.
 
 use super::overlay::{EdgeCoverage, Overlay, StateStatus};
 use super::{Cluster, EdgeKind, Graph, Node, NodeKind};
@@ -40,20 +46,26 @@ impl Rect {
     }
 }
 
-/// A laid-out cluster: its size, each node's box, and each compound node's inner clusters.
+/// A laid-out cluster: its size, each node's box, each compound node's inner clusters, and each
+/// edge's route.
 struct Laid {
     w: f64,
     h: f64,
     boxes: Vec<Rect>,
     /// Per node: its inner clusters with their offsets inside the node's box.
-    inner: Vec<Vec<(f64, f64, Laid)>>,
-    /// Edge index → whether it goes back up (a loop).
-    back: Vec<bool>,
-    /// Edge index → the column a back edge runs up, right of every box.
-    back_x: Vec<f64>,
-    /// Edge index → the column a long forward edge runs down, when a straight line would
-    /// cross a box of a layer between its ends.
-    route: Vec<Option<f64>>,
+    inner: Vec<Inner>,
+    /// Per edge: its route.
+    routes: Vec<Route>,
+}
+
+/// A compound node's inner clusters, each with its offset inside the node's box.
+type Inner = Vec<(f64, f64, Laid)>;
+
+/// An edge's way: an orthogonal polyline, and where its label sits.
+#[derive(Debug, Clone, Default)]
+struct Route {
+    points: Vec<(f64, f64)>,
+    label: Option<Rect>,
 }
 
 fn text_width(s: &str, size: f64) -> f64 {
@@ -111,11 +123,58 @@ fn detail_lines(node: &Node, overlay: Option<&Overlay>) -> Vec<String> {
     lines
 }
 
+/// Font sizes and the width a character is taken to need (generous for Helvetica, so a label's
+/// box holds its text).
+const LABEL_SIZE: f64 = 10.0;
+const TRACK: f64 = 14.0;
+
+fn label_width(label: &str) -> f64 {
+    label.chars().count() as f64 * LABEL_SIZE * 0.62 + 4.0
+}
+
 fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
-    let n = c.nodes.len();
-    // Sizes first (inner clusters laid out recursively).
-    let mut boxes = vec![Rect::default(); n];
-    let mut inner: Vec<Vec<(f64, f64, Laid)>> = Vec::with_capacity(n);
+    let (mut boxes, inner) = size_boxes(c, overlay);
+    let back = back_edges(c);
+    let (rank, layers) = layers(c, &back);
+    place_in_layers(c, &back, &layers, &mut boxes);
+    let tracks = Tracks::assign(c, &back, &rank, layers.len());
+    let tops = stack_layers(&layers, &tracks, &mut boxes);
+    let mut routes = route_edges(c, &rank, &tracks, &tops, &boxes);
+    // Shift everything right of the padding, labels included.
+    let min_x = boxes
+        .iter()
+        .map(|b| b.x)
+        .chain(routes.iter().filter_map(|r| r.label.map(|l| l.x)))
+        .fold(f64::INFINITY, f64::min);
+    let dx = PAD - min_x;
+    for b in &mut boxes {
+        b.x += dx;
+    }
+    for r in &mut routes {
+        r.points.iter_mut().for_each(|p| p.0 += dx);
+        if let Some(l) = &mut r.label {
+            l.x += dx;
+        }
+    }
+    let right = boxes
+        .iter()
+        .map(|b| b.x + b.w)
+        .chain(routes.iter().flat_map(|r| r.points.iter().map(|p| p.0)))
+        .chain(routes.iter().filter_map(|r| r.label.map(|l| l.x + l.w)))
+        .fold(0.0, f64::max);
+    Laid {
+        w: right + PAD,
+        h: tops[layers.len()] + tracks.height(layers.len()) + PAD,
+        boxes,
+        inner,
+        routes,
+    }
+}
+
+/// Each node's size (inner clusters laid out first), and the inner clusters' places.
+fn size_boxes(c: &Cluster, overlay: Option<&Overlay>) -> (Vec<Rect>, Vec<Inner>) {
+    let mut boxes = vec![Rect::default(); c.nodes.len()];
+    let mut inner: Vec<Inner> = Vec::with_capacity(c.nodes.len());
     for (i, node) in c.nodes.iter().enumerate() {
         let lines = detail_lines(node, overlay);
         let text_w = lines
@@ -154,15 +213,15 @@ fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
             inner.push(kids);
         }
     }
+    (boxes, inner)
+}
 
-    // Back edges: edges into a node still on the depth-first stack.
-    let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (k, e) in c.edges.iter().enumerate() {
-        out_edges[e.from].push(k);
-    }
+/// Per edge, whether it goes back up: into a node still on the depth-first stack.
+fn back_edges(c: &Cluster) -> Vec<bool> {
+    let n = c.nodes.len();
+    let out_edges = out_edges(c);
     let mut back = vec![false; c.edges.len()];
     let mut mark = vec![0u8; n]; // 0 new, 1 on stack, 2 done
-    let mut post = Vec::with_capacity(n);
     for root in 0..n {
         if mark[root] != 0 {
             continue;
@@ -170,26 +229,62 @@ fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
         let mut stack = vec![(root, 0usize)];
         mark[root] = 1;
         while let Some((u, next)) = stack.pop() {
-            if let Some(&k) = out_edges[u].get(next) {
-                stack.push((u, next + 1));
-                let v = c.edges[k].to;
-                match mark[v] {
-                    0 => {
-                        mark[v] = 1;
-                        stack.push((v, 0));
-                    }
-                    1 => back[k] = true,
-                    _ => {}
-                }
-            } else {
+            let Some(&k) = out_edges[u].get(next) else {
                 mark[u] = 2;
-                post.push(u);
+                continue;
+            };
+            stack.push((u, next + 1));
+            let v = c.edges[k].to;
+            match mark[v] {
+                0 => {
+                    mark[v] = 1;
+                    stack.push((v, 0));
+                }
+                1 => back[k] = true,
+                _ => {}
             }
         }
     }
-    // Layers by longest path over forward edges, in topological order.
+    back
+}
+
+fn out_edges(c: &Cluster) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); c.nodes.len()];
+    for (k, e) in c.edges.iter().enumerate() {
+        out[e.from].push(k);
+    }
+    out
+}
+
+/// Each node's layer by the longest path over forward edges (the end marker last), and the
+/// layers' nodes in a topological order.
+fn layers(c: &Cluster, back: &[bool]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let n = c.nodes.len();
+    let out_edges = out_edges(c);
+    // Kahn's order over forward edges.
+    let mut indegree = vec![0usize; n];
+    for (k, e) in c.edges.iter().enumerate() {
+        if !back[k] {
+            indegree[e.to] += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..n).filter(|&u| indegree[u] == 0).collect();
+    let mut at = 0;
+    while at < order.len() {
+        let u = order[at];
+        at += 1;
+        for &k in &out_edges[u] {
+            let v = c.edges[k].to;
+            if !back[k] {
+                indegree[v] -= 1;
+                if indegree[v] == 0 {
+                    order.push(v);
+                }
+            }
+        }
+    }
     let mut rank = vec![0usize; n];
-    for &u in post.iter().rev() {
+    for &u in &order {
         for &k in &out_edges[u] {
             if !back[k] {
                 let v = c.edges[k].to;
@@ -198,128 +293,168 @@ fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
         }
     }
     let end = n - 1;
-    let last = (0..end).map(|i| rank[i]).max().unwrap_or(0);
-    rank[end] = last + 1;
-    let layers_count = rank[end] + 1;
-    let mut layers: Vec<Vec<usize>> = vec![Vec::new(); layers_count];
-    for &u in post.iter().rev() {
+    rank[end] = (0..end).map(|i| rank[i]).max().unwrap_or(0) + 1;
+    let mut layers: Vec<Vec<usize>> = vec![Vec::new(); rank[end] + 1];
+    for &u in &order {
         layers[rank[u]].push(u);
     }
+    (rank, layers)
+}
 
-    // Place layer by layer: each box wants to sit under the mean centre of its predecessors.
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+/// Each box's x: layer by layer, under the mean centre of its predecessors, never touching.
+fn place_in_layers(c: &Cluster, back: &[bool], layers: &[Vec<usize>], boxes: &mut [Rect]) {
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); c.nodes.len()];
     for (k, e) in c.edges.iter().enumerate() {
         if !back[k] && e.from != e.to {
             preds[e.to].push(e.from);
         }
     }
-    let mut y = PAD;
-    let mut placed = vec![false; n];
-    for layer in &mut layers {
-        let layer_h = layer.iter().map(|&u| boxes[u].h).fold(0.0, f64::max);
+    for layer in layers {
         let mut want: Vec<(f64, usize)> = layer
             .iter()
             .map(|&u| {
-                let centres: Vec<f64> = preds[u]
-                    .iter()
-                    .filter(|&&p| placed[p])
-                    .map(|&p| boxes[p].cx())
-                    .collect();
-                let want = if centres.is_empty() {
-                    0.0
-                } else {
-                    centres.iter().sum::<f64>() / centres.len() as f64
-                };
-                (want, u)
+                let centres: Vec<f64> = preds[u].iter().map(|&p| boxes[p].cx()).collect();
+                let mean = centres.iter().sum::<f64>() / centres.len().max(1) as f64;
+                (mean, u)
             })
             .collect();
         want.sort_by(|a, b| a.0.total_cmp(&b.0));
-        // Spread the layer around its wanted centres, then never let two boxes touch.
         let total: f64 =
             want.iter().map(|&(_, u)| boxes[u].w).sum::<f64>() + GAP_X * (want.len() as f64 - 1.0);
         let mean = want.iter().map(|w| w.0).sum::<f64>() / want.len().max(1) as f64;
         let mut x = mean - total / 2.0;
         let mut right = f64::NEG_INFINITY;
         for &(wanted, u) in &want {
-            let single = want.len() == 1;
-            let left = if single { wanted - boxes[u].w / 2.0 } else { x };
+            let left = if want.len() == 1 {
+                wanted - boxes[u].w / 2.0
+            } else {
+                x
+            };
             let left = left.max(right + GAP_X);
             boxes[u].x = left;
-            boxes[u].y = y + (layer_h - boxes[u].h) / 2.0;
             right = left + boxes[u].w;
             x = right + GAP_X;
-            placed[u] = true;
         }
-        y += layer_h + GAP_Y;
     }
-    // Shift everything right of the padding.
-    let min_x = boxes.iter().map(|b| b.x).fold(f64::INFINITY, f64::min);
-    for b in &mut boxes {
-        b.x += PAD - min_x;
-    }
-    let mut max_right = boxes.iter().map(|b| b.x + b.w).fold(0.0, f64::max);
-    // Long forward edges: go straight down when nothing is in the way, else round the side
-    // nearer to the source (the left when there is room, else the right).
-    let mut route = vec![None; c.edges.len()];
-    let mut left_lanes = Vec::new();
-    let mut right_lanes = Vec::new();
-    for (k, e) in c.edges.iter().enumerate() {
-        if back[k] || rank[e.to] <= rank[e.from] + 1 {
-            continue;
-        }
-        let (a, b) = (boxes[e.from], boxes[e.to]);
-        let (top, bottom) = (a.y + a.h, b.y);
-        let between: Vec<&Rect> = boxes
+}
+
+/// The channels between layers (channel `r` is above layer `r`; the last is below the last
+/// layer) and each edge's tracks in them: one under its source, and for an edge that skips
+/// layers or goes back up, one above its target.
+struct Tracks {
+    /// Per channel, how many tracks it holds.
+    count: Vec<usize>,
+    /// Per edge: its track in the channel under its source, and the one above its target.
+    edge: Vec<(usize, Option<usize>)>,
+}
+
+impl Tracks {
+    fn assign(c: &Cluster, back: &[bool], rank: &[usize], layers: usize) -> Tracks {
+        let mut count = vec![0usize; layers + 1];
+        let mut take = |channel: usize| {
+            count[channel] += 1;
+            count[channel] - 1
+        };
+        let edge = c
+            .edges
             .iter()
-            .filter(|r| r.y < bottom && r.y + r.h > top)
+            .enumerate()
+            .map(|(k, e)| {
+                let under = take(rank[e.from] + 1);
+                let detour = back[k] || rank[e.to] > rank[e.from] + 1;
+                (under, detour.then(|| take(rank[e.to])))
+            })
             .collect();
-        let lo = a.cx().min(b.cx()) - 4.0;
-        let hi = a.cx().max(b.cx()) + 4.0;
-        if !between.iter().any(|r| r.x < hi && r.x + r.w > lo) {
-            continue;
-        }
-        let min_left = between.iter().map(|r| r.x).fold(f64::INFINITY, f64::min);
-        let max_r = between.iter().map(|r| r.x + r.w).fold(0.0, f64::max);
-        let left_lane = lane(&mut left_lanes, top, bottom) as f64 * BACK_EDGE_STEP;
-        let left = min_left - GAP_X / 2.0 - left_lane;
-        if left >= PAD / 2.0 && (a.cx() - left) <= (max_r - a.cx()) {
-            route[k] = Some(left);
-        } else {
-            let right_lane = lane(&mut right_lanes, top, bottom) as f64 * BACK_EDGE_STEP;
-            let x = max_r + GAP_X / 2.0 + right_lane;
-            max_right = max_right.max(x);
-            route[k] = Some(x);
-        }
+        Tracks { count, edge }
     }
-    // Back edges share columns where their vertical spans do not meet.
-    let mut back_lanes = Vec::new();
-    let mut back_x = vec![0.0; c.edges.len()];
-    for (k, e) in c.edges.iter().enumerate() {
-        if back[k] {
-            let (a, b) = (boxes[e.from], boxes[e.to]);
-            let (y1, y2) = (a.y + a.h / 2.0, b.y + b.h / 2.0);
-            let i = lane(&mut back_lanes, y1.min(y2), y1.max(y2));
-            back_x[k] = max_right + BACK_EDGE_STEP * (i as f64 + 1.0);
-        }
+
+    /// A channel's height: room for its tracks, at least the gap between layers.
+    fn height(&self, channel: usize) -> f64 {
+        let least = if channel == 0 { PAD } else { GAP_Y };
+        (TRACK * (self.count[channel] as f64 + 1.0)).max(least)
     }
-    // Room for the labels of back edges, centred on their columns.
-    let back_label = c
-        .edges
+
+    /// The y of a track, from its channel's top.
+    fn y(&self, channel: usize, track: usize) -> f64 {
+        // Tracks spread over the channel, the first one a label's height down.
+        let step = self.height(channel) / (self.count[channel] as f64 + 1.0);
+        step * (track as f64 + 1.0)
+    }
+}
+
+/// Each layer's top (and the last channel's), channels included; boxes centred in their layer.
+fn stack_layers(layers: &[Vec<usize>], tracks: &Tracks, boxes: &mut [Rect]) -> Vec<f64> {
+    let mut tops = Vec::with_capacity(layers.len() + 1);
+    let mut y = 0.0;
+    for (r, layer) in layers.iter().enumerate() {
+        y += tracks.height(r);
+        tops.push(y);
+        let layer_h = layer.iter().map(|&u| boxes[u].h).fold(0.0, f64::max);
+        for &u in layer {
+            boxes[u].y = y + (layer_h - boxes[u].h) / 2.0;
+        }
+        y += layer_h;
+    }
+    // The channel under the last layer starts here.
+    tops.push(y);
+    tops
+}
+
+/// Every edge's route: down from its source into the channel under it, sideways there, down
+/// into its target; an edge that skips layers or goes back up runs along a lane right of
+/// every box between two channels.
+fn route_edges(
+    c: &Cluster,
+    rank: &[usize],
+    tracks: &Tracks,
+    tops: &[f64],
+    boxes: &[Rect],
+) -> Vec<Route> {
+    let max_right = boxes.iter().map(|b| b.x + b.w).fold(0.0, f64::max);
+    // Channel `r` ends where layer `r` starts; the last one starts under the last layer.
+    let last = tops.len() - 1;
+    let channel_top = |r: usize| match r == last {
+        true => tops[last],
+        false => tops[r] - tracks.height(r),
+    };
+    let mut lanes = Vec::new();
+    c.edges
         .iter()
         .enumerate()
-        .filter(|(k, _)| back[*k])
-        .filter_map(|(_, e)| e.label.as_deref())
-        .map(|l| text_width(l, 10.0) / 2.0)
-        .fold(0.0, f64::max);
-    Laid {
-        route,
-        w: max_right + PAD + back_lanes.len() as f64 * BACK_EDGE_STEP + back_label,
-        h: y - GAP_Y + PAD,
-        boxes,
-        inner,
-        back,
-        back_x,
-    }
+        .map(|(k, e)| {
+            let (a, b) = (boxes[e.from], boxes[e.to]);
+            let (under, above) = tracks.edge[k];
+            let out_channel = rank[e.from] + 1;
+            let y1 = channel_top(out_channel) + tracks.y(out_channel, under);
+            let mut points = vec![(a.cx(), a.y + a.h), (a.cx(), y1)];
+            let turn_x = match above {
+                Some(t) => {
+                    let y2 = channel_top(rank[e.to]) + tracks.y(rank[e.to], t);
+                    let lane_i = lane(&mut lanes, y1.min(y2), y1.max(y2));
+                    let x = max_right + GAP_X / 2.0 + BACK_EDGE_STEP * lane_i as f64;
+                    points.extend([(x, y1), (x, y2), (b.cx(), y2)]);
+                    x
+                }
+                None => {
+                    points.push((b.cx(), y1));
+                    b.cx()
+                }
+            };
+            points.push((b.cx(), b.y));
+            let label = e.label.as_deref().map(|l| {
+                let w = label_width(l);
+                // On its own track, over the first sideways run.
+                let mid = (a.cx() + turn_x) / 2.0;
+                Rect {
+                    x: mid - w / 2.0,
+                    y: y1 - LABEL_SIZE - 1.0,
+                    w,
+                    h: LABEL_SIZE + 2.0,
+                }
+            });
+            Route { points, label }
+        })
+        .collect()
 }
 
 /// The first column whose vertical spans stay clear of `top..bottom` (with a margin), taken.
@@ -398,156 +533,143 @@ const STYLE: &str = r#"<style>
 </style>
 "#;
 
+/// Draws a laid-out cluster at `(ox, oy)`: its edges under its boxes, then each box and the
+/// clusters inside it.
 fn draw(c: &Cluster, laid: &Laid, ox: f64, oy: f64, overlay: Option<&Overlay>, out: &mut String) {
-    let abs = |r: &Rect| Rect {
-        x: r.x + ox,
-        y: r.y + oy,
-        ..*r
-    };
-    // Edges under the boxes.
     for (k, e) in c.edges.iter().enumerate() {
-        let a = abs(&laid.boxes[e.from]);
-        let b = abs(&laid.boxes[e.to]);
-        let kind = if e.kind == EdgeKind::Catch {
-            " catch"
-        } else {
-            ""
-        };
-        let coverage = overlay.and_then(|o| o.edge(c, e));
-        let covered = coverage.map_or("", |cov| match cov {
-            EdgeCoverage::Taken => " taken",
-            EdgeCoverage::Missed => " missed",
-        });
-        let class = format!("edge{kind}{covered}");
-        let _ = write!(
-            out,
-            r#"<g class="{class}" data-from="{}" data-to="{}">"#,
-            c.nodes[e.from].id, c.nodes[e.to].id
-        );
-        if coverage == Some(EdgeCoverage::Missed) {
-            out.push_str("<title>not taken by any execution</title>");
-        }
-        let (path, lx, ly) = if laid.back[k] {
-            let x = laid.back_x[k] + ox;
-            let y1 = a.y + a.h / 2.0;
-            let y2 = b.y + b.h / 2.0;
-            (
-                format!(
-                    "M{:.1},{y1:.1} H{x:.1} V{y2:.1} H{:.1}",
-                    a.x + a.w,
-                    b.x + b.w
-                ),
-                x,
-                (y1 + y2) / 2.0,
-            )
-        } else if let Some(x) = laid.route[k] {
-            let x = x + ox;
-            let (x1, y1) = (a.cx(), a.y + a.h);
-            let (x2, y2) = (b.cx(), b.y);
-            let bend = (GAP_Y / 2.0).min((y2 - y1) / 3.0);
-            (
-                format!(
-                    "M{x1:.1},{y1:.1} C{x1:.1},{:.1} {x:.1},{y1:.1} {x:.1},{:.1} V{:.1} C{x:.1},{y2:.1} {x2:.1},{:.1} {x2:.1},{y2:.1}",
-                    y1 + bend,
-                    y1 + bend,
-                    y2 - bend,
-                    y2 - bend
-                ),
-                x,
-                y1 + bend + 10.0,
-            )
-        } else {
-            let (x1, y1) = (a.cx(), a.y + a.h);
-            let (x2, y2) = (b.cx(), b.y);
-            let dy = (y2 - y1) / 2.0;
-            (
-                format!(
-                    "M{x1:.1},{y1:.1} C{x1:.1},{:.1} {x2:.1},{:.1} {x2:.1},{y2:.1}",
-                    y1 + dy,
-                    y2 - dy
-                ),
-                (x1 + x2) / 2.0,
-                (y1 + y2) / 2.0,
-            )
-        };
-        let _ = write!(out, r#"<path d="{path}" marker-end="url(#arrow)"/>"#);
-        if let Some(label) = &e.label {
-            let _ = write!(
-                out,
-                r#"<text x="{lx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                ly + 3.0,
-                esc(label)
-            );
-        }
-        out.push_str("</g>\n");
+        draw_edge(c, e, &laid.routes[k], (ox, oy), overlay, out);
     }
     for (i, node) in c.nodes.iter().enumerate() {
-        let r = abs(&laid.boxes[i]);
-        let status = overlay.map(|o| o.state(&node.name).status());
-        let mut class = String::from(if node.kind.is_marker() {
-            "marker"
-        } else if node.children.is_empty() {
-            "state"
-        } else {
-            "state compound"
-        });
-        let _ = write!(class, " {}", node.kind.as_str());
-        if let (Some(s), false) = (status, node.kind.is_marker()) {
-            let _ = write!(class, " {}", s.as_str());
-        }
-        let _ = write!(
-            out,
-            r#"<g class="{class}" id="{}" data-name="{}" data-box="{:.1} {:.1} {:.1} {:.1}">"#,
-            node.id,
-            esc(&node.name),
-            r.x,
-            r.y,
-            r.w,
-            r.h
-        );
-        let mut title = vec![format!("{} ({})", node.name, node.kind.as_str())];
-        if let Some(retry) = &node.retry {
-            title.push(retry.clone());
-        }
-        if let (Some(o), false) = (overlay, node.kind.is_marker()) {
-            title.extend(o.state(&node.name).describe(o.now_ms));
-        }
-        let _ = write!(out, "<title>{}</title>", esc(&title.join("\n")));
-        shape(node.kind, &r, out);
-        if !node.kind.is_marker() {
-            let _ = write!(
-                out,
-                r#"<text class="name" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                r.cx(),
-                r.y + 18.0,
-                esc(&node.name)
-            );
-            for (k, line) in detail_lines(node, overlay).iter().enumerate() {
-                let _ = write!(
-                    out,
-                    r#"<text class="detail" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    r.cx(),
-                    r.y + 32.0 + LINE * k as f64,
-                    esc(line)
-                );
-            }
-        }
-        out.push_str("</g>\n");
+        let r = Rect {
+            x: laid.boxes[i].x + ox,
+            y: laid.boxes[i].y + oy,
+            ..laid.boxes[i]
+        };
+        draw_node(node, &r, overlay, out);
         for (child, (dx, dy, inner)) in node.children.iter().zip(&laid.inner[i]) {
             let (x, y) = (r.x + dx, r.y + dy);
+            let label_w = text_width(&child.label, 11.0);
             let _ = writeln!(
                 out,
-                r#"<rect class="cluster" data-cluster="{}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" rx="6"/><text class="cluster-label" x="{:.1}" y="{:.1}">{}</text>"#,
+                r#"<rect class="cluster" data-cluster="{}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" rx="6"/><text class="cluster-label" x="{:.1}" y="{:.1}" data-box="{:.1} {:.1} {label_w:.1} 13.0">{}</text>"#,
                 child.id,
                 inner.w,
                 inner.h,
                 x + 6.0,
                 y - 4.0,
+                x + 6.0,
+                y - 15.0,
                 esc(&child.label)
             );
             draw(child, inner, x, y, overlay, out);
         }
     }
+}
+
+/// One edge: its path, its label on its track, its coverage class.
+fn draw_edge(
+    c: &Cluster,
+    e: &super::Edge,
+    route: &Route,
+    (ox, oy): (f64, f64),
+    overlay: Option<&Overlay>,
+    out: &mut String,
+) {
+    let kind = if e.kind == EdgeKind::Catch {
+        " catch"
+    } else {
+        ""
+    };
+    let coverage = overlay.and_then(|o| o.edge(c, e));
+    let covered = coverage.map_or("", |cov| match cov {
+        EdgeCoverage::Taken => " taken",
+        EdgeCoverage::Missed => " missed",
+    });
+    let _ = write!(
+        out,
+        r#"<g class="edge{kind}{covered}" data-from="{}" data-to="{}">"#,
+        c.nodes[e.from].id, c.nodes[e.to].id
+    );
+    if coverage == Some(EdgeCoverage::Missed) {
+        out.push_str("<title>not taken by any execution</title>");
+    }
+    let mut path = String::new();
+    for (i, (x, y)) in route.points.iter().enumerate() {
+        let command = if i == 0 { 'M' } else { 'L' };
+        let _ = write!(path, "{command}{:.1},{:.1} ", x + ox, y + oy);
+    }
+    let _ = write!(
+        out,
+        r#"<path d="{}" marker-end="url(#arrow)"/>"#,
+        path.trim_end()
+    );
+    if let (Some(label), Some(at)) = (&e.label, route.label) {
+        let (x, y) = (at.x + ox, at.y + oy);
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" data-box="{x:.1} {y:.1} {:.1} {:.1}">{}</text>"#,
+            x + at.w / 2.0,
+            y + LABEL_SIZE - 1.0,
+            at.w,
+            at.h,
+            esc(label)
+        );
+    }
+    out.push_str("</g>\n");
+}
+
+/// One state (or marker): its box, its hover title, its name and detail lines.
+fn draw_node(node: &Node, r: &Rect, overlay: Option<&Overlay>, out: &mut String) {
+    let status = overlay.map(|o| o.state(&node.name).status());
+    let mut class = String::from(if node.kind.is_marker() {
+        "marker"
+    } else if node.children.is_empty() {
+        "state"
+    } else {
+        "state compound"
+    });
+    let _ = write!(class, " {}", node.kind.as_str());
+    if let (Some(s), false) = (status, node.kind.is_marker()) {
+        let _ = write!(class, " {}", s.as_str());
+    }
+    let _ = write!(
+        out,
+        r#"<g class="{class}" id="{}" data-name="{}" data-box="{:.1} {:.1} {:.1} {:.1}">"#,
+        node.id,
+        esc(&node.name),
+        r.x,
+        r.y,
+        r.w,
+        r.h
+    );
+    let mut title = vec![format!("{} ({})", node.name, node.kind.as_str())];
+    if let Some(retry) = &node.retry {
+        title.push(retry.clone());
+    }
+    if let (Some(o), false) = (overlay, node.kind.is_marker()) {
+        title.extend(o.state(&node.name).describe(o.now_ms));
+    }
+    let _ = write!(out, "<title>{}</title>", esc(&title.join("\n")));
+    shape(node.kind, r, out);
+    if !node.kind.is_marker() {
+        let _ = write!(
+            out,
+            r#"<text class="name" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            r.cx(),
+            r.y + 18.0,
+            esc(&node.name)
+        );
+        for (k, line) in detail_lines(node, overlay).iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<text class="detail" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                r.cx(),
+                r.y + 32.0 + LINE * k as f64,
+                esc(line)
+            );
+        }
+    }
+    out.push_str("</g>\n");
 }
 
 fn shape(kind: NodeKind, r: &Rect, out: &mut String) {
