@@ -906,3 +906,32 @@ fn graph_draws_a_templates_machine_by_logical_id_with_its_coverage() {
     assert_eq!(json["machines"].as_array().unwrap().len(), 1);
     assert_eq!(json["machines"][0]["executions"], 1);
 }
+
+/// Regression (#36): `-q` still printed warnings. With it, stderr keeps errors only; the
+/// report itself still says what it could not count.
+#[test]
+fn quiet_keeps_warnings_off_stderr() {
+    let sb = Sandbox::new();
+    let spec = "tests/coverage/orders.sfntest.json";
+    let loud = sb.run(&["test", spec, "--sub", "Nope=1"]);
+    assert!(
+        loud.stderr
+            .contains("warning: the substitution Nope is not used"),
+        "{}",
+        loud.stderr
+    );
+    let quiet = sb.run(&["test", "-q", spec, "--sub", "Nope=1"]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+    sb.write("template.json", GREETER);
+    let run = sb.run_in_sandbox(&["run", "--template", "template.json", "--sub", "Greeting=Hi"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = sb.run_in_sandbox(&["coverage", "-q", "template.json"]);
+    assert_eq!(report.stderr, "");
+    assert!(
+        report
+            .stdout
+            .contains("ran another definition, not counted"),
+        "{}",
+        report.stdout
+    );
+}

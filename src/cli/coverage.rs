@@ -264,7 +264,7 @@ pub fn write_report(measured: &[MachineCoverage], args: &ReportOptions) -> ExitC
     // Executions that were not counted are said on stderr too, whatever the format.
     for m in measured {
         for u in &m.unmatched {
-            errln!("coverage: {}: {}", m.label, u.describe());
+            warnln!("coverage: {}: {}", m.label, u.describe());
         }
     }
     match &args.output {

@@ -563,7 +563,7 @@ pub(crate) fn warn_unused(cli: &Substitutions, files: &[LoadedFile]) {
             [one] => one.clone(),
             all => format!("none of {}", all.join(", ")),
         };
-        errln!("warning: the substitution {name} is not used: {holder} has no {placeholder} placeholder");
+        warnln!("warning: the substitution {name} is not used: {holder} has no {placeholder} placeholder");
     }
 }
 

@@ -25,6 +25,15 @@ macro_rules! errln {
     }};
 }
 
+/// A warning on stderr, unless `-q`/`--quiet` asked for errors only.
+macro_rules! warnln {
+    ($($arg:tt)*) => {{
+        if !$crate::cli::ui::quiet() {
+            errln!($($arg)*);
+        }
+    }};
+}
+
 /// `eprint!` that ignores a closed stderr.
 macro_rules! err {
     ($($arg:tt)*) => {{

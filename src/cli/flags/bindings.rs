@@ -119,7 +119,7 @@ pub fn for_this_machine(
             Some((machine, state)) if machines.contains(&machine) => {
                 out.push(format!("{state}={command}"))
             }
-            Some((machine, _)) if !machine.is_empty() => errln!(
+            Some((machine, _)) if !machine.is_empty() => warnln!(
                 "warning: {flag} '{binding}' binds nothing: this run's state machine is {}, not '{machine}'",
                 machines.join(" / ")
             ),
