@@ -319,6 +319,15 @@ fn pages_list_filter_and_answer_over_http() {
         page.contains("<svg") && page.contains("MapIterationSucceeded"),
         "{page}"
     );
+    // Each event's step is the state it belongs to, read from the links (#36): a Parallel's
+    // and a Map's own events name them, not the last state a branch entered.
+    for (event, step) in [
+        ("ParallelStateSucceeded", "Ship"),
+        ("MapIterationSucceeded", "PriceItems"),
+    ] {
+        let row = format!("<td>{event}</td><td>{step}</td>");
+        assert!(page.contains(&row), "{row}: {page}");
+    }
     let (status, css) = http(port, "GET", "/console/assets/console.css", None);
     assert_eq!(status, 200);
     assert!(css.contains(".status"));

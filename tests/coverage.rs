@@ -853,6 +853,21 @@ fn a_report_without_the_runs_sub_values_names_the_executions_it_could_not_match(
         .json();
     assert_eq!(matched["machines"][0]["executions"], 1);
     assert_eq!(matched["machines"][0]["unmatched"], serde_json::json!([]));
+    // A definition file edited since its runs: its executions ran an older version.
+    let file = sb.write(
+        "steps.asl.json",
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}"#,
+    );
+    let file = file.to_str().unwrap();
+    assert_eq!(sb.run(&["run", file]).code, 0);
+    sb.write("steps.asl.json", r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": true}}}"#);
+    let edited = sb.run(&["coverage", file]);
+    assert!(
+        edited.stdout.contains("1 execution(s) of state machine 'steps' ran another definition, not counted: at /States/A/End they ran true where this one has nothing")
+            && edited.stdout.contains("else they ran an older version of this machine"),
+        "{}",
+        edited.stdout
+    );
 }
 
 /// Regression (#36): `graph 'T#LogicalId' --coverage` failed with "No such file", and graph's
