@@ -561,6 +561,21 @@ impl Engine {
         self.history.borrow_mut().flush()
     }
 
+    /// Writes `event_type`, the event a failure leaves behind, and returns `error` as the
+    /// failure after it (or the history's own failure, when the event cannot be written).
+    pub(crate) fn failure_event(
+        &self,
+        prev: EventId,
+        event_type: EventType,
+        details: Option<String>,
+        error: StatesError,
+    ) -> Failed {
+        match self.push(prev, event_type, details) {
+            Ok(prev) => Failed::new(error, prev),
+            Err(failed) => failed,
+        }
+    }
+
     /// Writes an event; the history cap turns into a terminal failure.
     pub(crate) fn push(
         &self,
@@ -840,10 +855,12 @@ impl Engine {
             details = details.str("location", location);
         }
         let details = details.str("state", &cx.state.name).build();
-        match self.push(cx.entered_prev, EventType::EvaluationFailed, Some(details)) {
-            Ok(prev) => Failed::new(error, prev),
-            Err(f) => f,
-        }
+        self.failure_event(
+            cx.entered_prev,
+            EventType::EvaluationFailed,
+            Some(details),
+            error,
+        )
     }
 
     /// Evaluates an `Assign` and records it for the state loop to commit. `value` is what `$`

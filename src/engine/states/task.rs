@@ -9,10 +9,14 @@ use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES}
 use crate::engine::history::{Details, EventId, EventType};
 use crate::engine::retry::Retries;
 use crate::store::{NewTaskToken, TokenKind};
-use crate::tasks::callback::{expiry_error, TaskToken, TokenEvent};
+use crate::tasks::callback::{expiry_error, OpenToken, TaskToken, TokenBroker, TokenEvent};
 use crate::tasks::{JobContext, TaskRequest};
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
 use std::time::Duration;
+use tokio::sync::oneshot;
 
 /// Whether `kind` is `states:startExecution.sync` (or `.sync:2`), whose attempts get a task
 /// token as on AWS. Other `.sync` integrations get none: the corpus records a token only for
@@ -227,7 +231,8 @@ impl Engine {
     }
 
     /// One attempt: Parameters, the scheduling events, the runner under the timeout, the
-    /// result's events, then ResultSelector/ResultPath/OutputPath.
+    /// result's events, then ResultSelector/ResultPath/OutputPath. A mocked state and a task
+    /// that waits for a worker's token have attempts of their own.
     async fn task_attempt(
         &self,
         cx: &StateCx<'_>,
@@ -240,50 +245,16 @@ impl Engine {
                 .mocked_attempt(cx, t, raw_input, effective, answer)
                 .await;
         }
-        if t.resource.waits_for_token() {
-            if let Some(broker) = self.tokens.clone() {
-                // An activity bound with --task keeps running its command as the worker.
-                let bound_activity = matches!(t.resource.kind, ResourceKind::Activity { .. })
-                    && broker.worker_for(&cx.state.name).is_some();
-                if !bound_activity {
-                    return self
-                        .token_attempt(cx, t, raw_input, effective, &broker)
-                        .await;
-                }
-            }
+        if let Some(broker) = self.token_broker_for(cx, t) {
+            return self
+                .token_attempt(cx, t, raw_input, effective, &broker)
+                .await;
         }
         let kind = &t.resource.kind;
         let scheduled_key = self.peek_key();
-        // A `.sync` child execution gets a task token too, as on AWS: `$$.Task.Token` is set,
-        // and SendTaskSuccess/Failure with it ends the task (the child handed the parent's
-        // token to a worker). The same token again when resuming an attempt that issued it.
-        let sync_token = match &self.tokens {
-            Some(broker) if is_sync_start_execution(kind) => {
-                let issued = match self.recorded(&scheduled_key).is_some() || self.map_child {
-                    true => broker
-                        .find_issued(&scheduled_key)
-                        .map_err(|e| Failed::new(e, cx.attempt_prev))?,
-                    false => None,
-                };
-                Some(match issued {
-                    Some(row) => (TaskToken::from_stored(row.token), true),
-                    None => (
-                        TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?,
-                        false,
-                    ),
-                })
-            }
-            _ => None,
-        };
+        let sync_token = self.sync_token(cx, kind, &scheduled_key)?;
         let parameters = match &sync_token {
-            Some((token, _)) => self.arguments_with(cx, &t.io, effective, |context| {
-                if let Value::Object(m) = context {
-                    m.insert(
-                        "Task".into(),
-                        serde_json::json!({ "Token": token.as_str() }),
-                    );
-                }
-            })?,
+            Some((token, _)) => self.arguments_with(cx, &t.io, effective, set_task_token(token))?,
             None => self.arguments(cx, &t.io, effective)?,
         };
         self.check_parameters(cx, t, &parameters)?;
@@ -291,22 +262,122 @@ impl Engine {
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
-        let started_details = match kind {
-            ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
-            ResourceKind::Activity { .. } => {
-                Some(Details::new().str("workerName", "sfn-local").build())
-            }
-            ResourceKind::LambdaFunction => None,
+        let mut begun = self.task_started(kind, &events, prev)?;
+        if let Some(result) = begun.recorded_result.take() {
+            return self.task_result(cx, t, raw_input, begun.prev, &events, result);
+        }
+        // The task's effects leave the process: everything before them must be committed.
+        self.commit_before_effects(cx).await?;
+        // The token is stored (and committed) before the child that carries it starts.
+        let open_token =
+            self.open_sync_token(cx, sync_token, &parameters, &scheduled_key, begun.prev)?;
+        let request = self.task_request(cx, t, parameters);
+        let job_prev = Cell::new(begun.prev);
+        let (job, submitted) = begun.job(scheduled_key);
+        let run = self.run_submitted(kind, self.tasks.run_job(request, job), submitted, &job_prev);
+        let run = self.or_token_answer(run, open_token.as_ref(), &job_prev);
+        let result = match self.within_timeout(timeout, run).await {
+            Some(Err(failed)) => return Err(failed),
+            Some(Ok(r)) => Some(r),
+            None => None,
         };
+        self.task_result(cx, t, raw_input, job_prev.get(), &events, result)
+    }
+
+    /// The token broker, when this attempt waits for a worker's answer through it
+    /// (`.waitForTaskToken`, activities).
+    fn token_broker_for(&self, cx: &StateCx<'_>, t: &Task) -> Option<Rc<TokenBroker>> {
+        if !t.resource.waits_for_token() {
+            return None;
+        }
+        let broker = self.tokens.clone()?;
+        // An activity bound with --task keeps running its command as the worker.
+        let bound_activity = matches!(t.resource.kind, ResourceKind::Activity { .. })
+            && broker.worker_for(&cx.state.name).is_some();
+        (!bound_activity).then_some(broker)
+    }
+
+    /// The token of a `.sync` child execution's attempt, and whether it is the one the
+    /// attempt issued before a crash. A `.sync` child execution gets a task token too, as on
+    /// AWS: `$$.Task.Token` is set, and SendTaskSuccess/Failure with it ends the task (the
+    /// child handed the parent's token to a worker).
+    fn sync_token(
+        &self,
+        cx: &StateCx<'_>,
+        kind: &ResourceKind,
+        scheduled_key: &str,
+    ) -> Result<Option<(TaskToken, bool)>, Failed> {
+        match &self.tokens {
+            Some(broker) if is_sync_start_execution(kind) => {
+                self.attempt_token(cx, broker, scheduled_key).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The attempt's token and whether it is reused: the token the attempt issued before a
+    /// crash (workers may hold it; an answer may be waiting in its row), found by the replay
+    /// key of its scheduling event, or a fresh one.
+    pub(crate) fn attempt_token(
+        &self,
+        cx: &StateCx<'_>,
+        broker: &TokenBroker,
+        scheduled_key: &str,
+    ) -> Result<(TaskToken, bool), Failed> {
+        // A Map child is not replayed, but a run of it before a crash may have issued the token.
+        let issued = match self.recorded(scheduled_key).is_some() || self.map_child {
+            true => broker
+                .find_issued(scheduled_key)
+                .map_err(|e| Failed::new(e, cx.attempt_prev))?,
+            false => None,
+        };
+        Ok(match issued {
+            Some(row) => (TaskToken::from_stored(row.token), true),
+            None => (
+                TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?,
+                false,
+            ),
+        })
+    }
+
+    /// The `*Started` event of a task that runs here, and, when resuming, what its recorded
+    /// history says about the run before the crash.
+    fn task_started(
+        &self,
+        kind: &ResourceKind,
+        events: &TaskEvents,
+        prev: EventId,
+    ) -> Result<Begun, Failed> {
+        let started_details = started_details(kind);
         let started_key = self.peek_key();
         let mut prev = self.push(prev, events.started, started_details.clone())?;
         // Resuming: the task's end may be recorded (then it is not run again); if it is not,
         // the command was running when the runner died, and it runs again (at least once, as
         // on AWS): a second started event says so.
         let resumed = self.recorded(&started_key).is_some();
-        // A job submitted before the crash (`.sync`): its TaskSubmitted is replayed, and the
-        // runner finds the job again instead of submitting a second one.
-        let submission = resumed
+        let submission = self.recorded_submission(resumed);
+        if submission.is_some() {
+            prev = self.push(prev, EventType::TaskSubmitted, None)?;
+        }
+        let recorded_result = self.recorded_task_result(events);
+        // A child execution is found again, not started a second time.
+        let reattaches = crate::tasks::nested::is_start_execution(kind);
+        if recorded_result.is_none() && resumed && !reattaches {
+            prev = self.push(prev, events.started, started_details)?;
+        }
+        Ok(Begun {
+            prev,
+            resumed,
+            submission,
+            recorded_result,
+        })
+    }
+
+    /// When resuming: the response of a job submitted before the crash (`.sync`), from its
+    /// recorded TaskSubmitted. That event is replayed, and the runner finds the job again
+    /// instead of submitting a second one.
+    fn recorded_submission(&self, resumed: bool) -> Option<Value> {
+        resumed
             .then(|| self.recorded(&self.peek_key()))
             .flatten()
             .filter(|r| r.event_type == EventType::TaskSubmitted.as_str())
@@ -316,110 +387,124 @@ impl Engine {
                     .and_then(|d| d["output"].as_str())
                     .and_then(|text| serde_json::from_str(text).ok())
                     .unwrap_or(Value::Null)
-            });
-        let submitted_recorded = submission.is_some();
-        if submitted_recorded {
-            prev = self.push(prev, EventType::TaskSubmitted, None)?;
-        }
-        let recorded_result = self.recorded_task_result(&events);
-        let reattaches = crate::tasks::nested::is_start_execution(kind);
-        if recorded_result.is_none() && resumed && !reattaches {
-            prev = self.push(prev, events.started, started_details)?;
-        }
-        if let Some(result) = recorded_result {
-            return self.task_result(cx, t, raw_input, prev, &events, result);
-        }
-        // The task's effects leave the process: everything before them must be committed.
-        self.commit_before_effects(cx).await?;
-        // The token is stored (and committed) before the child that carries it starts.
-        let open_token = match (&sync_token, &self.tokens) {
-            (Some((token, true)), Some(broker)) => Some(broker.reopen(token.clone())),
-            (Some((token, false)), Some(broker)) => Some(
-                broker
-                    .issue(NewTaskToken {
-                        token: token.as_str().to_owned(),
-                        execution_arn: broker.execution_arn().to_owned(),
-                        state_name: cx.state.name.clone(),
-                        attempt: cx.retry_count.unwrap_or(0),
-                        kind: TokenKind::Callback,
-                        activity_arn: None,
-                        input: parameters.to_string(),
-                        created_at: self.clock.now(),
-                        // The attempt's own clocks bound it; the token only carries answers.
-                        timeout_seconds: None,
-                        heartbeat_seconds: None,
-                        heartbeat_ms: None,
-                        timeout_at: None,
-                        replay_key: Some(scheduled_key.clone()),
-                        virtual_clock: self.clock.virtual_clock().is_some(),
-                    })
-                    .map_err(|e| Failed::new(e, prev))?,
-            ),
-            _ => None,
+            })
+    }
+
+    /// Opens a `.sync` child execution's token: reopened when the attempt issued it before a
+    /// crash, else stored (and committed) now.
+    fn open_sync_token(
+        &self,
+        cx: &StateCx<'_>,
+        sync_token: Option<(TaskToken, bool)>,
+        parameters: &Value,
+        scheduled_key: &str,
+        prev: EventId,
+    ) -> Result<Option<OpenToken<'_>>, Failed> {
+        let (Some((token, reused)), Some(broker)) = (sync_token, &self.tokens) else {
+            return Ok(None);
         };
-        let request = TaskRequest {
+        if reused {
+            return Ok(Some(broker.reopen(token)));
+        }
+        // The attempt's own clocks bound it; the token only carries answers.
+        let input = parameters.to_string();
+        let row = self.token_row(cx, broker, &token, input, scheduled_key, self.clock.now());
+        broker
+            .issue(row)
+            .map(Some)
+            .map_err(|e| Failed::new(e, prev))
+    }
+
+    /// The row of a token an attempt issues at `created_at`: a callback's, without deadlines
+    /// (a callback or activity attempt adds its own).
+    pub(crate) fn token_row(
+        &self,
+        cx: &StateCx<'_>,
+        broker: &TokenBroker,
+        token: &TaskToken,
+        input: String,
+        scheduled_key: &str,
+        created_at: Millis,
+    ) -> NewTaskToken {
+        NewTaskToken {
+            token: token.as_str().to_owned(),
+            // The broker's: a Map child's tokens belong to its parent execution.
+            execution_arn: broker.execution_arn().to_owned(),
+            state_name: cx.state.name.clone(),
+            attempt: cx.retry_count.unwrap_or(0),
+            kind: TokenKind::Callback,
+            activity_arn: None,
+            input,
+            created_at,
+            timeout_seconds: None,
+            heartbeat_seconds: None,
+            heartbeat_ms: None,
+            timeout_at: None,
+            replay_key: Some(scheduled_key.to_owned()),
+            virtual_clock: self.clock.virtual_clock().is_some(),
+        }
+    }
+
+    /// What the task runner is asked to do for this attempt.
+    pub(crate) fn task_request(&self, cx: &StateCx<'_>, t: &Task, input: Value) -> TaskRequest {
+        TaskRequest {
             state_name: cx.state.name.clone(),
             resource: t.resource.clone(),
-            input: parameters,
+            input,
             execution_arn: self.info.execution_arn.clone(),
             retry_count: cx.retry_count.unwrap_or(0),
+        }
+    }
+
+    /// The job, or the answer to its token when that comes first (a `.sync` child execution
+    /// that handed the parent's token to a worker). The child is stopped when the token wins,
+    /// and the token is closed when the child wins (a late answer is TaskTimedOut).
+    async fn or_token_answer(
+        &self,
+        run: impl Future<Output = JobResult>,
+        open: Option<&OpenToken<'_>>,
+        prev: &Cell<EventId>,
+    ) -> JobResult {
+        let Some(open) = open else {
+            return run.await;
         };
-        let (submitted_tx, submitted_rx) = tokio::sync::oneshot::channel();
-        let job = JobContext {
-            task_key: scheduled_key,
-            resumed,
-            submitted: (!submitted_recorded).then_some(submitted_tx),
-            submission,
-        };
-        let job_prev = std::cell::Cell::new(prev);
-        let run = self.run_submitted(
-            kind,
-            self.tasks.run_job(request, job),
-            submitted_rx,
-            &job_prev,
-        );
-        let run = async {
-            let Some(open) = &open_token else {
-                return run.await;
-            };
-            tokio::pin!(run);
-            // Whichever ends the task first: the child (DescribeExecution's answer) or an
-            // answer to its token. The child is stopped when the token wins, and the token is
-            // closed when the child wins (a late answer is TaskTimedOut).
-            let mut no_worker = None;
-            tokio::select! {
-                biased;
-                r = &mut run => r,
-                event = open.next_event(self.clock.as_ref(), true, &mut no_worker) => match event {
-                    Ok(TokenEvent::Succeeded(output)) => Ok(Ok(output)),
-                    Ok(TokenEvent::Failed(e)) => Ok(Err(e)),
-                    Ok(TokenEvent::TimedOut(expiry)) => Ok(Err(expiry_error(expiry))),
-                    // Closed under us: the execution is being stopped, and the stop watcher
-                    // ends it.
-                    Ok(TokenEvent::Closed | TokenEvent::Started { .. }) => {
-                        std::future::pending().await
-                    }
-                    Err(e) => Err(Failed::new(e, job_prev.get())),
-                },
-            }
-        };
-        let result = match timeout {
-            Some(secs) => {
-                let deadline = self.last_ts.get()
-                    + self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
-                tokio::select! {
-                    r = run => Some(r),
-                    _ = self.clock.sleep_until(deadline) => None,
+        tokio::pin!(run);
+        let mut no_worker = None;
+        // Whichever ends the task first: the child (DescribeExecution's answer) or an answer
+        // to its token.
+        tokio::select! {
+            biased;
+            r = &mut run => r,
+            event = open.next_event(self.clock.as_ref(), true, &mut no_worker) => match event {
+                Ok(TokenEvent::Succeeded(output)) => Ok(Ok(output)),
+                Ok(TokenEvent::Failed(e)) => Ok(Err(e)),
+                Ok(TokenEvent::TimedOut(expiry)) => Ok(Err(expiry_error(expiry))),
+                // Closed under us: the execution is being stopped, and the stop watcher
+                // ends it.
+                Ok(TokenEvent::Closed | TokenEvent::Started { .. }) => {
+                    std::future::pending().await
                 }
-            }
-            None => Some(run.await),
+                Err(e) => Err(Failed::new(e, prev.get())),
+            },
+        }
+    }
+
+    /// `run`, bounded by `TimeoutSeconds` counted from the last event written (the task's
+    /// start); `None` when the clock ran out first.
+    async fn within_timeout<T>(
+        &self,
+        timeout: Option<u64>,
+        run: impl Future<Output = T>,
+    ) -> Option<T> {
+        let Some(secs) = timeout else {
+            return Some(run.await);
         };
-        let result = match result {
-            Some(Err(failed)) => return Err(failed),
-            Some(Ok(r)) => Some(r),
-            None => None,
-        };
-        self.task_result(cx, t, raw_input, job_prev.get(), &events, result)
+        let deadline =
+            self.last_ts.get() + self.clock.scale(Duration::from_secs(secs)).as_millis() as Millis;
+        tokio::select! {
+            r = run => Some(r),
+            _ = self.clock.sleep_until(deadline) => None,
+        }
     }
 
     /// Drives a runner's job, recording `TaskSubmitted` with the submission's response when
@@ -428,9 +513,9 @@ impl Engine {
         &self,
         kind: &ResourceKind,
         run: crate::tasks::TaskFuture,
-        submitted: tokio::sync::oneshot::Receiver<Value>,
-        prev: &std::cell::Cell<EventId>,
-    ) -> Result<Result<Value, StatesError>, Failed> {
+        submitted: oneshot::Receiver<Value>,
+        prev: &Cell<EventId>,
+    ) -> JobResult {
         let mut run = run;
         let mut submitted = Some(submitted);
         loop {
@@ -504,7 +589,6 @@ impl Engine {
         }
     }
 
-    /// The events and output of a finished attempt (`None`: it timed out).
     /// The `*Scheduled` event's details for a resource kind: integrations record the
     /// parameters, activities and Lambda functions the input; the clocks only when declared.
     pub(crate) fn scheduled_details(
@@ -533,6 +617,7 @@ impl Engine {
         scheduled
     }
 
+    /// The events and output of a finished attempt (`None`: it timed out).
     pub(crate) fn task_result(
         &self,
         cx: &StateCx<'_>,
@@ -548,40 +633,105 @@ impl Engine {
                 let text = result.to_string();
                 if text.len() > MAX_PAYLOAD_BYTES {
                     let e = crate::tasks::result_too_large(&t.resource);
-                    let prev = self.push(
-                        prev,
-                        events.failed,
-                        Some(integration_details(kind).error(&e).build()),
-                    )?;
-                    return Err(Failed::new(e, prev));
+                    return Err(self.attempt_failed(kind, events, prev, e));
                 }
-                let prev = self.push(
-                    prev,
-                    events.succeeded,
-                    Some(integration_details(kind).payload("output", text).build()),
-                )?;
-                // A runtime error of ResultSelector, ResultPath or OutputPath follows the
-                // task's last event: AWS points the failure there, not at TaskStateEntered.
-                let output = self
-                    .finish_result(cx, &t.io, raw_input.clone(), result)
-                    .map_err(|f| f.after_work(cx, prev))?;
-                Ok((output, prev))
+                let details = integration_details(kind).payload("output", text).build();
+                let prev = self.push(prev, events.succeeded, Some(details))?;
+                self.attempt_output(cx, t, raw_input, prev, result)
             }
+            // A worker, a service or a program may say more than AWS keeps.
             Some(Err(e)) => {
-                // A worker, a service or a program may say more than AWS keeps.
                 let e = crate::limits::bounded_error(e);
-                let prev = self.push(
-                    prev,
-                    events.failed,
-                    Some(integration_details(kind).error(&e).build()),
-                )?;
-                Err(Failed::new(e, prev))
+                Err(self.attempt_failed(kind, events, prev, e))
             }
             None => {
-                let e = StatesError::timeout();
-                let prev = self.push(prev, events.timed_out, Some(timed_out_details(kind)))?;
-                Err(Failed::new(e, prev))
+                let details = Some(timed_out_details(kind));
+                Err(self.failure_event(prev, events.timed_out, details, StatesError::timeout()))
             }
         }
+    }
+
+    /// A succeeded attempt's output, once its `*Succeeded` event (`prev`) is written:
+    /// ResultSelector, ResultPath and OutputPath over its result.
+    pub(crate) fn attempt_output(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        prev: EventId,
+        result: Value,
+    ) -> Result<(Value, EventId), Failed> {
+        // A runtime error of ResultSelector, ResultPath or OutputPath follows the task's last
+        // event: AWS points the failure there, not at TaskStateEntered.
+        let output = self
+            .finish_result(cx, &t.io, raw_input.clone(), result)
+            .map_err(|f| f.after_work(cx, prev))?;
+        Ok((output, prev))
+    }
+
+    /// The attempt's failure event (`TaskFailed`, `ActivityFailed`, ...) carrying `e`, and `e`
+    /// as the state's failure after it.
+    pub(crate) fn attempt_failed(
+        &self,
+        kind: &ResourceKind,
+        events: &TaskEvents,
+        prev: EventId,
+        e: StatesError,
+    ) -> Failed {
+        let details = integration_details(kind).error(&e).build();
+        self.failure_event(prev, events.failed, Some(details), e)
+    }
+}
+
+/// What a runner's job ends with: its result (an error is the task's), or a failure of the
+/// attempt itself (the history could not be written).
+type JobResult = Result<Result<Value, StatesError>, Failed>;
+
+/// The `*Started` event's details: the integration for a service, the worker for an activity
+/// its `--task` command runs, none for a Lambda function.
+fn started_details(kind: &ResourceKind) -> Option<String> {
+    match kind {
+        ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
+        ResourceKind::Activity { .. } => {
+            Some(Details::new().str("workerName", "sfn-local").build())
+        }
+        ResourceKind::LambdaFunction => None,
+    }
+}
+
+/// Puts `token` in the context object as `$$.Task.Token`.
+pub(crate) fn set_task_token(token: &TaskToken) -> impl Fn(&mut Value) + '_ {
+    move |context| {
+        if let Value::Object(m) = context {
+            m.insert("Task".into(), json!({ "Token": token.as_str() }));
+        }
+    }
+}
+
+/// Where an attempt stands once its started event is written, with what a resumed attempt's
+/// recorded history says about the run before the crash.
+struct Begun {
+    /// The last event written.
+    prev: EventId,
+    /// Whether the started event was recorded: the task was running when the runner died.
+    resumed: bool,
+    /// The response of a job submitted before the crash (`.sync`), from its `TaskSubmitted`.
+    submission: Option<Value>,
+    /// The attempt's end, when it is recorded (see [`Engine::recorded_task_result`]).
+    recorded_result: Option<Option<Result<Value, StatesError>>>,
+}
+
+impl Begun {
+    /// The job as the runner sees it, and where the runner reports its submission (it is not
+    /// asked for one when the submission before the crash is recorded).
+    fn job(self, task_key: String) -> (JobContext, oneshot::Receiver<Value>) {
+        let (submitted_tx, submitted_rx) = oneshot::channel();
+        let job = JobContext {
+            task_key,
+            resumed: self.resumed,
+            submitted: self.submission.is_none().then_some(submitted_tx),
+            submission: self.submission,
+        };
+        (job, submitted_rx)
     }
 }
