@@ -9,15 +9,17 @@ use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
 use crate::engine::map_journal::MapRunJournal;
-use crate::engine::replay::Lane;
+use crate::engine::replay::{Lane, Recorded};
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
 use crate::engine::variables::Frame;
-use crate::store::{MapRunExecution, NewMapRun};
+use crate::store::{MapRunExecution, MapRunSettings, NewMapRun};
 use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
 use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// AWS runs at most 40 iterations of an inline Map at once.
@@ -268,128 +270,166 @@ impl Engine {
         mut tolerance: Tolerance,
         s3: S3Plan,
     ) -> Result<(Value, EventId), Attempt> {
+        let names = self.map_run_names(m);
+        let earlier_runs = self.earlier_map_runs();
+        let run_started =
+            self.push_map_run_started(started, &names.map_run_arn, earlier_runs.len())?;
+        // Children run tasks (effects) and are journaled under this event: it must be stored
+        // first, or a resume would open a second run and not find them.
+        self.commit_before_effects(cx).await?;
+        // The run as the API shows it (DescribeMapRun...); a resumed run reopens its row and
+        // keeps the settings UpdateMapRun gave it.
+        let journal = self.map_runs.clone();
+        if let Some(j) = &journal {
+            let redriven = !earlier_runs.is_empty();
+            j.run_started(self.new_map_run(&names, max_concurrency, &tolerance, redriven));
+        }
+        let batched = s3.batcher.is_some();
+        let run = MapRun::new(self, m, names, run_started, journal, batched);
+        let inputs = self
+            .map_run_inputs(cx, m, &run, items, &s3, effective)
+            .await?;
+        tolerance.total = inputs.len();
+        let earlier = EarlierChildren {
+            finished: self.finished_children(&run, &earlier_runs),
+            names: run
+                .journal
+                .as_ref()
+                .map(|j| j.child_names(&run.names.map_run_arn))
+                .unwrap_or_default(),
+        };
+        let limit = concurrency_limit(max_concurrency);
+        let Some(collected) = self
+            .run_children(&run, inputs, limit, &mut tolerance, earlier)
+            .await
+        else {
+            return Err(self.map_run_failed(&run, tolerance.error()));
+        };
+        let (result, written) = self
+            .map_run_result(&run, s3.writer.as_ref(), collected)
+            .await?;
+        run.guard.end("SUCCEEDED", written);
+        let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
+        self.push(run_done, EventType::MapStateSucceeded, None)?;
+        let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
+        // AWS points MapStateExited at MapRunStarted (recordings since November 2024; older
+        // ones point it at MapRunSucceeded, like MapStateSucceeded).
+        Ok((output, run_started))
+    }
+
+    /// The names of the run about to start. A resumed run keeps the Map run ARN its
+    /// MapRunStarted recorded (result files go under its run id); a new one gets a fresh id.
+    fn map_run_names(&self, m: &Map) -> RunNames {
+        let (region, account) = (&self.info.region, &self.info.account);
         let label = m
             .label
             .clone()
             .unwrap_or_else(|| crate::random::uuid().to_string());
         let child_machine_name = format!("{}/{label}", self.info.state_machine_name);
-        // A resumed run keeps the Map run ARN its MapRunStarted recorded (result files go under
-        // its run id); a new one gets a fresh id.
         let map_run_arn = self.recorded_map_run_arn().unwrap_or_else(|| {
-            format!(
-                "arn:aws:states:{}:{}:mapRun:{child_machine_name}:{}",
-                self.info.region,
-                self.info.account,
-                crate::random::uuid()
-            )
+            let id = crate::random::uuid();
+            format!("arn:aws:states:{region}:{account}:mapRun:{child_machine_name}:{id}")
         });
         let run_id = map_run_arn
             .rsplit(':')
             .next()
             .unwrap_or_default()
             .to_owned();
-        // A redrive that reaches a Map run the attempt before started redrives that run
-        // (`MapRunRedriven`, same ARN): its children that succeeded are not run again.
-        let earlier_runs: Vec<EventId> = self.replay.as_ref().map_or(Vec::new(), |r| {
+        let child_machine_arn =
+            format!("arn:aws:states:{region}:{account}:stateMachine:{child_machine_name}");
+        RunNames {
+            child_machine_name,
+            child_machine_arn,
+            map_run_arn,
+            run_id,
+        }
+    }
+
+    /// The Map runs this state started in the attempts a redrive cut away (their
+    /// `MapRunStarted`/`MapRunRedriven` ids). A redrive that reaches a Map run the attempt
+    /// before started redrives that run (`MapRunRedriven`, same ARN): its children that
+    /// succeeded are not run again.
+    fn earlier_map_runs(&self) -> Vec<EventId> {
+        self.replay.as_ref().map_or(Vec::new(), |r| {
             r.superseded(&self.peek_key())
                 .iter()
-                .filter(|e| {
-                    e.event_type == EventType::MapRunStarted.as_str()
-                        || e.event_type == EventType::MapRunRedriven.as_str()
-                })
+                .filter(is_run_event)
                 .map(|e| e.id)
                 .collect()
-        });
-        let run_started = if earlier_runs.is_empty() {
-            self.push(
-                started,
-                EventType::MapRunStarted,
-                Some(Details::new().str("mapRunArn", &map_run_arn).build()),
-            )?
-        } else {
-            self.push(
-                started,
-                EventType::MapRunRedriven,
-                Some(
-                    Details::new()
-                        .str("mapRunArn", &map_run_arn)
-                        .int("redriveCount", earlier_runs.len() as i64)
-                        .build(),
-                ),
-            )?
-        };
-        // Children run tasks (effects) and are journaled under this event: it must be stored
-        // first, or a resume would open a second run and not find them.
-        self.commit_before_effects(cx).await?;
-        let child_machine_arn = format!(
-            "arn:aws:states:{}:{}:stateMachine:{child_machine_name}",
-            self.info.region, self.info.account
-        );
-        // The run as the API shows it (DescribeMapRun...); a resumed run reopens its row and
-        // keeps the settings UpdateMapRun gave it.
-        let journal = self.map_runs.clone();
-        if let Some(j) = &journal {
-            j.run_started(NewMapRun {
-                map_run_arn: map_run_arn.clone(),
-                execution_arn: self.info.execution_arn.clone(),
-                state_machine_arn: child_machine_arn.clone(),
-                start_date_ms: self.clock.now(),
-                max_concurrency: max_concurrency as i64,
-                tolerated_failure_percentage: tolerance.percentage,
-                tolerated_failure_count: tolerance.count.map(|c| c as i64),
-                redriven_at_ms: (!earlier_runs.is_empty()).then(|| self.clock.now()),
-            });
-        }
-        // Marks the run ABORTED if it is dropped before it ends (the execution stopped, a
-        // sibling failed); every ending below disarms it with its own status.
-        let guard = RunGuard {
-            journal: journal.clone(),
-            map_run_arn: &map_run_arn,
-            clock: &*self.clock,
-            armed: Cell::new(true),
-        };
-        let child = Arc::new(StateMachine {
-            comment: None,
-            query_language: self.machine.query_language,
-            timeout_seconds: None,
-            version: None,
-            root: m.processor.clone(),
-        });
-        let limit = concurrency_limit(max_concurrency);
-        let run_failed = |error: StatesError| -> Attempt {
-            guard.end("FAILED", (0, 0));
-            match self.push(
-                run_started,
-                EventType::MapRunFailed,
-                Some(Details::new().error(&error).build()),
-            ) {
-                Ok(prev) => Attempt {
-                    failed: Failed::new(error, prev),
-                    started: true,
-                },
-                Err(failed) => failed.into(),
+        })
+    }
+
+    /// `MapRunStarted`, or `MapRunRedriven` with how many runs came before it.
+    fn push_map_run_started(
+        &self,
+        started: EventId,
+        map_run_arn: &str,
+        earlier_runs: usize,
+    ) -> Result<EventId, Failed> {
+        let details = Details::new().str("mapRunArn", map_run_arn);
+        match earlier_runs {
+            0 => self.push(started, EventType::MapRunStarted, Some(details.build())),
+            n => {
+                let details = details.int("redriveCount", n as i64).build();
+                self.push(started, EventType::MapRunRedriven, Some(details))
             }
-        };
+        }
+    }
+
+    /// The run's row in the store, started now.
+    fn new_map_run(
+        &self,
+        names: &RunNames,
+        max_concurrency: usize,
+        tolerance: &Tolerance,
+        redriven: bool,
+    ) -> NewMapRun {
+        NewMapRun {
+            map_run_arn: names.map_run_arn.clone(),
+            execution_arn: self.info.execution_arn.clone(),
+            state_machine_arn: names.child_machine_arn.clone(),
+            start_date_ms: self.clock.now(),
+            max_concurrency: max_concurrency as i64,
+            tolerated_failure_percentage: tolerance.percentage,
+            tolerated_failure_count: tolerance.count.map(|c| c as i64),
+            redriven_at_ms: redriven.then(|| self.clock.now()),
+        }
+    }
+
+    /// The children's inputs: the items (or what the ItemReader reads) through ItemSelector,
+    /// batched by the ItemBatcher; the run's row learns how many items and children it has.
+    async fn map_run_inputs(
+        &self,
+        cx: &StateCx<'_>,
+        m: &Map,
+        run: &MapRun<'_>,
+        items: Vec<Value>,
+        s3: &S3Plan,
+        effective: &Value,
+    ) -> Result<Vec<Value>, Attempt> {
         let items = match &s3.reader {
             Some(request) => {
                 let store = self.tasks.s3(&self.info.region);
                 read_items(store.as_ref(), request)
                     .await
-                    .map_err(&run_failed)?
+                    .map_err(|e| self.map_run_failed(run, e))?
             }
             None => items,
         };
         let mut inputs = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
+            // An ItemSelector that fails fails the state right after the run's start: no
+            // MapRunFailed is written.
             let input = self
                 .item_input(cx, m, index, item, effective)
                 .map_err(|e| {
-                    guard.end("FAILED", (0, 0));
+                    run.guard.end("FAILED", (0, 0));
+                    let failed = Failed {
+                        prev: run.started,
+                        ..e
+                    };
                     Attempt {
-                        failed: Failed {
-                            prev: run_started,
-                            ..e
-                        },
+                        failed,
                         started: true,
                     }
                 })?;
@@ -399,135 +439,71 @@ impl Engine {
         if let Some(b) = &s3.batcher {
             inputs = b.batch(inputs);
         }
-        let total = inputs.len();
-        tolerance.total = total;
-        if let Some(j) = &journal {
-            j.run_sized(&map_run_arn, item_total, total);
+        if let Some(j) = &run.journal {
+            j.run_sized(&run.names.map_run_arn, item_total, inputs.len());
         }
-        // How many items each child holds (a batch holds several).
-        let item_count = |input: &Value| match &s3.batcher {
-            Some(_) => input
-                .get("Items")
-                .and_then(Value::as_array)
-                .map_or(1, |items| items.len() as i64),
-            None => 1,
-        };
-        let mut children: Vec<Option<ChildResult>> = vec![None; total];
-        // The run is named after this lane (unique in this engine, and itself named after its
-        // engine's root) and its MapRunStarted: no two runs anywhere share a name, even in a
-        // distributed Map nested inside another's child. Its children are named after it.
-        let run_key = format!("{}/m{run_started}", self.lane_key());
-        // On resume (or in a child run again after a crash), the children that finished
-        // before are not run again.
-        let mut finished = match &self.map_runs {
+        Ok(inputs)
+    }
+
+    /// The children that finished before, which are not run again: on resume (or in a child
+    /// run again after a crash), this run's; on a redrive, also those that succeeded in the
+    /// runs it cut away.
+    fn finished_children(
+        &self,
+        run: &MapRun<'_>,
+        earlier_runs: &[EventId],
+    ) -> HashMap<usize, ChildResult> {
+        match &self.map_runs {
             Some(journal) if self.replay.is_some() || self.map_child => {
                 // The children that succeeded in the runs a redrive cut away, then this run's.
-                let mut finished: std::collections::HashMap<usize, ChildResult> = earlier_runs
+                let mut finished: HashMap<usize, ChildResult> = earlier_runs
                     .iter()
                     .flat_map(|id| journal.finished(&format!("{}/m{id}", self.lane_key())))
                     .filter(|(_, child)| child.result.is_ok())
                     .collect();
-                finished.extend(journal.finished(&run_key));
+                finished.extend(journal.finished(&run.key));
                 finished
             }
             _ => Default::default(),
-        };
-        // A child run again (after a resume, or a redrive) keeps its execution's name.
-        let mut names = journal
-            .as_ref()
-            .map(|j| j.child_names(&map_run_arn))
-            .unwrap_or_default();
-        let mut launch = |index: usize, input: Value| {
-            let run_key = &run_key;
-            let child = child.clone();
-            let machine = &child_machine_name;
-            let machine_arn = &child_machine_arn;
-            let map_run_arn = &map_run_arn;
-            let journal = &journal;
-            let done = finished.remove(&index);
-            let name = names
-                .remove(&index)
-                .unwrap_or_else(|| crate::random::uuid().to_string());
-            let items_held = item_count(&input);
-            async move {
-                if let Some(record) = done {
-                    return (index, record.result.clone(), record);
-                }
-                let start = self.clock.now();
-                let execution_arn = format!(
-                    "arn:aws:states:{}:{}:execution:{machine}:{name}",
-                    self.info.region, self.info.account
-                );
-                if let Some(j) = journal {
-                    j.child_started(MapRunExecution {
-                        execution_arn: execution_arn.clone(),
-                        map_run_arn: map_run_arn.clone(),
-                        state_machine_arn: machine_arn.clone(),
-                        name: name.clone(),
-                        item_index: index as i64,
-                        item_count: items_held,
-                        status: "RUNNING".into(),
-                        start_date_ms: start,
-                        stop_date_ms: None,
-                        input: input.to_string(),
-                        output: None,
-                        error: None,
-                        cause: None,
-                    });
-                }
-                let key = format!("{run_key}/{index}");
-                let (result, status) = self
-                    .child_execution(child, machine, &name, key, input.clone())
-                    .await;
-                let record = ChildResult {
-                    execution_arn,
-                    name,
-                    input,
-                    result: result.clone(),
-                    start,
-                    stop: self.clock.now(),
-                };
-                if let Some(j) = journal {
-                    j.child_ended(&record, status);
-                    j.record(run_key, index, &record);
-                }
-                (index, result, record)
-            }
-        };
+        }
+    }
+
+    /// Runs the children, at most `limit` at once, and collects their ends; `None` when more
+    /// of them failed than `tolerance` allows. UpdateMapRun may change the limit and the
+    /// tolerance meanwhile: the run reads its row back now and then. (Only with a store: an
+    /// engine without one may run without tokio's timer.)
+    async fn run_children(
+        &self,
+        run: &MapRun<'_>,
+        inputs: Vec<Value>,
+        mut limit: usize,
+        tolerance: &mut Tolerance,
+        mut earlier: EarlierChildren,
+    ) -> Option<Collected> {
+        let mut collected = Collected::new(inputs.len());
         let mut queue = inputs.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
-        let mut limit = limit;
-        // UpdateMapRun changes the run's row; the run looks at it now and then.
-        // (Only with a store: an engine without one may run without tokio's timer.)
-        let mut poll = journal.as_ref().map(|_| {
-            let mut poll = tokio::time::interval(SETTINGS_POLL);
-            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            poll
-        });
-        let mut results = vec![Value::Null; total];
-        let mut failures = 0usize;
-        let mut exceeded = false;
+        let mut poll = run.journal.as_ref().map(|_| settings_poll());
         loop {
             while running.len() < limit {
-                match queue.next() {
-                    Some((index, input)) => running.push(launch(index, input)),
-                    None => break,
-                }
+                let Some((index, input)) = queue.next() else {
+                    break;
+                };
+                let (done, name) = earlier.take(index);
+                running.push(self.map_run_child(run, index, input, done, name));
             }
             if running.is_empty() {
-                break;
+                return Some(collected);
             }
-            let next = match (&journal, poll.as_mut()) {
+            let next = match (&run.journal, poll.as_mut()) {
                 (Some(j), Some(poll)) => tokio::select! {
                     next = running.next() => next,
                     _ = poll.tick() => {
-                        if let Some(settings) = j.settings(&map_run_arn) {
+                        if let Some(settings) = j.settings(&run.names.map_run_arn) {
                             limit = concurrency_limit(settings.max_concurrency.max(0) as usize);
-                            tolerance.count = settings.tolerated_failure_count.map(|c| c.max(0) as usize);
-                            tolerance.percentage = settings.tolerated_failure_percentage;
-                            if failures > 0 && tolerance.exceeded(failures) {
-                                exceeded = true;
-                                break;
+                            tolerance.update(&settings);
+                            if collected.failures > 0 && tolerance.exceeded(collected.failures) {
+                                return None;
                             }
                         }
                         continue;
@@ -536,80 +512,128 @@ impl Engine {
                 _ => running.next().await,
             };
             let Some((index, result, record)) = next else {
-                break;
+                return Some(collected);
             };
-            children[index] = Some(record);
-            match result {
-                Ok(output) => results[index] = output,
-                Err(error) => {
-                    failures += 1;
-                    if tolerance.exceeded(failures) {
-                        exceeded = true;
-                        break;
-                    }
-                    results[index] = error.to_error_output();
-                }
+            if !collected.take(index, result, record, tolerance) {
+                return None;
             }
         }
-        drop(running);
-        if exceeded {
-            let error = tolerance.error();
-            guard.end("FAILED", (0, 0));
-            let prev = self.push(
-                run_started,
-                EventType::MapRunFailed,
-                Some(Details::new().error(&error).build()),
-            )?;
-            return Err(Attempt {
-                failed: Failed::new(error, prev),
-                started: true,
+    }
+
+    /// One child of the run: its execution, started now and followed in the run's journal,
+    /// or its end as recorded when it finished before (`done`).
+    async fn map_run_child(
+        &self,
+        run: &MapRun<'_>,
+        index: usize,
+        input: Value,
+        done: Option<ChildResult>,
+        name: String,
+    ) -> (usize, Result<Value, StatesError>, ChildResult) {
+        if let Some(record) = done {
+            return (index, record.result.clone(), record);
+        }
+        let start = self.clock.now();
+        let machine = &run.names.child_machine_name;
+        let execution_arn = format!(
+            "arn:aws:states:{}:{}:execution:{machine}:{name}",
+            self.info.region, self.info.account
+        );
+        if let Some(j) = &run.journal {
+            j.child_started(MapRunExecution {
+                execution_arn: execution_arn.clone(),
+                map_run_arn: run.names.map_run_arn.clone(),
+                state_machine_arn: run.names.child_machine_arn.clone(),
+                name: name.clone(),
+                item_index: index as i64,
+                item_count: items_held(run.batched, &input),
+                status: "RUNNING".into(),
+                start_date_ms: start,
+                stop_date_ms: None,
+                input: input.to_string(),
+                output: None,
+                error: None,
+                cause: None,
             });
         }
-        let mut written = (0, 0);
-        let result = match &s3.writer {
-            Some(request) => {
-                let children: Vec<ChildResult> = children.into_iter().flatten().collect();
-                let store = self.tasks.s3(&self.info.region);
-                let result = write_results(
-                    store.as_ref(),
-                    request,
-                    &map_run_arn,
-                    &run_id,
-                    &child_machine_arn,
-                    &children,
-                )
-                .await
-                .map_err(&run_failed)?;
-                if request.resource.is_some() {
-                    let items: i64 = children.iter().map(|c| item_count(&c.input)).sum();
-                    written = (items, children.len() as i64);
-                }
-                result
-            }
-            None => Value::Array(results),
+        let key = format!("{}/{index}", run.key);
+        let child = run.child.clone();
+        let (result, status) = self
+            .child_execution(child, machine, &name, key, input.clone())
+            .await;
+        let stop = self.clock.now();
+        let record = ChildResult {
+            execution_arn,
+            name,
+            input,
+            result: result.clone(),
+            start,
+            stop,
         };
-        guard.end("SUCCEEDED", written);
-        let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
-        self.push(run_done, EventType::MapStateSucceeded, None)?;
-        let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
-        // AWS points MapStateExited at MapRunStarted (recordings since November 2024; older
-        // ones point it at MapRunSucceeded, like MapStateSucceeded).
-        Ok((output, run_started))
+        if let Some(j) = &run.journal {
+            j.child_ended(&record, status);
+            j.record(&run.key, index, &record);
+        }
+        (index, result, record)
+    }
+
+    /// The run's result, and how many items and children its ResultWriter wrote: the
+    /// writer's answer when there is one, else the children's outputs in item order.
+    async fn map_run_result(
+        &self,
+        run: &MapRun<'_>,
+        writer: Option<&WriterRequest>,
+        collected: Collected,
+    ) -> Result<(Value, (i64, i64)), Attempt> {
+        let Some(request) = writer else {
+            return Ok((Value::Array(collected.results), (0, 0)));
+        };
+        let children: Vec<ChildResult> = collected.children.into_iter().flatten().collect();
+        let store = self.tasks.s3(&self.info.region);
+        let names = &run.names;
+        let result = write_results(
+            store.as_ref(),
+            request,
+            &names.map_run_arn,
+            &names.run_id,
+            &names.child_machine_arn,
+            &children,
+        )
+        .await
+        .map_err(|e| self.map_run_failed(run, e))?;
+        let mut written = (0, 0);
+        if request.resource.is_some() {
+            let items: i64 = children
+                .iter()
+                .map(|c| items_held(run.batched, &c.input))
+                .sum();
+            written = (items, children.len() as i64);
+        }
+        Ok((result, written))
+    }
+
+    /// Ends the run as failed with `error`: its row, then `MapRunFailed`.
+    fn map_run_failed(&self, run: &MapRun<'_>, error: StatesError) -> Attempt {
+        run.guard.end("FAILED", (0, 0));
+        let details = Some(Details::new().error(&error).build());
+        match self.push(run.started, EventType::MapRunFailed, details) {
+            Ok(prev) => Attempt {
+                failed: Failed::new(error, prev),
+                started: true,
+            },
+            Err(failed) => failed.into(),
+        }
     }
 
     /// The `mapRunArn` of the `MapRunStarted` about to be pushed, when resuming and it is
     /// recorded.
     fn recorded_map_run_arn(&self) -> Option<String> {
         let key = self.peek_key();
-        let run_event = |e: &&crate::engine::replay::Recorded| {
-            e.event_type == EventType::MapRunStarted.as_str()
-                || e.event_type == EventType::MapRunRedriven.as_str()
-        };
         // Recorded by this attempt, or by the attempt a redrive cut away.
-        let recorded = self.recorded(&key).filter(run_event).or_else(|| {
+        let recorded = self.recorded(&key).filter(is_run_event).or_else(|| {
             self.replay
                 .as_ref()
-                .and_then(|r| r.superseded(&key).iter().rev().find(run_event))
+                .and_then(|r| r.superseded(&key).iter().rev().find(is_run_event))
         })?;
         let arn = recorded.details.as_ref()?.get("mapRunArn")?.as_str()?;
         Some(arn.to_owned())
@@ -849,11 +873,164 @@ fn concurrency_limit(max_concurrency: usize) -> usize {
 /// How often a running Map run reads its settings back (UpdateMapRun).
 const SETTINGS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// The ticks at which a running Map run reads its settings back; a tick missed while the
+/// run was busy is not made up for.
+fn settings_poll() -> tokio::time::Interval {
+    let mut poll = tokio::time::interval(SETTINGS_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    poll
+}
+
+/// Whether a recorded event started a Map run (`MapRunStarted`, or `MapRunRedriven`).
+fn is_run_event(e: &&Recorded) -> bool {
+    e.event_type == EventType::MapRunStarted.as_str()
+        || e.event_type == EventType::MapRunRedriven.as_str()
+}
+
+/// How many items a child's input holds: a batch (`ItemBatcher`) holds several.
+fn items_held(batched: bool, input: &Value) -> i64 {
+    match batched {
+        true => input
+            .get("Items")
+            .and_then(Value::as_array)
+            .map_or(1, |items| items.len() as i64),
+        false => 1,
+    }
+}
+
+/// The names of a distributed Map run and of the machine its children run.
+struct RunNames {
+    /// `MACHINE/LABEL`: the name of the machine the children run.
+    child_machine_name: String,
+    child_machine_arn: String,
+    map_run_arn: String,
+    /// The Map run ARN's last part: result files go under it.
+    run_id: String,
+}
+
+/// A distributed Map run under way: what its steps share.
+struct MapRun<'a> {
+    names: RunNames,
+    /// Its `MapRunStarted` (or `MapRunRedriven`) event.
+    started: EventId,
+    /// The run's name, which its children's keys extend (see [`MapRun::new`]).
+    key: String,
+    /// Where the run and its children are kept, with a store.
+    journal: Option<Rc<MapRunJournal>>,
+    /// The machine each child runs: the Map's ItemProcessor.
+    child: Arc<StateMachine>,
+    /// Whether each child holds a batch of items (`ItemBatcher`).
+    batched: bool,
+    guard: RunGuard<'a>,
+}
+
+impl<'a> MapRun<'a> {
+    /// The run that `started`; from now on, dropped before it ends, it is marked ABORTED
+    /// (the execution stopped, a sibling failed); every ending disarms that with its own
+    /// status.
+    fn new(
+        engine: &'a Engine,
+        m: &Map,
+        names: RunNames,
+        started: EventId,
+        journal: Option<Rc<MapRunJournal>>,
+        batched: bool,
+    ) -> Self {
+        let guard = RunGuard {
+            journal: journal.clone(),
+            map_run_arn: names.map_run_arn.clone(),
+            clock: &*engine.clock,
+            armed: Cell::new(true),
+        };
+        let child = Arc::new(StateMachine {
+            comment: None,
+            query_language: engine.machine.query_language,
+            timeout_seconds: None,
+            version: None,
+            root: m.processor.clone(),
+        });
+        MapRun {
+            // Named after this lane (unique in this engine, and itself named after its
+            // engine's root) and its MapRunStarted: no two runs anywhere share a name, even
+            // in a distributed Map nested inside another's child.
+            key: format!("{}/m{started}", engine.lane_key()),
+            names,
+            started,
+            journal,
+            child,
+            batched,
+            guard,
+        }
+    }
+}
+
+/// What a run knows of its children from before a crash or a redrive.
+struct EarlierChildren {
+    /// The children that finished: they are not run again.
+    finished: HashMap<usize, ChildResult>,
+    /// The children's names: a child run again keeps its execution's name.
+    names: HashMap<usize, String>,
+}
+
+impl EarlierChildren {
+    /// Child `index`'s end, if it finished before, and its name: its own, or a fresh one.
+    fn take(&mut self, index: usize) -> (Option<ChildResult>, String) {
+        let done = self.finished.remove(&index);
+        let name = self
+            .names
+            .remove(&index)
+            .unwrap_or_else(|| crate::random::uuid().to_string());
+        (done, name)
+    }
+}
+
+/// The ends of a run's children so far.
+struct Collected {
+    /// Each child's record, by item index, for the ResultWriter.
+    children: Vec<Option<ChildResult>>,
+    /// Each child's output (or error output), by item index.
+    results: Vec<Value>,
+    failures: usize,
+}
+
+impl Collected {
+    fn new(total: usize) -> Self {
+        Collected {
+            children: vec![None; total],
+            results: vec![Value::Null; total],
+            failures: 0,
+        }
+    }
+
+    /// Takes child `index`'s end; false when its failure is one more than `tolerance`
+    /// allows.
+    fn take(
+        &mut self,
+        index: usize,
+        result: Result<Value, StatesError>,
+        record: ChildResult,
+        tolerance: &Tolerance,
+    ) -> bool {
+        self.children[index] = Some(record);
+        match result {
+            Ok(output) => self.results[index] = output,
+            Err(error) => {
+                self.failures += 1;
+                if tolerance.exceeded(self.failures) {
+                    return false;
+                }
+                self.results[index] = error.to_error_output();
+            }
+        }
+        true
+    }
+}
+
 /// Records a Map run's end in the store once; dropped before that (the execution stopped, a
 /// sibling failed), it records the run ABORTED.
 struct RunGuard<'a> {
-    journal: Option<std::rc::Rc<MapRunJournal>>,
-    map_run_arn: &'a str,
+    journal: Option<Rc<MapRunJournal>>,
+    map_run_arn: String,
     clock: &'a dyn crate::clock::Clock,
     armed: Cell<bool>,
 }
@@ -862,7 +1039,7 @@ impl RunGuard<'_> {
     fn end(&self, status: &str, written: (i64, i64)) {
         if self.armed.replace(false) {
             if let Some(j) = &self.journal {
-                j.run_ended(self.map_run_arn, status, self.clock.now(), written);
+                j.run_ended(&self.map_run_arn, status, self.clock.now(), written);
             }
         }
     }
@@ -948,6 +1125,12 @@ impl Tolerance {
             .percentage
             .is_some_and(|p| self.total == 0 || failures as f64 * 100.0 / self.total as f64 > p);
         over_count || over_percentage
+    }
+
+    /// Takes the limits UpdateMapRun set (a negative count is none).
+    fn update(&mut self, settings: &MapRunSettings) {
+        self.count = settings.tolerated_failure_count.map(|c| c.max(0) as usize);
+        self.percentage = settings.tolerated_failure_percentage;
     }
 
     pub(crate) fn error(&self) -> StatesError {
