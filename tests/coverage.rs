@@ -824,7 +824,8 @@ fn a_report_without_the_runs_sub_values_names_the_executions_it_could_not_match(
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = sb.run_in_sandbox(&["coverage", "template.json"]);
     assert_eq!(report.code, 0, "{}", report.stderr);
-    let said = "1 execution(s) of state machine 'Greeter' ran another definition, not counted: \
+    let said =
+        "1 execution(s) of state machine 'Greeter' ran another definition, not counted here: \
                 at /States/Greet/Parameters/greeting they ran \"Hello\" where this one has \
                 \"Greeting\". If those are ${Name} values, give the values they ran with \
                 (--sub NAME=VALUE)";
@@ -863,7 +864,7 @@ fn a_report_without_the_runs_sub_values_names_the_executions_it_could_not_match(
     sb.write("steps.asl.json", r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": true}}}"#);
     let edited = sb.run(&["coverage", file]);
     assert!(
-        edited.stdout.contains("1 execution(s) of state machine 'steps' ran another definition, not counted: at /States/A/End they ran true where this one has nothing")
+        edited.stdout.contains("1 execution(s) of state machine 'steps' ran another definition, not counted here: at /States/A/End they ran true where this one has nothing")
             && edited.stdout.contains("else they ran an older version of this machine"),
         "{}",
         edited.stdout
@@ -945,7 +946,38 @@ fn quiet_keeps_warnings_off_stderr() {
     assert!(
         report
             .stdout
-            .contains("ran another definition, not counted"),
+            .contains("ran another definition, not counted here"),
+        "{}",
+        report.stdout
+    );
+}
+
+/// Regression (#36): with no arguments, coverage grouped executions by text alone; a machine
+/// whose definition changed between runs gave two rows with nothing saying which is current.
+/// The machine is known by its name: the older text is labelled so, and the current one says
+/// how many executions ran an older version.
+#[test]
+fn every_machine_labels_an_older_version_of_a_machine_by_its_name() {
+    let sb = Sandbox::new();
+    let old = r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}"#;
+    let new = r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "Next": "B"}, "B": {"Type": "Pass", "End": true}}}"#;
+    let file = sb.write("steps.asl.json", old);
+    let file = file.to_str().unwrap();
+    for _ in 0..3 {
+        assert_eq!(sb.run(&["run", file]).code, 0);
+    }
+    sb.write("steps.asl.json", new);
+    assert_eq!(sb.run(&["run", file]).code, 0);
+    let report = sb.run(&["coverage"]);
+    let rows: Vec<&str> = report.stdout.lines().skip(1).take(2).collect();
+    assert!(rows[0].starts_with("steps    "), "{}", report.stdout);
+    assert!(
+        rows[1].starts_with("steps (older version)"),
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report.stdout.contains("steps: 3 execution(s) of state machine 'steps' ran another definition, not counted here"),
         "{}",
         report.stdout
     );

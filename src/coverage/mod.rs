@@ -70,7 +70,7 @@ pub struct MachineCoverage {
     pub hits: Hits,
     /// Per item, its 1-based line in `file`.
     pub lines: Vec<Option<usize>>,
-    /// Executions of this machine's name that ran another definition, not counted.
+    /// Executions of this machine's name that ran another definition, not counted here.
     pub unmatched: Vec<Unmatched>,
 }
 
@@ -93,7 +93,7 @@ impl Unmatched {
         let show = |v: &Option<Value>| v.as_ref().map_or("nothing".to_owned(), |v| v.to_string());
         let at = if at.is_empty() { "/" } else { at };
         format!(
-            "{} execution(s) of state machine '{}' ran another definition, not counted: at {at} \
+            "{} execution(s) of state machine '{}' ran another definition, not counted here: at {at} \
              they ran {} where this one has {}. If those are ${{Name}} values, give the values \
              they ran with (--sub NAME=VALUE); else they ran an older version of this machine",
             self.executions,
@@ -404,7 +404,13 @@ pub fn measure(store: &Store, targets: Vec<Target>) -> Result<Vec<MachineCoverag
     let mut out = Vec::new();
     for target in targets {
         let content = canonical(&target.definition);
-        let unmatched = unmatched(store, &stored, &content, &target)?;
+        let unmatched = unmatched(
+            store,
+            &stored,
+            &content,
+            &target.machine_names,
+            &target.definition,
+        )?;
         let mut measured = MachineCoverage::from_target(target);
         if let Some(texts) = stored.get(&content) {
             read_executions(store, texts, &mut measured)?;
@@ -415,18 +421,20 @@ pub fn measure(store: &Store, targets: Vec<Target>) -> Result<Vec<MachineCoverag
     Ok(out)
 }
 
-/// The executions named as `target` is that ran a definition other than `content`.
+/// The executions of the state machines `names` that ran a definition other than `content`
+/// (`definition` as JSON).
 fn unmatched(
     store: &Store,
     stored: &BTreeMap<String, Vec<String>>,
     content: &str,
-    target: &Target,
+    names: &[String],
+    definition: &Value,
 ) -> Result<Vec<Unmatched>, StoreError> {
     let mut out = Vec::new();
     for (other, texts) in stored.iter().filter(|(c, _)| c.as_str() != content) {
         for text in texts {
             let heads = store.executions_with_definition(text)?;
-            for name in &target.machine_names {
+            for name in names {
                 let executions = heads
                     .iter()
                     .filter(|h| &h.state_machine_name == name)
@@ -435,7 +443,7 @@ fn unmatched(
                     continue;
                 }
                 let ran: Value = serde_json::from_str(other).unwrap_or(Value::Null);
-                let difference = first_difference(&ran, &target.definition, String::new());
+                let difference = first_difference(&ran, definition, String::new());
                 out.push(Unmatched {
                     machine_name: name.clone(),
                     executions,
@@ -478,10 +486,14 @@ fn first_difference(
 
 /// Coverage of every machine that has executions in `store`, one per distinct definition
 /// content, named by its state machines' names; items are placed by JSON pointer. A
-/// definition that no longer compiles is left out.
+/// definition that no longer compiles is left out. A machine is known by its name: a content
+/// that is no longer any name's newest is labelled an older version, and the newest one says
+/// how many executions ran older versions ([`MachineCoverage::unmatched`]).
 pub fn every_machine(store: &Store) -> Result<Vec<MachineCoverage>, CoverageError> {
+    let stored = stored_by_content(store)?;
+    let newest = newest_content_by_name(store, &stored)?;
     let mut out = Vec::new();
-    for texts in stored_by_content(store)?.into_values() {
+    for (content, texts) in &stored {
         let Some(first) = texts.first() else { continue };
         let machine = [MachineType::Standard, MachineType::Express]
             .into_iter()
@@ -493,10 +505,39 @@ pub fn every_machine(store: &Store) -> Result<Vec<MachineCoverage>, CoverageErro
         // No file of its own: places are given as pointers.
         let lines = vec![None; coverable.items.len()];
         let mut measured = MachineCoverage::new(String::new(), None, coverable, lines);
-        read_executions(store, &texts, &mut measured)?;
+        read_executions(store, texts, &mut measured)?;
+        let current: Vec<String> = (measured.machine_names.iter())
+            .filter(|n| newest.get(*n) == Some(content))
+            .cloned()
+            .collect();
         measured.label = measured.machine_names.join(", ");
+        if current.is_empty() {
+            measured.label.push_str(" (older version)");
+        }
+        measured.unmatched = unmatched(store, &stored, content, &current, &value)?;
         out.push(measured);
     }
     out.sort_by(|a, b| a.label.cmp(&b.label));
     Ok(out)
+}
+
+/// Per state machine name, the content its latest execution ran.
+fn newest_content_by_name(
+    store: &Store,
+    stored: &BTreeMap<String, Vec<String>>,
+) -> Result<std::collections::HashMap<String, String>, StoreError> {
+    let mut latest: std::collections::HashMap<String, (i64, String)> = Default::default();
+    for (content, texts) in stored {
+        for text in texts {
+            for head in store.executions_with_definition(text)? {
+                let entry = latest
+                    .entry(head.state_machine_name)
+                    .or_insert((head.id, content.clone()));
+                if head.id >= entry.0 {
+                    *entry = (head.id, content.clone());
+                }
+            }
+        }
+    }
+    Ok(latest.into_iter().map(|(name, (_, c))| (name, c)).collect())
 }
