@@ -170,9 +170,57 @@ pub struct Timers {
 
 #[derive(Default)]
 struct TimerState {
+    entries: Deadlines,
+    started: bool,
+}
+
+/// Deadlines in order: `(deadline, id)` to the waker of the future waiting for it, ids given in
+/// the order futures first waited, so entries at one instant keep that order. The real clock's
+/// timers and a virtual clock share it.
+#[derive(Default)]
+pub(crate) struct Deadlines {
     entries: BTreeMap<(Millis, u64), Waker>,
     next_id: u64,
-    started: bool,
+}
+
+impl Deadlines {
+    /// Arms (or re-arms) the entry of a waiting future; `id` is its id, given on its first
+    /// wait. True when it is now the first.
+    pub(crate) fn arm(&mut self, deadline: Millis, id: &mut Option<u64>, waker: &Waker) -> bool {
+        let id = *id.get_or_insert_with(|| {
+            self.next_id += 1;
+            self.next_id
+        });
+        let earliest = self
+            .entries
+            .first_key_value()
+            .is_none_or(|(first, _)| (deadline, id) < *first);
+        self.entries.insert((deadline, id), waker.clone());
+        earliest
+    }
+
+    /// Forgets a future's entry (it is done, or dropped).
+    pub(crate) fn disarm(&mut self, deadline: Millis, id: Option<u64>) {
+        if let Some(id) = id {
+            self.entries.remove(&(deadline, id));
+        }
+    }
+
+    /// The first entry's key.
+    pub(crate) fn first(&self) -> Option<(Millis, u64)> {
+        self.entries.keys().next().copied()
+    }
+
+    /// Takes the first entry if it is due at `now`.
+    pub(crate) fn pop_due(&mut self, now: Millis) -> Option<Waker> {
+        let entry = self.entries.first_entry()?;
+        (entry.key().0 <= now).then(|| entry.remove())
+    }
+
+    /// How many are waited for.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 impl Timers {
@@ -210,11 +258,8 @@ impl Timers {
         loop {
             let now = system_now();
             let mut due = Vec::new();
-            while let Some(entry) = state.entries.first_entry() {
-                if entry.key().0 > now {
-                    break;
-                }
-                due.push(entry.remove());
+            while let Some(waker) = state.entries.pop_due(now) {
+                due.push(waker);
             }
             if !due.is_empty() {
                 drop(state);
@@ -224,8 +269,8 @@ impl Timers {
             }
             let wait = state
                 .entries
-                .first_key_value()
-                .map(|((deadline, _), _)| Duration::from_millis((deadline - now).max(1) as u64));
+                .first()
+                .map(|(deadline, _)| Duration::from_millis((deadline - now).max(1) as u64));
             state = match wait {
                 Some(wait) => {
                     self.earlier
@@ -251,29 +296,14 @@ impl std::future::Future for TimerSleep {
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         if system_now() >= self.deadline {
-            if let Some(id) = self.id.take() {
-                self.timers.state().entries.remove(&(self.deadline, id));
-            }
+            let id = self.id.take();
+            self.timers.state().entries.disarm(self.deadline, id);
             return Poll::Ready(());
         }
         let timers = self.timers;
         let mut state = timers.state();
-        let id = match self.id {
-            Some(id) => id,
-            None => {
-                state.next_id += 1;
-                let id = state.next_id;
-                self.id = Some(id);
-                id
-            }
-        };
-        let earliest = state
-            .entries
-            .first_key_value()
-            .is_none_or(|(first, _)| (self.deadline, id) < *first);
-        state
-            .entries
-            .insert((self.deadline, id), cx.waker().clone());
+        let deadline = self.deadline;
+        let earliest = state.entries.arm(deadline, &mut self.id, cx.waker());
         if !state.started {
             state.started = true;
             let spawned = std::thread::Builder::new()
@@ -296,8 +326,8 @@ impl std::future::Future for TimerSleep {
 
 impl Drop for TimerSleep {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.timers.state().entries.remove(&(self.deadline, id));
+        if self.id.is_some() {
+            self.timers.state().entries.disarm(self.deadline, self.id);
         }
     }
 }
@@ -395,6 +425,7 @@ mod tests {
         assert!(
             timers
                 .state()
+                .entries
                 .entries
                 .keys()
                 .all(|(deadline, _)| *deadline != start + 3_600_000),

@@ -18,8 +18,7 @@
 //!   heartbeats and answers at leisure.
 
 use super::activity::{gate, Activity, Readiness};
-use super::{Clock, Millis};
-use std::collections::BTreeMap;
+use super::{Clock, Deadlines, Millis};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -62,8 +61,7 @@ struct State {
     base: Millis,
     /// The external wall time counted up to `base` (see [`activity`]).
     external_at_base: Duration,
-    timers: BTreeMap<(Millis, u64), Waker>,
-    next_id: u64,
+    timers: Deadlines,
 }
 
 impl VirtualClock {
@@ -90,8 +88,7 @@ impl VirtualClock {
                 state: Mutex::new(State {
                     base: start,
                     external_at_base,
-                    timers: BTreeMap::new(),
-                    next_id: 0,
+                    timers: Deadlines::default(),
                 }),
                 automatic,
                 activity: Activity::for_clock(),
@@ -118,7 +115,7 @@ impl VirtualClock {
 
     /// The earliest deadline waited for, if any.
     pub fn next_deadline(&self) -> Option<Millis> {
-        self.inner.state().timers.keys().next().map(|(d, _)| *d)
+        self.inner.state().timers.first().map(|(d, _)| d)
     }
 
     /// How many deadlines are waited for.
@@ -172,7 +169,7 @@ impl VirtualClock {
     /// there is none.
     fn fire_first_until(&self, target: Millis) -> bool {
         let mut st = self.inner.state();
-        let Some((&(deadline, id), _)) = st.timers.first_key_value() else {
+        let Some((deadline, _)) = st.timers.first() else {
             return false;
         };
         if deadline > target {
@@ -181,7 +178,7 @@ impl VirtualClock {
         let external = gate().elapsed();
         let now = self.inner.now_at(&st, external);
         st.rebase(deadline.max(now), external);
-        let waker = st.timers.remove(&(deadline, id));
+        let waker = st.timers.pop_due(deadline);
         drop(st);
         waker.into_iter().for_each(Waker::wake);
         true
@@ -253,21 +250,12 @@ impl Future for VirtualSleep {
         let clock = self.clock.clone();
         let mut st = clock.state();
         if clock.now_at(&st, external) >= self.deadline {
-            if let Some(id) = self.id.take() {
-                st.timers.remove(&(self.deadline, id));
-            }
+            let id = self.id.take();
+            st.timers.disarm(self.deadline, id);
             return Poll::Ready(());
         }
-        let id = match self.id {
-            Some(id) => id,
-            None => {
-                st.next_id += 1;
-                let id = st.next_id;
-                self.id = Some(id);
-                id
-            }
-        };
-        st.timers.insert((self.deadline, id), cx.waker().clone());
+        let deadline = self.deadline;
+        st.timers.arm(deadline, &mut self.id, cx.waker());
         drop(st);
         // A driver sleeping until a later deadline (while time flows) must look again.
         self.clock.activity.ring();
@@ -277,8 +265,8 @@ impl Future for VirtualSleep {
 
 impl Drop for VirtualSleep {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            self.clock.state().timers.remove(&(self.deadline, id));
+        if self.id.is_some() {
+            self.clock.state().timers.disarm(self.deadline, self.id);
         }
     }
 }
@@ -314,10 +302,9 @@ impl Inner {
         let idle = readiness == Readiness::Idle;
         let mut st = self.state();
         let now = self.now_at(&st, external);
-        let first = st.timers.first_key_value().map(|(k, _)| *k);
-        match first {
-            Some((deadline, id)) if deadline <= now && (idle || flowing) => {
-                let waker = st.timers.remove(&(deadline, id));
+        match st.timers.first() {
+            Some((deadline, _)) if deadline <= now && (idle || flowing) => {
+                let waker = st.timers.pop_due(now);
                 drop(st);
                 waker.into_iter().for_each(Waker::wake);
                 None
