@@ -30,6 +30,9 @@ Resources:
   Java:
     Type: AWS::Serverless::Function
     Properties: {CodeUri: java/, Runtime: java21, Handler: x.Handler::handle}
+  Moved:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: moved-away/}
   Machine:
     Type: AWS::Serverless::StateMachine
     Properties:
@@ -40,6 +43,7 @@ Resources:
         Sleeper: !GetAtt Sleeper.Arn
         Broken: !GetAtt Broken.Arn
         Java: !GetAtt Java.Arn
+        Moved: !GetAtt Moved.Arn
 "#;
 
 fn app() -> Sandbox {
@@ -200,4 +204,16 @@ fn a_function_that_cannot_run_here_names_the_state_and_how_to_bind_it() {
     ] {
         assert!(out.stderr.contains(said), "{}", out.stderr);
     }
+    // A code folder that is not there is said so, not blamed on the interpreter.
+    let out = run_task(
+        &sb,
+        json!({"Type": "Task", "Resource": "${Moved}", "End": true}),
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("moved-away/ is not there"),
+        "{}",
+        out.stderr
+    );
 }

@@ -66,6 +66,8 @@ enum CannotRun {
     NoLocalCode,
     #[error("it has no Handler")]
     NoHandler,
+    #[error("its code folder {0} is not there")]
+    MissingCode(PathBuf),
     #[error("its Runtime {0} is neither Python nor Node.js, the runtimes sfn-local runs")]
     Runtime(String),
     #[error(
@@ -268,6 +270,9 @@ impl Function {
     fn start(&self) -> Result<Worker, CannotRun> {
         let language = self.language()?;
         let code_dir = self.code_dir.as_ref().ok_or(CannotRun::NoLocalCode)?;
+        if !code_dir.is_dir() {
+            return Err(CannotRun::MissingCode(code_dir.clone()));
+        }
         let handler = self.spec.handler.as_ref().ok_or(CannotRun::NoHandler)?;
         let (variable, default, flag, shim) = match language {
             Language::Python => ("SFN_LOCAL_PYTHON", "python3", "-c", PYTHON_SHIM),
