@@ -981,4 +981,20 @@ fn every_machine_labels_an_older_version_of_a_machine_by_its_name() {
         "{}",
         report.stdout
     );
+    // The same machine asked for by name or ARN.
+    let arn = "arn:aws:states:us-east-1:123456789012:stateMachine:steps";
+    for who in ["steps", arn] {
+        let json = sb
+            .run(&["coverage", "--state-machine", who, "--format", "json"])
+            .json();
+        let executions: Vec<i64> = json["machines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["executions"].as_i64().unwrap())
+            .collect();
+        assert_eq!(executions, [1, 3], "{who}");
+    }
+    sb.run(&["coverage", "--state-machine", "nope"])
+        .assert_error(2, "no execution of state machine 'nope' in the database");
 }

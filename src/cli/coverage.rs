@@ -29,6 +29,10 @@ pub struct CoverageArgs {
     /// `template.yaml#LogicalId`) to measure; none: every machine with executions in the
     /// database.
     pub definitions: Vec<PathBuf>,
+    /// Measure the state machine of this name or ARN as its executions in the database ran it
+    /// (repeatable; every version of it, the older ones labelled so).
+    #[arg(long, value_name = "NAME_OR_ARN", conflicts_with = "definitions")]
+    pub state_machine: Vec<String>,
     /// `--db`.
     #[command(flatten)]
     pub database: crate::cli::flags::DbArgs,
@@ -101,7 +105,15 @@ pub fn run(args: CoverageArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let measured = if args.definitions.is_empty() {
+    let measured = if !args.state_machine.is_empty() {
+        match named_machines(&store, &args.state_machine) {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    } else if args.definitions.is_empty() {
         coverage::every_machine(&store)
     } else {
         let targets = match targets(&args.definitions, &args.substitutions) {
@@ -127,6 +139,33 @@ pub fn run(args: CoverageArgs) -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// The machines of these names (or ARNs) as their executions ran them.
+fn named_machines(
+    store: &crate::store::Store,
+    wanted: &[String],
+) -> Result<Vec<MachineCoverage>, String> {
+    let all = coverage::every_machine(store).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for given in wanted {
+        // arn:aws:states:REGION:ACCOUNT:stateMachine:NAME[:VERSION or ALIAS]
+        let name = match given.starts_with("arn:") {
+            true => given.split(':').nth(6).unwrap_or(given),
+            false => given.as_str(),
+        };
+        let found: Vec<&MachineCoverage> = all
+            .iter()
+            .filter(|m| m.machine_names.iter().any(|n| n == name))
+            .collect();
+        if found.is_empty() {
+            return Err(format!(
+                "no execution of state machine '{name}' in the database (`sfn-local coverage` with no arguments lists every machine that has some)"
+            ));
+        }
+        out.extend(found.into_iter().cloned());
+    }
+    Ok(out)
 }
 
 /// The definitions the files hold (a template gives each of its state machines).
