@@ -523,6 +523,38 @@ fn the_default_database_is_readable_by_its_owner_only() {
     assert_eq!(mode(&sb.path("mine.db")), 0o600);
 }
 
+/// Regression (#38 item 4): a `--db` that is a symbolic link to a file not there yet got a
+/// database, WAL and SHM with mode 0644 (the owner-only rule was skipped because the link
+/// existed; SQLite followed it and created the file with the default mode).
+#[test]
+fn a_db_through_a_dangling_symlink_creates_owner_only_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let def = sb.write(
+        "p.asl.json",
+        r#"{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":1,"End":true}}}"#,
+    );
+    std::fs::create_dir(sb.path("data")).unwrap();
+    std::os::unix::fs::symlink("data/real.db", sb.path("link.db")).unwrap();
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--clock",
+        "virtual",
+        "--db",
+        sb.path("link.db").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    for file in ["data/real.db", "data/real.db-wal", "data/real.db-shm"] {
+        let path = sb.path(file);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{file}");
+        }
+    }
+    assert!(sb.path("data/real.db").exists());
+}
+
 #[test]
 fn why_an_execution_failed_is_shown_behind_the_catch() {
     let sb = Sandbox::new();

@@ -84,12 +84,16 @@ pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingEr
 /// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
 /// mode), and every folder created for it (the default `$XDG_STATE_HOME/sfn-local`, or the
 /// missing folders of a path the user named) likewise owner-only. A folder that exists is left
-/// as it is. Failures are left to the open, which names the path.
+/// as it is. A path that is a symbolic link to a file not there yet creates that file (SQLite
+/// follows the link; it used to create it with the default mode, 0644). Failures are left to
+/// the open, which names the path.
 fn create_private(path: &std::path::Path) {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if path.exists() {
         return;
     }
+    let target = link_target(path);
+    let path = target.as_deref().unwrap_or(path);
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             let _ = std::fs::DirBuilder::new()
@@ -103,6 +107,26 @@ fn create_private(path: &std::path::Path) {
         .create_new(true)
         .mode(0o600)
         .open(path);
+}
+
+/// Where a chain of symbolic links ends (relative links read from their own folder); `None`
+/// when `path` is no link.
+fn link_target(path: &std::path::Path) -> Option<PathBuf> {
+    let mut at = path.to_path_buf();
+    // The kernel's own limit on a chain of links.
+    for _ in 0..40 {
+        // The end of the chain: a file, or nothing yet.
+        let link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if !link {
+            return (at != path).then_some(at);
+        }
+        let next = std::fs::read_link(&at).ok()?;
+        at = match at.parent() {
+            Some(dir) if next.is_relative() => dir.join(next),
+            _ => next,
+        };
+    }
+    None
 }
 
 /// Opens the database, or says why not.
