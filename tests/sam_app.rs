@@ -136,6 +136,23 @@ fn test_state_and_start_execution_take_a_template() {
         parameters,
         serde_json::json!({"orderId": "o-3", "carrier": "ups"})
     );
+    // Without --mock, the template's own function runs, as the real one would for TestState.
+    let out = sb.run_in_sandbox(&[
+        "test-state",
+        "--template",
+        "template.yaml",
+        "--state-name",
+        "Ship",
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/OrderStateMachineRole",
+        "--input",
+        r#"{"orderId": "o-3"}"#,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json()["output"],
+        r#"{"orderId":"o-3","shipment":{"tracking":"ups-o-3"}}"#
+    );
     // Without --state-name, the states to choose from are named.
     let out = sb.run_in_sandbox(&["test-state", "--template", "template.yaml"]);
     assert_eq!(out.code, 2, "{}", out.stderr);

@@ -151,6 +151,16 @@ pub fn load_any(
     )])
 }
 
+/// The Lambda functions of the template at `path`, which sfn-local runs itself; `None` when it
+/// is not a template with a state machine or declares no function.
+pub fn template_functions(
+    path: &Path,
+) -> Option<std::sync::Arc<crate::tasks::local_lambda::LocalFunctions>> {
+    let text = read_definition_text(path).ok()?;
+    let template = template_value(&text, &path.to_string_lossy())?;
+    crate::tasks::local_lambda::LocalFunctions::from_template(path, &template)
+}
+
 /// Whether the file at `path` is a SAM or CloudFormation template with a state machine.
 pub fn is_template(path: &Path) -> bool {
     read_definition_text(path)

@@ -122,7 +122,12 @@ pub fn run(args: TestStateArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let mut tasks = LocalTasks::default();
+    let mut tasks = LocalTasks {
+        // A template's own functions run here, as the real function would for TestState.
+        functions: (args.template.template.as_deref())
+            .and_then(crate::cli::definition::template_functions),
+        ..LocalTasks::default()
+    };
     match args.endpoints.lower() {
         Ok(e) => tasks.endpoints = e,
         Err(e) => return e.exit(),
