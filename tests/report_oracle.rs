@@ -428,9 +428,20 @@ fn record(e: &HistoryEvent) -> EventRecord {
     }
 }
 
-/// Runs one generated machine and checks every report against the recomputation.
-fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
-    let mut root = root;
+/// A generated machine, written, recomputed and run.
+struct Case {
+    text: String,
+    definition: Value,
+    machine: sfn_local::asl::StateMachine,
+    names: Vec<String>,
+    expected: Expected,
+    outcome: Result<(), Failure>,
+    events: Vec<HistoryEvent>,
+    status: Status,
+}
+
+/// Writes the machine, recomputes its outcomes, and runs it with its Tasks mocked.
+fn run_case(mut root: Vec<Node>) -> Case {
     settle(&mut root, true);
     let mut writer = Writer {
         count: 0,
@@ -441,7 +452,6 @@ fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
     let definition = writer.block(&root, &mut names);
     let mut expected = Expected::default();
     let outcome = expected.block(&root, &mut names.iter());
-
     let text = definition.to_string();
     let (machine, diags) =
         sfn_local::asl::compile_text(&text, sfn_local::asl::MachineType::Standard);
@@ -454,14 +464,7 @@ fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
         mocks_only: true,
         ..Default::default()
     };
-    let info = ExecutionInfo::new(
-        "us-east-1",
-        "123456789012",
-        "Oracle",
-        "run",
-        None,
-        1_700_000_000_000,
-    );
+    let info = ExecutionInfo::new("us-east-1", "123456789012", "Oracle", "run", None, 0);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -474,65 +477,59 @@ fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
         Rc::new(tasks),
         EngineOptions::default(),
     ));
-    let status = if outcome.is_ok() {
-        Status::Succeeded
-    } else {
-        Status::Failed
-    };
-    prop_assert_eq!(ran.status, status, "{}", text);
-
-    // Coverage: every item's hits.
-    let coverable = Coverable::new(machine, &definition);
-    let mut collector = Collector::new(&coverable);
-    collector.add(events.iter().map(Into::into), &mut || 1.0);
-    for (i, item) in coverable.items.iter().enumerate() {
-        let want = expected
-            .hits
-            .get(&(item.state.clone(), item.kind.clone()))
-            .copied()
-            .unwrap_or(0);
-        prop_assert_eq!(
-            collector.hits.items[i],
-            want,
-            "{} of {}\n{}",
-            item.description,
-            item.state,
-            text
-        );
+    Case {
+        text,
+        definition,
+        machine,
+        names,
+        expected,
+        outcome,
+        events,
+        status: ran.status,
     }
-    // Coverage's endings: where the error that ended the execution happened.
-    let endings: Vec<(String, u64)> = collector
-        .hits
-        .endings
-        .iter()
+}
+
+/// Coverage: every item's hits, and where the error that ended the execution happened.
+fn check_coverage(case: &Case) -> Result<(), TestCaseError> {
+    let coverable = Coverable::new(case.machine.clone(), &case.definition);
+    let mut collector = Collector::new(&coverable);
+    collector.add(case.events.iter().map(Into::into), &mut || 1.0);
+    for (i, item) in coverable.items.iter().enumerate() {
+        let key = (item.state.clone(), item.kind.clone());
+        let want = case.expected.hits.get(&key).copied().unwrap_or(0);
+        let why = format!("{} of {}\n{}", item.description, item.state, case.text);
+        prop_assert_eq!(collector.hits.items[i], want, "{}", why);
+    }
+    let endings: Vec<(String, u64)> = (collector.hits.endings.iter())
         .map(|(s, e)| (s.clone(), e.failed))
         .collect();
-    let want: Vec<(String, u64)> = outcome
-        .as_ref()
-        .err()
+    let want: Vec<(String, u64)> = (case.outcome.as_ref().err())
         .map(|f| (f.origin.clone(), 1))
         .into_iter()
         .collect();
-    prop_assert_eq!(endings, want, "{}", text);
+    prop_assert_eq!(endings, want, "{}", case.text);
+    Ok(())
+}
 
-    // "why".
-    let records: Vec<EventRecord> = events.iter().map(record).collect();
-    let why = sfn_local::engine::diagnosis::root_failure(&records, 1.0)
+/// "why": the failure that ended the execution, else the last one a Catch took.
+fn check_why(case: &Case, records: &[EventRecord]) -> Result<(), TestCaseError> {
+    let why = sfn_local::engine::diagnosis::root_failure(records, 1.0)
         .map(|f| (f.state, f.error.unwrap_or_default(), f.caught_to));
-    let want = match &outcome {
+    let want = match &case.outcome {
         Err(f) => Some((f.origin.clone(), ERRORS[f.error].to_owned(), None)),
-        Ok(()) => expected
-            .last_caught
-            .clone()
-            .map(|(s, e, to)| (s, e, Some(to))),
+        Ok(()) => (case.expected.last_caught.clone()).map(|(s, e, to)| (s, e, Some(to))),
     };
-    prop_assert_eq!(why, want, "{}", text);
+    prop_assert_eq!(why, want, "{}", case.text);
+    Ok(())
+}
 
-    // The overlay: visits, retries and the colour of every state.
-    let overlay = Overlay::from_history(&records, &[], false, 0);
-    for name in names.iter().chain(expected.visits.keys()) {
+/// The overlay: visits, retries and the colour of every state.
+fn check_overlay(case: &Case, records: &[EventRecord]) -> Result<(), TestCaseError> {
+    let overlay = Overlay::from_history(records, &[], false, 0);
+    for name in case.names.iter().chain(case.expected.visits.keys()) {
         let run = overlay.state(name);
-        let (visits, retries, endings) = expected.visits.get(name).cloned().unwrap_or_default();
+        let (visits, retries, endings) =
+            (case.expected.visits.get(name).cloned()).unwrap_or_default();
         let status = if endings.contains(&Ending::Failed) {
             StateStatus::Failed
         } else if endings.contains(&Ending::Caught) {
@@ -542,15 +539,24 @@ fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
         } else {
             StateStatus::NotEntered
         };
-        prop_assert_eq!(
-            (run.entered, run.retries, run.status()),
-            (visits, retries, status),
-            "{}\n{}",
-            name,
-            text
-        );
+        let got = (run.entered, run.retries, run.status());
+        prop_assert_eq!(got, (visits, retries, status), "{}\n{}", name, case.text);
     }
     Ok(())
+}
+
+/// Runs one generated machine and checks every report against the recomputation.
+fn check(root: Vec<Node>) -> Result<(), TestCaseError> {
+    let case = run_case(root);
+    let status = match case.outcome {
+        Ok(()) => Status::Succeeded,
+        Err(_) => Status::Failed,
+    };
+    prop_assert_eq!(case.status, status, "{}", case.text);
+    check_coverage(&case)?;
+    let records: Vec<EventRecord> = case.events.iter().map(record).collect();
+    check_why(&case, &records)?;
+    check_overlay(&case, &records)
 }
 
 proptest! {
