@@ -188,6 +188,12 @@ fn requests_addressed_to_a_foreign_name_are_refused_on_the_api_and_the_console()
     let log = served.log();
     assert_eq!(log.matches("refused a request").count(), 1, "{log}");
     assert!(log.contains("--allow-host evil.test"), "{log}");
+    // Regression (#38): the way out is a command a reader may paste; a name that is shell
+    // text is quoted, never echoed bare.
+    let (status, body) = curl(port, "$(touch pwned)", &[], "/");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("--allow-host '$(touch pwned)'"), "{body}");
+    assert!(!body.contains("--allow-host $("), "{body}");
 }
 
 #[test]

