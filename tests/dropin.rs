@@ -715,7 +715,33 @@ impl Image {
             context.path().to_str().unwrap(),
         ]);
         assert_eq!(out.code, 0, "docker build: {}", out.stderr);
-        Image(tag)
+        let image = Image(tag);
+        image.holds_the_binary_once(&binary);
+        image
+    }
+
+    /// The image is its base plus one binary (#39: a COPY then a RUN install stored it twice).
+    /// Prints the sizes.
+    fn holds_the_binary_once(&self, binary: &Path) {
+        let size = |image: &str| -> u64 {
+            let out = docker(&["image", "inspect", "-f", "{{.Size}}", image]);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            out.stdout.trim().parse().expect("a size")
+        };
+        let (image, base) = (size(&self.0), size("debian:bookworm-slim"));
+        let binary = std::fs::metadata(binary).expect("the binary").len();
+        eprintln!(
+            "image {:.1} MB = base {:.1} MB + {:.1} MB (the binary: {:.1} MB)",
+            image as f64 / 1e6,
+            base as f64 / 1e6,
+            (image - base) as f64 / 1e6,
+            binary as f64 / 1e6
+        );
+        // The runtime's own layer (a user, a folder) is a few kilobytes.
+        assert!(
+            image - base < binary + 1_000_000,
+            "the binary is stored more than once"
+        );
     }
 }
 
