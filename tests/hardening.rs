@@ -451,6 +451,70 @@ fn a_non_loopback_address_is_warned_about_and_refused_with_task_bindings() {
     assert!(!quiet.log().contains("warning"), "{}", quiet.log());
 }
 
+/// Regression (#38): `--allow-host '*'` lets a rebinding page in as surely as a public
+/// address, so it gets the same rule: refused with bindings (or an HTTP proxy to anywhere)
+/// unless --allow-remote, on any bind; warned otherwise. The same for `--allow-http-invoke`
+/// of any host on an address other than loopback.
+#[test]
+fn any_host_and_a_proxy_to_anywhere_are_exposures_too() {
+    let sandbox = Sandbox::new();
+    let star = sandbox.run(&[
+        "serve",
+        "--port",
+        "0",
+        "--allow-host",
+        "*",
+        "--task",
+        "M:S=true",
+    ]);
+    star.assert_error(2, "--allow-remote");
+    assert!(star.stderr.contains("any web page"), "{}", star.stderr);
+    let proxy = sandbox.run(&[
+        "serve",
+        "--port",
+        "0",
+        "--bind",
+        "0.0.0.0",
+        "--allow-http-invoke",
+    ]);
+    proxy.assert_error(2, "--allow-http-invoke of any host");
+    let listed = Served::serve(
+        &sandbox,
+        &[
+            "--bind",
+            "0.0.0.0",
+            "--allow-http-invoke",
+            "api.example.com",
+        ],
+    );
+    assert!(
+        listed.log().contains("not only loopback"),
+        "{}",
+        listed.log()
+    );
+    let warned = Served::serve(&sandbox, &["--allow-host", "*"]);
+    assert!(
+        warned.log().contains("warning: --allow-host '*'"),
+        "{}",
+        warned.log()
+    );
+}
+
+/// `<dotless>` (the Docker image's default) answers compose service names, localhost and IP
+/// addresses, and refuses any name with a dot: a rebinding page's.
+#[test]
+fn dotless_names_are_answered_and_dotted_ones_refused() {
+    let sandbox = Sandbox::new();
+    let served = Served::serve(&sandbox, &["--allow-host", "<dotless>"]);
+    let port = served.port;
+    for host in ["sfn", "stepfunctions:8083", "localhost", "127.0.0.1"] {
+        assert_eq!(curl(port, host, &[], "/").0, 200, "{host}");
+    }
+    for host in ["evil.example", "sfn.evil.example:8083"] {
+        assert_eq!(curl(port, host, &[], "/").0, 403, "{host}");
+    }
+}
+
 #[test]
 fn folders_created_for_a_database_are_owner_only() {
     use std::os::unix::fs::PermissionsExt;

@@ -25,8 +25,16 @@ pub struct ConsoleArgs {
 
 /// Runs `console`.
 pub fn run(args: ConsoleArgs) -> ExitCode {
-    let checked = crate::cli::web::check_exposure("sfn-local console", args.bind, false, false)
-        .and_then(|()| args.web.options("sfn-local console"));
+    let checked = args.web.options("sfn-local console").and_then(|web| {
+        let exposure = crate::cli::web::Exposure {
+            bind: args.bind,
+            any_host: web.hosts.any(),
+            runs_commands: false,
+            proxies_anywhere: false,
+            allow_remote: false,
+        };
+        crate::cli::web::check_exposure("sfn-local console", exposure).map(|()| web)
+    });
     let web = match checked {
         Ok(web) => web,
         Err(e) => {

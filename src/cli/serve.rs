@@ -313,8 +313,18 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
     match_template_machines(&mut workers, &machines);
     let endpoints = args.endpoints.lower()?;
     let bound = !(tasks.is_empty() && workers.is_empty());
-    crate::cli::web::check_exposure("sfn-local serve", args.bind, bound, args.allow_remote)?;
     let web = args.web.options("sfn-local serve")?;
+    let exposure = crate::cli::web::Exposure {
+        bind: args.bind,
+        any_host: web.hosts.any(),
+        runs_commands: bound,
+        proxies_anywhere: crate::tasks::http::HttpAccess::from_flag(
+            args.allow_http_invoke.as_deref(),
+        )
+        .is_any(),
+        allow_remote: args.allow_remote,
+    };
+    crate::cli::web::check_exposure("sfn-local serve", exposure)?;
     let account = args.account.lower();
     let functions = crate::tasks::local_lambda::LocalFunctions::merged(
         machines.iter().filter_map(|m| m.functions.clone()),

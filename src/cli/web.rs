@@ -11,7 +11,9 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 pub struct WebArgs {
     /// Also answer requests addressed to NAME (repeatable or comma-separated; `.example` for
-    /// every name under it; `*` for any name). Without it only localhost and IP addresses are
+    /// every name under it; `<dotless>` for every name without a dot, such as compose service
+    /// names; `*` for any name, which counts as an exposed server: refused with --task, --worker
+    /// or --allow-http-invoke of any host unless --allow-remote). Without it only localhost and IP addresses are
     /// answered, so that a web page cannot reach the server by pointing its own name at
     /// 127.0.0.1 (DNS rebinding). In Docker, name what clients use, e.g. a compose service's
     /// name: `--allow-host sfn` or SFN_LOCAL_ALLOW_HOSTS=sfn.
@@ -63,25 +65,64 @@ impl WebArgs {
     }
 }
 
-/// Warns when `bind` is not loopback (anyone who can reach the address can use the server,
-/// which has no authentication), and refuses it when the server would run commands for them
-/// (`runs_commands`) unless `allow_remote`.
-pub fn check_exposure(
-    name: &str,
-    bind: IpAddr,
-    runs_commands: bool,
-    allow_remote: bool,
-) -> Result<(), String> {
-    if bind.is_loopback() {
+/// What a server exposes, for [`check_exposure`].
+#[derive(Debug, Clone, Copy)]
+pub struct Exposure {
+    /// The address it listens on.
+    pub bind: IpAddr,
+    /// `--allow-host '*'`: any name reaches it, DNS rebinding included.
+    pub any_host: bool,
+    /// It runs commands for its clients (`--task`, `--worker`).
+    pub runs_commands: bool,
+    /// HTTP Tasks may call any host (`--allow-http-invoke` without a list): a proxy.
+    pub proxies_anywhere: bool,
+    /// `--allow-remote`.
+    pub allow_remote: bool,
+}
+
+/// Warns when the server is exposed (an address other than loopback, or any Host name
+/// accepted: anyone who can reach it, a rebinding page included, can use it, with no
+/// authentication), and refuses it when it would run commands or proxy requests for them
+/// unless `allow_remote`.
+pub fn check_exposure(name: &str, exposure: Exposure) -> Result<(), String> {
+    let Exposure { bind, any_host, .. } = exposure;
+    if bind.is_loopback() && !any_host {
         return Ok(());
     }
-    if runs_commands && !allow_remote {
-        return Err(format!(
-            "--bind {bind} with --task or --worker bindings: anyone who can reach {bind} could start executions that run those commands on this machine; bind 127.0.0.1, or give --allow-remote (SFN_LOCAL_ALLOW_REMOTE=1) if this network is yours alone (a container's, say)"
-        ));
+    let how = match bind.is_loopback() {
+        false => format!("--bind {bind}"),
+        true => "--allow-host '*'".to_owned(),
+    };
+    let reach = match bind.is_loopback() {
+        false => format!("anyone who can reach {bind}"),
+        true => "any web page (it can point its own name at 127.0.0.1)".to_owned(),
+    };
+    let risky = [
+        (
+            exposure.runs_commands,
+            "--task or --worker bindings",
+            "start executions that run those commands on this machine",
+        ),
+        (
+            exposure.proxies_anywhere,
+            "--allow-http-invoke of any host",
+            "make this server call any address it can reach",
+        ),
+    ];
+    for (risky, what, harm) in risky {
+        if risky && !exposure.allow_remote {
+            return Err(format!(
+                "{how} with {what}: {reach} could {harm}; bind 127.0.0.1 and name the hosts you use (--allow-host NAME, --allow-http-invoke HOST), or give --allow-remote (SFN_LOCAL_ALLOW_REMOTE=1) if this network is yours alone (a container's, say)"
+            ));
+        }
     }
-    errln!(
-        "{name}: warning: listening on {bind}, not only loopback: anyone who can reach this address can use it, without authentication (fine inside a container whose port only you publish)"
-    );
+    match bind.is_loopback() {
+        false => errln!(
+            "{name}: warning: listening on {bind}, not only loopback: anyone who can reach this address can use it, without authentication (fine inside a container whose port only you publish)"
+        ),
+        true => errln!(
+            "{name}: warning: --allow-host '*': any web page can use this server by pointing its own name at 127.0.0.1 (DNS rebinding), without authentication; name the hosts you use instead"
+        ),
+    }
     Ok(())
 }

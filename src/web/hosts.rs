@@ -7,7 +7,9 @@
 //! served from it is this server's own; this is what lets a client reach a container through
 //! its address or a published port). The port is not compared: a published port (`-p
 //! 9000:8083`) is not the port the server listens on, and a rebinding page is refused by its
-//! name alone. Other names, such as a compose service's, are added with `--allow-host`.
+//! name alone. Other names, such as a compose service's, are added with `--allow-host`, or all
+//! names without a dot at once with `--allow-host '<dotless>'` (the Docker image's default):
+//! a rebinding page needs a name with a dot, one the public DNS can point at 127.0.0.1.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -17,11 +19,16 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+/// The `--allow-host` entry for every name without a dot.
+pub const DOTLESS: &str = "<dotless>";
+
 /// The names requests may be addressed to beyond localhost and IP addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowedHosts {
     /// `*`: any name at all (behind a proxy that checks names itself).
     any: bool,
+    /// `<dotless>`: every name without a dot (compose service names, a container's host name).
+    dotless: bool,
     /// Lowercase names; one starting with `.` also accepts every name under it.
     names: Vec<String>,
 }
@@ -41,6 +48,10 @@ impl AllowedHosts {
                 allowed.any = true;
                 continue;
             }
+            if entry == DOTLESS {
+                allowed.dotless = true;
+                continue;
+            }
             let name = host_name(entry);
             let bare = name.strip_prefix('.').unwrap_or(&name);
             let valid = !bare.is_empty()
@@ -49,7 +60,7 @@ impl AllowedHosts {
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'));
             if !valid {
                 return Err(format!(
-                    "--allow-host {entry:?}: expected a host name (sfn, sfn.internal), a .suffix (.internal) or *"
+                    "--allow-host {entry:?}: expected a host name (sfn, sfn.internal), a .suffix (.internal), {DOTLESS} or *"
                 ));
             }
             allowed.names.push(name);
@@ -70,6 +81,9 @@ impl AllowedHosts {
         }
         let name = host_name(host);
         if name == "localhost" || name.ends_with(".localhost") || name.parse::<IpAddr>().is_ok() {
+            return true;
+        }
+        if self.dotless && !name.is_empty() && !name.contains('.') {
             return true;
         }
         self.names
