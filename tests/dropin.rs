@@ -855,7 +855,26 @@ fn suites_written_for_step_functions_local_pass_against_the_image() {
             .output()
             .expect("aws");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "LocalTesting");
+        the_image_answers_only_names_a_rebinding_page_cannot_use(port);
     }
+}
+
+/// The image's default Host rule (#38): localhost, an IP address and a dotless name (a
+/// compose service's) are answered; a name with a dot, which a rebinding page needs, is not.
+fn the_image_answers_only_names_a_rebinding_page_cannot_use(port: u16) {
+    let status = |host: &str| {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H"])
+            .arg(format!("Host: {host}"))
+            .arg(format!("http://127.0.0.1:{port}/"))
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for host in ["localhost", "127.0.0.1", "stepfunctions"] {
+        assert_eq!(status(&format!("{host}:{port}")), "200", "{host}");
+    }
+    assert_eq!(status(&format!("evil.example:{port}")), "403");
 }
 
 /// A named Docker volume, removed when dropped (after the containers using it).
