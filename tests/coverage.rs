@@ -796,6 +796,22 @@ fn test_coverage_counts_each_template_machine_its_own_executions() {
             ("template.json#Second".into(), 3)
         ]
     );
+    // A template's machine whose definition is a file of its own (DefinitionUri) counts too.
+    let sb = Sandbox::new();
+    sb.write(
+        "flow.asl.json",
+        r#"{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}"#,
+    );
+    sb.write(
+        "template.json",
+        r#"{"Resources": {"Flow": {"Type": "AWS::Serverless::StateMachine",
+            "Properties": {"DefinitionUri": "flow.asl.json"}}}}"#,
+    );
+    sb.write("flow.sfntest.json", &template_spec("Flow", 2));
+    let out = sb.run_in_sandbox(&["test", ".", "--coverage", "--coverage-format", "json"]);
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    assert_eq!(report["machines"][0]["executions"], 2, "{report}");
 }
 
 /// A SAM template whose Pass state takes `${Greeting}` from a parameter.

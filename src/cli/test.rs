@@ -1258,24 +1258,31 @@ fn report_coverage(args: &TestArgs, results: &[CaseResult]) -> ExitCode {
     }
     let mut files: Vec<PathBuf> = by_machine.keys().map(|(f, _)| f.clone()).collect();
     files.dedup();
-    let targets = match crate::cli::coverage::targets(&files, &Default::default()) {
-        Ok(t) => t,
-        Err(e) => {
-            errln!("error: coverage: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
     let mut measured = Vec::new();
-    for target in targets {
-        let key = (
-            target.file.clone().unwrap_or_default(),
-            target.logical_id.clone(),
-        );
-        let mut m = crate::coverage::MachineCoverage::from_target(target);
-        for (scale, events) in by_machine.get(&key).into_iter().flatten() {
-            m.add(events.iter().map(Into::into), &mut || *scale);
+    for file in &files {
+        // Each file's targets apart, so a template's machine is found under the template even
+        // when its definition is a file of its own (DefinitionUri).
+        let targets =
+            match crate::cli::coverage::targets(std::slice::from_ref(file), &Default::default()) {
+                Ok(t) => t,
+                Err(e) => {
+                    errln!("error: coverage: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+        let only = targets.len() == 1;
+        for target in targets {
+            let id = target.logical_id.clone();
+            let mut m = crate::coverage::MachineCoverage::from_target(target);
+            let histories = by_machine
+                .iter()
+                .filter(|((f, spec_id), _)| f == file && (spec_id == &id || (only && id.is_none())))
+                .flat_map(|(_, h)| h);
+            for (scale, events) in histories {
+                m.add(events.iter().map(Into::into), &mut || *scale);
+            }
+            measured.push(m);
         }
-        measured.push(m);
     }
     crate::cli::coverage::write_report(
         &measured,
