@@ -716,3 +716,56 @@ fn a_cdk_from_file_definition_validates_and_runs_with_its_code_asset() {
         out.stdout
     );
 }
+
+/// `tests/cdk_from_file`: a CDK app whose `cdk synth` (aws-cdk-lib 2.150.0, offline) output is
+/// kept as written: `DefinitionBody.fromFile` (a `DefinitionS3Location` and an asset) and a
+/// `LambdaInvoke` with `payloadResponseOnly` (a plain function ARN), the function's Node.js code
+/// an asset too. It validates with no error, and both machines run with the asset's code
+/// natively; `CardDeclined` keeps its name (caught in one, the error of the other).
+#[test]
+fn a_synthesized_cdk_app_with_from_file_and_payload_response_only_validates_and_runs() {
+    let sb = app("cdk_from_file");
+    let out = sb.run_in_sandbox(&["validate", "cdk.out"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("2 state machines: ok"),
+        "{}",
+        out.stdout
+    );
+    let template = "cdk.out/FilesStack.template.json";
+    let run = |machine: &str, input: &str| {
+        sb.run_in_sandbox(&[
+            "run",
+            "--template",
+            template,
+            "--state-machine",
+            machine,
+            "--input",
+            input,
+        ])
+    };
+    let paid = run("OrdersA9B65338", r#"{"amount": 3}"#);
+    assert_eq!(paid.code, 0, "{}", paid.stderr);
+    assert_eq!(paid.json(), serde_json::json!({"charged": 3}));
+    let caught = run("OrdersA9B65338", r#"{"amount": 3, "card": "0000"}"#);
+    assert_eq!(
+        caught.json(),
+        serde_json::json!("declined"),
+        "{}",
+        caught.stderr
+    );
+    let direct = run("Direct897B135C", r#"{"amount": 5}"#);
+    assert_eq!(
+        direct.json(),
+        serde_json::json!({"charged": 5}),
+        "{}",
+        direct.stderr
+    );
+    let declined = run("Direct897B135C", r#"{"amount": 5, "card": "0000"}"#);
+    assert_eq!(declined.code, 1);
+    assert!(
+        declined.stderr.contains("CardDeclined"),
+        "{}",
+        declined.stderr
+    );
+}
