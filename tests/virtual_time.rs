@@ -288,17 +288,18 @@ impl Drop for Served {
     }
 }
 
-fn serve_virtual(sb: &Sandbox) -> Served {
+/// `serve --port 0 EXTRA` in the sandbox, once it is ready.
+fn serve(sb: &Sandbox, extra: &[&str]) -> Served {
     let ready = sb.path("ready.json");
-    let child = sb.spawn(&[
+    let mut args = vec![
         "serve",
         "--port",
         "0",
-        "--clock",
-        "virtual",
         "--ready-file",
         ready.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let child = sb.spawn(&args);
     let until = Instant::now() + Duration::from_secs(60);
     while !ready.exists() {
         assert!(Instant::now() < until, "serve did not start");
@@ -339,7 +340,7 @@ impl Served {
 #[test]
 fn serve_moves_virtual_time_only_when_a_client_asks() {
     let sb = Sandbox::new();
-    let server = serve_virtual(&sb);
+    let server = serve(&sb, &["--clock", "virtual"]);
     let mut machine = day_then_silence();
     machine["StartAt"] = json!("Call");
     machine["States"].as_object_mut().unwrap().remove("Day");
@@ -417,25 +418,7 @@ fn the_clock_command_refuses_a_real_clock_and_a_bad_duration() {
     ]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("not a duration"), "{}", bad.stderr);
-    let ready = sb.path("ready-real.json");
-    let child = sb.spawn(&[
-        "serve",
-        "--port",
-        "0",
-        "--ready-file",
-        ready.to_str().unwrap(),
-    ]);
-    let mut served = Served {
-        child,
-        endpoint: String::new(),
-    };
-    let until = Instant::now() + Duration::from_secs(60);
-    while !ready.exists() {
-        assert!(Instant::now() < until, "serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let ready: Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
-    served.endpoint = ready["endpoint"].as_str().unwrap().to_owned();
+    let served = serve(&sb, &[]);
     let refused = sb.run(&["clock", "advance", "1s", "--endpoint-url", &served.endpoint]);
     assert_eq!(refused.code, 1);
     assert!(
