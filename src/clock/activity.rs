@@ -21,7 +21,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -95,9 +95,20 @@ impl Activity {
         if g.flowing() {
             return Readiness::Busy;
         }
-        match g.ended.map(|t| t.elapsed()) {
-            Some(ago) if ago < EXTERNAL_SETTLE => Readiness::Settling(EXTERNAL_SETTLE - ago),
-            _ => Readiness::Idle,
+        let Some(ago) = g.ended.map(|t| t.elapsed()) else {
+            return Readiness::Idle;
+        };
+        if ago < EXTERNAL_SETTLE {
+            return Readiness::Settling(EXTERNAL_SETTLE - ago);
+        }
+        // A store's watcher is looking for answers: wait for one whole look after the work
+        // ended (two counted looks: the first may have begun before), however loaded the
+        // machine, up to a bound.
+        let unseen = WATCHING.load(Ordering::SeqCst) > 0
+            && LOOKS.load(Ordering::SeqCst) < g.looks_at_end + 2;
+        match unseen && ago < EXTERNAL_SETTLE_MAX {
+            true => Readiness::Settling(Duration::from_millis(5)),
+            false => Readiness::Idle,
         }
     }
 
@@ -132,10 +143,35 @@ pub(super) enum Readiness {
     Idle,
 }
 
-/// How long a clock waits after work outside the process ended before it jumps: an answer or
-/// a heartbeat another process committed just before its end reaches its waiter through the
-/// store's watcher, which looks every 5 to 20 ms (`store::watch::LOOK_IDLE`).
+/// How long a clock waits at least after work outside the process ended before it jumps: an
+/// answer or a heartbeat another process committed just before its end reaches its waiter
+/// through the store's watcher, which looks every 5 to 20 ms (`store::watch::LOOK_IDLE`); while
+/// a watcher looks, the clock also waits for its next whole look (see [`looked`]).
 pub const EXTERNAL_SETTLE: Duration = Duration::from_millis(50);
+
+/// The longest a clock waits for a store's watcher to look after work outside the process
+/// ended.
+pub const EXTERNAL_SETTLE_MAX: Duration = Duration::from_secs(2);
+
+/// Looks the stores' watchers have finished (see [`looked`]).
+static LOOKS: AtomicU64 = AtomicU64::new(0);
+
+/// Watchers looking now (they have waiters).
+static WATCHING: AtomicUsize = AtomicUsize::new(0);
+
+/// A store's watcher finished a look, and woke whoever it found answered (the store calls it,
+/// so a clock can wait for answers committed by a process that just ended).
+pub fn looked() {
+    LOOKS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A store's watcher starts (`true`) or stops (`false`) looking.
+pub fn watching(active: bool) {
+    match active {
+        true => WATCHING.fetch_add(1, Ordering::SeqCst),
+        false => WATCHING.fetch_sub(1, Ordering::SeqCst),
+    };
+}
 
 /// The process's internal work (writes, API requests), which every clock waits for.
 static PROCESS: Activity = Activity::new();
@@ -149,6 +185,7 @@ static GATE: Mutex<ExternalTime> = Mutex::new(ExternalTime {
     since: None,
     total: Duration::ZERO,
     ended: None,
+    looks_at_end: 0,
 });
 
 /// External work, and how much wall time has passed while any ran.
@@ -159,6 +196,8 @@ pub(super) struct ExternalTime {
     total: Duration,
     /// When the last external work ended.
     ended: Option<Instant>,
+    /// How many looks the watchers had finished then.
+    looks_at_end: u64,
 }
 
 impl ExternalTime {
@@ -231,6 +270,7 @@ impl Drop for Busy {
                     g.total += since.elapsed();
                 }
                 g.ended = Some(Instant::now());
+                g.looks_at_end = LOOKS.load(Ordering::SeqCst);
             }
             drop(g);
             ring_all();

@@ -203,15 +203,19 @@ impl LogPosition {
 /// [`LOOK_IDLE`].
 fn watch(shared: Arc<Shared>, conn: Connection, mut at: LogPosition) {
     let mut every = LOOK_EVERY;
+    // Told to virtual clocks, which wait for a look after work outside the process ends.
+    let looking = Looking::default();
     loop {
         {
             let mut registry = lock(&shared.registry);
             while registry.waiters.is_empty() && !registry.closing {
+                looking.set(false);
                 registry = shared
                     .changed
                     .wait(registry)
                     .unwrap_or_else(|p| p.into_inner());
             }
+            looking.set(!registry.closing);
             if registry.closing {
                 return;
             }
@@ -231,6 +235,26 @@ fn watch(shared: Arc<Shared>, conn: Connection, mut at: LogPosition) {
             }
             _ => every = (every * 2).min(LOOK_IDLE),
         }
+        crate::clock::activity::looked();
+    }
+}
+
+/// Whether this watcher counts as looking (see [`crate::clock::activity::watching`]); it stops
+/// counting when it parks or ends.
+#[derive(Default)]
+struct Looking(std::cell::Cell<bool>);
+
+impl Looking {
+    fn set(&self, active: bool) {
+        if self.0.replace(active) != active {
+            crate::clock::activity::watching(active);
+        }
+    }
+}
+
+impl Drop for Looking {
+    fn drop(&mut self) {
+        self.set(false);
     }
 }
 
