@@ -30,11 +30,6 @@ pub fn seed(n: u64) {
     *SEEDED.lock().unwrap_or_else(|p| p.into_inner()) = Some(fastrand::Rng::with_seed(n));
 }
 
-/// True once [`seed`] was called.
-pub fn is_seeded() -> bool {
-    SEEDED.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-}
-
 /// Fills `buf` with random bytes (seeded ones after [`seed`]).
 pub fn fill(buf: &mut [u8]) -> Result<(), getrandom::Error> {
     let mine = THREAD.with_borrow_mut(|rng| rng.as_mut().map(|rng| rng.fill(buf)));

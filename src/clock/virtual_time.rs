@@ -96,11 +96,6 @@ impl VirtualClock {
         }
     }
 
-    /// True for a clock that jumps by itself.
-    pub fn is_automatic(&self) -> bool {
-        self.inner.automatic
-    }
-
     /// What the clock waits for: [`crate::clock::Timekeeping::track`] counts its executions'
     /// futures here.
     pub fn activity(&self) -> Arc<Activity> {
@@ -168,6 +163,8 @@ impl VirtualClock {
     /// Fires the first deadline if it is at or before `target`, jumping to it. False when
     /// there is none.
     fn fire_first_until(&self, target: Millis) -> bool {
+        // Read before the state's lock: no lock is ever taken while holding it.
+        let external = gate().elapsed();
         let mut st = self.inner.state();
         let Some((deadline, _)) = st.timers.first() else {
             return false;
@@ -175,7 +172,6 @@ impl VirtualClock {
         if deadline > target {
             return false;
         }
-        let external = gate().elapsed();
         let now = self.inner.now_at(&st, external);
         st.rebase(deadline.max(now), external);
         let waker = st.timers.pop_due(deadline);
