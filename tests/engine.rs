@@ -404,3 +404,26 @@ async fn a_negative_tolerated_failure_count_path_fails_as_aws_words_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_bracketed_name_holding_backslash_escaped_double_quotes_reads_the_field_as_aws_does() {
+    // LocalStack's escape_sequences_jsonpath template: the definition's text holds
+    // `"$['Test\\\"\"Name\"']"`, the path `$['Test\""Name"']`, which AWS reads as the member
+    // `Test\""Name"` (sfn-local failed it with States.Runtime, reading `Test""Name"`).
+    let def = r#"{"StartAt": "JsonPathEscapeTest", "States": {"JsonPathEscapeTest": {
+        "Type": "Pass", "Parameters": {"value.$": "$['Test\\\"\"Name\"']"}, "End": true}}}"#;
+    let (m, diags) = compile_text(def, MachineType::Standard);
+    let m = Arc::new(m.unwrap_or_else(|| panic!("{diags:#?}")));
+    let input: Value = serde_json::from_str(r#"{"Test\\\"\"Name\"": "Value\"\\"}"#).unwrap();
+    let (outcome, _) = run_in_memory(
+        m,
+        info(),
+        input,
+        Arc::new(SystemClock::new(1.0)),
+        Rc::new(LocalTasks::default()),
+        EngineOptions::default(),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Succeeded, "{:?}", outcome.error);
+    assert_eq!(outcome.output, Some(json!({"value": "Value\"\\"})));
+}

@@ -729,8 +729,14 @@ fn quoted_names(inner: &str) -> Result<Vec<String>, String> {
         loop {
             match chars.next() {
                 None => return Err(format!("'[{inner}]': unclosed quote")),
+                // A backslash escapes the name's own quote and itself; before anything else
+                // it is kept: AWS reads the path `$['Test\""Name"']` as the member `Test\""Name"`.
                 Some('\\') => match chars.next() {
-                    Some(c) => name.push(c),
+                    Some(c) if c == q || c == '\\' => name.push(c),
+                    Some(c) => {
+                        name.push('\\');
+                        name.push(c);
+                    }
                     None => return Err(format!("'[{inner}]': unclosed quote")),
                 },
                 Some(c) if c == q => break,
@@ -1152,6 +1158,14 @@ mod tests {
         assert_eq!(
             p("$[\"say \\\"hi\\\"\"]").select_from(&odd, &odd),
             Some(json!(2))
+        );
+        // A backslash before the other kind of quote is kept, as AWS reads it: the path
+        // `$['Test\""Name"']` (`"$['Test\\\"\"Name\"']"` in the definition's text, as in
+        // LocalStack's escape_sequences_jsonpath template) reads the member `Test\""Name"`.
+        let aws = json!({"Test\\\"\"Name\"": "Value\"\\"});
+        assert_eq!(
+            p("$['Test\\\"\"Name\"']").select_from(&aws, &aws),
+            Some(json!("Value\"\\"))
         );
         // ... also inside a filter's own paths, and beside a string literal holding one.
         let rows = json!([{"it's": 1}, {"it's": "x'y"}]);
