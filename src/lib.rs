@@ -19,6 +19,8 @@
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
 //! - [`cli`]: the commands; no logic that the library does not own.
+//! - [`lsp`]: the language server (`sfn-local lsp`): `validate`'s diagnostics, navigation and
+//!   edits in the editor, from the same validator and source maps.
 //! - [`web`]: what the HTTP faces (`serve`, the console) share to be safe to leave running: the
 //!   `Host` allow-list, timeouts and a connection cap.
 //! - [`memory`]: the binary's allocator, metering what one JSONata evaluation holds.
@@ -39,6 +41,7 @@ pub mod coverage;
 pub mod engine;
 pub mod graph;
 pub mod limits;
+pub mod lsp;
 pub mod memory;
 pub mod random;
 pub mod serve;

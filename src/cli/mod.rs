@@ -52,6 +52,7 @@ pub mod executions;
 pub mod flags;
 pub mod graph;
 pub mod history_snapshot;
+pub mod lsp;
 pub mod output;
 pub mod param;
 pub mod progress;
@@ -136,6 +137,8 @@ pub enum Command {
     Console(console::ConsoleArgs),
     /// Serve the AWS Step Functions API on localhost (for the AWS CLI, SDKs, Step Functions Local suites).
     Serve(serve::ServeArgs),
+    /// Serve the Language Server Protocol on stdio, for editors: validate's verdicts as you type, and more.
+    Lsp(lsp::LspArgs),
     /// Move the virtual clock of a `serve --clock virtual`: now, advance DURATION, next, until-idle.
     Clock(clock::ClockArgs),
 }
@@ -167,6 +170,7 @@ impl Command {
             Command::Completions(args) => completions::run(args),
             Command::Serve(args) => serve::run(args),
             Command::Clock(args) => clock::run(args),
+            Command::Lsp(args) => lsp::run(args),
         }
     }
 }

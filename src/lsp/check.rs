@@ -1,0 +1,47 @@
+//! What `validate` says about one open document, ready to publish: for a definition, on the
+//! document itself.
+
+use crate::asl::{self, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved};
+use crate::lsp::diagnostics::Placer;
+use crate::lsp::documents::{self, Document, Kind};
+use lsp_types::Uri;
+
+/// The diagnostics to publish for one document, by the URI they belong on.
+pub type Published = Vec<(Uri, Vec<lsp_types::Diagnostic>)>;
+
+/// Checks the document at `uri` as `validate --type machine_type` would check its file.
+pub fn check(uri: &Uri, doc: &Document, machine_type: MachineType) -> Published {
+    match documents::kind(&documents::file_name(uri), &doc.text) {
+        Kind::Definition(format) => vec![(
+            uri.clone(),
+            definition(uri, &doc.text, format, machine_type),
+        )],
+        Kind::Template(_) | Kind::Other => vec![(uri.clone(), Vec::new())],
+    }
+}
+
+/// A definition's diagnostics: `validate`'s loader (placeholders checked with a stand-in, as
+/// `validate` does), placed by the definition's own source map.
+pub fn definition(
+    uri: &Uri,
+    text: &str,
+    format: SourceFormat,
+    machine_type: MachineType,
+) -> Vec<lsp_types::Diagnostic> {
+    let subs = Substitutions::default();
+    let options = LoadOptions {
+        machine_type,
+        substitutions: &subs,
+        unresolved: Unresolved::StandIn,
+    };
+    let loaded = asl::load_text(text, format, options);
+    if loaded.diagnostics.is_empty() {
+        return Vec::new();
+    }
+    let placer = Placer::new(text, format);
+    loaded
+        .diagnostics
+        .iter()
+        .map(|d| placer.to_lsp(uri, d))
+        .collect()
+}

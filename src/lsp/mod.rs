@@ -1,0 +1,43 @@
+//! `sfn-local lsp`: a Language Server Protocol server on stdio, the fourth face beside `cli`,
+//! `serve` and `console` (it imports none of them).
+//!
+//! It is rust-analyzer's shape, smaller: one main loop ([`server`]) reads messages from the
+//! editor, keeps the open documents ([`documents`]), and answers each request as a pure
+//! function of them, one module per request kind. Everything it says comes from the same
+//! validator and source maps `validate` uses, so an editor shows `validate`'s codes, messages
+//! and places (no second parser):
+//!
+//! - [`check`] and [`diagnostics`]: diagnostics on open and change, debounced;
+//! - [`code_action`]: quick fixes for the fixes `validate` suggests.
+
+pub mod check;
+pub mod code_action;
+pub mod diagnostics;
+pub mod documents;
+pub mod server;
+pub mod text;
+
+/// Why the server stopped other than by the editor's `shutdown` and `exit`.
+#[derive(Debug, thiserror::Error)]
+pub enum LspError {
+    /// The editor broke the protocol (no `initialize` first, a malformed message).
+    #[error("protocol: {0}")]
+    Protocol(#[from] lsp_server::ProtocolError),
+    /// The editor went away while the server was still writing to it.
+    #[error("the editor closed the connection")]
+    Disconnected,
+    /// Reading or writing stdio failed.
+    #[error("stdio: {0}")]
+    Io(#[from] std::io::Error),
+    /// The `initialize` parameters are not what the protocol says.
+    #[error("initialize: {0}")]
+    Initialize(#[from] serde_json::Error),
+}
+
+/// Serves one editor on stdin and stdout until it says `exit`.
+pub fn serve_stdio() -> Result<(), LspError> {
+    let (connection, io_threads) = lsp_server::Connection::stdio();
+    server::run(connection)?;
+    io_threads.join()?;
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `sfn-local lsp` end to end, through a real LSP client: pytest-lsp (from .ci/deps) starts
+//! the built binary as an editor does and runs the suite in `tests/lsp/`, one file per
+//! subject. Each test here runs one file and fails on any failure or skip.
+
+mod common;
+
+use common::deps_python_bin;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `tests/lsp/FILE` with pytest and returns its summary line; panics with pytest's
+/// output unless every test passed and none was skipped.
+fn pytest(file: &str) -> String {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lsp");
+    let out = Command::new(deps_python_bin("python"))
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", file])
+        .current_dir(&suite)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run pytest");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let summary = said.lines().last().unwrap_or_default().to_owned();
+    assert!(
+        out.status.success() && !summary.contains("skipped") && summary.contains("passed"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{file}: {summary}");
+    summary
+}
+
+/// Every definition AWS rejected in the validation corpus gets `validate`'s codes, messages
+/// and places; every one AWS accepted (validation, pure and aws_task corpora) gets no error;
+/// the near-name and heartbeat fixes apply; YAML lands on its lines.
+#[test]
+fn diagnostics_are_validates() {
+    pytest("test_diagnostics.py");
+}
