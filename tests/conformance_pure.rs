@@ -13,7 +13,8 @@
 //!   and zeroed their ids before recording, losing some on the way: the remaining ids have
 //!   gaps) are compared as multisets: every recorded event type must appear in ours, and we
 //!   must write as many events as the recording's last id. The order inside the branches is
-//!   lost, so it is not compared.
+//!   lost, so it is not compared; the events that kept their ids (before and after the
+//!   branches, e.g. `ParallelStateExited` linking back into them) are, links included.
 //!
 //! Our values are normalised as `CORPUS_README.md` says the recordings were: JSON-object strings
 //! become objects, `arn:aws:` becomes `arn:<partition>:`, ISO dates and datetimes become `date`,

@@ -142,8 +142,15 @@ async fn wait_sleeps_on_the_injected_clock() {
         .await;
 }
 
+fn chain(events: &[HistoryEvent]) -> Vec<(&'static str, i64)> {
+    events
+        .iter()
+        .map(|e| (e.event_type.as_str(), e.previous_event_id))
+        .collect()
+}
+
 #[tokio::test]
-async fn parallel_collects_branch_outputs_in_order() {
+async fn parallel_branches_start_together_and_interleave_as_aws_records_them() {
     let (outcome, events) = run(
         json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
             {"StartAt":"A","States":{"A":{"Type":"Pass","Result":1,"End":true}}},
@@ -152,28 +159,63 @@ async fn parallel_collects_branch_outputs_in_order() {
     )
     .await;
     assert_eq!(outcome.output, Some(json!([1, 2])));
+    // Both branches enter before either exits; each branch's events point at the one before
+    // them in the branch; ParallelStateSucceeded and ParallelStateExited both point at the
+    // last branch event (as AWS links ParallelStateExited in its recordings).
     assert_eq!(
-        types(&events),
+        chain(&events),
         [
-            "ExecutionStarted",
-            "ParallelStateEntered",
-            "ParallelStateStarted",
-            "PassStateEntered",
-            "PassStateExited",
-            "PassStateEntered",
-            "PassStateExited",
-            "ParallelStateSucceeded",
-            "ParallelStateExited",
-            "ExecutionSucceeded"
+            ("ExecutionStarted", 0),
+            ("ParallelStateEntered", 0),
+            ("ParallelStateStarted", 2),
+            ("PassStateEntered", 3),
+            ("PassStateEntered", 3),
+            ("PassStateExited", 4),
+            ("PassStateExited", 5),
+            ("ParallelStateSucceeded", 7),
+            ("ParallelStateExited", 7),
+            ("ExecutionSucceeded", 9),
         ]
     );
 }
 
 #[tokio::test]
-async fn map_runs_each_item_in_order() {
+async fn map_iterations_all_start_before_the_first_runs() {
     let (outcome, events) = run(
         json!({"StartAt":"M","States":{"M":{"Type":"Map","End":true,"ItemProcessor":
             {"StartAt":"I","States":{"I":{"Type":"Pass","End":true}}}}}}),
+        json!([10, 20]),
+    )
+    .await;
+    assert_eq!(outcome.output, Some(json!([10, 20])));
+    // As AWS recorded an inline Map without MaxConcurrency: every MapIterationStarted (all
+    // pointing at MapStateStarted) before the iterations' first states.
+    assert_eq!(
+        chain(&events),
+        [
+            ("ExecutionStarted", 0),
+            ("MapStateEntered", 0),
+            ("MapStateStarted", 2),
+            ("MapIterationStarted", 3),
+            ("MapIterationStarted", 3),
+            ("PassStateEntered", 4),
+            ("PassStateEntered", 5),
+            ("PassStateExited", 6),
+            ("MapIterationSucceeded", 8),
+            ("PassStateExited", 7),
+            ("MapIterationSucceeded", 10),
+            ("MapStateSucceeded", 11),
+            ("MapStateExited", 11),
+            ("ExecutionSucceeded", 13),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn map_with_max_concurrency_one_runs_each_item_in_order() {
+    let (outcome, events) = run(
+        json!({"StartAt":"M","States":{"M":{"Type":"Map","End":true,"MaxConcurrency":1,
+            "ItemProcessor":{"StartAt":"I","States":{"I":{"Type":"Pass","End":true}}}}}}),
         json!([10, 20]),
     )
     .await;
@@ -426,4 +468,64 @@ async fn a_bracketed_name_holding_backslash_escaped_double_quotes_reads_the_fiel
     .await;
     assert_eq!(outcome.status, Status::Succeeded, "{:?}", outcome.error);
     assert_eq!(outcome.output, Some(json!({"value": "Value\"\\"})));
+}
+
+#[tokio::test]
+async fn a_parallel_whose_first_branch_fails_at_once_still_starts_and_aborts_the_second() {
+    // Branch A's Task fails at once, twice (a mocked error, retried after a moment); branch
+    // B's Task answers later. AWS starts every branch before any can fail the Parallel, so B's
+    // TaskStateEntered is recorded, and B is aborted when A fails it. (sfn-local failed the
+    // Parallel before B had entered its first state.)
+    let def = json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
+        {"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+            "Parameters":{"FunctionName":"a"},
+            "Retry":[{"ErrorEquals":["Boom"],"IntervalSeconds":1,"MaxAttempts":1}],"End":true}}},
+        {"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+            "Parameters":{"FunctionName":"b"},"End":true}}}]}}});
+    let config = sfn_local::tasks::mock::MockConfig::from_value(&json!({
+        "StateMachines": {}, "MockedResponses": {
+            "Fails": {"0-1": {"Throw": {"Error": "Boom", "Cause": "at once"}}},
+            "Later": {"0": {"Return": {"StatusCode": 200}, "Delay": 60}}}}))
+    .unwrap();
+    let t = LocalTasks {
+        mocks: config.inline(&json!({"A": "Fails", "B": "Later"})).unwrap(),
+        ..LocalTasks::default()
+    };
+    let (outcome, events) = run_with(def, json!({}), t, Arc::new(SystemClock::new(0.001))).await;
+    assert_eq!(outcome.status, Status::Failed);
+    assert_eq!(outcome.error.unwrap().error.as_deref(), Some("Boom"));
+    let names: Vec<Option<String>> = events
+        .iter()
+        .map(|e| {
+            let d: Value = serde_json::from_str(e.details.as_deref().unwrap_or("{}")).unwrap();
+            d["name"].as_str().map(String::from)
+        })
+        .collect();
+    assert_eq!(names[3].as_deref(), Some("A"));
+    assert_eq!(names[5].as_deref(), Some("B"));
+    assert_eq!(
+        chain(&events),
+        [
+            ("ExecutionStarted", 0),
+            ("ParallelStateEntered", 0),
+            ("ParallelStateStarted", 2),
+            // Both branches enter and schedule their Task before either starts.
+            ("TaskStateEntered", 3),
+            ("TaskScheduled", 4),
+            ("TaskStateEntered", 3),
+            ("TaskScheduled", 6),
+            ("TaskStarted", 5),
+            ("TaskFailed", 8),
+            ("TaskStarted", 7),
+            // A's retry, while B's Task runs.
+            ("TaskScheduled", 9),
+            ("TaskStarted", 11),
+            ("TaskFailed", 12),
+            // B aborted, then A's own TaskStateAborted, all pointing at A's failure.
+            ("TaskStateAborted", 13),
+            ("TaskStateAborted", 13),
+            ("ParallelStateFailed", 13),
+            ("ExecutionFailed", 16),
+        ]
+    );
 }

@@ -8,10 +8,14 @@
 //! own plumbing of the same reports is tested in tests/coverage.rs.
 //!
 //! Outcomes are made deterministic by construction: a Parallel's branches but the last never
-//! fail, and a Map whose processor can fail gets one item, so the branches and iterations that
-//! run (and their order) do not depend on scheduling. A state's name says what it is: `T`
+//! fail, a Map whose processor can fail gets one item, and a failing Task answers after a
+//! (virtual) second while everything else takes no time, so the other branches have ended
+//! when a last branch fails its Parallel (branches run side by side, as on AWS), and the
+//! branches and iterations that run do not depend on scheduling. A state's name says what it is: `T`
 //! Tasks, `P` Parallels, `M` Maps, `C` Choices with `R` (rule) and `A` (Default) targets, `H`
 //! Catch handlers, `S` Passes.
+
+mod common;
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -151,7 +155,9 @@ impl Writer {
             Node::Pass => json!({"Type": "Pass"}),
             Node::Task(fails, _) => {
                 let answer = match fails {
-                    Some(e) => json!({"Throw": {"Error": ERRORS[*e], "Cause": "mocked"}}),
+                    Some(e) => {
+                        json!({"Throw": {"Error": ERRORS[*e], "Cause": "mocked"}, "Delay": 1})
+                    }
                     None => json!({"Return": {"StatusCode": 200, "Payload": {}}}),
                 };
                 self.mocks
@@ -465,18 +471,20 @@ fn run_case(mut root: Vec<Node>) -> Case {
         ..Default::default()
     };
     let info = ExecutionInfo::new("us-east-1", "123456789012", "Oracle", "run", None, 0);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (ran, events) = runtime.block_on(run_in_memory(
-        Arc::new(machine.clone()),
-        info,
-        Value::Object(writer.input),
-        Arc::new(sfn_local::clock::SystemClock::new(0.0)),
-        Rc::new(tasks),
-        EngineOptions::default(),
-    ));
+    let clock = Arc::new(common::conformance::VirtualClock::new(0));
+    let (ran, events) = common::conformance::drive(
+        run_in_memory(
+            Arc::new(machine.clone()),
+            info,
+            Value::Object(writer.input),
+            clock.clone(),
+            Rc::new(tasks),
+            EngineOptions::default(),
+        ),
+        &clock,
+        common::conformance::VIRTUAL_HORIZON_MS,
+    )
+    .expect("the execution ends");
     Case {
         text,
         definition,

@@ -1,9 +1,10 @@
 //! Drives one execution: the state loop, data flow, Retry and Catch, events out.
 //!
 //! An execution runs on one thread (a current-thread runtime): states that do no I/O run to
-//! completion without yielding, so a Map over pure states records its iterations one after the
-//! other, as AWS does, and shared state needs no locks. Concurrency (Parallel branches, Map
-//! iterations waiting on tasks or timers) comes from polling futures side by side.
+//! completion without yielding, and shared state needs no locks. Concurrency (Parallel
+//! branches, Map iterations) comes from polling futures side by side; while two or more run,
+//! they take turns after each state's entry, so their events interleave as AWS records them
+//! (see `engine::lanes`).
 //!
 //! Each state type lives in its own file under `states/`, as an `impl Engine` block.
 
@@ -245,6 +246,15 @@ pub struct Engine {
     /// The timestamp of the last event pushed or replayed: deadlines that follow an event
     /// (retry intervals, task timeouts) count from it, so a resumed execution keeps them.
     pub(crate) last_ts: Cell<Millis>,
+    /// How many sets of two or more lanes (Parallel branches, Map iterations) are running:
+    /// while any is, lanes take turns (see `engine::lanes`).
+    pub(crate) side_by_side: Cell<u32>,
+    /// While a Parallel or Map aborts its other lanes: the event that failed it, which their
+    /// aborted events point at.
+    pub(crate) abort_link: Cell<Option<EventId>>,
+    /// Whether the last event pushed was one a resume found recorded: a lane then goes on
+    /// without giving the others a turn (they happened before the new events a lane writes).
+    pub(crate) replayed_last: Cell<bool>,
 }
 
 impl Engine {
@@ -277,6 +287,9 @@ impl Engine {
             replay: None,
             lane: RefCell::new(Lane::root()),
             last_ts: Cell::new(info_start),
+            side_by_side: Cell::new(0),
+            abort_link: Cell::new(None),
+            replayed_last: Cell::new(false),
         }
     }
 
@@ -588,6 +601,7 @@ impl Engine {
             match replay.claim(&key, event_type) {
                 Ok(Some(recorded)) => {
                     self.last_ts.set(recorded.timestamp);
+                    self.replayed_last.set(true);
                     return Ok(recorded.id);
                 }
                 Ok(None) => {}
@@ -603,6 +617,7 @@ impl Engine {
         }
         let now = self.clock.now();
         self.last_ts.set(now);
+        self.replayed_last.set(false);
         self.history
             .borrow_mut()
             .push_keyed(prev, now, event_type, details, Some(key))
@@ -628,6 +643,8 @@ impl Engine {
             let mut prev = prev;
             // A state's output is the next state's input: serialize it once for both events.
             let mut carried: Option<Payload> = None;
+            // A lane started beside others lets them start too before it goes on.
+            self.turn().await;
             loop {
                 let state = scope.state(id);
                 if let Some(skipped) = self.replay_state(scope, state, &input, &frame)? {
@@ -677,6 +694,17 @@ impl Engine {
                     assigned: &assigned,
                 };
                 let guard = AbortGuard::new(self, state, entered);
+                // Beside other lanes, a state that does its work at once lets them have a
+                // turn after its entry (a Task does after its scheduling event).
+                if matches!(
+                    state.kind,
+                    StateKind::Pass(_)
+                        | StateKind::Choice(_)
+                        | StateKind::Succeed(_)
+                        | StateKind::Fail(_)
+                ) {
+                    self.turn().await;
+                }
                 let step = self.run_state(&cx, input).await;
                 guard.disarm();
                 let step = step.map_err(|failed| match &state.kind {
@@ -1129,6 +1157,8 @@ impl Engine {
         let deadline = self.last_ts.get() + self.clock.scale(delay).as_millis() as Millis;
         self.history.borrow_mut().submit();
         self.clock.sleep_until(deadline).await;
+        // A retry without an interval still lets the lanes beside it have a turn.
+        self.turn().await;
     }
 
     /// After the retriers gave up: the first catcher that matches decides the output (the Error
@@ -1347,7 +1377,8 @@ impl Drop for AbortGuard<'_> {
             return;
         }
         if let (true, Some(event)) = (self.armed.get(), self.event) {
-            let _ = self.engine.push(self.prev.get(), event, None);
+            let prev = self.engine.abort_link.get().unwrap_or(self.prev.get());
+            let _ = self.engine.push(prev, event, None);
         }
     }
 }

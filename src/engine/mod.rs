@@ -8,6 +8,7 @@ pub mod context;
 pub mod diagnosis;
 pub mod execution;
 pub mod history;
+mod lanes;
 pub mod map_journal;
 pub mod redrive;
 mod replay;

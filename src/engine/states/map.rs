@@ -8,6 +8,7 @@ use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
+use crate::engine::lanes::Lanes;
 use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::{Lane, Recorded};
 use crate::engine::retry::Retries;
@@ -15,7 +16,7 @@ use crate::engine::states::item_reader::Batcher;
 use crate::engine::variables::Frame;
 use crate::store::{MapRunExecution, MapRunSettings, NewMapRun};
 use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, WriterRequest};
-use futures_util::stream::{self, FuturesUnordered, StreamExt};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -213,25 +214,36 @@ impl Engine {
             inner: Cell::new(started),
             iteration: Cell::new(started),
         };
-        let mut running = stream::iter(items.into_iter().enumerate())
-            .map(|(index, item)| {
-                let lane = Lane::child(&anchor, index);
-                let iteration = self.iteration(cx, m, index, item, effective, started, &last);
-                self.in_lane(lane, Box::pin(iteration))
-            })
-            .buffer_unordered(limit);
+        // Every iteration the concurrency allows starts before any runs (see engine::lanes).
+        let mut running = Lanes::new(self, limit, total);
+        let mut pending = items.into_iter().enumerate();
+        // Starts iterations while the concurrency allows.
+        macro_rules! start {
+            () => {
+                while running.len() < limit {
+                    let Some((index, item)) = pending.next() else {
+                        break;
+                    };
+                    let lane = Lane::child(&anchor, index);
+                    let iteration = self.iteration(cx, m, index, item, effective, started, &last);
+                    running.push(index, self.in_lane(lane, Box::pin(iteration)));
+                }
+            };
+        }
+        start!();
         let mut results = vec![Value::Null; total];
         let mut failures = 0usize;
-        while let Some((index, result)) = running.next().await {
+        while let Some((_, (index, result))) = running.next().await {
             match result {
                 Ok(output) => results[index] = output,
                 Err(failed) if failed.terminal => return Err(failed.into()),
                 Err(mut failed) => {
                     failures += 1;
                     if tolerance.exceeded(failures) {
-                        // Dropping the running iterations writes their aborted events; then
-                        // the failed Task's own TaskStateAborted, as AWS orders them.
-                        drop(running);
+                        // The running iterations are aborted (their events pointing at the
+                        // failure); then the failed Task's own TaskStateAborted, as AWS
+                        // orders them.
+                        running.abort(failed.prev);
                         failed.wind_up(self)?;
                         let error = if tolerance.tolerant() {
                             tolerance.error()
@@ -246,6 +258,7 @@ impl Engine {
                     results[index] = failed.error.to_error_output();
                 }
             }
+            start!();
         }
         drop(running);
         // AWS points both MapStateSucceeded and MapStateExited at the last iteration event.
@@ -1062,11 +1075,10 @@ struct IterationGuard<'a> {
 impl Drop for IterationGuard<'_> {
     fn drop(&mut self) {
         if self.armed.get() && !self.engine.cut_short.get() {
-            let _ = self.engine.push(
-                self.prev,
-                EventType::MapIterationAborted,
-                self.details.take(),
-            );
+            let prev = self.engine.abort_link.get().unwrap_or(self.prev);
+            let _ = self
+                .engine
+                .push(prev, EventType::MapIterationAborted, self.details.take());
         }
     }
 }

@@ -66,6 +66,7 @@ impl Engine {
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let mut prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
+        self.turn().await;
         let started = match kind {
             ResourceKind::Integration { .. } => Some(integration_details(kind).build()),
             ResourceKind::Activity { .. } => {

@@ -3,10 +3,10 @@
 use crate::asl::model::Parallel;
 use crate::engine::execution::{Engine, Failed, StateCx, Step};
 use crate::engine::history::{EventId, EventType};
+use crate::engine::lanes::Lanes;
 use crate::engine::replay::Lane;
 use crate::engine::retry::Retries;
 use crate::engine::variables::Frame;
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 
 impl Engine {
@@ -66,19 +66,19 @@ impl Engine {
         let started = self
             .push(prev, EventType::ParallelStateStarted, None)
             .map_err(before)?;
-        let mut running: FuturesUnordered<_> = p
-            .branches
-            .iter()
-            .enumerate()
-            .map(|(i, branch)| {
-                let input = branch_input.clone();
-                let frame = Frame::child(cx.frame);
-                let lane = Lane::child(&anchor, i);
-                let run = self.in_lane(lane, self.run_scope(branch, input, started, frame));
-                async move { (i, run.await) }
-            })
-            .collect();
-        let mut results = vec![Value::Null; p.branches.len()];
+        // Every branch starts before any can fail the state (see engine::lanes).
+        let total = p.branches.len();
+        let mut running = Lanes::new(self, total, total);
+        for (i, branch) in p.branches.iter().enumerate() {
+            let input = branch_input.clone();
+            let frame = Frame::child(cx.frame);
+            let lane = Lane::child(&anchor, i);
+            running.push(
+                i,
+                self.in_lane(lane, self.run_scope(branch, input, started, frame)),
+            );
+        }
+        let mut results = vec![Value::Null; total];
         let mut last = started;
         while let Some((i, result)) = running.next().await {
             match result {
@@ -87,20 +87,24 @@ impl Engine {
                     last = prev;
                 }
                 Err(mut failed) => {
-                    // Dropping the other branches writes their *StateAborted events; then the
-                    // failed Task's own TaskStateAborted, as AWS orders them.
-                    drop(running);
+                    // The other branches are aborted (their *StateAborted events pointing at
+                    // the failure); then the failed Task's own TaskStateAborted, as AWS
+                    // orders them.
+                    running.abort(failed.prev);
                     failed.wind_up(self).map_err(before)?;
                     return Err((failed, true));
                 }
             }
         }
-        let prev = self
-            .push(last, EventType::ParallelStateSucceeded, None)
+        drop(running);
+        // AWS points both ParallelStateSucceeded and ParallelStateExited at the last branch
+        // event (the recordings keep ParallelStateExited's link: 13 -> 11 for four Pass
+        // branches, event 12 being ParallelStateSucceeded).
+        self.push(last, EventType::ParallelStateSucceeded, None)
             .map_err(before)?;
         let output = self
             .finish_result(cx, &p.io, raw_input.clone(), Value::Array(results))
             .map_err(before)?;
-        Ok((output, prev))
+        Ok((output, last))
     }
 }

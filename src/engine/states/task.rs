@@ -262,6 +262,7 @@ impl Engine {
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
+        self.turn().await;
         let mut begun = self.task_started(kind, &events, prev)?;
         if let Some(result) = begun.recorded_result.take() {
             return self.task_result(cx, t, raw_input, begun.prev, &events, result);

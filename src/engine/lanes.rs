@@ -1,0 +1,132 @@
+//! Lanes run side by side: a Parallel state's branches, an inline Map's iterations.
+//!
+//! AWS starts every branch (every iteration a Map's concurrency allows) before any of them
+//! can fail the state, and records their events interleaved: a two-branch Parallel of Pass
+//! states writes both `PassStateEntered` before either `PassStateExited`, and an inline Map
+//! writes every `MapIterationStarted` before the first iteration's `TaskStateEntered`, then
+//! each iteration's `TaskStateEntered` and `TaskScheduled`, then the `TaskStarted`s
+//! (LocalStack's AWS recording `test_service_lambda_map_timeout`). sfn-local gets the same
+//! order from one rule: while two or more lanes run, a lane gives the others a turn
+//! ([`Engine::turn`]) when it starts, after a state's entry (before a Pass, Choice, Succeed or
+//! Fail state's work) and after a Task's scheduling event, and lanes take turns in the order
+//! they started ([`FuturesUnordered`] polls woken futures first in, first out).
+//!
+//! When one lane fails the state, the others are aborted in their order (branch or iteration
+//! index), their `*StateAborted` and `MapIterationAborted` events all pointing at the event
+//! that failed the state, as AWS links them.
+
+use crate::engine::execution::Engine;
+use crate::engine::history::EventId;
+use futures_util::future::LocalBoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// One lane's future with its index; dropping its future aborts the lane.
+struct Slot<'a, T> {
+    index: usize,
+    fut: Option<LocalBoxFuture<'a, T>>,
+}
+
+impl<T> Future for Slot<'_, T> {
+    type Output = (usize, T);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(usize, T)> {
+        let index = self.index;
+        match self.fut.as_mut() {
+            Some(fut) => fut.as_mut().poll(cx).map(|t| (index, t)),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// The running lanes of one Parallel or Map attempt.
+pub(crate) struct Lanes<'a, T> {
+    engine: &'a Engine,
+    running: FuturesUnordered<Slot<'a, T>>,
+    /// Whether this set counts among the engine's side-by-side sets (two or more lanes).
+    side_by_side: bool,
+}
+
+impl<'a, T> Lanes<'a, T> {
+    /// Lanes of which at most `concurrency` run at once (and `total` in all).
+    pub(crate) fn new(engine: &'a Engine, concurrency: usize, total: usize) -> Self {
+        let side_by_side = concurrency.min(total) > 1;
+        if side_by_side {
+            engine.side_by_side.set(engine.side_by_side.get() + 1);
+        }
+        Lanes {
+            engine,
+            running: FuturesUnordered::new(),
+            side_by_side,
+        }
+    }
+
+    /// Starts lane `index` (it runs from its first poll, after the lanes started before it).
+    pub(crate) fn push(&mut self, index: usize, fut: LocalBoxFuture<'a, T>) {
+        self.running.push(Slot {
+            index,
+            fut: Some(fut),
+        });
+    }
+
+    /// How many lanes are running.
+    pub(crate) fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// The next lane to end, with its index.
+    pub(crate) async fn next(&mut self) -> Option<(usize, T)> {
+        self.running.next().await
+    }
+
+    /// Aborts every running lane, in index order: their aborted events point at `failure`.
+    pub(crate) fn abort(mut self, failure: EventId) {
+        let outer = self.engine.abort_link.replace(Some(failure));
+        let mut slots: Vec<&mut Slot<'a, T>> = self.running.iter_mut().collect();
+        slots.sort_by_key(|s| s.index);
+        for slot in slots {
+            drop(slot.fut.take());
+        }
+        self.engine.abort_link.set(outer);
+    }
+}
+
+impl<T> Drop for Lanes<'_, T> {
+    fn drop(&mut self) {
+        if self.side_by_side {
+            self.engine
+                .side_by_side
+                .set(self.engine.side_by_side.get() - 1);
+        }
+    }
+}
+
+/// Pending once (after waking itself), then ready: the other woken lanes run first.
+#[derive(Default)]
+pub(crate) struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Engine {
+    /// Gives the other lanes running side by side a turn (see the module's overview); a
+    /// no-op when no two lanes run side by side, and right after an event a resume found
+    /// recorded (the lane catches up with its recording first).
+    pub(crate) async fn turn(&self) {
+        if self.side_by_side.get() > 0 && !self.replayed_last.get() {
+            YieldOnce::default().await;
+        }
+    }
+}
