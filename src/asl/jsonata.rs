@@ -33,6 +33,66 @@ thread_local! {
     static INSTANT: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
 }
 
+thread_local! {
+    /// The interrupt of the execution evaluating on this thread now (see [`interruptible`]).
+    static INTERRUPT: std::cell::RefCell<Option<Arc<Interrupt>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Stops an execution's evaluations from another thread: a stop request must not wait for a
+/// 10-second evaluation to end, nor for the thread it holds. Once fired, the evaluation
+/// running now fails (as cancelled) and every later one fails at once.
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    fired: std::sync::atomic::AtomicBool,
+    /// The cancel token of the evaluation running now, if any.
+    running: std::sync::Mutex<Option<jlens_core::CancelToken>>,
+}
+
+impl Interrupt {
+    /// Stops the evaluation running now and every later one; from any thread.
+    pub fn fire(&self) {
+        self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(token) = self.lock().as_ref() {
+            token.cancel();
+        }
+    }
+
+    /// Whether [`Interrupt::fire`] was called.
+    pub fn is_fired(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn enter(&self, token: &jlens_core::CancelToken) {
+        *self.lock() = Some(token.clone());
+        // Fired before the token was set: `fire` did not see it.
+        if self.is_fired() {
+            token.cancel();
+        }
+    }
+
+    fn leave(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<jlens_core::CancelToken>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Runs `f` with the evaluations it makes stopped by `interrupt` (see [`Interrupt`]).
+/// Evaluation is synchronous, so one thread-local serves every execution sharing the thread.
+pub fn interruptible<R>(interrupt: &Arc<Interrupt>, f: impl FnOnce() -> R) -> R {
+    /// Puts the thread's interrupt back even if `f` panics (an engine's panic is caught).
+    struct Restore(Option<Arc<Interrupt>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            INTERRUPT.set(self.0.take());
+        }
+    }
+    let _restore = Restore(INTERRUPT.replace(Some(interrupt.clone())));
+    f()
+}
+
 /// Runs `f` with `$now()` and `$millis()` reading `now` (milliseconds since the epoch)
 /// instead of the system clock; `None` leaves the system clock.
 pub fn at_instant<R>(now: Option<i64>, f: impl FnOnce() -> R) -> R {
@@ -198,11 +258,23 @@ mod jlens {
             if let Some(now) = INSTANT.get() {
                 options = options.now(now);
             }
+            let interrupt = INTERRUPT.with_borrow(Clone::clone);
+            if let Some(i) = &interrupt {
+                i.enter(&token);
+            }
             let section = crate::memory::Section::start(MAX_HELD_BYTES, token);
             let result = self.expression.evaluate_with(None, &bindings, &options);
             let exceeded = section.exceeded();
             drop(section);
+            let interrupted = interrupt.is_some_and(|i| {
+                i.leave();
+                i.is_fired()
+            });
             match result {
+                Err(e) if interrupted && e.code() == "U1003" => Err(EngineError {
+                    code: "U1003".to_owned(),
+                    message: "The execution was stopped during the evaluation".to_owned(),
+                }),
                 Err(e) if exceeded && e.code() == "U1003" => Err(EngineError {
                     code: "U1001".to_owned(),
                     message: format!(

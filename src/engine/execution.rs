@@ -19,6 +19,7 @@ use crate::engine::context::{enter_state, ExecutionInfo};
 use crate::engine::history::{Details, EventId, EventType, History, Payload};
 use crate::engine::map_journal::MapRunJournal;
 use crate::engine::replay::{Lane, Replay};
+use crate::engine::stopping::Stopping;
 use crate::engine::variables::Frame;
 use crate::store::StopRequest;
 use crate::tasks::callback::TokenBroker;
@@ -230,6 +231,12 @@ pub struct Engine {
     pub(crate) cut_short: Cell<bool>,
     /// See [`EngineOptions::wait_scale`].
     pub(crate) wait_scale: f64,
+    /// A stop that reaches the execution from another thread (see [`super::stopping`]);
+    /// shared with a distributed Map's children.
+    pub(crate) stopping: Arc<Stopping>,
+    /// When the execution last let the other executions of its thread run (see
+    /// [`Engine::checkpoint`]).
+    last_yield: Cell<std::time::Instant>,
     /// A stop asked for by whoever drives the engine without a store (see
     /// [`Engine::with_stop_signal`]).
     stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
@@ -281,6 +288,8 @@ impl Engine {
             map_child: false,
             cut_short: Cell::new(false),
             wait_scale: 1.0,
+            stopping: Default::default(),
+            last_yield: Cell::new(std::time::Instant::now()),
             stop_signal: RefCell::new(None),
             context: RefCell::new(context),
             fixed_context: Cell::new(false),
@@ -370,10 +379,13 @@ impl Engine {
         tokens: Option<Rc<TokenBroker>>,
         map_runs: Option<Rc<MapRunJournal>>,
         root_key: String,
+        stopping: Arc<Stopping>,
     ) -> Self {
         self.tokens = tokens;
         self.map_runs = map_runs;
         self.map_child = true;
+        // The root's stop stops its children's evaluations and events too.
+        self.stopping = stopping;
         self.lane = RefCell::new(Lane::named(root_key));
         self
     }
@@ -408,6 +420,16 @@ impl Engine {
             stop = signalled => stop,
             stop = stored => stop,
         }
+    }
+
+    /// Lets a stop asked through the store reach this execution from the thread that learns
+    /// of it (a Map child shares its root's); held while the execution runs.
+    fn stop_hook(&self) -> Option<crate::store::Waiter> {
+        let broker = self.tokens.as_ref().filter(|_| !self.map_child)?;
+        let (store, arn) = (broker.store(), broker.execution_arn());
+        let hook = self.stopping.hook(store, arn);
+        // Asked before this run (a resumed execution): the stop future records it.
+        store.watch_execution_hooked(arn, hook).ok()
     }
 
     /// Runs the execution to its end and writes every event, ExecutionStarted to the terminal
@@ -458,11 +480,23 @@ impl Engine {
         // its running states write nothing more: on AWS a timed-out or stopped execution's
         // history ends `…StateEntered`, then the terminal event (recorded for a Wait, both
         // ways), with no `WaitStateAborted`.
-        let result = tokio::select! {
+        // A stop that came from another thread (see `stopping`) ends the body with a failure
+        // no state catches; it is recorded as the stop it is.
+        let _stop_hook = self.stop_hook();
+        let result = match tokio::select! {
             biased;
             r = body => Ended::Body(r),
             _ = timer => Ended::TimedOut,
             stop = stop => Ended::Stopped(stop),
+        } {
+            Ended::Body(Err(failed)) if failed.terminal && self.stopping.is_stopped() => {
+                self.cut_short.set(true);
+                match self.stopping.request() {
+                    Some(request) => Ended::Stopped(request),
+                    None => Ended::Body(Err(failed)),
+                }
+            }
+            ended => ended,
         };
         let now = self.clock.now();
         let outcome = match result {
@@ -596,6 +630,9 @@ impl Engine {
         event_type: EventType,
         details: Option<String>,
     ) -> Result<EventId, Failed> {
+        if self.stopping.is_stopped() {
+            return Err(self.stopped_failure(prev));
+        }
         let key = self.lane.borrow().take();
         if let Some(replay) = &self.replay {
             match replay.claim(&key, event_type) {
@@ -629,6 +666,33 @@ impl Engine {
             })
     }
 
+    /// What a step of an execution told to stop fails with: terminal, so nothing catches it,
+    /// and [`Engine::run`] records the stop instead (see [`super::stopping`]).
+    fn stopped_failure(&self, prev: EventId) -> Failed {
+        Failed {
+            error: StatesError::runtime("the execution was stopped"),
+            prev,
+            terminal: true,
+            unfinished: None,
+        }
+    }
+
+    /// Between two states: ends the scope if the execution was told to stop, and lets the
+    /// other executions of this thread run if this one has not waited for a while (a loop of
+    /// states that never wait would otherwise hold the thread, and its stop, for good).
+    async fn checkpoint(&self, prev: EventId) -> Result<(), Failed> {
+        /// How long an execution runs states without waiting before it yields its thread.
+        const RUN_WITHOUT_YIELD: std::time::Duration = std::time::Duration::from_millis(5);
+        if self.stopping.is_stopped() {
+            return Err(self.stopped_failure(prev));
+        }
+        if self.last_yield.get().elapsed() >= RUN_WITHOUT_YIELD {
+            tokio::task::yield_now().await;
+            self.last_yield.set(std::time::Instant::now());
+        }
+        Ok(())
+    }
+
     /// Runs a scope (the top level, a branch, an iteration) from its StartAt to its end.
     pub(crate) fn run_scope<'a>(
         &'a self,
@@ -646,6 +710,7 @@ impl Engine {
             // A lane started beside others lets them start too before it goes on.
             self.turn().await;
             loop {
+                self.checkpoint(prev).await?;
                 let state = scope.state(id);
                 if let Some(skipped) = self.replay_state(scope, state, &input, &frame)? {
                     let (output, exited, next) = skipped;
@@ -839,7 +904,9 @@ impl Engine {
             let mut scope = JsonataScope::new(data.input, context, &variables);
             scope.result = data.result;
             scope.error_output = data.error_output;
-            crate::asl::jsonata::at_instant(instant, || f(&scope))
+            crate::asl::jsonata::interruptible(&self.stopping.interrupt, || {
+                crate::asl::jsonata::at_instant(instant, || f(&scope))
+            })
         };
         if !cx.state.uses_context {
             return scope(&Value::Null);

@@ -15,6 +15,7 @@ mod replay;
 pub mod retry;
 pub mod runner;
 mod states;
+pub mod stopping;
 pub mod store_sink;
 pub mod test_state;
 pub(crate) mod variables;

@@ -55,7 +55,7 @@ pub async fn start(
     let time = server.config.time.clone();
     let sent = server.pool.spawn(Box::new(move || {
         // Tracked: a virtual clock moves only while every execution waits.
-        tokio::task::spawn_local(time.track(async move {
+        Box::pin(time.track(async move {
             let arn = spec.info.execution_arn.clone();
             let request = match run_request(&host, spec) {
                 Ok(r) => r,
@@ -81,7 +81,7 @@ pub async fn start(
             let _ = started.send(Ok(()));
             drive(&host, &arn, engine).await;
             let _ = done.send(());
-        }));
+        }))
     }));
     if !sent {
         return Err(ApiError::internal("the execution threads are gone"));

@@ -444,7 +444,7 @@ impl Server {
         let server = self.clone();
         let time = self.config.time.clone();
         self.pool.spawn(Box::new(move || {
-            tokio::task::spawn_local(time.clone().track(async move {
+            Box::pin(time.clone().track(async move {
                 let arn = record.execution_arn.clone();
                 match resume_engine(
                     &server.store,
@@ -457,7 +457,7 @@ impl Server {
                     Ok(None) => {}
                     Err(e) => executions::say(&format!("cannot resume {arn}: {e}")),
                 }
-            }));
+            }))
         }));
     }
 }

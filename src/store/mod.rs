@@ -89,7 +89,7 @@ pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
 };
-pub use watch::{Waiter, LOOK_EVERY, LOOK_IDLE};
+pub use watch::{Hook, Waiter, LOOK_EVERY, LOOK_IDLE};
 pub use writer::{Append, Commit};
 
 use executions::FindError;
@@ -517,6 +517,15 @@ impl Store {
     /// Registers a waiter on an execution's stop request (see [`Store::watch_token`]).
     pub fn watch_execution(&self, execution_arn: &str) -> Result<Waiter> {
         self.watch.execution(execution_arn, || self.open_watcher())
+    }
+
+    /// Registers a waiter on an execution's stop request whose `hook` runs on the waking
+    /// thread whenever a stop may have been asked (also when it was not: the hook reads
+    /// [`Store::stop_request`] to know). For what cannot wait until the execution's own thread
+    /// is free; the registration lasts as long as the waiter.
+    pub fn watch_execution_hooked(&self, execution_arn: &str, hook: Hook) -> Result<Waiter> {
+        self.watch
+            .execution_hooked(execution_arn, hook, || self.open_watcher())
     }
 
     fn open_watcher(&self) -> Result<(Connection, watch::LogPosition)> {

@@ -52,10 +52,17 @@ struct Shared {
     changed: Condvar,
 }
 
+/// Called on the thread that wakes a key (the watcher, or the one asking for a stop), for
+/// what cannot wait for its own thread to be free: stopping a running evaluation.
+pub type Hook = Arc<dyn Fn() + Send + Sync>;
+
 #[derive(Default)]
 struct Registry {
     /// Each key's notifier and how many waiters hold it.
     waiters: HashMap<Key, (Arc<Notify>, usize)>,
+    /// Hooks by key, each with the id its waiter removes it by.
+    hooks: HashMap<Key, Vec<(u64, Hook)>>,
+    next_hook: u64,
     started: bool,
     closing: bool,
 }
@@ -71,6 +78,8 @@ pub struct Waiter {
     shared: Arc<Shared>,
     key: Key,
     notify: Arc<Notify>,
+    /// The id of this waiter's hook, if it has one.
+    hook: Option<u64>,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -91,6 +100,12 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         let mut registry = lock(&self.shared.registry);
+        if let (Some(id), Some(hooks)) = (self.hook, registry.hooks.get_mut(&self.key)) {
+            hooks.retain(|(h, _)| *h != id);
+            if hooks.is_empty() {
+                registry.hooks.remove(&self.key);
+            }
+        }
         if let Some((_, holders)) = registry.waiters.get_mut(&self.key) {
             *holders -= 1;
             if *holders == 0 {
@@ -117,6 +132,24 @@ impl Watch {
         open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
     ) -> super::Result<Waiter> {
         self.register(Key::Execution(execution_arn.to_owned()), open)
+    }
+
+    /// Registers a waiter on an execution's stop request that also calls `hook` on the
+    /// waking thread each time the request may have changed.
+    pub(crate) fn execution_hooked(
+        &self,
+        execution_arn: &str,
+        hook: Hook,
+        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+    ) -> super::Result<Waiter> {
+        let key = Key::Execution(execution_arn.to_owned());
+        let mut waiter = self.register(key.clone(), open)?;
+        let mut registry = lock(&self.shared.registry);
+        let id = registry.next_hook;
+        registry.next_hook += 1;
+        registry.hooks.entry(key).or_default().push((id, hook));
+        waiter.hook = Some(id);
+        Ok(waiter)
     }
 
     /// Wakes the waiters of a token now (an answer given through this process).
@@ -162,16 +195,12 @@ impl Watch {
             shared: self.shared.clone(),
             key,
             notify,
+            hook: None,
         })
     }
 
     fn wake(&self, keys: &[Key]) {
-        let registry = lock(&self.shared.registry);
-        for key in keys {
-            if let Some((notify, _)) = registry.waiters.get(key) {
-                notify.notify_waiters();
-            }
-        }
+        wake_keys(&self.shared, Wake::Some(keys.to_vec()));
     }
 }
 
@@ -307,20 +336,33 @@ fn look(conn: &Connection, at: &mut LogPosition) -> rusqlite::Result<Option<Wake
     Ok(Some(if missed { Wake::All } else { Wake::Some(keys) }))
 }
 
+/// Wakes the waiters of `wake`, then calls their hooks (outside the lock: a hook reads the
+/// store).
 fn wake_keys(shared: &Shared, wake: Wake) {
     let registry = lock(&shared.registry);
+    let mut hooks: Vec<Hook> = Vec::new();
     match wake {
-        Wake::All => registry
-            .waiters
-            .values()
-            .for_each(|(notify, _)| notify.notify_waiters()),
+        Wake::All => {
+            registry
+                .waiters
+                .values()
+                .for_each(|(notify, _)| notify.notify_waiters());
+            hooks.extend(registry.hooks.values().flatten().map(|(_, h)| h.clone()));
+        }
         Wake::Some(keys) => {
             for key in keys {
                 if let Some((notify, _)) = registry.waiters.get(&key) {
                     notify.notify_waiters();
                 }
+                if let Some(found) = registry.hooks.get(&key) {
+                    hooks.extend(found.iter().map(|(_, h)| h.clone()));
+                }
             }
         }
+    }
+    drop(registry);
+    for hook in hooks {
+        hook();
     }
 }
 

@@ -337,6 +337,11 @@ impl TokenBroker {
         }
     }
 
+    /// The store the broker's tokens are kept in.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     /// Resolves when `stop-execution` asked this execution to stop; never otherwise. Costs
     /// nothing meanwhile: the store's watcher wakes it when a stop is recorded.
     pub async fn stop_requested(&self) -> crate::store::StopRequest {

@@ -382,6 +382,7 @@ impl Sandbox {
 
 pub mod conformance;
 pub mod http_api;
+pub mod served;
 
 /// A state's `<g>` start tag (its classes say its status) and its hover title, in an SVG
 /// picture.

@@ -687,7 +687,12 @@ impl Engine {
             self.clock.clone(),
             self.tasks.clone(),
         )
-        .into_map_child(self.tokens.clone(), self.map_runs.clone(), root_key);
+        .into_map_child(
+            self.tokens.clone(),
+            self.map_runs.clone(),
+            root_key,
+            self.stopping.clone(),
+        );
         let outcome = engine.run().await;
         let result = match outcome.status {
             Status::Succeeded => Ok(outcome.output.unwrap_or(Value::Null)),

@@ -1,0 +1,156 @@
+"""Benchmarks one Distributed Map in `sfn-local serve` while another client keeps working, and
+prints, for each size (10k, 100k, 1M items by default):
+
+  - the Map's throughput (children/s, from StartExecution until the execution ends);
+  - the server's peak memory (VmHWM) during that run;
+  - another client's StartExecution + DescribeExecution round trip (p50, p99, max) of a
+    one-state machine, measured the whole time the Map runs.
+
+The Map is the one of issue #38: a JSONata `Items` of N numbers, `MaxConcurrency: 0`, EXPRESS
+children running a Pass. Its output (N numbers) is over AWS's 256 KiB payload limit, so the
+execution fails with States.DataLimitExceeded once every child has run, as on AWS.
+
+Each size runs in a fresh server (peak memory is the process's high-water mark).
+
+Usage: python benches/distributed_map.py SFN_LOCAL_BIN [SIZES...]  (benches/distributed_map.sh)
+"""
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SFN_LOCAL = sys.argv[1]
+SIZES = [int(s) for s in sys.argv[2:]] or [10_000, 100_000, 1_000_000]
+ROLE = "arn:aws:iam::123456789012:role/bench"
+PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+
+
+def map_definition(n):
+    return json.dumps({
+        "QueryLanguage": "JSONata",
+        "StartAt": "M",
+        "States": {"M": {
+            "Type": "Map",
+            "Items": "{% [1.." + str(n) + "] %}",
+            "MaxConcurrency": 0,
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"},
+                "StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}},
+            },
+            "End": True,
+        }},
+    })
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    """One keep-alive connection speaking AWS JSON 1.0."""
+
+    def __init__(self, port):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+    def call(self, op, body):
+        self.conn.request("POST", "/", json.dumps(body), {
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": f"AWSStepFunctions.{op}",
+        })
+        r = self.conn.getresponse()
+        data = json.loads(r.read() or b"{}")
+        if r.status != 200:
+            raise RuntimeError(f"{op}: {r.status} {data}")
+        return data
+
+
+def wait_port(port):
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def peak_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def other_client(port, stop, times):
+    """StartExecution + DescribeExecution of a one-state machine, again and again."""
+    c = Client(port)
+    m = c.call("CreateStateMachine", {"name": "Other", "definition": PASS, "roleArn": ROLE})["stateMachineArn"]
+    i = 0
+    while not stop.is_set():
+        t = time.perf_counter()
+        arn = c.call("StartExecution", {"stateMachineArn": m, "name": f"o-{i}"})["executionArn"]
+        c.call("DescribeExecution", {"executionArn": arn})
+        times.append((time.perf_counter() - t) * 1000)
+        i += 1
+        time.sleep(0.01)
+
+
+def one_size(n):
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        server = subprocess.Popen([SFN_LOCAL, "serve", "--port", str(port), "--db", f"{tmp}/bench.db"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port)
+            c = Client(port)
+            m = c.call("CreateStateMachine", {"name": "BigMap", "definition": map_definition(n),
+                                              "roleArn": ROLE})["stateMachineArn"]
+            stop, times = threading.Event(), []
+            other = threading.Thread(target=other_client, args=(port, stop, times))
+            other.start()
+            time.sleep(0.5)  # the other client's first calls are before the Map
+            t = time.perf_counter()
+            arn = c.call("StartExecution", {"stateMachineArn": m})["executionArn"]
+            while True:
+                d = c.call("DescribeExecution", {"executionArn": arn})
+                if d["status"] != "RUNNING":
+                    break
+                time.sleep(0.05)
+            elapsed = time.perf_counter() - t
+            stop.set()
+            other.join()
+            times.sort()
+            db_mb = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp)) / 2**20
+            return {
+                "items": n, "status": d["status"], "error": d.get("error", ""),
+                "children_per_s": n / elapsed, "seconds": elapsed, "peak_mb": peak_mb(server.pid),
+                "db_mb": db_mb, "calls": len(times),
+                "p50": statistics.median(times), "p99": times[min(len(times) - 1, int(len(times) * 0.99))],
+                "max": times[-1],
+            }
+        finally:
+            server.terminate()
+            server.wait()
+
+
+def main():
+    print(f"{'items':>10} {'status':>8} {'children/s':>11} {'seconds':>8} {'peak MB':>8} {'db MB':>7}"
+          f" {'other client: calls':>20} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}")
+    for n in SIZES:
+        r = one_size(n)
+        print(f"{r['items']:>10,} {r['status']:>8} {r['children_per_s']:>11,.0f} {r['seconds']:>8.1f}"
+              f" {r['peak_mb']:>8.0f} {r['db_mb']:>7.0f} {r['calls']:>20} {r['p50']:>7.2f}"
+              f" {r['p99']:>7.2f} {r['max']:>7.2f}   {r['error']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
