@@ -37,3 +37,11 @@ fn pytest(file: &str) -> String {
 fn diagnostics_are_validates() {
     pytest("test_diagnostics.py");
 }
+
+/// Go to definition from every kind of target, references, rename kept to a scope (Parallel
+/// branch, Map processor), the outline nested under branches and processors, and completion in
+/// an empty `"Next": ""` offering exactly the states of its scope; in JSON and YAML.
+#[test]
+fn navigation_and_edits_keep_to_a_scope() {
+    pytest("test_navigation.py");
+}

@@ -8,14 +8,46 @@
 //! and places (no second parser):
 //!
 //! - [`check`] and [`diagnostics`]: diagnostics on open and change, debounced;
-//! - [`code_action`]: quick fixes for the fixes `validate` suggests.
+//! - [`code_action`]: quick fixes for the fixes `validate` suggests;
+//! - [`definition`], [`references`], [`rename`], [`symbols`], [`completion`]: navigation and
+//!   edits over a definition's scopes ([`tree`]).
 
 pub mod check;
 pub mod code_action;
+pub mod completion;
+pub mod definition;
 pub mod diagnostics;
 pub mod documents;
+pub mod references;
+pub mod rename;
 pub mod server;
+pub mod symbols;
 pub mod text;
+pub mod tree;
+
+/// An open definition, indexed for a request: its scopes and source map, and its lines.
+pub struct Opened<'d> {
+    /// Scopes, states, targets and the source map.
+    pub tree: tree::Tree<'d>,
+    /// Byte offsets to and from LSP positions.
+    pub lines: text::LineIndex<'d>,
+}
+
+impl<'d> Opened<'d> {
+    /// The definition open at `uri`, when it is one and parses.
+    pub fn new(docs: &'d documents::Documents, uri: &lsp_types::Uri) -> Option<Self> {
+        let doc = docs.get(uri)?;
+        let documents::Kind::Definition(format) =
+            documents::kind(&documents::file_name(uri), &doc.text)
+        else {
+            return None;
+        };
+        Some(Opened {
+            tree: tree::Tree::new(&doc.text, format)?,
+            lines: text::LineIndex::new(&doc.text),
+        })
+    }
+}
 
 /// Why the server stopped other than by the editor's `shutdown` and `exit`.
 #[derive(Debug, thiserror::Error)]

@@ -7,14 +7,16 @@
 
 use crate::asl::MachineType;
 use crate::lsp::documents::Documents;
-use crate::lsp::{check, code_action, LspError};
+use crate::lsp::{
+    check, code_action, completion, definition, references, rename, symbols, LspError,
+};
 use crossbeam_channel::RecvTimeoutError;
 use lsp_server::{Connection, Message, Notification, Request, Response};
 use lsp_types::notification::{self as note, Notification as _};
 use lsp_types::request::{self as req, Request as _};
 use lsp_types::{
-    CodeActionProviderCapability, InitializeParams, ServerCapabilities, TextDocumentSyncCapability,
-    TextDocumentSyncKind, Uri,
+    CodeActionProviderCapability, CompletionOptions, InitializeParams, OneOf, ServerCapabilities,
+    TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
 };
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -44,6 +46,14 @@ fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::FULL)),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Left(true)),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["\"".to_owned(), " ".to_owned()]),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
@@ -168,6 +178,17 @@ impl Server {
             req::CodeActionRequest::METHOD => {
                 extract::<req::CodeActionRequest>(r).map(|p| to_json(code_action::code_actions(p)))
             }
+            req::GotoDefinition::METHOD => extract::<req::GotoDefinition>(r)
+                .map(|p| to_json(definition::definition(&self.documents, p))),
+            req::References::METHOD => extract::<req::References>(r)
+                .map(|p| to_json(references::references(&self.documents, p))),
+            req::Rename::METHOD => {
+                extract::<req::Rename>(r).map(|p| to_json(rename::rename(&self.documents, p)))
+            }
+            req::DocumentSymbolRequest::METHOD => extract::<req::DocumentSymbolRequest>(r)
+                .map(|p| to_json(symbols::symbols(&self.documents, p))),
+            req::Completion::METHOD => extract::<req::Completion>(r)
+                .map(|p| to_json(completion::completion(&self.documents, p))),
             _ => {
                 let message = format!("sfn-local lsp does not answer {}", r.method);
                 return Response::new_err(
