@@ -45,3 +45,12 @@ fn diagnostics_are_validates() {
 fn navigation_and_edits_keep_to_a_scope() {
     pytest("test_navigation.py");
 }
+
+/// A SAM template whose DefinitionUri file and inline YAML Definition both set
+/// HeartbeatSeconds >= TimeoutSeconds: one diagnostic in the file at its line, one in the
+/// template at its line, as `validate` reports the template; the file's unsaved text is what
+/// is checked; a cdk.out template's DefinitionString; a missing DefinitionUri file.
+#[test]
+fn templates_report_in_the_template_and_in_their_definition_files() {
+    pytest("test_templates.py");
+}

@@ -1,22 +1,25 @@
 //! What `validate` says about one open document, ready to publish: for a definition, on the
-//! document itself.
+//! document itself; for a template, on the template and on the definition files it names.
 
 use crate::asl::{self, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved};
 use crate::lsp::diagnostics::Placer;
-use crate::lsp::documents::{self, Document, Kind};
+use crate::lsp::documents::{self, Document, Documents, Kind};
 use lsp_types::Uri;
 
 /// The diagnostics to publish for one document, by the URI they belong on.
 pub type Published = Vec<(Uri, Vec<lsp_types::Diagnostic>)>;
 
 /// Checks the document at `uri` as `validate --type machine_type` would check its file.
-pub fn check(uri: &Uri, doc: &Document, machine_type: MachineType) -> Published {
+pub fn check(docs: &Documents, uri: &Uri, doc: &Document, machine_type: MachineType) -> Published {
     match documents::kind(&documents::file_name(uri), &doc.text) {
         Kind::Definition(format) => vec![(
             uri.clone(),
             definition(uri, &doc.text, format, machine_type),
         )],
-        Kind::Template(_) | Kind::Other => vec![(uri.clone(), Vec::new())],
+        Kind::Template(format) => {
+            crate::lsp::template::check(docs, uri, &doc.text, format, machine_type)
+        }
+        Kind::Other => vec![(uri.clone(), Vec::new())],
     }
 }
 

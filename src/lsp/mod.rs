@@ -7,7 +7,8 @@
 //! validator and source maps `validate` uses, so an editor shows `validate`'s codes, messages
 //! and places (no second parser):
 //!
-//! - [`check`] and [`diagnostics`]: diagnostics on open and change, debounced;
+//! - [`check`] and [`diagnostics`]: diagnostics on open and change, debounced, for definitions
+//!   and for SAM/CloudFormation templates ([`template`]);
 //! - [`code_action`]: quick fixes for the fixes `validate` suggests;
 //! - [`definition`], [`references`], [`rename`], [`symbols`], [`completion`]: navigation and
 //!   edits over a definition's scopes ([`tree`]).
@@ -22,6 +23,7 @@ pub mod references;
 pub mod rename;
 pub mod server;
 pub mod symbols;
+pub mod template;
 pub mod text;
 pub mod tree;
 

@@ -161,7 +161,8 @@ impl Server {
             let Some(doc) = self.documents.get(&uri) else {
                 continue;
             };
-            for (target, diagnostics) in check::check(&uri, doc, self.machine_type) {
+            for (target, diagnostics) in check::check(&self.documents, &uri, doc, self.machine_type)
+            {
                 let version = (target == uri).then_some(doc.version);
                 let params = lsp_types::PublishDiagnosticsParams::new(target, diagnostics, version);
                 let n = Notification::new(note::PublishDiagnostics::METHOD.to_owned(), params);
