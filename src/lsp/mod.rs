@@ -10,8 +10,9 @@
 //! - [`check`] and [`diagnostics`]: diagnostics on open and change, debounced, for definitions
 //!   and for SAM/CloudFormation templates ([`template`]);
 //! - [`code_action`]: quick fixes for the fixes `validate` suggests;
-//! - [`definition`], [`references`], [`rename`], [`symbols`], [`completion`]: navigation and
-//!   edits over a definition's scopes ([`tree`]).
+//! - [`definition`], [`references`], [`rename`], [`symbols`], [`hover`], [`completion`]:
+//!   navigation and edits over a definition's scopes ([`tree`]), fields explained by
+//!   [`fields`].
 
 pub mod check;
 pub mod code_action;
@@ -19,6 +20,8 @@ pub mod completion;
 pub mod definition;
 pub mod diagnostics;
 pub mod documents;
+pub mod fields;
+pub mod hover;
 pub mod references;
 pub mod rename;
 pub mod server;

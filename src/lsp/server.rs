@@ -8,15 +8,15 @@
 use crate::asl::MachineType;
 use crate::lsp::documents::Documents;
 use crate::lsp::{
-    check, code_action, completion, definition, references, rename, symbols, LspError,
+    check, code_action, completion, definition, hover, references, rename, symbols, LspError,
 };
 use crossbeam_channel::RecvTimeoutError;
 use lsp_server::{Connection, Message, Notification, Request, Response};
 use lsp_types::notification::{self as note, Notification as _};
 use lsp_types::request::{self as req, Request as _};
 use lsp_types::{
-    CodeActionProviderCapability, CompletionOptions, InitializeParams, OneOf, ServerCapabilities,
-    TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
+    CodeActionProviderCapability, CompletionOptions, HoverProviderCapability, InitializeParams,
+    OneOf, ServerCapabilities, TextDocumentSyncCapability, TextDocumentSyncKind, Uri,
 };
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -47,6 +47,7 @@ fn capabilities() -> ServerCapabilities {
         text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::FULL)),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
         references_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
@@ -175,30 +176,32 @@ impl Server {
     /// The answer to one request, computed from the documents as they stand.
     fn answer(&self, r: Request) -> Response {
         let id = r.id.clone();
-        let result = match r.method.as_str() {
-            req::CodeActionRequest::METHOD => {
-                extract::<req::CodeActionRequest>(r).map(|p| to_json(code_action::code_actions(p)))
-            }
-            req::GotoDefinition::METHOD => extract::<req::GotoDefinition>(r)
-                .map(|p| to_json(definition::definition(&self.documents, p))),
-            req::References::METHOD => extract::<req::References>(r)
-                .map(|p| to_json(references::references(&self.documents, p))),
-            req::Rename::METHOD => {
-                extract::<req::Rename>(r).map(|p| to_json(rename::rename(&self.documents, p)))
-            }
-            req::DocumentSymbolRequest::METHOD => extract::<req::DocumentSymbolRequest>(r)
-                .map(|p| to_json(symbols::symbols(&self.documents, p))),
-            req::Completion::METHOD => extract::<req::Completion>(r)
-                .map(|p| to_json(completion::completion(&self.documents, p))),
-            _ => {
-                let message = format!("sfn-local lsp does not answer {}", r.method);
-                return Response::new_err(
-                    id,
-                    lsp_server::ErrorCode::MethodNotFound as i32,
-                    message,
-                );
-            }
-        };
+        let result =
+            match r.method.as_str() {
+                req::CodeActionRequest::METHOD => extract::<req::CodeActionRequest>(r)
+                    .map(|p| to_json(code_action::code_actions(p))),
+                req::GotoDefinition::METHOD => extract::<req::GotoDefinition>(r)
+                    .map(|p| to_json(definition::definition(&self.documents, p))),
+                req::References::METHOD => extract::<req::References>(r)
+                    .map(|p| to_json(references::references(&self.documents, p))),
+                req::Rename::METHOD => {
+                    extract::<req::Rename>(r).map(|p| to_json(rename::rename(&self.documents, p)))
+                }
+                req::DocumentSymbolRequest::METHOD => extract::<req::DocumentSymbolRequest>(r)
+                    .map(|p| to_json(symbols::symbols(&self.documents, p))),
+                req::HoverRequest::METHOD => extract::<req::HoverRequest>(r)
+                    .map(|p| to_json(hover::hover(&self.documents, p))),
+                req::Completion::METHOD => extract::<req::Completion>(r)
+                    .map(|p| to_json(completion::completion(&self.documents, p))),
+                _ => {
+                    let message = format!("sfn-local lsp does not answer {}", r.method);
+                    return Response::new_err(
+                        id,
+                        lsp_server::ErrorCode::MethodNotFound as i32,
+                        message,
+                    );
+                }
+            };
         match result {
             Ok(value) => Response {
                 id,

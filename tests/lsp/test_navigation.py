@@ -209,3 +209,56 @@ async def test_yaml_definitions_navigate_too(client, tmp_path):
         )
     )
     assert apply(text, edit.changes[uri_of(path)]) == text.replace("End", "Fin")
+
+
+HOVER = """{
+  "StartAt": "Charge",
+  "States": {
+    "Charge": {
+      "Type": "Task",
+      "Resource": "arn:aws:states:::lambda:invoke",
+      "Parameters": { "FunctionName": "charge", "Payload.$": "$" },
+      "TimeoutSeconds": 30,
+      "HeartbeatSeconds": 10,
+      "Retry": [ { "ErrorEquals": ["States.TaskFailed"], "MaxAttempts": 2 } ],
+      "Catch": [ { "ErrorEquals": ["States.ALL"], "Next": "Failed" } ],
+      "Next": "Done"
+    },
+    "Failed": { "Type": "Fail", "Error": "Charge" },
+    "Done": { "Type": "Succeed" }
+  }
+}
+"""
+
+
+async def hover_at(client, path, position):
+    got = await client.text_document_hover_async(
+        types.HoverParams(text_document=doc(path), position=position)
+    )
+    return got.contents.value if got else None
+
+
+async def test_hover_on_a_state_tells_its_type_transitions_error_handling_and_timeouts(
+    client, tmp_path
+):
+    path = tmp_path / "hover.asl.json"
+    assert list(await open_doc(client, path, HOVER)) == []
+    card = await hover_at(client, path, position_of(HOVER, '"Charge": {', delta=3))
+    assert card.startswith("**Charge**: [Task](https://docs.aws.amazon.com/")
+    assert "Resource: `arn:aws:states:::lambda:invoke`" in card
+    assert "Goes to: `Done`" in card
+    assert "Retries `States.TaskFailed` (MaxAttempts 2)" in card
+    assert "Catches `States.ALL` → `Failed`" in card
+    assert "TimeoutSeconds: 30 · HeartbeatSeconds: 10" in card
+    # The same card from a value naming the state.
+    assert await hover_at(client, path, position_of(HOVER, '"Charge"', delta=3)) == card
+
+
+async def test_hover_on_a_field_explains_it_and_links_the_guide(client, tmp_path):
+    path = tmp_path / "hover.asl.json"
+    await open_doc(client, path, HOVER)
+    text = await hover_at(client, path, position_of(HOVER, '"HeartbeatSeconds"', delta=3))
+    assert text.startswith("**HeartbeatSeconds**: ")
+    assert "smaller than `TimeoutSeconds`" in text
+    assert "(https://docs.aws.amazon.com/step-functions/latest/dg/state-task.html)" in text
+    assert await hover_at(client, path, position_of(HOVER, '"FunctionName"', delta=3)) is None
