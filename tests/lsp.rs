@@ -39,8 +39,9 @@ fn diagnostics_are_validates() {
 }
 
 /// Go to definition from every kind of target, references, rename kept to a scope (Parallel
-/// branch, Map processor), the outline nested under branches and processors, and completion in
-/// an empty `"Next": ""` offering exactly the states of its scope; in JSON and YAML.
+/// branch, Map processor), the outline nested under branches and processors, completion in an
+/// empty `"Next": ""` offering exactly the states of its scope, in JSON and YAML; hover on a
+/// state and on a field.
 #[test]
 fn navigation_and_edits_keep_to_a_scope() {
     pytest("test_navigation.py");
@@ -53,4 +54,60 @@ fn navigation_and_edits_keep_to_a_scope() {
 #[test]
 fn templates_report_in_the_template_and_in_their_definition_files() {
     pytest("test_templates.py");
+}
+
+/// The VS Code extension (`editors/vscode`) packages to a `.vsix` with `@vscode/vsce`, offline:
+/// its dependencies come from `.ci/deps` (`.deps/vscode`), and the package holds the client,
+/// its manifest and vscode-languageclient.
+#[test]
+fn the_vscode_extension_packages_to_a_vsix() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = tempfile::tempdir().unwrap();
+    let ext = work.path().join("vscode");
+    std::fs::create_dir(&ext).unwrap();
+    for entry in std::fs::read_dir(root.join("editors/vscode")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), ext.join(entry.file_name())).unwrap();
+        }
+    }
+    let modules = common::deps_dir().join("vscode/node_modules");
+    let copied = Command::new("cp")
+        .arg("-R")
+        .arg(&modules)
+        .arg(ext.join("node_modules"))
+        .status()
+        .expect("cp");
+    assert!(copied.success(), "copy {}", modules.display());
+    let vsce = common::deps_node_modules().join("@vscode/vsce/vsce");
+    let out = Command::new("node")
+        .arg(&vsce)
+        .args(["package", "--skip-license", "--allow-missing-repository"])
+        .args(["--out", "sfn-local.vsix"])
+        .current_dir(&ext)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run vsce");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = Command::new(deps_python_bin("python"))
+        .args([
+            "-c",
+            "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
+        ])
+        .arg(ext.join("sfn-local.vsix"))
+        .output()
+        .expect("list the vsix");
+    let names = String::from_utf8_lossy(&list.stdout);
+    for want in [
+        "extension/extension.js",
+        "extension/package.json",
+        "extension/node_modules/vscode-languageclient/node.js",
+    ] {
+        assert!(names.lines().any(|n| n == want), "{want} not in:\n{names}");
+    }
 }
