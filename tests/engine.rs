@@ -529,3 +529,74 @@ async fn a_parallel_whose_first_branch_fails_at_once_still_starts_and_aborts_the
         ]
     );
 }
+
+#[tokio::test]
+async fn step_functions_local_compat_records_task_results_after_the_selectors_and_resumes_from_them(
+) {
+    use sfn_local::engine::execution::Engine;
+    use sfn_local::engine::history::{History, MemorySink};
+    let def = json!({"StartAt":"T","States":{"T":{"Type":"Task",
+        "Resource":"arn:aws:states:::lambda:invoke","Parameters":{"FunctionName":"f"},
+        "ResultSelector":{"n.$":"$.Payload.n"},"ResultPath":"$.r","OutputPath":"$.r",
+        "Next":"Done"},"Done":{"Type":"Pass","End":true}}});
+    // A command (its stdout is the Lambda's Payload), not a mock: a resume does not run it
+    // again but reads its recorded result.
+    let tasks = || tasks(&[r#"T=sh -c 'echo "{\"n\":0.5}"'"#]);
+    let options = EngineOptions {
+        compat: sfn_local::asl::Compat::StepFunctionsLocal,
+        ..EngineOptions::default()
+    };
+    let (outcome, events) = run_in_memory(
+        machine(def.clone()),
+        info(),
+        json!({"a": 1}),
+        Arc::new(SystemClock::new(1.0)),
+        Rc::new(tasks()),
+        options.clone(),
+    )
+    .await;
+    assert_eq!(
+        outcome.output,
+        Some(json!({"n": 0.5})),
+        "{:?}",
+        outcome.error
+    );
+    let succeeded = events
+        .iter()
+        .position(|e| e.event_type.as_str() == "TaskSucceeded")
+        .unwrap();
+    let d: Value = serde_json::from_str(events[succeeded].details.as_deref().unwrap()).unwrap();
+    // After ResultSelector and ResultPath (before OutputPath), members in HashMap order.
+    assert_eq!(d["output"], r#"{"a":1,"r":{"n":0.5}}"#);
+    // A resume that finds TaskSucceeded recorded reads the state's output from it.
+    let records: Vec<sfn_local::store::EventRecord> = events[..=succeeded]
+        .iter()
+        .map(|e| sfn_local::store::EventRecord {
+            id: e.id,
+            previous_event_id: e.previous_event_id,
+            timestamp_ms: e.timestamp,
+            event_type: e.event_type.as_str().to_owned(),
+            details: e.details.clone(),
+            replay_key: e.replay_key.clone(),
+        })
+        .collect();
+    let sink = MemorySink::default();
+    let history = History::new(succeeded as i64 + 2, Box::new(sink.clone()), 25_000)
+        .with_compat(options.compat);
+    let engine = Engine::new(
+        machine(def),
+        info(),
+        json!({"a": 1}),
+        history,
+        Arc::new(SystemClock::new(1.0)),
+        Rc::new(tasks()),
+    )
+    .with_replay(records);
+    let resumed = engine.run().await;
+    assert_eq!(
+        resumed.output,
+        Some(json!({"n": 0.5})),
+        "{:?}",
+        resumed.error
+    );
+}

@@ -37,8 +37,10 @@ pub enum Compat {
     /// AWS Step Functions.
     #[default]
     Aws,
-    /// AWS Step Functions Local: a retrier's `IntervalSeconds` may be 0, and `aws-sdk` tasks'
-    /// events name the resource `aws-sdk` / `SERVICE:ACTION`.
+    /// AWS Step Functions Local: a retrier's `IntervalSeconds` may be 0; `aws-sdk` tasks'
+    /// events name the resource `aws-sdk` / `SERVICE:ACTION`; the history's JSON payloads are
+    /// written as Java writes them (`engine::java_json`); `TaskSucceeded.output` is the result
+    /// after `ResultSelector` and `ResultPath`.
     StepFunctionsLocal,
 }
 

@@ -321,6 +321,11 @@ impl Engine {
         self.fixed_context.set(true);
     }
 
+    /// Whose behaviour the history reproduces (`serve --compat`).
+    pub(crate) fn compat(&self) -> crate::asl::Compat {
+        self.history.borrow().compat()
+    }
+
     /// The name of the current lane.
     pub(crate) fn lane_key(&self) -> String {
         self.lane.borrow().key().to_owned()

@@ -427,25 +427,35 @@ pub struct History {
     compat: crate::asl::Compat,
 }
 
-/// An event's details as Step Functions Local writes them: an `aws-sdk` task's `resourceType`
-/// is `aws-sdk` and its `resource` `SERVICE:ACTION` (AWS: `aws-sdk:SERVICE` and `ACTION`), as
-/// the history of AWS's own sample for Step Functions Local shows
-/// (aws-samples/aws-stepfunctions-examples, sam/app-local-testing-mock-config).
-fn step_functions_local_naming(details: String) -> String {
-    if !details.contains("\"resourceType\":\"aws-sdk:") {
-        return details;
-    }
+/// An event's details as Step Functions Local writes them (`serve --compat
+/// stepfunctions-local`):
+///
+/// - an `aws-sdk` task's `resourceType` is `aws-sdk` and its `resource` `SERVICE:ACTION` (AWS:
+///   `aws-sdk:SERVICE` and `ACTION`), as the history of AWS's own sample for Step Functions
+///   Local shows (aws-samples/aws-stepfunctions-examples, sam/app-local-testing-mock-config);
+/// - the JSON payloads (`input`, `output`, `parameters`) are written as Step Functions Local, a
+///   Java program, writes them: numbers with a fraction or exponent in `Double.toString`'s
+///   form, object members in `HashMap` order (see `engine::java_json`).
+fn step_functions_local_details(details: String) -> String {
     let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&details) else {
         return details;
     };
-    let service = match m.get("resourceType").and_then(Value::as_str) {
-        Some(t) => t.strip_prefix("aws-sdk:").unwrap_or(t).to_owned(),
-        None => return details,
-    };
-    let action = m.get("resource").and_then(Value::as_str).unwrap_or("");
-    let resource = format!("{service}:{action}");
-    m.insert("resourceType".into(), Value::String("aws-sdk".into()));
-    m.insert("resource".into(), Value::String(resource));
+    if let Some(Value::String(t)) = m.get("resourceType") {
+        if let Some(service) = t.strip_prefix("aws-sdk:") {
+            let service = service.to_owned();
+            let action = m.get("resource").and_then(Value::as_str).unwrap_or("");
+            let resource = format!("{service}:{action}");
+            m.insert("resourceType".into(), Value::String("aws-sdk".into()));
+            m.insert("resource".into(), Value::String(resource));
+        }
+    }
+    for key in ["input", "output", "parameters"] {
+        if let Some(Value::String(text)) = m.get_mut(key) {
+            if let Some(java) = crate::engine::java_json::java_json_text(text) {
+                *text = java;
+            }
+        }
+    }
     Value::Object(m).to_string()
 }
 
@@ -532,7 +542,7 @@ impl History {
         self.next_id += 1;
         let details = match self.compat {
             crate::asl::Compat::Aws => details,
-            crate::asl::Compat::StepFunctionsLocal => details.map(step_functions_local_naming),
+            crate::asl::Compat::StepFunctionsLocal => details.map(step_functions_local_details),
         };
         self.buffer.push(HistoryEvent {
             id,
@@ -553,6 +563,11 @@ impl History {
     pub fn with_compat(mut self, compat: crate::asl::Compat) -> Self {
         self.compat = compat;
         self
+    }
+
+    /// Whose behaviour the events reproduce.
+    pub fn compat(&self) -> crate::asl::Compat {
+        self.compat
     }
 
     /// Whether the cap was reached.

@@ -8,6 +8,7 @@ pub mod context;
 pub mod diagnosis;
 pub mod execution;
 pub mod history;
+pub mod java_json;
 mod lanes;
 pub mod map_journal;
 pub mod redrive;

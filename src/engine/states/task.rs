@@ -4,6 +4,7 @@
 use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Dynamic, Task};
 use crate::asl::resource::ResourceKind;
+use crate::asl::QueryLanguage;
 use crate::clock::Millis;
 use crate::engine::execution::{Engine, Failed, StateCx, Step, MAX_PAYLOAD_BYTES};
 use crate::engine::history::{Details, EventId, EventType};
@@ -636,6 +637,12 @@ impl Engine {
                     let e = crate::tasks::result_too_large(&t.resource);
                     return Err(self.attempt_failed(kind, events, prev, e));
                 }
+                if self.compat() == crate::asl::Compat::StepFunctionsLocal
+                    && cx.state.query_language == QueryLanguage::JsonPath
+                {
+                    return self
+                        .step_functions_local_result(cx, t, raw_input, prev, events, result, text);
+                }
                 let details = integration_details(kind).payload("output", text).build();
                 let prev = self.push(prev, events.succeeded, Some(details))?;
                 self.attempt_output(cx, t, raw_input, prev, result)
@@ -650,6 +657,51 @@ impl Engine {
                 Err(self.failure_event(prev, events.timed_out, details, StatesError::timeout()))
             }
         }
+    }
+
+    /// `--compat stepfunctions-local`: Step Functions Local records a Task's result in its
+    /// `*Succeeded` event after `ResultSelector` and `ResultPath` (AWS records the result as the
+    /// task returned it). Resuming, the recorded value is that one: only `OutputPath` is left
+    /// (Step Functions Local has no variables, so no `Assign` is skipped).
+    #[allow(clippy::too_many_arguments)]
+    fn step_functions_local_result(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        raw_input: &Value,
+        prev: EventId,
+        events: &TaskEvents,
+        result: Value,
+        text: String,
+    ) -> Result<(Value, EventId), Failed> {
+        let selected = match &t.io.result_selector {
+            Some(template) => self.template(cx, template, &result, "ResultSelector", |_| {}),
+            None => Ok(result.clone()),
+        }
+        .and_then(|r| self.result_path(cx, &t.io, raw_input.clone(), r));
+        // A selection that fails is recorded as AWS records it; the state then fails as usual.
+        let recorded = selected.as_ref().map(Value::to_string).unwrap_or(text);
+        let details = integration_details(&t.resource.kind)
+            .payload("output", recorded)
+            .build();
+        let key = self.peek_key();
+        let prev = self.push(prev, events.succeeded, Some(details))?;
+        // Resuming, the recorded event holds the value after ResultSelector and ResultPath
+        // (whether the result itself was recorded or a mock answered again).
+        let recorded = self
+            .replayed_last
+            .get()
+            .then(|| self.recorded(&key))
+            .flatten()
+            .and_then(|r| r.details.as_ref()?["output"].as_str().map(str::to_owned))
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        if let Some(selected) = recorded {
+            let output = self
+                .output_path(cx, &t.io, selected)
+                .map_err(|f| f.after_work(cx, prev))?;
+            return Ok((output, prev));
+        }
+        self.attempt_output(cx, t, raw_input, prev, result)
     }
 
     /// A succeeded attempt's output, once its `*Succeeded` event (`prev`) is written:
