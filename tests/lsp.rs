@@ -111,3 +111,11 @@ fn the_vscode_extension_packages_to_a_vsix() {
         assert!(names.lines().any(|n| n == want), "{want} not in:\n{names}");
     }
 }
+
+/// Completion of a state's fields by type and query language (also while a key is half
+/// typed, in JSON and YAML), of `States.*` error names, intrinsic functions and optimized
+/// integrations' resource ARNs.
+#[test]
+fn completion_knows_fields_errors_intrinsics_and_resources() {
+    pytest("test_completion.py");
+}

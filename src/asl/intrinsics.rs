@@ -99,6 +99,11 @@ impl Function {
         ("UUID", Function::Uuid),
     ];
 
+    /// Every function's name after `States.` (`Format`, ...), for an editor's completion.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::ALL.iter().map(|(n, _)| *n)
+    }
+
     fn from_name(name: &str) -> Option<Function> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
     }

@@ -25,7 +25,7 @@ const MAX_SECONDS: u64 = 99_999_999;
 const MAX_STATE_NAME: usize = 80;
 
 /// Fields only JSONPath states may have.
-const JSONPATH_ONLY: &[&str] = &[
+pub(crate) const JSONPATH_ONLY: &[&str] = &[
     "InputPath",
     "OutputPath",
     "Parameters",
@@ -45,7 +45,7 @@ const JSONPATH_ONLY: &[&str] = &[
     "Iterator",
 ];
 /// Fields only JSONata states may have.
-const JSONATA_ONLY: &[&str] = &["Arguments", "Output", "Items"];
+pub(crate) const JSONATA_ONLY: &[&str] = &["Arguments", "Output", "Items"];
 
 /// Parses a definition value into a machine, recording problems in `diags`. The machine is
 /// `None` when there was any ERROR.

@@ -243,6 +243,29 @@ const OPTIMIZED: &[OptimizedService] = &[
     },
 ];
 
+/// Every optimized-integration resource ARN AWS accepts, with each pattern it supports
+/// (`arn:aws:states:::sqs:sendMessage`, `...sendMessage.waitForTaskToken`, ...), for an
+/// editor's completion.
+pub fn optimized_resources() -> Vec<String> {
+    let mut out = Vec::new();
+    for s in OPTIMIZED {
+        for (action, sync) in s.actions {
+            let base = format!("arn:aws:states:::{}:{action}", s.service);
+            if *sync {
+                out.push(format!("{base}.sync"));
+            }
+            if *sync && s.service == "states" {
+                out.push(format!("{base}.sync:2"));
+            }
+            if s.wait_for_task_token {
+                out.push(format!("{base}.waitForTaskToken"));
+            }
+            out.push(base);
+        }
+    }
+    out
+}
+
 /// The patterns AWS supports for optimized integration `service:action` (without a pattern
 /// suffix); `None` when AWS has no such optimized integration.
 pub fn optimized_integration(service: &str, action: &str) -> Option<Patterns> {

@@ -41,7 +41,7 @@ pub fn definition(
     if loaded.diagnostics.is_empty() {
         return Vec::new();
     }
-    let placer = Placer::new(text, format);
+    let placer = Placer::new(text, format, &loaded.diagnostics.0);
     loaded
         .diagnostics
         .iter()

@@ -1,40 +1,235 @@
-//! `textDocument/completion`: what may be written where the cursor is. Where a state is
-//! named (`StartAt`, `Next`, `Default`, a Choice rule's or a Catch's `Next`), exactly the
-//! states of that scope: a Parallel branch or Map processor names only its own states.
+//! `textDocument/completion`: what may be written where the cursor is.
+//!
+//! - where a state is named (`StartAt`, `Next`, `Default`, a Choice rule's or a Catch's
+//!   `Next`): exactly the states of that scope (a Parallel branch or Map processor names only
+//!   its own states);
+//! - a state's field names: those its type has, in its query language, not yet written;
+//! - inside `ErrorEquals`: AWS's `States.*` error names;
+//! - in a `.$` value: the intrinsic functions; in a Task's `Resource`: the optimized
+//!   integrations' ARNs with each pattern AWS supports.
+//!
+//! A key being typed (`"Ti` or `"Ti"` alone on its line, `Ti` in YAML) leaves the text
+//! unparsable; the tree is then read from the text with that key completed (`: null`).
 
-use crate::lsp::documents::Documents;
+use crate::asl::{JsonPointer, SourceFormat};
+use crate::lsp::documents::{self, Documents, Kind};
+use crate::lsp::fields;
+use crate::lsp::text::LineIndex;
 use crate::lsp::tree::{Spot, Tree};
-use crate::lsp::Opened;
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionParams, CompletionResponse, CompletionTextEdit,
     TextEdit,
 };
+use serde_json::Value;
 
 /// The completions at the cursor.
 pub fn completion(docs: &Documents, params: CompletionParams) -> Option<CompletionResponse> {
     let at = params.text_document_position;
-    let opened = Opened::new(docs, &at.text_document.uri)?;
-    let tree = &opened.tree;
-    let Spot::Value(pointer) = tree.spot(opened.lines.offset(at.position))? else {
+    let uri = &at.text_document.uri;
+    let doc = docs.get(uri)?;
+    let Kind::Definition(format) = documents::kind(&documents::file_name(uri), &doc.text) else {
         return None;
     };
-    let field = pointer.tokens().last().unwrap_or_default();
-    if !["Next", "Default", "StartAt"].contains(&field.as_str()) {
-        return None;
+    let lines = LineIndex::new(&doc.text);
+    let offset = lines.offset(at.position);
+    let repaired = match Tree::new(&doc.text, format) {
+        Some(_) => None,
+        None => Some(repair(&doc.text, offset, format)?),
+    };
+    let tree = Tree::new(repaired.as_deref().unwrap_or(&doc.text), format)?;
+    let items = match tree.spot(offset)? {
+        Spot::Value(p) => value_items(&tree, &lines, &p, format)?,
+        Spot::Key(p) => {
+            let holder = p.parent();
+            let replace = lines.range(tree.inner(tree.key_span(&p)?));
+            field_items(&tree, &holder)?
+                .into_iter()
+                .map(|i| edit(i, replace))
+                .collect()
+        }
+    };
+    Some(CompletionResponse::Array(items))
+}
+
+/// Completions inside a value: a name, an error, an intrinsic, an ARN, or a new field.
+fn value_items(
+    tree: &Tree<'_>,
+    lines: &LineIndex<'_>,
+    p: &JsonPointer,
+    format: SourceFormat,
+) -> Option<Vec<CompletionItem>> {
+    let field = p.tokens().last().unwrap_or_default();
+    let parent = p.parent().tokens().last().unwrap_or_default();
+    let replace = || Some(lines.range(tree.inner(tree.value_span(p)?)));
+    let named = |names: Vec<(String, String)>, kind| {
+        let replace = replace()?;
+        Some(
+            names
+                .into_iter()
+                .map(|(label, detail)| edit(item(label, detail, kind), replace))
+                .collect(),
+        )
+    };
+    if ["Next", "Default", "StartAt"].contains(&field.as_str()) {
+        return named(
+            state_names(tree, tree.scope_of_target(p)?),
+            CompletionItemKind::REFERENCE,
+        );
     }
-    let scope = tree.scope_of_target(&pointer)?;
-    let replace = opened.lines.range(tree.inner(tree.value_span(&pointer)?));
-    let items = state_names(tree, scope)
+    if parent == "ErrorEquals" {
+        let errors = crate::asl::error::names::PREDEFINED.iter();
+        let names = errors
+            .map(|e| (e.to_string(), "error AWS raises".to_owned()))
+            .collect();
+        return named(names, CompletionItemKind::CONSTANT);
+    }
+    if field == "Resource" {
+        let arns = crate::asl::resource::optimized_resources().into_iter();
+        let names = arns
+            .map(|a| (a, "optimized integration".to_owned()))
+            .collect();
+        return named(names, CompletionItemKind::VALUE);
+    }
+    if field.ends_with(".$") {
+        let functions = crate::asl::intrinsics::Function::names();
+        let names = functions
+            .map(|f| (format!("States.{f}()"), "intrinsic function".to_owned()))
+            .collect();
+        return named(names, CompletionItemKind::FUNCTION);
+    }
+    // On the blank space of an object: a new field, written whole.
+    let items = field_items(tree, p)?;
+    Some(
+        items
+            .into_iter()
+            .map(|mut i| {
+                i.insert_text = Some(match format {
+                    SourceFormat::Json => format!("\"{}\": ", i.label),
+                    SourceFormat::Yaml => format!("{}: ", i.label),
+                });
+                i
+            })
+            .collect(),
+    )
+}
+
+/// The fields an object may still take: a state's by its type and query language, or the
+/// top level's.
+fn field_items(tree: &Tree<'_>, holder: &JsonPointer) -> Option<Vec<CompletionItem>> {
+    let object = tree.value.pointer(holder.as_str())?.as_object()?;
+    let candidates: Vec<&str> = if holder.as_str().is_empty() {
+        TOP.to_vec()
+    } else if tree
+        .scopes
+        .iter()
+        .any(|s| s.states.iter().any(|st| &st.at == holder))
+    {
+        let ty = object.get("Type").and_then(Value::as_str);
+        let jsonata = query_language(tree, object) == "JSONata";
+        state_fields(ty)
+            .into_iter()
+            .filter(|f| match jsonata {
+                true => !crate::asl::parse::JSONPATH_ONLY.contains(f),
+                false => !crate::asl::parse::JSONATA_ONLY.contains(f),
+            })
+            .collect()
+    } else {
+        return None;
+    };
+    let items = candidates
         .into_iter()
-        .map(|(name, detail)| CompletionItem {
-            label: name.clone(),
-            kind: Some(CompletionItemKind::REFERENCE),
-            detail: Some(detail),
-            text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(replace, name))),
-            ..Default::default()
+        .filter(|f| !object.contains_key(*f))
+        .map(|f| {
+            let mut i = item(f.to_owned(), "field".to_owned(), CompletionItemKind::FIELD);
+            i.documentation = fields::explain(f).map(|text| {
+                lsp_types::Documentation::MarkupContent(lsp_types::MarkupContent {
+                    kind: lsp_types::MarkupKind::Markdown,
+                    value: text,
+                })
+            });
+            i
         })
         .collect();
-    Some(CompletionResponse::Array(items))
+    Some(items)
+}
+
+/// The state's query language: its own `QueryLanguage`, else the machine's, else JSONPath.
+fn query_language<'v>(tree: &'v Tree<'_>, state: &'v serde_json::Map<String, Value>) -> &'v str {
+    let own = state.get("QueryLanguage").and_then(Value::as_str);
+    let top = tree.value.get("QueryLanguage").and_then(Value::as_str);
+    own.or(top).unwrap_or("JSONPath")
+}
+
+const TOP: &[&str] = &[
+    "Comment",
+    "StartAt",
+    "States",
+    "TimeoutSeconds",
+    "Version",
+    "QueryLanguage",
+];
+
+/// The fields a state of type `ty` has (every type's common ones when it has no type yet).
+fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
+    let common = ["Type", "Comment", "QueryLanguage"];
+    let flow = ["Next", "End", "InputPath", "OutputPath", "Output", "Assign"];
+    let results = ["ResultPath", "ResultSelector", "Retry", "Catch"];
+    let own: &[&str] = match ty {
+        Some("Pass") => &["Result", "ResultPath", "Parameters"],
+        Some("Task") => &[
+            "Resource",
+            "Parameters",
+            "Arguments",
+            "TimeoutSeconds",
+            "TimeoutSecondsPath",
+            "HeartbeatSeconds",
+            "HeartbeatSecondsPath",
+            "Credentials",
+        ],
+        Some("Choice") => &[
+            "Choices",
+            "Default",
+            "InputPath",
+            "OutputPath",
+            "Output",
+            "Assign",
+        ],
+        Some("Wait") => &["Seconds", "Timestamp", "SecondsPath", "TimestampPath"],
+        Some("Succeed") => &["InputPath", "OutputPath", "Output"],
+        Some("Fail") => &["Error", "Cause", "ErrorPath", "CausePath"],
+        Some("Parallel") => &["Branches", "Parameters", "Arguments"],
+        Some("Map") => &[
+            "ItemProcessor",
+            "Iterator",
+            "ItemsPath",
+            "Items",
+            "ItemSelector",
+            "Parameters",
+            "ItemReader",
+            "ItemBatcher",
+            "ResultWriter",
+            "MaxConcurrency",
+            "ToleratedFailurePercentage",
+            "ToleratedFailureCount",
+            "Label",
+        ],
+        _ => &[],
+    };
+    let mut out: Vec<&str> = common.to_vec();
+    match ty {
+        Some("Choice" | "Succeed" | "Fail") => {}
+        _ => out.extend(flow),
+    }
+    if matches!(ty, Some("Task" | "Parallel" | "Map")) {
+        out.extend(results);
+    }
+    if ty == Some("Pass") {
+        out.push("ResultPath");
+    }
+    out.extend(own);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|f| seen.insert(*f));
+    out
 }
 
 /// The states of scope `scope`, each with its type.
@@ -43,13 +238,54 @@ fn state_names(tree: &Tree<'_>, scope: usize) -> Vec<(String, String)> {
         .states
         .iter()
         .map(|s| {
-            let ty = tree
-                .value
-                .pointer(s.at.as_str())
-                .and_then(|v| v.get("Type"))
-                .and_then(|t| t.as_str())
-                .unwrap_or("state");
-            (s.name.clone(), format!("{ty} state"))
+            let value = tree.value.pointer(s.at.as_str());
+            let ty = value.and_then(|v| v.get("Type")).and_then(Value::as_str);
+            (s.name.clone(), format!("{} state", ty.unwrap_or("a")))
         })
         .collect()
+}
+
+fn item(label: String, detail: String, kind: CompletionItemKind) -> CompletionItem {
+    CompletionItem {
+        label,
+        kind: Some(kind),
+        detail: Some(detail),
+        ..Default::default()
+    }
+}
+
+/// `item` replacing `range` with its label.
+fn edit(mut item: CompletionItem, range: lsp_types::Range) -> CompletionItem {
+    item.text_edit = Some(CompletionTextEdit::Edit(TextEdit::new(
+        range,
+        item.label.clone(),
+    )));
+    item
+}
+
+/// The text with the key being typed on the cursor's line completed, so that it parses; the
+/// key keeps its offsets.
+fn repair(text: &str, offset: usize, format: SourceFormat) -> Option<String> {
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = &text[start..end];
+    let word = line.trim().trim_end_matches(',');
+    let lead = start + (line.len() - line.trim_start().len());
+    let name = match format {
+        SourceFormat::Json => word.strip_prefix('"').map(|w| w.trim_end_matches('"'))?,
+        SourceFormat::Yaml => word,
+    };
+    if !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let completed = match format {
+        SourceFormat::Json => {
+            let more = text[end..].trim_start().starts_with('"');
+            format!("\"{name}\": null{}", if more { "," } else { "" })
+        }
+        SourceFormat::Yaml => format!("{name}:"),
+    };
+    Some(format!("{}{completed}{}", &text[..lead], &text[end..]))
 }

@@ -24,11 +24,16 @@ pub struct Placer<'t> {
 }
 
 impl<'t> Placer<'t> {
-    /// Indexes `text`, written as `format`.
-    pub fn new(text: &'t str, format: SourceFormat) -> Self {
+    /// Indexes `text`, written as `format`, for placing `diagnostics`.
+    pub fn new(text: &'t str, format: SourceFormat, diagnostics: &[Diagnostic]) -> Self {
+        // Only a text location needs the syntax error (a second parse): most checks have none.
+        let needs_syntax = diagnostics
+            .iter()
+            .any(|d| matches!(d.location, Location::Text { .. }));
         let (index, syntax) = match format {
             SourceFormat::Yaml => (SpanIndex::new_yaml(text), None),
-            SourceFormat::Json => (SpanIndex::new(text), parse_json(text).err()),
+            SourceFormat::Json if needs_syntax => (SpanIndex::new(text), parse_json(text).err()),
+            SourceFormat::Json => (SpanIndex::new(text), None),
         };
         Placer {
             index,

@@ -28,7 +28,8 @@ pub fn check(
     let Some(value) = value else {
         return vec![(uri.clone(), Vec::new())];
     };
-    let placer = Placer::new(text, format);
+    // Template diagnostics are all at pointers (a DefinitionString's are moved to its field).
+    let placer = Placer::new(text, format, &[]);
     let mut own = Vec::new();
     let mut files = Vec::new();
     for machine in cfn::state_machines(&value) {
@@ -144,7 +145,7 @@ fn definition_file(
     };
     let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
     let loaded = asl::load_text(&text, format, options);
-    let placer = Placer::new(&text, format);
+    let placer = Placer::new(&text, format, &loaded.diagnostics.0);
     let diagnostics = loaded
         .diagnostics
         .iter()
