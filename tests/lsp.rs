@@ -32,7 +32,7 @@ fn pytest(file: &str) -> String {
 
 /// Every definition AWS rejected in the validation corpus gets `validate`'s codes, messages
 /// and places; every one AWS accepted (validation, pure and aws_task corpora) gets no error;
-/// the near-name and heartbeat fixes apply; YAML lands on its lines.
+/// the near-name and heartbeat fixes apply; YAML lands on its lines; closing clears.
 #[test]
 fn diagnostics_are_validates() {
     pytest("test_diagnostics.py");
@@ -50,7 +50,8 @@ fn navigation_and_edits_keep_to_a_scope() {
 /// A SAM template whose DefinitionUri file and inline YAML Definition both set
 /// HeartbeatSeconds >= TimeoutSeconds: one diagnostic in the file at its line, one in the
 /// template at its line, as `validate` reports the template; the file's unsaved text is what
-/// is checked; a cdk.out template's DefinitionString; a missing DefinitionUri file.
+/// is checked; a cdk.out template's DefinitionString; a missing DefinitionUri file; the file
+/// edited beside its open template is checked with the template's substitutions.
 #[test]
 fn templates_report_in_the_template_and_in_their_definition_files() {
     pytest("test_templates.py");

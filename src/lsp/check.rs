@@ -4,6 +4,7 @@
 use crate::asl::{self, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved};
 use crate::lsp::diagnostics::Placer;
 use crate::lsp::documents::{self, Document, Documents, Kind};
+use crate::lsp::template;
 use lsp_types::Uri;
 
 /// The diagnostics to publish for one document, by the URI they belong on.
@@ -11,14 +12,21 @@ pub type Published = Vec<(Uri, Vec<lsp_types::Diagnostic>)>;
 
 /// Checks the document at `uri` as `validate --type machine_type` would check its file.
 pub fn check(docs: &Documents, uri: &Uri, doc: &Document, machine_type: MachineType) -> Published {
-    match documents::kind(&documents::file_name(uri), &doc.text) {
+    let kind = documents::kind(&documents::file_name(uri), &doc.text);
+    if let (Kind::Definition(_), Some((template, format))) = (kind, template::owner(docs, uri)) {
+        // A template's DefinitionUri file is checked as the template checks it.
+        let text = &docs
+            .get(template)
+            .map(|d| d.text.clone())
+            .unwrap_or_default();
+        return template::check(docs, template, text, format, machine_type);
+    }
+    match kind {
         Kind::Definition(format) => vec![(
             uri.clone(),
             definition(uri, &doc.text, format, machine_type),
         )],
-        Kind::Template(format) => {
-            crate::lsp::template::check(docs, uri, &doc.text, format, machine_type)
-        }
+        Kind::Template(format) => template::check(docs, uri, &doc.text, format, machine_type),
         Kind::Other => vec![(uri.clone(), Vec::new())],
     }
 }

@@ -50,6 +50,11 @@ impl Documents {
     pub fn get(&self, uri: &Uri) -> Option<&Document> {
         self.open.get(uri)
     }
+
+    /// Every open document.
+    pub fn iter(&self) -> impl Iterator<Item = (&Uri, &Document)> {
+        self.open.iter()
+    }
 }
 
 /// The file name of a URI's path (percent-decoded), for deciding what a document is.

@@ -106,7 +106,7 @@ impl Server {
                     let answer = self.answer(r);
                     self.send(Message::Response(answer))?;
                 }
-                Message::Notification(n) => self.notified(n),
+                Message::Notification(n) => self.notified(n)?,
                 Message::Response(_) => {}
             }
         }
@@ -120,7 +120,7 @@ impl Server {
     }
 
     /// Applies a notification to the documents.
-    fn notified(&mut self, n: Notification) {
+    fn notified(&mut self, n: Notification) -> Result<(), LspError> {
         match n.method.as_str() {
             note::DidOpenTextDocument::METHOD => {
                 if let Ok(p) = n.extract::<lsp_types::DidOpenTextDocumentParams>(
@@ -148,12 +148,27 @@ impl Server {
                 if let Ok(p) = n.extract::<lsp_types::DidCloseTextDocumentParams>(
                     note::DidCloseTextDocument::METHOD,
                 ) {
-                    self.documents.close(&p.text_document.uri);
-                    self.dirty.remove(&p.text_document.uri);
+                    let uri = p.text_document.uri;
+                    self.documents.close(&uri);
+                    self.dirty.remove(&uri);
+                    // What was said about a closed file goes with it.
+                    self.publish(uri, Vec::new(), None)?;
                 }
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    fn publish(
+        &self,
+        uri: Uri,
+        diagnostics: Vec<lsp_types::Diagnostic>,
+        version: Option<i32>,
+    ) -> Result<(), LspError> {
+        let params = lsp_types::PublishDiagnosticsParams::new(uri, diagnostics, version);
+        let n = Notification::new(note::PublishDiagnostics::METHOD.to_owned(), params);
+        self.send(Message::Notification(n))
     }
 
     /// Checks every dirty document and publishes what was found.
@@ -165,9 +180,7 @@ impl Server {
             for (target, diagnostics) in check::check(&self.documents, &uri, doc, self.machine_type)
             {
                 let version = (target == uri).then_some(doc.version);
-                let params = lsp_types::PublishDiagnosticsParams::new(target, diagnostics, version);
-                let n = Notification::new(note::PublishDiagnostics::METHOD.to_owned(), params);
-                self.send(Message::Notification(n))?;
+                self.publish(target, diagnostics, version)?;
             }
         }
         Ok(())

@@ -58,6 +58,32 @@ pub fn check(
     out
 }
 
+/// The open template that names the definition file at `uri` in a `DefinitionUri`, if any:
+/// that file is checked in the template's context (its substitutions and type).
+pub fn owner<'d>(docs: &'d Documents, uri: &Uri) -> Option<(&'d Uri, SourceFormat)> {
+    docs.iter().find_map(|(t, doc)| {
+        let documents::Kind::Template(format) =
+            documents::kind(&documents::file_name(t), &doc.text)
+        else {
+            return None;
+        };
+        let folder = documents::file_path(t)?.parent()?.to_path_buf();
+        let value = match format {
+            SourceFormat::Yaml => asl::yaml::parse(&doc.text).ok()?.value,
+            SourceFormat::Json => asl::source::parse_json(&doc.text).ok()?,
+        };
+        let names = cfn::state_machines(&value)
+            .into_iter()
+            .any(|m| match m.source {
+                DefinitionSource::File { uri: name, .. } => {
+                    documents::file_uri(&beside(&folder, &name)).as_ref() == Some(uri)
+                }
+                _ => false,
+            });
+        names.then_some((t, format))
+    })
+}
+
 /// What one state machine's definition says: diagnostics at the template's pointers, and
 /// the published diagnostics of its `DefinitionUri` file when it has one.
 fn machine_diagnostics(

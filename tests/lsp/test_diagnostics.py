@@ -9,9 +9,11 @@ from conftest import (
     CASES,
     SFN_LOCAL,
     change_doc,
+    close_doc,
     definition_text,
     open_doc,
     position_of,
+    published,
     uri_of,
 )
 from lsprotocol import types
@@ -199,3 +201,11 @@ async def test_a_yaml_definition_gets_diagnostics_at_its_yaml_lines(client, tmp_
     assert (d.range.start.line, d.range.start.character, d.code) == (line - 1, col - 1, code)
     assert d.range.start.line == 4
     assert 'did you mean "Check"?' in d.message
+
+
+async def test_closing_a_document_clears_its_diagnostics(client, tmp_path):
+    path = tmp_path / "closed.asl.json"
+    assert len(await open_doc(client, path, NEAR)) == 1
+    client.diagnostics.pop(uri_of(path), None)
+    close_doc(client, path)
+    assert list(await published(client, uri_of(path))) == []

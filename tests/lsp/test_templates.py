@@ -4,7 +4,7 @@ line, a `DefinitionUri` file on its own URI at its line, and a `DefinitionString
 
 import subprocess
 
-from conftest import SFN_LOCAL, open_doc, published, uri_of
+from conftest import SFN_LOCAL, change_doc, open_doc, published, uri_of
 from lsprotocol import types
 
 DEFINITION_FILE = """{
@@ -155,3 +155,22 @@ async def test_a_missing_definition_file_is_an_error_at_definition_uri(client, t
     got = await open_doc(client, template)
     missing = [d for d in got if d.code == "UNREADABLE_DEFINITION"]
     assert [d.range.start.line for d in missing] == [8]
+
+
+async def test_a_definition_file_edited_beside_its_template_is_checked_in_its_context(
+    client, tmp_path
+):
+    (tmp_path / "statemachine").mkdir()
+    machine = tmp_path / "statemachine/work.asl.json"
+    machine.write_text(DEFINITION_FILE)
+    alone = await open_doc(client, tmp_path / "statemachine/other.asl.json", DEFINITION_FILE)
+    # On its own, ${QueueUrl} has no value: validate warns.
+    assert "UNRESOLVED_SUBSTITUTION" in {d.code for d in alone}
+    template = tmp_path / "template.yaml"
+    template.write_text(TEMPLATE)
+    await open_doc(client, template)
+    # Opened beside its template: the template gives QueueUrl, only the heartbeat is wrong.
+    got = await open_doc(client, machine)
+    assert [d.code for d in got] == ["SCHEMA_VALIDATION_FAILED"]
+    fixed = DEFINITION_FILE.replace('"HeartbeatSeconds": 300', '"HeartbeatSeconds": 60')
+    assert list(await change_doc(client, machine, fixed, 2)) == []
