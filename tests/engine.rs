@@ -600,3 +600,60 @@ async fn step_functions_local_compat_records_task_results_after_the_selectors_an
         resumed.error
     );
 }
+
+#[tokio::test]
+async fn lanes_aborted_inside_an_aborted_branch_end_in_their_order() {
+    // Branch 0 holds a Parallel of three waiting branches; branch 1 fails after a moment. The
+    // inner branches are aborted in their order, every aborted event pointing at the failure.
+    let wait = |n: &str| json!({"StartAt": n, "States": {n: {"Type": "Wait", "Seconds": 100, "End": true}}});
+    let def = json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
+        {"StartAt":"Inner","States":{"Inner":{"Type":"Parallel","End":true,
+            "Branches":[wait("W0"), wait("W1"), wait("W2")]}}},
+        {"StartAt":"Pause","States":{"Pause":{"Type":"Wait","Seconds":1,"Next":"Boom"},
+            "Boom":{"Type":"Fail","Error":"Boom"}}}]}}});
+    let (outcome, events) = run_with(
+        def,
+        json!({}),
+        LocalTasks::default(),
+        Arc::new(SystemClock::new(0.001)),
+    )
+    .await;
+    assert_eq!(outcome.status, Status::Failed);
+    let failing = events
+        .iter()
+        .find(|e| e.event_type.as_str() == "FailStateEntered")
+        .unwrap()
+        .id;
+    let aborted: Vec<(&str, i64)> = events
+        .iter()
+        .filter(|e| e.event_type.as_str().ends_with("Aborted"))
+        .map(|e| (e.event_type.as_str(), e.previous_event_id))
+        .collect();
+    assert_eq!(
+        aborted,
+        [
+            ("WaitStateAborted", failing),
+            ("WaitStateAborted", failing),
+            ("WaitStateAborted", failing),
+            ("ParallelStateAborted", failing),
+        ]
+    );
+    // In the inner branches' order (their lanes end in /0, /1, /2).
+    let lanes: Vec<String> = events
+        .iter()
+        .filter(|e| e.event_type.as_str() == "WaitStateAborted")
+        .map(|e| e.replay_key.clone().unwrap_or_default())
+        .map(|k| {
+            k.rsplit_once(':')
+                .map(|(lane, _)| lane.to_owned())
+                .unwrap_or(k)
+        })
+        .collect();
+    assert!(
+        lanes.len() == 3
+            && lanes[0].ends_with("/0")
+            && lanes[1].ends_with("/1")
+            && lanes[2].ends_with("/2"),
+        "{lanes:?}"
+    );
+}

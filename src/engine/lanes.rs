@@ -84,17 +84,25 @@ impl<'a, T> Lanes<'a, T> {
     /// Aborts every running lane, in index order: their aborted events point at `failure`.
     pub(crate) fn abort(mut self, failure: EventId) {
         let outer = self.engine.abort_link.replace(Some(failure));
+        self.drop_in_order();
+        self.engine.abort_link.set(outer);
+    }
+
+    /// Drops the running lanes' futures (writing their aborted events) in index order.
+    fn drop_in_order(&mut self) {
         let mut slots: Vec<&mut Slot<'a, T>> = self.running.iter_mut().collect();
         slots.sort_by_key(|s| s.index);
         for slot in slots {
             drop(slot.fut.take());
         }
-        self.engine.abort_link.set(outer);
     }
 }
 
 impl<T> Drop for Lanes<'_, T> {
     fn drop(&mut self) {
+        // Lanes still running when their state is itself aborted (a sibling of an enclosing
+        // Parallel or Map failed it) end in their order too.
+        self.drop_in_order();
         if self.side_by_side {
             self.engine
                 .side_by_side
