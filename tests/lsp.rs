@@ -32,7 +32,8 @@ fn pytest(file: &str) -> String {
 
 /// Every definition AWS rejected in the validation corpus gets `validate`'s codes, messages
 /// and places; every one AWS accepted (validation, pure and aws_task corpora) gets no error;
-/// the near-name and heartbeat fixes apply; YAML lands on its lines; closing clears.
+/// the near-name, misspelt-field and heartbeat fixes apply; YAML lands on its lines; closing
+/// clears.
 #[test]
 fn diagnostics_are_validates() {
     pytest("test_diagnostics.py");

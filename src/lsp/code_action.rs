@@ -22,9 +22,13 @@ struct Fix {
 }
 
 /// The fix for a diagnostic, when `validate` suggests one: the near state name of a transition
-/// that names none (`did you mean "X"?`), a `HeartbeatSeconds` moved below `TimeoutSeconds`.
+/// that names none (`did you mean "X"?`), the near field name of a field it does not know, a
+/// `HeartbeatSeconds` moved below `TimeoutSeconds`.
 pub fn fix_data(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value> {
     let pointer = d.pointer()?;
+    if d.code == Code::SchemaValidationFailed && d.message.starts_with("Field '") {
+        return misspelt_field(placer, d);
+    }
     let value = placer.index().value_span(pointer)?;
     let raw = placer.index().text().get(value.clone())?;
     let (title, new_text) = match d.code {
@@ -46,6 +50,25 @@ pub fn fix_data(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value
         title,
         range: placer.range(value),
         new_text,
+    };
+    serde_json::to_value(fix).ok()
+}
+
+/// A field `validate` does not know, renamed to the field it suggests (`Nxt` → `Next`).
+fn misspelt_field(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value> {
+    let near = near_name(&d.message)?;
+    let key = placer.index().key_span(d.pointer()?)?;
+    let raw = placer.index().text().get(key.clone())?;
+    let quoted = raw.len() >= 2 && raw.starts_with('"');
+    let inner = if quoted {
+        key.start + 1..key.end - 1
+    } else {
+        key
+    };
+    let fix = Fix {
+        title: format!("Rename to \"{near}\""),
+        range: placer.range(inner),
+        new_text: near.to_owned(),
     };
     serde_json::to_value(fix).ok()
 }

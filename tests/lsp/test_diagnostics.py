@@ -209,3 +209,24 @@ async def test_closing_a_document_clears_its_diagnostics(client, tmp_path):
     client.diagnostics.pop(uri_of(path), None)
     close_doc(client, path)
     assert list(await published(client, uri_of(path))) == []
+
+
+async def test_a_misspelt_field_gets_a_fix_that_renames_it(client, tmp_path):
+    text = NEAR.replace('"Next": "Chek"', '"Nxt": "Check"')
+    path = tmp_path / "field.asl.json"
+    got = await open_doc(client, path, text)
+    [d] = [d for d in got if "did you mean" in d.message]
+    assert d.message.startswith("Field 'Nxt' is not supported")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri_of(path)),
+            range=d.range,
+            context=types.CodeActionContext(diagnostics=[d]),
+        )
+    )
+    [action] = actions
+    assert action.title == 'Rename to "Next"'
+    [edit] = action.edit.changes[uri_of(path)]
+    assert edit.new_text == "Next"
+    assert edit.range.start == position_of(text, '"Nxt"', delta=1)
+    assert list(await change_doc(client, path, NEAR.replace("Chek", "Check"), 2)) == []
