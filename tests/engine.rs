@@ -473,25 +473,52 @@ async fn a_bracketed_name_holding_backslash_escaped_double_quotes_reads_the_fiel
 #[tokio::test]
 async fn a_parallel_whose_first_branch_fails_at_once_still_starts_and_aborts_the_second() {
     // Branch A's Task fails at once, twice (a mocked error, retried after a moment); branch
-    // B's Task answers later. AWS starts every branch before any can fail the Parallel, so B's
-    // TaskStateEntered is recorded, and B is aborted when A fails it. (sfn-local failed the
-    // Parallel before B had entered its first state.)
-    let def = json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
-        {"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
-            "Parameters":{"FunctionName":"a"},
-            "Retry":[{"ErrorEquals":["Boom"],"IntervalSeconds":1,"MaxAttempts":1}],"End":true}}},
-        {"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
-            "Parameters":{"FunctionName":"b"},"End":true}}}]}}});
-    let config = sfn_local::tasks::mock::MockConfig::from_value(&json!({
-        "StateMachines": {}, "MockedResponses": {
-            "Fails": {"0-1": {"Throw": {"Error": "Boom", "Cause": "at once"}}},
-            "Later": {"0": {"Return": {"StatusCode": 200}, "Delay": 60}}}}))
-    .unwrap();
-    let t = LocalTasks {
-        mocks: config.inline(&json!({"A": "Fails", "B": "Later"})).unwrap(),
-        ..LocalTasks::default()
-    };
-    let (outcome, events) = run_with(def, json!({}), t, Arc::new(SystemClock::new(0.001))).await;
+    // B's Task is still running (its mock never answers). AWS starts every branch before any
+    // can fail the Parallel, so B's TaskStateEntered is recorded, and B is aborted when A
+    // fails it. (sfn-local failed the Parallel before B had entered its first state.)
+    // Retried after a second (AWS), and with `IntervalSeconds: 0`, which Step Functions Local
+    // accepts (`--compat stepfunctions-local`): the same events.
+    for (interval, compat) in [
+        (1, sfn_local::asl::Compat::Aws),
+        (0, sfn_local::asl::Compat::StepFunctionsLocal),
+    ] {
+        let def = json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
+            {"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+                "Parameters":{"FunctionName":"a"},
+                "Retry":[{"ErrorEquals":["Boom"],"IntervalSeconds":interval,"MaxAttempts":1}],
+                "End":true}}},
+            {"StartAt":"B","States":{"B":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke",
+                "Parameters":{"FunctionName":"b"},"End":true}}}]}}});
+        let (m, diags) =
+            sfn_local::asl::compile_text_as(&def.to_string(), MachineType::Standard, compat);
+        let m = Arc::new(m.unwrap_or_else(|| panic!("{diags:#?}")));
+        let config = sfn_local::tasks::mock::MockConfig::from_value(&json!({
+            "StateMachines": {}, "MockedResponses": {
+                "Fails": {"0-1": {"Throw": {"Error": "Boom", "Cause": "at once"}}},
+                "Later": {"0": {"NeverAnswers": true}}}}))
+        .unwrap();
+        let t = LocalTasks {
+            mocks: config.inline(&json!({"A": "Fails", "B": "Later"})).unwrap(),
+            ..LocalTasks::default()
+        };
+        let options = EngineOptions {
+            compat,
+            ..EngineOptions::default()
+        };
+        let (outcome, events) = run_in_memory(
+            m,
+            info(),
+            json!({}),
+            Arc::new(SystemClock::new(0.001)),
+            Rc::new(t),
+            options,
+        )
+        .await;
+        check_first_branch_fails_at_once(outcome, events);
+    }
+}
+
+fn check_first_branch_fails_at_once(outcome: Outcome, events: Vec<HistoryEvent>) {
     assert_eq!(outcome.status, Status::Failed);
     assert_eq!(outcome.error.unwrap().error.as_deref(), Some("Boom"));
     let names: Vec<Option<String>> = events
@@ -605,7 +632,7 @@ async fn step_functions_local_compat_records_task_results_after_the_selectors_an
 async fn lanes_aborted_inside_an_aborted_branch_end_in_their_order() {
     // Branch 0 holds a Parallel of three waiting branches; branch 1 fails after a moment. The
     // inner branches are aborted in their order, every aborted event pointing at the failure.
-    let wait = |n: &str| json!({"StartAt": n, "States": {n: {"Type": "Wait", "Seconds": 100, "End": true}}});
+    let wait = |n: &str| json!({"StartAt": n, "States": {n: {"Type": "Wait", "Seconds": 100000, "End": true}}});
     let def = json!({"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,"Branches":[
         {"StartAt":"Inner","States":{"Inner":{"Type":"Parallel","End":true,
             "Branches":[wait("W0"), wait("W1"), wait("W2")]}}},
