@@ -52,7 +52,8 @@ fn navigation_and_edits_keep_to_a_scope() {
 /// HeartbeatSeconds >= TimeoutSeconds: one diagnostic in the file at its line, one in the
 /// template at its line, as `validate` reports the template; the file's unsaved text is what
 /// is checked; a cdk.out template's DefinitionString; a missing DefinitionUri file; the file
-/// edited beside its open template is checked with the template's substitutions.
+/// edited beside its open template is checked with the template's substitutions; go to
+/// definition, rename and the outline inside an inline Definition.
 #[test]
 fn templates_report_in_the_template_and_in_their_definition_files() {
     pytest("test_templates.py");

@@ -27,16 +27,22 @@ pub fn completion(docs: &Documents, params: CompletionParams) -> Option<Completi
     let at = params.text_document_position;
     let uri = &at.text_document.uri;
     let doc = docs.get(uri)?;
-    let Kind::Definition(format) = documents::kind(&documents::file_name(uri), &doc.text) else {
-        return None;
+    let (format, template) = match documents::kind(&documents::file_name(uri), &doc.text) {
+        Kind::Definition(format) => (format, false),
+        Kind::Template(format) => (format, true),
+        Kind::Other => return None,
+    };
+    let read = |text| match template {
+        true => Tree::template(text, format),
+        false => Tree::new(text, format),
     };
     let lines = LineIndex::new(&doc.text);
     let offset = lines.offset(at.position);
-    let repaired = match Tree::new(&doc.text, format) {
+    let repaired = match read(&doc.text) {
         Some(_) => None,
         None => Some(repair(&doc.text, offset, format)?),
     };
-    let tree = Tree::new(repaired.as_deref().unwrap_or(&doc.text), format)?;
+    let tree = read(repaired.as_deref().unwrap_or(&doc.text))?;
     let items = match tree.spot(offset)? {
         Spot::Value(p) => value_items(&tree, &lines, &p, format)?,
         Spot::Key(p) => {
@@ -117,7 +123,8 @@ fn value_items(
 /// top level's.
 fn field_items(tree: &Tree<'_>, holder: &JsonPointer) -> Option<Vec<CompletionItem>> {
     let object = tree.value.pointer(holder.as_str())?.as_object()?;
-    let candidates: Vec<&str> = if holder.as_str().is_empty() {
+    let top_level = tree.roots.iter().any(|&i| &tree.scopes[i].at == holder);
+    let candidates: Vec<&str> = if top_level {
         TOP.to_vec()
     } else if tree
         .scopes
@@ -125,7 +132,7 @@ fn field_items(tree: &Tree<'_>, holder: &JsonPointer) -> Option<Vec<CompletionIt
         .any(|s| s.states.iter().any(|st| &st.at == holder))
     {
         let ty = object.get("Type").and_then(Value::as_str);
-        let jsonata = query_language(tree, object) == "JSONata";
+        let jsonata = query_language(tree, holder, object) == "JSONata";
         state_fields(ty)
             .into_iter()
             .filter(|f| match jsonata {
@@ -154,9 +161,18 @@ fn field_items(tree: &Tree<'_>, holder: &JsonPointer) -> Option<Vec<CompletionIt
 }
 
 /// The state's query language: its own `QueryLanguage`, else the machine's, else JSONPath.
-fn query_language<'v>(tree: &'v Tree<'_>, state: &'v serde_json::Map<String, Value>) -> &'v str {
+fn query_language<'v>(
+    tree: &'v Tree<'_>,
+    at: &JsonPointer,
+    state: &'v serde_json::Map<String, Value>,
+) -> &'v str {
     let own = state.get("QueryLanguage").and_then(Value::as_str);
-    let top = tree.value.get("QueryLanguage").and_then(Value::as_str);
+    let root = tree
+        .root_of(at)
+        .and_then(|r| tree.value.pointer(r.at.as_str()));
+    let top = root
+        .and_then(|r| r.get("QueryLanguage"))
+        .and_then(Value::as_str);
     own.or(top).unwrap_or("JSONPath")
 }
 

@@ -39,16 +39,16 @@ pub struct Opened<'d> {
 }
 
 impl<'d> Opened<'d> {
-    /// The definition open at `uri`, when it is one and parses.
+    /// The definition (or template) open at `uri`, when it is one and parses.
     pub fn new(docs: &'d documents::Documents, uri: &lsp_types::Uri) -> Option<Self> {
         let doc = docs.get(uri)?;
-        let documents::Kind::Definition(format) =
-            documents::kind(&documents::file_name(uri), &doc.text)
-        else {
-            return None;
+        let tree = match documents::kind(&documents::file_name(uri), &doc.text) {
+            documents::Kind::Definition(format) => tree::Tree::new(&doc.text, format)?,
+            documents::Kind::Template(format) => tree::Tree::template(&doc.text, format)?,
+            documents::Kind::Other => return None,
         };
         Some(Opened {
-            tree: tree::Tree::new(&doc.text, format)?,
+            tree,
             lines: text::LineIndex::new(&doc.text),
         })
     }

@@ -1,5 +1,5 @@
 //! `textDocument/documentSymbol`: the states as an outline, a Parallel's states nested under
-//! its branches and a Map's under its processor.
+//! its branches and a Map's under its processor; in a template, under each state machine.
 
 use crate::asl::JsonPointer;
 use crate::lsp::documents::Documents;
@@ -11,8 +11,26 @@ use serde_json::Value;
 /// The outline of a definition.
 pub fn symbols(docs: &Documents, params: DocumentSymbolParams) -> Option<DocumentSymbolResponse> {
     let opened = Opened::new(docs, &params.text_document.uri)?;
-    let root = scope_symbols(&opened, &JsonPointer::root());
-    Some(DocumentSymbolResponse::Nested(root))
+    let roots: Vec<JsonPointer> = opened
+        .tree
+        .roots
+        .iter()
+        .map(|&i| opened.tree.scopes[i].at.clone())
+        .collect();
+    if roots.len() == 1 && roots[0].as_str().is_empty() {
+        return Some(DocumentSymbolResponse::Nested(scope_symbols(
+            &opened, &roots[0],
+        )));
+    }
+    // A template: each inline definition under its resource's logical ID.
+    let machines = roots.iter().filter_map(|at| {
+        let id = at.tokens().nth(1)?;
+        let mut s = symbol(&opened, &id, "state machine", at)?;
+        s.kind = SymbolKind::CLASS;
+        s.children = Some(scope_symbols(&opened, at));
+        Some(s)
+    });
+    Some(DocumentSymbolResponse::Nested(machines.collect()))
 }
 
 /// The states of the scope at `at`, each with its inner scopes as children.

@@ -4,7 +4,8 @@
 //!
 //! Built from the value the validator reads and the same source map (JSON or YAML), not from
 //! the compiled machine: navigation must work on a definition with errors, which never
-//! compiles. Rebuilt for each request, from the document as it stands.
+//! compiles. Rebuilt for each request, from the document as it stands. A template's inline
+//! definitions are indexed the same way, each at its place in the template.
 
 use crate::asl::source::SpanIndex;
 use crate::asl::{JsonPointer, SourceFormat};
@@ -55,8 +56,11 @@ pub struct Tree<'t> {
     pub value: Value,
     /// Its source map.
     pub index: SpanIndex<'t>,
-    /// Its scopes, the top level first.
+    /// Its scopes, each top level before the scopes inside it.
     pub scopes: Vec<Scope>,
+    /// The top levels among [`Tree::scopes`]: the definition's, or each inline definition's of
+    /// a template.
+    pub roots: Vec<usize>,
     /// Every place that names a state.
     pub targets: Vec<Target>,
 }
@@ -64,6 +68,44 @@ pub struct Tree<'t> {
 impl<'t> Tree<'t> {
     /// Indexes a definition's text; `None` while it does not parse.
     pub fn new(text: &'t str, format: SourceFormat) -> Option<Self> {
+        let mut tree = Self::read(text, format)?;
+        let value = std::mem::take(&mut tree.value);
+        tree.add_root(&value, JsonPointer::root());
+        tree.value = value;
+        Some(tree)
+    }
+
+    /// Indexes a SAM/CloudFormation template's text: each inline `Definition` is a root scope
+    /// of its own, at its place in the template.
+    pub fn template(text: &'t str, format: SourceFormat) -> Option<Self> {
+        let mut tree = Self::read(text, format)?;
+        let value = std::mem::take(&mut tree.value);
+        for machine in crate::asl::cfn::state_machines(&value) {
+            if let crate::asl::cfn::DefinitionSource::Inline { pointer, .. } = machine.source {
+                if let Some(definition) = value.pointer(pointer.as_str()) {
+                    tree.add_root(definition, pointer);
+                }
+            }
+        }
+        tree.value = value;
+        Some(tree)
+    }
+
+    fn add_root(&mut self, definition: &Value, at: JsonPointer) {
+        self.roots.push(self.scopes.len());
+        self.add_scope(definition, at);
+    }
+
+    /// The root scope that holds the place at `at` (the definition's top level).
+    pub fn root_of(&self, at: &JsonPointer) -> Option<&Scope> {
+        self.roots
+            .iter()
+            .map(|&i| &self.scopes[i])
+            .filter(|s| at.as_str().starts_with(s.at.as_str()))
+            .max_by_key(|s| s.at.as_str().len())
+    }
+
+    fn read(text: &'t str, format: SourceFormat) -> Option<Self> {
         let (value, index) = match format {
             SourceFormat::Json => (
                 crate::asl::source::parse_json(text).ok()?,
@@ -74,15 +116,13 @@ impl<'t> Tree<'t> {
                 SpanIndex::new_yaml(text),
             ),
         };
-        let mut tree = Tree {
-            value: Value::Null,
+        Some(Tree {
+            value,
             index,
             scopes: Vec::new(),
+            roots: Vec::new(),
             targets: Vec::new(),
-        };
-        tree.add_scope(&value, JsonPointer::root());
-        tree.value = value;
-        Some(tree)
+        })
     }
 
     fn add_scope(&mut self, scope: &Value, at: JsonPointer) {

@@ -174,3 +174,30 @@ async def test_a_definition_file_edited_beside_its_template_is_checked_in_its_co
     assert [d.code for d in got] == ["SCHEMA_VALIDATION_FAILED"]
     fixed = DEFINITION_FILE.replace('"HeartbeatSeconds": 300', '"HeartbeatSeconds": 60')
     assert list(await change_doc(client, machine, fixed, 2)) == []
+
+
+async def test_navigation_works_inside_a_templates_inline_definition(client, tmp_path):
+    template = tmp_path / "template.yaml"
+    (tmp_path / "statemachine").mkdir()
+    (tmp_path / "statemachine/work.asl.json").write_text(DEFINITION_FILE)
+    await open_doc(client, template, TEMPLATE)
+    lines = TEMPLATE.split("\n")
+    start_at = lines.index("        StartAt: Wait")
+    key = lines.index("          Wait:")
+    doc = types.TextDocumentIdentifier(uri=uri_of(template))
+    got = await client.text_document_definition_async(
+        types.DefinitionParams(text_document=doc, position=types.Position(line=start_at, character=18))
+    )
+    assert (got.range.start.line, got.range.start.character) == (key, 10)
+    edit = await client.text_document_rename_async(
+        types.RenameParams(
+            text_document=doc, position=types.Position(line=key, character=11), new_name="Hold"
+        )
+    )
+    edits = edit.changes[uri_of(template)]
+    assert sorted(e.range.start.line for e in edits) == [start_at, key]
+    assert all(e.new_text == "Hold" for e in edits)
+    symbols = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=doc)
+    )
+    assert [(s.name, [c.name for c in s.children]) for s in symbols] == [("Inline", ["Wait"])]
