@@ -103,7 +103,15 @@ fn value_items(
             .collect();
         return named(names, CompletionItemKind::FUNCTION);
     }
-    // On the blank space of an object: a new field, written whole.
+    new_fields(tree, p, format)
+}
+
+/// On the blank space of an object: a new field, written whole (`"Name": ` or `Name: `).
+fn new_fields(
+    tree: &Tree<'_>,
+    p: &JsonPointer,
+    format: SourceFormat,
+) -> Option<Vec<CompletionItem>> {
     let items = field_items(tree, p)?;
     Some(
         items
@@ -185,14 +193,12 @@ const TOP: &[&str] = &[
     "QueryLanguage",
 ];
 
-/// The fields a state of type `ty` has (every type's common ones when it has no type yet).
-fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
-    let common = ["Type", "Comment", "QueryLanguage"];
-    let flow = ["Next", "End", "InputPath", "OutputPath", "Output", "Assign"];
-    let results = ["ResultPath", "ResultSelector", "Retry", "Catch"];
-    let own: &[&str] = match ty {
-        Some("Pass") => &["Result", "ResultPath", "Parameters"],
-        Some("Task") => &[
+/// Each state type's own fields (beside the common ones [`state_fields`] adds).
+const OWN_FIELDS: &[(&str, &[&str])] = &[
+    ("Pass", &["Result", "ResultPath", "Parameters"]),
+    (
+        "Task",
+        &[
             "Resource",
             "Parameters",
             "Arguments",
@@ -202,7 +208,10 @@ fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
             "HeartbeatSecondsPath",
             "Credentials",
         ],
-        Some("Choice") => &[
+    ),
+    (
+        "Choice",
+        &[
             "Choices",
             "Default",
             "InputPath",
@@ -210,11 +219,17 @@ fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
             "Output",
             "Assign",
         ],
-        Some("Wait") => &["Seconds", "Timestamp", "SecondsPath", "TimestampPath"],
-        Some("Succeed") => &["InputPath", "OutputPath", "Output"],
-        Some("Fail") => &["Error", "Cause", "ErrorPath", "CausePath"],
-        Some("Parallel") => &["Branches", "Parameters", "Arguments"],
-        Some("Map") => &[
+    ),
+    (
+        "Wait",
+        &["Seconds", "Timestamp", "SecondsPath", "TimestampPath"],
+    ),
+    ("Succeed", &["InputPath", "OutputPath", "Output"]),
+    ("Fail", &["Error", "Cause", "ErrorPath", "CausePath"]),
+    ("Parallel", &["Branches", "Parameters", "Arguments"]),
+    (
+        "Map",
+        &[
             "ItemProcessor",
             "Iterator",
             "ItemsPath",
@@ -229,20 +244,22 @@ fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
             "ToleratedFailureCount",
             "Label",
         ],
-        _ => &[],
-    };
-    let mut out: Vec<&str> = common.to_vec();
-    match ty {
-        Some("Choice" | "Succeed" | "Fail") => {}
-        _ => out.extend(flow),
+    ),
+];
+
+/// The fields a state of type `ty` has (every type's common ones when it has no type yet).
+fn state_fields(ty: Option<&str>) -> Vec<&'static str> {
+    let flow = ["Next", "End", "InputPath", "OutputPath", "Output", "Assign"];
+    let results = ["ResultPath", "ResultSelector", "Retry", "Catch"];
+    let mut out = vec!["Type", "Comment", "QueryLanguage"];
+    if !matches!(ty, Some("Choice" | "Succeed" | "Fail")) {
+        out.extend(flow);
     }
     if matches!(ty, Some("Task" | "Parallel" | "Map")) {
         out.extend(results);
     }
-    if ty == Some("Pass") {
-        out.push("ResultPath");
-    }
-    out.extend(own);
+    let own = OWN_FIELDS.iter().find(|(t, _)| Some(*t) == ty);
+    out.extend(own.map_or(&[][..], |(_, fields)| fields));
     let mut seen = std::collections::HashSet::new();
     out.retain(|f| seen.insert(*f));
     out

@@ -98,36 +98,8 @@ fn machine_diagnostics(
         unresolved: Unresolved::StandIn,
     };
     match machine.source.clone() {
-        DefinitionSource::Inline { mut value, pointer } => {
-            let mut diags = asl::Diagnostics::default();
-            asl::substitution::apply(
-                &mut value,
-                options.substitutions,
-                options.unresolved,
-                &mut diags,
-            );
-            let loaded = asl::load_value(value, machine_type, diags);
-            (
-                loaded
-                    .diagnostics
-                    .0
-                    .into_iter()
-                    .map(|d| rebase(d, &pointer))
-                    .collect(),
-                None,
-            )
-        }
-        DefinitionSource::Text { text, pointer } => {
-            let loaded = asl::load_text(&text, SourceFormat::Json, options);
-            let at = |mut d: Diagnostic| {
-                let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
-                d.message = format!("in DefinitionString at {inner}: {}", d.message);
-                d.location = Location::Pointer(pointer.clone());
-                d.related.clear();
-                d
-            };
-            (loaded.diagnostics.0.into_iter().map(at).collect(), None)
-        }
+        DefinitionSource::Inline { value, pointer } => (inline(value, &pointer, options), None),
+        DefinitionSource::Text { text, pointer } => (in_string(&text, &pointer, options), None),
         DefinitionSource::File { uri, pointer } => {
             match definition_file(docs, template, &uri, options) {
                 Ok(published) => (Vec::new(), Some(published)),
@@ -151,6 +123,41 @@ fn machine_diagnostics(
             )
         }
     }
+}
+
+/// An inline `Definition`'s diagnostics, at the template's pointers.
+fn inline(
+    mut value: serde_json::Value,
+    at: &JsonPointer,
+    options: LoadOptions<'_>,
+) -> Vec<Diagnostic> {
+    let mut diags = asl::Diagnostics::default();
+    asl::substitution::apply(
+        &mut value,
+        options.substitutions,
+        options.unresolved,
+        &mut diags,
+    );
+    let loaded = asl::load_value(value, options.machine_type, diags);
+    loaded
+        .diagnostics
+        .0
+        .into_iter()
+        .map(|d| rebase(d, at))
+        .collect()
+}
+
+/// A `DefinitionString`'s diagnostics, at its field, the place inside named in the message.
+fn in_string(text: &str, at: &JsonPointer, options: LoadOptions<'_>) -> Vec<Diagnostic> {
+    let loaded = asl::load_text(text, SourceFormat::Json, options);
+    let moved = |mut d: Diagnostic| {
+        let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
+        d.message = format!("in DefinitionString at {inner}: {}", d.message);
+        d.location = Location::Pointer(at.clone());
+        d.related.clear();
+        d
+    };
+    loaded.diagnostics.0.into_iter().map(moved).collect()
 }
 
 /// A `DefinitionUri` file's diagnostics, on its own URI: the editor's text of it when open,
