@@ -98,8 +98,12 @@ def other_client(port, stop, times):
     while not stop.is_set():
         t = time.perf_counter()
         arn = c.call("StartExecution", {"stateMachineArn": m, "name": f"o-{i}"})["executionArn"]
+        t1 = time.perf_counter()
         c.call("DescribeExecution", {"executionArn": arn})
-        times.append((time.perf_counter() - t) * 1000)
+        t2 = time.perf_counter()
+        times.append((t2 - t) * 1000)
+        if os.environ.get("BENCH_DEBUG") and t2 - t > 0.05:
+            print(f"slow: start {(t1 - t) * 1000:.0f} ms, describe {(t2 - t1) * 1000:.0f} ms", flush=True)
         i += 1
         time.sleep(0.01)
 
@@ -107,8 +111,9 @@ def other_client(port, stop, times):
 def one_size(n):
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        server = subprocess.Popen([SFN_LOCAL, "serve", "--port", str(port), "--db", f"{tmp}/bench.db"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        extra = os.environ.get("SERVE_ARGS", "").split()
+        server = subprocess.Popen([SFN_LOCAL, "serve", "--port", str(port), "--db", f"{tmp}/bench.db", *extra],
+                                  stdout=subprocess.DEVNULL, stderr=None if os.environ.get("BENCH_DEBUG") else subprocess.DEVNULL)
         try:
             wait_port(port)
             c = Client(port)

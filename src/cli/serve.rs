@@ -76,7 +76,8 @@ pub struct ServeArgs {
     /// The history cap (AWS: 25000). 0 removes it.
     #[arg(long, default_value_t = crate::engine::history::MAX_HISTORY_EVENTS)]
     pub max_history_events: i64,
-    /// How many threads run executions (each hosts many).
+    /// How many threads run executions at first (each hosts many); more start, up to 8 times
+    /// as many, while every one is held by a long evaluation.
     #[arg(long, default_value_t = 2)]
     pub execution_threads: usize,
     /// Let HTTP Tasks (`http:invoke`) call their ApiEndpoint: any host, or only the HOST or

@@ -10,24 +10,40 @@
 //! (DescribeMapRun, ListMapRuns, ListExecutions with `mapRunArn`), and reads back the settings
 //! UpdateMapRun changes while the run goes, and each child's own history (GetExecutionHistory
 //! of a child), through [`ChildHistorySink`].
+//!
+//! Nothing here waits for its write, but a run does not get ahead of the store either: the
+//! journal keeps the answers of its latest writes, and [`MapRunJournal::throttle`] (awaited
+//! before each child starts) waits while more than [`MAX_PENDING_WRITES`] are not committed.
+//! So a run of a million children holds a bounded queue of writes, not a backlog of them, and
+//! other clients' writes wait behind a few hundred of its, not hundreds of thousands.
 
 use crate::asl::error::StatesError;
 use crate::engine::history::{HistoryEvent, HistorySink};
+use crate::store::Commit;
 use crate::store::{
     MapRunChange, MapRunChild, MapRunExecution, MapRunSettings, NewEvent, NewMapRun, Store,
 };
 use crate::tasks::s3::ChildResult;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// The most writes of one execution's Map runs that may wait for the store's writer.
+pub const MAX_PENDING_WRITES: usize = 256;
+
 /// The journal of one execution's Map runs.
 pub struct MapRunJournal {
     store: Arc<Store>,
     execution_arn: String,
+    /// The answers of the writes not yet known to be committed, oldest first.
+    pending: RefCell<VecDeque<Commit>>,
+    /// Whose turn it is to wait in [`MapRunJournal::throttle`]: children wait one at a time,
+    /// or each would take one answer off the queue and all would go on at once.
+    turn: tokio::sync::Mutex<()>,
 }
 
 impl MapRunJournal {
@@ -36,7 +52,33 @@ impl MapRunJournal {
         MapRunJournal {
             store,
             execution_arn: execution_arn.to_owned(),
+            pending: RefCell::new(VecDeque::new()),
+            turn: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Waits while more than [`MAX_PENDING_WRITES`] of this journal's writes wait for the
+    /// writer. The writer commits in submission order, so the oldest answer comes first.
+    pub(crate) async fn throttle(&self) {
+        let _turn = self.turn.lock().await;
+        loop {
+            let oldest = {
+                let mut pending = self.pending.borrow_mut();
+                if pending.len() <= MAX_PENDING_WRITES {
+                    return;
+                }
+                pending.pop_front()
+            };
+            if let Some(commit) = oldest {
+                // A failed write only means that child runs again on resume.
+                let _ = commit.wait().await;
+            }
+        }
+    }
+
+    /// Keeps a write's answer for [`MapRunJournal::throttle`].
+    fn keep(&self, commit: Commit) {
+        self.pending.borrow_mut().push_back(commit);
     }
 
     /// The children of run `run_key` that finished in an earlier run of this execution, by index.
@@ -57,25 +99,24 @@ impl MapRunJournal {
 
     /// Keeps a finished child (submitted, not waited for).
     pub(crate) fn record(&self, run_key: &str, index: usize, child: &ChildResult) {
-        let commit = self.store.record_map_run_child(MapRunChild {
+        self.keep(self.store.record_map_run_child(MapRunChild {
             execution_arn: self.execution_arn.clone(),
             run_key: run_key.to_owned(),
             item_index: index as i64,
             child: encode(child).to_string(),
-        });
-        drop(commit);
+        }));
     }
 }
 
 impl MapRunJournal {
     /// Records a run starting, resuming or redriven (submitted, not waited for).
     pub(crate) fn run_started(&self, run: NewMapRun) {
-        drop(self.store.record_map_run(MapRunChange::Started(run)));
+        self.keep(self.store.record_map_run(MapRunChange::Started(run)));
     }
 
     /// Records how many items and child executions a run has.
     pub(crate) fn run_sized(&self, map_run_arn: &str, items: usize, executions: usize) {
-        drop(self.store.record_map_run(MapRunChange::Sized {
+        self.keep(self.store.record_map_run(MapRunChange::Sized {
             map_run_arn: map_run_arn.to_owned(),
             items: items as i64,
             executions: executions as i64,
@@ -84,7 +125,7 @@ impl MapRunJournal {
 
     /// Records a child execution starting.
     pub(crate) fn child_started(&self, child: MapRunExecution) {
-        drop(self.store.record_map_run(MapRunChange::ChildStarted(child)));
+        self.keep(self.store.record_map_run(MapRunChange::ChildStarted(child)));
     }
 
     /// Records a child execution ending with `status`.
@@ -93,7 +134,7 @@ impl MapRunJournal {
             Ok(output) => (Some(output.to_string()), None, None),
             Err(e) => (None, e.error.clone(), e.cause.clone()),
         };
-        drop(self.store.record_map_run(MapRunChange::ChildEnded {
+        self.keep(self.store.record_map_run(MapRunChange::ChildEnded {
             execution_arn: child.execution_arn.clone(),
             status: status.to_owned(),
             stop_date_ms: child.stop,
@@ -107,7 +148,7 @@ impl MapRunJournal {
     /// GetExecutionHistory reads them as AWS keeps a child's history.
     pub(crate) fn child_history(self: &Rc<Self>, execution_arn: &str) -> ChildHistorySink {
         ChildHistorySink {
-            store: self.store.clone(),
+            journal: self.clone(),
             execution_arn: execution_arn.to_owned(),
         }
     }
@@ -120,7 +161,7 @@ impl MapRunJournal {
         stop: i64,
         written: (i64, i64),
     ) {
-        drop(self.store.record_map_run(MapRunChange::Ended {
+        self.keep(self.store.record_map_run(MapRunChange::Ended {
             map_run_arn: map_run_arn.to_owned(),
             status: status.to_owned(),
             stop_date_ms: stop,
@@ -149,7 +190,7 @@ impl MapRunJournal {
 /// Writes a Map run child's events to the store (submitted, never waited for: a child whose
 /// events a crash loses runs again, with a history of its own again).
 pub(crate) struct ChildHistorySink {
-    store: Arc<Store>,
+    journal: Rc<MapRunJournal>,
     execution_arn: String,
 }
 
@@ -169,7 +210,8 @@ impl HistorySink for ChildHistorySink {
                 details: e.details,
             })
             .collect();
-        drop(self.store.record_map_run(MapRunChange::ChildEvents {
+        let journal = &self.journal;
+        journal.keep(journal.store.record_map_run(MapRunChange::ChildEvents {
             execution_arn: self.execution_arn.clone(),
             events,
         }));

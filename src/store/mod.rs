@@ -877,7 +877,8 @@ fn configure_writer(
          PRAGMA foreign_keys = ON;
          PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -16384;
-         PRAGMA wal_autocheckpoint = 16384;",
+         PRAGMA wal_autocheckpoint = 16384;
+         PRAGMA journal_size_limit = 67108864;",
         if fresh {
             "OFF"
         } else {
@@ -898,7 +899,7 @@ fn configure_writer(
 
 /// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the
 /// process may exit; leave that to the next writer's automatic checkpoints instead.
-fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
+pub(crate) fn no_checkpoint_on_close(conn: &Connection) -> rusqlite::Result<bool> {
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,

@@ -756,3 +756,47 @@ fn a_runners_lease_row_extends_its_executions_until_it_lapses() {
     let taken = store.acquire_lease(&execution_arn, "runner-3", 120_000, 130_000);
     assert!(taken.expect("acquire"), "a released lease is free");
 }
+
+/// Regression (#38): a Map run's journal writes are background work, taken at most
+/// `BACKGROUND_PER_BATCH` a transaction after everything else: a new execution's row submitted
+/// behind thousands of them commits before they all have (it waited behind all of them).
+#[test]
+fn a_new_execution_commits_before_a_backlog_of_map_run_writes() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let parent = new_execution("M", "parent", 0);
+    let parent_arn = parent.execution_arn.clone();
+    store.create_execution(parent).wait_blocking().unwrap();
+    let backlog: Vec<Commit> = (0..20_000)
+        .map(|i| {
+            store.record_map_run_child(MapRunChild {
+                execution_arn: parent_arn.clone(),
+                run_key: "run".into(),
+                item_index: i,
+                child: "{}".into(),
+            })
+        })
+        .collect();
+    store
+        .create_execution(new_execution("M", "other", 0))
+        .wait_blocking()
+        .unwrap();
+    let stored: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM map_run_children", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        stored < 20_000,
+        "the new execution waited for the whole backlog"
+    );
+    for commit in backlog {
+        commit.wait_blocking().unwrap();
+    }
+    // A barrier still answers once everything before it committed.
+    store.flush().wait_blocking().unwrap();
+    let stored: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM map_run_children", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 20_000);
+}

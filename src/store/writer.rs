@@ -11,11 +11,25 @@
 //! SQLite itself fails mid-batch (disk full, I/O), the whole transaction rolls back and the commands
 //! are retried one transaction each, so every caller gets its own precise answer.
 //!
+//! Writes that keep a distributed Map run's journal (its rows, its children's rows and
+//! histories, [`Command::MapRun`] and [`Command::MapRunChild`]) are background work: a run of a
+//! million children writes millions of them. The writer takes everything else first, and at
+//! most [`BACKGROUND_PER_BATCH`] of them per transaction, so another client's StartExecution
+//! waits behind a short transaction, not a long one. Background writes keep their order among
+//! themselves, and a [`Command::Barrier`] queues behind them, so it still answers once
+//! everything submitted before it has committed.
+//!
+//! Checkpoints (copying the WAL into the database, with fsyncs) would stall every caller for as
+//! long as they take, half a second for a large WAL; they run on a [`Checkpointer`] thread of
+//! their own instead, every [`CHECKPOINT_EVERY`] batches, without blocking the writer (SQLite's
+//! PASSIVE mode). The writer's own automatic checkpoint stays as a backstop, at
+//! [`WAL_BACKSTOP_PAGES`].
+//!
 //! Inside a batch the writer keeps each touched execution's head (id, status, last event id,
 //! newest position) in memory and writes the row once at the end: an IMMEDIATE transaction holds
 //! the write lock, so nobody else can change the row meanwhile.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -35,6 +49,9 @@ use super::map_runs::{self, MapRunChange, MapRunChild};
 
 /// Most commands applied in one transaction; bounds the latency of the first caller in a burst.
 pub(crate) const MAX_BATCH: usize = 8192;
+
+/// Most background commands (a Map run's journal) applied in one transaction.
+pub(crate) const BACKGROUND_PER_BATCH: usize = 64;
 
 /// Events (and possibly a new position, possibly the end) for one running execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,16 +232,115 @@ impl Drop for Writer {
     }
 }
 
+/// How many batches the writer commits between two requests for a checkpoint.
+const CHECKPOINT_EVERY: u64 = 8;
+
+/// The WAL's size, in 4 KiB pages (1 GiB), past which the writer checkpoints it itself. While
+/// writes keep coming (a Map run of a million children), the WAL grows to this and starts over;
+/// once they stop, the checkpointer's next copy is whole and the WAL starts over at once.
+const WAL_BACKSTOP_PAGES: i64 = 262_144;
+
+/// A thread that checkpoints the WAL when the writer asks (see the module's overview).
+struct Checkpointer {
+    ask: mpsc::SyncSender<()>,
+}
+
+impl Checkpointer {
+    /// Starts on its own connection to the file at `path`; `None` for a database that is not
+    /// a file, or if the thread cannot start (the writer's own checkpoints then do it).
+    fn start(site: &WriterSite) -> Option<Checkpointer> {
+        site.opened?;
+        let conn = Connection::open(&site.path).ok()?;
+        conn.busy_timeout(site.busy_timeout).ok()?;
+        super::no_checkpoint_on_close(&conn).ok()?;
+        let (ask, asked) = mpsc::sync_channel::<()>(1);
+        thread::Builder::new()
+            .name("sfn-local-store-checkpoint".into())
+            .spawn(move || {
+                while asked.recv().is_ok() {
+                    // PASSIVE copies what it can without blocking anyone; one that cannot
+                    // (busy) is tried again next time.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            })
+            .ok()?;
+        Some(Checkpointer { ask })
+    }
+
+    /// Asks for a checkpoint, unless one is already asked for.
+    fn ask(&self) {
+        let _ = self.ask.try_send(());
+    }
+}
+
+/// The commands taken off the channel and not yet applied (see the module's overview).
+#[derive(Default)]
+struct Queued {
+    foreground: VecDeque<Command>,
+    background: VecDeque<Command>,
+}
+
+impl Queued {
+    fn push(&mut self, command: Command) {
+        match command {
+            Command::MapRun(..) | Command::MapRunChild(..) | Command::Barrier(..) => {
+                self.background.push_back(command)
+            }
+            Command::Create(..) | Command::Append(..) => self.foreground.push_back(command),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.foreground.is_empty() && self.background.is_empty()
+    }
+
+    /// The next transaction's commands: the foreground first, then some background.
+    fn next_batch(&mut self, batch: &mut Vec<Command>) {
+        let foreground = self.foreground.len().min(MAX_BATCH);
+        batch.extend(self.foreground.drain(..foreground));
+        let background = self.background.len().min(BACKGROUND_PER_BATCH);
+        batch.extend(self.background.drain(..background));
+    }
+}
+
+/// Takes what the channel holds (up to a batch of foreground), waiting only if nothing is
+/// queued; `false` once the channel is closed.
+fn take(receiver: &mpsc::Receiver<Command>, queued: &mut Queued) -> bool {
+    if queued.is_empty() {
+        match receiver.recv() {
+            Ok(command) => queued.push(command),
+            Err(_) => return false,
+        }
+    }
+    while queued.foreground.len() < MAX_BATCH {
+        match receiver.try_recv() {
+            Ok(command) => queued.push(command),
+            Err(mpsc::TryRecvError::Empty) => break,
+            Err(mpsc::TryRecvError::Disconnected) => return false,
+        }
+    }
+    true
+}
+
 fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite) {
     let mut batch = Vec::new();
+    let mut queued = Queued::default();
     let mut largest = site.opened.map_or(0, |(_, _, size)| size);
-    while let Ok(first) = receiver.recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match receiver.try_recv() {
-                Ok(command) => batch.push(command),
-                Err(_) => break,
-            }
+    let checkpointer = Checkpointer::start(&site);
+    if checkpointer.is_some() {
+        // The checkpointer's copies never wholly catch up with a writer that keeps writing,
+        // and only a wholly copied WAL starts over; the writer's own checkpoint (which does
+        // catch up, stalling every caller for a moment) comes only past WAL_BACKSTOP_PAGES.
+        let _ = conn.pragma_update(None, "wal_autocheckpoint", WAL_BACKSTOP_PAGES);
+    }
+    let mut batches: u64 = 0;
+    let mut open = true;
+    // Once the channel is closed, what is queued is still applied.
+    while open || !queued.is_empty() {
+        open = open && take(&receiver, &mut queued);
+        queued.next_batch(&mut batch);
+        if batch.is_empty() {
+            continue;
         }
         if let Some(err) = site.file_changed(&mut largest) {
             let outcomes = vec![Err(err); batch.len()];
@@ -232,6 +348,10 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
             continue;
         }
         commit_batch(&mut conn, &site, &mut batch);
+        batches += 1;
+        if let (Some(c), 0) = (&checkpointer, batches % CHECKPOINT_EVERY) {
+            c.ask();
+        }
     }
 }
 

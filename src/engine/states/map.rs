@@ -298,7 +298,8 @@ impl Engine {
             j.run_started(self.new_map_run(&names, max_concurrency, &tolerance, redriven));
         }
         let batched = s3.batcher.is_some();
-        let run = MapRun::new(self, m, names, run_started, journal, batched);
+        let mut run = MapRun::new(self, m, names, run_started, journal, batched);
+        run.keeps_children = s3.writer.is_some();
         let inputs = self
             .map_run_inputs(cx, m, &run, items, &s3, effective)
             .await?;
@@ -493,7 +494,7 @@ impl Engine {
         tolerance: &mut Tolerance,
         mut earlier: EarlierChildren,
     ) -> Option<Collected> {
-        let mut collected = Collected::new(inputs.len());
+        let mut collected = Collected::new(inputs.len(), run.keeps_children);
         let mut queue = inputs.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut poll = run.journal.as_ref().map(|_| settings_poll());
@@ -545,6 +546,11 @@ impl Engine {
     ) -> (usize, Result<Value, StatesError>, ChildResult) {
         if let Some(record) = done {
             return (index, record.result.clone(), record);
+        }
+        if let Some(j) = &run.journal {
+            // Backpressure: the run's children get no further ahead of the store than this
+            // (they all start at once when polled, so each waits its turn here).
+            j.throttle().await;
         }
         let start = self.clock.now();
         let machine = &run.names.child_machine_name;
@@ -939,6 +945,9 @@ struct MapRun<'a> {
     child: Arc<StateMachine>,
     /// Whether each child holds a batch of items (`ItemBatcher`).
     batched: bool,
+    /// Whether the children's records are kept to the end: only a ResultWriter needs them
+    /// (each is in the journal already); a million of them are hundreds of megabytes.
+    keeps_children: bool,
     guard: RunGuard<'a>,
 }
 
@@ -977,6 +986,7 @@ impl<'a> MapRun<'a> {
             journal,
             child,
             batched,
+            keeps_children: false,
             guard,
         }
     }
@@ -1004,7 +1014,7 @@ impl EarlierChildren {
 
 /// The ends of a run's children so far.
 struct Collected {
-    /// Each child's record, by item index, for the ResultWriter.
+    /// Each child's record, by item index, for the ResultWriter (empty without one).
     children: Vec<Option<ChildResult>>,
     /// Each child's output (or error output), by item index.
     results: Vec<Value>,
@@ -1012,9 +1022,12 @@ struct Collected {
 }
 
 impl Collected {
-    fn new(total: usize) -> Self {
+    fn new(total: usize, keeps_children: bool) -> Self {
         Collected {
-            children: vec![None; total],
+            children: match keeps_children {
+                true => vec![None; total],
+                false => Vec::new(),
+            },
             results: vec![Value::Null; total],
             failures: 0,
         }
@@ -1029,7 +1042,9 @@ impl Collected {
         record: ChildResult,
         tolerance: &Tolerance,
     ) -> bool {
-        self.children[index] = Some(record);
+        if let Some(slot) = self.children.get_mut(index) {
+            *slot = Some(record);
+        }
         match result {
             Ok(output) => self.results[index] = output,
             Err(error) => {
