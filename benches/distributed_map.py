@@ -6,7 +6,7 @@ prints, for each size (10k, 100k, 1M items by default):
   - another client's StartExecution + DescribeExecution round trip (p50, p99, max) of a
     one-state machine, measured the whole time the Map runs.
 
-The Map is the one of issue #38: a JSONata `Items` of N numbers, `MaxConcurrency: 0`, EXPRESS
+The Map is the one of issue #38: a JSONata `Items` of N one-digit numbers, `MaxConcurrency: 0`, EXPRESS
 children running a Pass. Its output (N numbers) is over AWS's 256 KiB payload limit, so the
 execution fails with States.DataLimitExceeded once every child has run, as on AWS.
 
@@ -14,16 +14,16 @@ Each size runs in a fresh server (peak memory is the process's high-water mark).
 
 Usage: python benches/distributed_map.py SFN_LOCAL_BIN [SIZES...]  (benches/distributed_map.sh)
 """
-import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from sfn_api import Client, free_port, wait_port
 
 SFN_LOCAL = sys.argv[1]
 SIZES = [int(s) for s in sys.argv[2:]] or [10_000, 100_000, 1_000_000]
@@ -37,7 +37,9 @@ def map_definition(n):
         "StartAt": "M",
         "States": {"M": {
             "Type": "Map",
-            "Items": "{% [1.." + str(n) + "] %}",
+            # One digit an item: a million as JSON is 2 MB, under what one JSONata evaluation
+            # may build (4 MiB); `[1..1000000]` itself is 6.9 MB and is refused.
+            "Items": "{% [1.." + str(n) + "].($ % 10) %}",
             "MaxConcurrency": 0,
             "ItemProcessor": {
                 "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"},
@@ -46,40 +48,6 @@ def map_definition(n):
             "End": True,
         }},
     })
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Client:
-    """One keep-alive connection speaking AWS JSON 1.0."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-
-    def call(self, op, body):
-        self.conn.request("POST", "/", json.dumps(body), {
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"AWSStepFunctions.{op}",
-        })
-        r = self.conn.getresponse()
-        data = json.loads(r.read() or b"{}")
-        if r.status != 200:
-            raise RuntimeError(f"{op}: {r.status} {data}")
-        return data
-
-
-def wait_port(port):
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def peak_mb(pid):

@@ -7,15 +7,15 @@ catastrophic regex (every evaluation stopped at JSONata's 10 s limit) in a Catch
 
 Usage: python benches/fair_threads.py SFN_LOCAL_BIN   (benches/fair_threads.sh builds and runs it)
 """
-import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from sfn_api import Client, free_port, wait_port
 
 SFN_LOCAL = sys.argv[1]
 N_STARTS = int(os.environ.get("N_STARTS", "500"))
@@ -33,40 +33,6 @@ SPIN = json.dumps({
         "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Spin"}],
         "End": True}},
 })
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Client:
-    """One keep-alive connection speaking AWS JSON 1.0."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def call(self, op, body):
-        self.conn.request("POST", "/", json.dumps(body), {
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"AWSStepFunctions.{op}",
-        })
-        r = self.conn.getresponse()
-        data = json.loads(r.read() or b"{}")
-        if r.status != 200:
-            raise RuntimeError(f"{op}: {r.status} {data}")
-        return data
-
-
-def wait_port(port):
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def starts(c, machine, prefix):

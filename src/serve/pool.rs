@@ -212,14 +212,11 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    /// Regression (#38): an execution spinning on its thread made every other start sent to
-    /// that thread wait for it.
-    #[test]
-    fn a_held_thread_gets_no_new_execution() {
-        let pool = ExecutionPool::start(2).unwrap();
+    /// Holds one thread of `pool` (a long synchronous evaluation) until the sender is dropped
+    /// or sent to, and waits until it has been held long enough to count.
+    fn hold_a_thread(pool: &ExecutionPool) -> std::sync::mpsc::Sender<()> {
         let (held, is_held) = std::sync::mpsc::channel();
         let (release, released) = std::sync::mpsc::channel::<()>();
-        // One thread spins (a long synchronous evaluation) until released.
         assert!(pool.spawn(Box::new(move || {
             Box::pin(async move {
                 held.send(()).unwrap();
@@ -228,41 +225,41 @@ mod tests {
         })));
         is_held.recv().unwrap();
         std::thread::sleep(LONG_POLL * 2);
-        // Ten starts while it spins: each answers at once, on the other thread or new ones.
+        release
+    }
+
+    /// Whether a new execution on `pool` starts within two seconds.
+    fn starts_at_once(pool: &ExecutionPool) -> bool {
+        let (started, is_started) = std::sync::mpsc::channel();
+        assert!(pool.spawn(Box::new(move || {
+            Box::pin(async move { started.send(()).unwrap() })
+        })));
+        is_started.recv_timeout(Duration::from_secs(2)).is_ok()
+    }
+
+    /// Regression (#38): an execution spinning on its thread made every other start sent to
+    /// that thread wait for it.
+    #[test]
+    fn a_held_thread_gets_no_new_execution() {
+        let pool = ExecutionPool::start(2).unwrap();
+        let _release = hold_a_thread(&pool);
         for _ in 0..10 {
-            let (started, is_started) = std::sync::mpsc::channel();
-            assert!(pool.spawn(Box::new(move || {
-                Box::pin(async move { started.send(()).unwrap() })
-            })));
-            is_started
-                .recv_timeout(Duration::from_secs(2))
-                .expect("a start waited behind the held thread");
+            assert!(
+                starts_at_once(&pool),
+                "a start waited behind the held thread"
+            );
         }
-        release.send(()).unwrap();
     }
 
     /// When every thread is held, the pool grows instead of queueing behind one.
     #[test]
     fn every_thread_held_starts_another() {
         let pool = ExecutionPool::start(1).unwrap();
-        let (held, is_held) = std::sync::mpsc::channel();
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        assert!(pool.spawn(Box::new(move || {
-            Box::pin(async move {
-                held.send(()).unwrap();
-                let _ = released.recv();
-            })
-        })));
-        is_held.recv().unwrap();
-        std::thread::sleep(LONG_POLL * 2);
-        let (started, is_started) = std::sync::mpsc::channel();
-        assert!(pool.spawn(Box::new(move || {
-            Box::pin(async move { started.send(()).unwrap() })
-        })));
-        is_started
-            .recv_timeout(Duration::from_secs(2))
-            .expect("the start waited behind the only thread");
+        let _release = hold_a_thread(&pool);
+        assert!(
+            starts_at_once(&pool),
+            "the start waited behind the only thread"
+        );
         assert_eq!(pool.len(), 2);
-        release.send(()).unwrap();
     }
 }
