@@ -12,13 +12,15 @@ import http.client
 import json
 import multiprocessing
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+import sfn_api
+from sfn_api import free_port, wait_port
 
 SFN_LOCAL, MOTO = sys.argv[1], sys.argv[2]
 N_LATENCY = int(os.environ.get("N_LATENCY", "200"))
@@ -32,39 +34,12 @@ WAIT = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Task",
     "Parameters": {"QueueUrl": "q", "MessageBody": {"t.$": "$$.Task.Token"}}, "End": True}}})
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# moto's server wants a signature header; it is not checked.
+AUTH = {"Authorization": "AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/states/aws4_request, SignedHeaders=host, Signature=0"}
 
 
-class Client:
-    """One keep-alive connection speaking AWS JSON 1.0."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-
-    def call(self, op, body):
-        self.conn.request("POST", "/", json.dumps(body), {
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"AWSStepFunctions.{op}",
-            "Authorization": "AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/states/aws4_request, SignedHeaders=host, Signature=0",
-        })
-        r = self.conn.getresponse()
-        data = json.loads(r.read() or b"{}")
-        if r.status != 200:
-            raise RuntimeError(f"{op}: {r.status} {data}")
-        return data
-
-
-def wait_port(port):
-    for _ in range(600):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
+def Client(port):
+    return sfn_api.Client(port, timeout=120, headers=AUTH)
 
 
 def start_sfn_local(tmp):

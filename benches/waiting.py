@@ -14,17 +14,17 @@ one `sfn-local run` of a Map whose iterations each wait on a token. Prints, per 
 Usage: python benches/waiting.py LABEL=BIN[:N_WAITING] ...   (a release build; see docs/src/internals/speed.md)
   e.g. python benches/waiting.py today=/tmp/old/sfn-local:1000 new=target/release/sfn-local:10000
 """
-import http.client
 import json
 import multiprocessing
 import os
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from sfn_api import Client, free_port, wait_port
 
 IDLE_S = float(os.environ.get("IDLE_S", "10"))
 N_START = int(os.environ.get("N_START", "2000"))
@@ -43,48 +43,6 @@ MAP = json.dumps({"StartAt": "M", "States": {"M": {"Type": "Map", "MaxConcurrenc
         "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
         "Parameters": {"QueueUrl": "q", "MessageBody": {"t.$": "$$.Task.Token"}}, "End": True}}},
     "End": True}}})
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Client:
-    """One keep-alive connection speaking AWS JSON 1.0."""
-
-    def __init__(self, port):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-
-    def call(self, op, body):
-        try:
-            r = self.send(op, body)
-        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-            # serve closes a connection left idle (its slow-client timeout): open a new one.
-            self.conn.close()
-            r = self.send(op, body)
-        data = json.loads(r.read() or b"{}")
-        if r.status != 200:
-            raise RuntimeError(f"{op}: {r.status} {data}")
-        return data
-
-    def send(self, op, body):
-        self.conn.request("POST", "/", json.dumps(body), {
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": f"AWSStepFunctions.{op}",
-        })
-        return self.conn.getresponse()
-
-
-def wait_port(port):
-    for _ in range(1200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def cpu_seconds(pid):
@@ -168,7 +126,7 @@ def bench_serve(binary, n_waiting, tmp):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = {}
     try:
-        wait_port(port)
+        wait_port(port, attempts=1200)
         c = Client(port)
         passing = c.call("CreateStateMachine", {"name": "Pass", "definition": PASS, "roleArn": ROLE})["stateMachineArn"]
         waits = c.call("CreateStateMachine", {"name": "Waits", "definition": WAIT, "roleArn": ROLE})["stateMachineArn"]
