@@ -21,9 +21,10 @@
 //!
 //! Checkpoints (copying the WAL into the database, with fsyncs) would stall every caller for as
 //! long as they take, half a second for a large WAL; they run on a [`Checkpointer`] thread of
-//! their own instead, every [`CHECKPOINT_EVERY`] batches, without blocking the writer (SQLite's
-//! PASSIVE mode). The writer's own automatic checkpoint stays as a backstop, at
-//! [`WAL_BACKSTOP_PAGES`].
+//! their own instead, once the WAL holds [`CHECKPOINT_PAGES`], without blocking the writer
+//! (SQLite's PASSIVE mode). The writer checkpoints itself only as a backstop, at
+//! [`WAL_BACKSTOP_PAGES`]. The WAL's size comes from SQLite's WAL hook after each commit, so a
+//! server answering small requests checkpoints once per 64 MiB written, not every few commits.
 //!
 //! Inside a batch the writer keeps each touched execution's head (id, status, last event id,
 //! newest position) in memory and writes the row once at the end: an IMMEDIATE transaction holds
@@ -232,13 +233,16 @@ impl Drop for Writer {
     }
 }
 
-/// How many batches the writer commits between two requests for a checkpoint.
-const CHECKPOINT_EVERY: u64 = 8;
+/// The WAL's size, in 4 KiB pages (64 MiB), from which the writer asks for a checkpoint after
+/// a commit. A `run` of tens of thousands of events, or a server answering small requests,
+/// then checkpoints rarely or never (each checkpoint costs fsyncs and copies every page again),
+/// and a long Map run's WAL starts over at about this size.
+const CHECKPOINT_PAGES: i32 = 16_384;
 
 /// The WAL's size, in 4 KiB pages (1 GiB), past which the writer checkpoints it itself. While
 /// writes keep coming (a Map run of a million children), the WAL grows to this and starts over;
 /// once they stop, the checkpointer's next copy is whole and the WAL starts over at once.
-const WAL_BACKSTOP_PAGES: i64 = 262_144;
+const WAL_BACKSTOP_PAGES: i32 = 262_144;
 
 /// A thread that checkpoints the WAL when the writer asks (see the module's overview).
 struct Checkpointer {
@@ -327,13 +331,8 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
     let mut queued = Queued::default();
     let mut largest = site.opened.map_or(0, |(_, _, size)| size);
     let checkpointer = Checkpointer::start(&site);
-    if checkpointer.is_some() {
-        // The checkpointer's copies never wholly catch up with a writer that keeps writing,
-        // and only a wholly copied WAL starts over; the writer's own checkpoint (which does
-        // catch up, stalling every caller for a moment) comes only past WAL_BACKSTOP_PAGES.
-        let _ = conn.pragma_update(None, "wal_autocheckpoint", WAL_BACKSTOP_PAGES);
-    }
-    let mut batches: u64 = 0;
+    // The hook replaces SQLite's automatic checkpoints: `checkpoint_if_due` does them.
+    conn.wal_hook(Some(note_wal_pages));
     let mut open = true;
     // Once the channel is closed, what is queued is still applied.
     while open || !queued.is_empty() {
@@ -348,11 +347,39 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
             continue;
         }
         commit_batch(&mut conn, &site, &mut batch);
-        batches += 1;
-        if let (Some(c), 0) = (&checkpointer, batches % CHECKPOINT_EVERY) {
-            c.ask();
-        }
+        checkpoint_if_due(&conn, checkpointer.as_ref());
     }
+}
+
+thread_local! {
+    /// The WAL's size in pages after the writer's latest commit (set by [`note_wal_pages`]).
+    static WAL_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// SQLite's WAL hook: runs on the writer's thread inside each commit.
+fn note_wal_pages(_: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.with(|p| p.set(pages));
+    Ok(())
+}
+
+/// After a commit: asks the checkpointer to copy a WAL of [`CHECKPOINT_PAGES`] or more, and
+/// copies it on the writer's own thread past [`WAL_BACKSTOP_PAGES`] (or with no checkpointer,
+/// from [`CHECKPOINT_PAGES`], as SQLite's automatic checkpoint would). The checkpointer's copies
+/// never wholly catch up with a writer that keeps writing, and only a wholly copied WAL starts
+/// over; the writer's own copy does catch up, stalling every caller for a moment.
+fn checkpoint_if_due(conn: &Connection, checkpointer: Option<&Checkpointer>) {
+    let pages = WAL_PAGES.with(|p| p.replace(0));
+    match checkpointer {
+        Some(_) if pages >= WAL_BACKSTOP_PAGES => checkpoint_here(conn),
+        Some(c) if pages >= CHECKPOINT_PAGES => c.ask(),
+        None if pages >= CHECKPOINT_PAGES => checkpoint_here(conn),
+        _ => {}
+    }
+}
+
+/// A PASSIVE checkpoint on the writer's connection (what SQLite's automatic one runs).
+fn checkpoint_here(conn: &Connection) {
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
 }
 
 /// Applies and answers every command in `batch`, leaving it empty.
