@@ -58,3 +58,73 @@ fn nested_distributed_maps_give_every_grandchild_its_own_token() {
     let issued = out.stderr.matches("issued task token").count();
     assert_eq!(issued, 2, "{}", out.stderr);
 }
+
+/// A distributed Map over `items` items whose Pass child returns 4 KiB each, with `extra`
+/// fields on the Map state.
+fn big_results_machine(extra: Value) -> Value {
+    let child = json!({"Type": "Pass", "Result": "x".repeat(4096), "End": true});
+    let mut map = json!({"Type": "Map", "ItemsPath": "$.items", "End": true,
+        "ItemProcessor": processor("Big", child)});
+    map.as_object_mut()
+        .expect("object")
+        .extend(extra.as_object().expect("object").clone());
+    json!({"StartAt": "Fan out", "States": {"Fan out": map}})
+}
+
+// Regression (#38): a distributed Map without a ResultWriter held every child's result to the
+// end, so its memory grew with its items (hundreds of MB for a million), though an output that
+// holds the results whole was sure to fail AWS's payload quota. Past the quota they are let go;
+// the execution fails exactly as it did (the same events, error and cause).
+#[test]
+fn results_past_the_payload_quota_are_let_go_and_fail_the_same() {
+    let sb = Sandbox::new();
+    let input = json!({"items": (0..3000).collect::<Vec<_>>()}).to_string();
+    let mut runs = Vec::new();
+    // `"OutputPath": "$"` selects the same output, but the engine cannot know the output holds
+    // the results whole, so it keeps them: the baseline.
+    for (name, extra) in [
+        ("lets-go", json!({})),
+        ("keeps", json!({"OutputPath": "$"})),
+    ] {
+        let def = sb.write(
+            &format!("{name}.asl.json"),
+            &big_results_machine(extra).to_string(),
+        );
+        let db = sb.path(&format!("{name}.db")).display().to_string();
+        let args = ["run", def.to_str().expect("path"), "--input", &input];
+        let (out, peak_mib) =
+            sb.run_measured(&[&args[..], &["--name", name, "--db", &db]].concat());
+        out.assert_error(1, "States.DataLimitExceeded");
+        let history = sb.run(&[
+            "get-execution-history",
+            "--execution-arn",
+            name,
+            "--db",
+            &db,
+        ]);
+        assert_eq!(history.code, 0, "{}", history.stderr);
+        let events = history.json()["events"].clone();
+        let shape: Vec<(Value, Value)> = events
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| (e["type"].clone(), e["previousEventId"].clone()))
+            .collect();
+        let failed = events[events.as_array().expect("events").len() - 1]
+            ["executionFailedEventDetails"]
+            .clone();
+        runs.push((shape, failed, peak_mib));
+    }
+    let (kept, let_go) = (runs.pop().expect("keeps"), runs.pop().expect("lets go"));
+    assert_eq!(let_go.0, kept.0, "the events differ");
+    assert_eq!(let_go.1, kept.1, "the failure differs");
+    assert_eq!(let_go.1["error"], "States.DataLimitExceeded");
+    // 3,000 results of 4 KiB: 12 MiB held by the baseline.
+    eprintln!("peak: {} MiB letting go, {} MiB keeping", let_go.2, kept.2);
+    assert!(
+        let_go.2 + 8 <= kept.2,
+        "letting go peaked at {} MiB, keeping at {} MiB",
+        let_go.2,
+        kept.2
+    );
+}

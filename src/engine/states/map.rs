@@ -4,7 +4,9 @@
 use crate::asl::error::{names, StatesError};
 use crate::asl::model::{Dynamic, ItemSelector, Map, ProcessorMode, QueryLanguage, StateMachine};
 use crate::engine::context::ExecutionInfo;
-use crate::engine::execution::{Engine, Failed, StateCx, StatesData, Status, Step};
+use crate::engine::execution::{
+    Engine, Failed, StateCx, StatesData, Status, Step, MAX_PAYLOAD_BYTES,
+};
 use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
@@ -300,6 +302,7 @@ impl Engine {
         let batched = s3.batcher.is_some();
         let mut run = MapRun::new(self, m, names, run_started, journal, batched);
         run.keeps_children = s3.writer.is_some();
+        run.output_holds_results = s3.writer.is_none() && output_holds_result(cx, m);
         let inputs = self
             .map_run_inputs(cx, m, &run, items, &s3, effective)
             .await?;
@@ -495,6 +498,7 @@ impl Engine {
         mut earlier: EarlierChildren,
     ) -> Option<Collected> {
         let mut collected = Collected::new(inputs.len(), run.keeps_children);
+        collected.drops_over_quota = run.output_holds_results;
         let mut queue = inputs.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut poll = run.journal.as_ref().map(|_| settings_poll());
@@ -605,6 +609,9 @@ impl Engine {
         collected: Collected,
     ) -> Result<(Value, (i64, i64)), Attempt> {
         let Some(request) = writer else {
+            if collected.over_quota {
+                return Ok((over_quota_result(), (0, 0)));
+            }
             return Ok((Value::Array(collected.results), (0, 0)));
         };
         let children: Vec<ChildResult> = collected.children.into_iter().flatten().collect();
@@ -948,6 +955,8 @@ struct MapRun<'a> {
     /// Whether the children's records are kept to the end: only a ResultWriter needs them
     /// (each is in the journal already); a million of them are hundreds of megabytes.
     keeps_children: bool,
+    /// Whether the state's output holds the results array whole (see [`output_holds_result`]).
+    output_holds_results: bool,
     guard: RunGuard<'a>,
 }
 
@@ -987,6 +996,7 @@ impl<'a> MapRun<'a> {
             child,
             batched,
             keeps_children: false,
+            output_holds_results: false,
             guard,
         }
     }
@@ -1016,9 +1026,16 @@ impl EarlierChildren {
 struct Collected {
     /// Each child's record, by item index, for the ResultWriter (empty without one).
     children: Vec<Option<ChildResult>>,
-    /// Each child's output (or error output), by item index.
+    /// Each child's output (or error output), by item index; emptied once `over_quota`.
     results: Vec<Value>,
     failures: usize,
+    /// Whether results past AWS's payload quota are not kept: the state's output holds them
+    /// whole, so it is sure to fail the quota (the run goes on, as AWS's does).
+    drops_over_quota: bool,
+    /// The JSON size of the results kept so far (counted when `drops_over_quota`).
+    results_bytes: usize,
+    /// Whether the results passed the quota and were let go.
+    over_quota: bool,
 }
 
 impl Collected {
@@ -1030,7 +1047,28 @@ impl Collected {
             },
             results: vec![Value::Null; total],
             failures: 0,
+            drops_over_quota: false,
+            results_bytes: 0,
+            over_quota: false,
         }
+    }
+
+    /// Keeps child `index`'s output, or lets every result go once they pass the quota: then
+    /// the run's memory is bounded by its concurrency, not its items.
+    fn keep(&mut self, index: usize, output: Value) {
+        if self.over_quota {
+            return;
+        }
+        if self.drops_over_quota {
+            // The array's brackets and commas: one byte per element is an upper bound.
+            self.results_bytes += json_len(&output) + 1;
+            if self.results_bytes > MAX_PAYLOAD_BYTES + 1 {
+                self.over_quota = true;
+                self.results = Vec::new();
+                return;
+            }
+        }
+        self.results[index] = output;
     }
 
     /// Takes child `index`'s end; false when its failure is one more than `tolerance`
@@ -1046,17 +1084,59 @@ impl Collected {
             *slot = Some(record);
         }
         match result {
-            Ok(output) => self.results[index] = output,
+            Ok(output) => self.keep(index, output),
             Err(error) => {
                 self.failures += 1;
                 if tolerance.exceeded(self.failures) {
                     return false;
                 }
-                self.results[index] = error.to_error_output();
+                self.keep(index, error.to_error_output());
             }
         }
         true
     }
+}
+
+/// Whether a distributed Map's output holds its results array whole: no ResultSelector,
+/// Assign, OutputPath or Output reads it, and ResultPath keeps it. Results over AWS's payload
+/// quota then make an output over it, whatever else the output holds.
+fn output_holds_result(cx: &StateCx<'_>, m: &Map) -> bool {
+    use crate::asl::model::OptionalPath;
+    let io = &m.io;
+    let reads_result = cx.state.assign.is_some()
+        || match cx.state.query_language {
+            QueryLanguage::Jsonata => io.output.is_some(),
+            QueryLanguage::JsonPath => {
+                io.result_selector.is_some()
+                    || matches!(io.result_path, OptionalPath::Null)
+                    || !matches!(io.output_path, OptionalPath::Default)
+            }
+        };
+    !reads_result
+}
+
+/// A stand-in for results that passed AWS's payload quota and were let go: a string just over
+/// the quota. Where the output holds the results whole ([`output_holds_result`]), it fails
+/// the quota check at the same place, with the same error and events, as the array would.
+fn over_quota_result() -> Value {
+    Value::String("x".repeat(MAX_PAYLOAD_BYTES + 1))
+}
+
+/// The length of `value`'s compact JSON, without building it.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// Records a Map run's end in the store once; dropped before that (the execution stopped, a
