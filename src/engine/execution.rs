@@ -256,6 +256,9 @@ pub struct Engine {
     /// How many sets of two or more lanes (Parallel branches, Map iterations) are running:
     /// while any is, lanes take turns (see `engine::lanes`).
     pub(crate) side_by_side: Cell<u32>,
+    /// The lanes that gave the others a turn, woken in this order once no other lane is
+    /// ready (see `engine::lanes`).
+    pub(crate) turns: RefCell<Vec<std::task::Waker>>,
     /// While a Parallel or Map aborts its other lanes: the event that failed it, which their
     /// aborted events point at.
     pub(crate) abort_link: Cell<Option<EventId>>,
@@ -297,6 +300,7 @@ impl Engine {
             lane: RefCell::new(Lane::root()),
             last_ts: Cell::new(info_start),
             side_by_side: Cell::new(0),
+            turns: RefCell::new(Vec::new()),
             abort_link: Cell::new(None),
             replayed_last: Cell::new(false),
         }

@@ -9,7 +9,8 @@
 //! order from one rule: while two or more lanes run, a lane gives the others a turn
 //! ([`Engine::turn`]) when it starts, after a state's entry (before a Pass, Choice, Succeed or
 //! Fail state's work) and after a Task's scheduling event, and lanes take turns in the order
-//! they started ([`FuturesUnordered`] polls woken futures first in, first out).
+//! they started ([`FuturesUnordered`] polls woken futures first in, first out, and the lanes
+//! that gave a turn are woken in the order they gave it).
 //!
 //! When one lane fails the state, the others are aborted in their order (branch or iteration
 //! index), their `*StateAborted` and `MapIterationAborted` events all pointing at the event
@@ -78,7 +79,29 @@ impl<'a, T> Lanes<'a, T> {
 
     /// The next lane to end, with its index.
     pub(crate) async fn next(&mut self) -> Option<(usize, T)> {
-        self.running.next().await
+        let mut rounds = 0;
+        std::future::poll_fn(|cx| loop {
+            match self.running.poll_next_unpin(cx) {
+                Poll::Pending => {
+                    // No lane is ready: the lanes that gave a turn go on, in the order they
+                    // gave it, without a trip through the runtime. After a few rounds the
+                    // runtime gets its turn too (timers, stops, other executions).
+                    let turns = std::mem::take(&mut *self.engine.turns.borrow_mut());
+                    if turns.is_empty() {
+                        return Poll::Pending;
+                    }
+                    for waker in turns {
+                        waker.wake();
+                    }
+                    if rounds == ROUNDS_PER_POLL {
+                        return Poll::Pending;
+                    }
+                    rounds += 1;
+                }
+                ready => return ready,
+            }
+        })
+        .await
     }
 
     /// Aborts every running lane, in index order: their aborted events point at `failure`.
@@ -111,19 +134,28 @@ impl<T> Drop for Lanes<'_, T> {
     }
 }
 
-/// Pending once (after waking itself), then ready: the other woken lanes run first.
-#[derive(Default)]
-pub(crate) struct YieldOnce(bool);
+/// How many times one poll of [`Lanes::next`] wakes the lanes that gave a turn before it
+/// leaves the rest to the runtime's next poll.
+const ROUNDS_PER_POLL: usize = 32;
 
-impl Future for YieldOnce {
+/// A lane's turn given to the others: pending once, queued on the engine's turns, then ready.
+/// The lanes' driver ([`Lanes::next`]) wakes the queue when no other lane is ready. (Waking
+/// itself at once cost a trip through the runtime every two lanes: futures' own
+/// `FuturesUnordered` gives way to the runtime once two of its futures woke themselves.)
+struct Turn<'a> {
+    engine: &'a Engine,
+    given: bool,
+}
+
+impl Future for Turn<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
+        if self.given {
             return Poll::Ready(());
         }
-        self.0 = true;
-        cx.waker().wake_by_ref();
+        self.given = true;
+        self.engine.turns.borrow_mut().push(cx.waker().clone());
         Poll::Pending
     }
 }
@@ -134,7 +166,11 @@ impl Engine {
     /// recorded (the lane catches up with its recording first).
     pub(crate) async fn turn(&self) {
         if self.side_by_side.get() > 0 && !self.replayed_last.get() {
-            YieldOnce::default().await;
+            Turn {
+                engine: self,
+                given: false,
+            }
+            .await;
         }
     }
 }
