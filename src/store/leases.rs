@@ -10,6 +10,7 @@
 //! from a runner that is no longer the owner (see `writer`), so a runner that was only paused
 //! cannot write after another took over.
 
+use super::cached::CachedSql;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 /// SQL for when an execution's lease lapses, read in a query over `executions`: its own expiry,
@@ -25,7 +26,7 @@ pub(crate) fn acquire(
     now: i64,
     expires_at: i64,
 ) -> rusqlite::Result<bool> {
-    let n = tx.execute(
+    let n = tx.execute_cached(
         &format!(
             "UPDATE executions SET owner = ?2, lease_expires_at = ?4 \
              WHERE execution_arn = ?1 AND status = 'RUNNING' \
@@ -40,12 +41,12 @@ pub(crate) fn acquire(
 const FORGET_RUNNERS_AFTER_MS: i64 = 24 * 3600 * 1000;
 
 pub(crate) fn renew(tx: &Transaction<'_>, owner: &str, expires_at: i64) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.execute_cached(
         "INSERT INTO runner_leases (owner, expires_at) VALUES (?1, ?2) \
          ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at",
         params![owner, expires_at],
     )?;
-    tx.execute(
+    tx.execute_cached(
         "DELETE FROM runner_leases WHERE expires_at < ?1",
         params![expires_at - FORGET_RUNNERS_AFTER_MS],
     )?;
@@ -57,7 +58,7 @@ pub(crate) fn release(
     execution_arn: &str,
     owner: &str,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.execute_cached(
         "UPDATE executions SET lease_expires_at = 0 WHERE execution_arn = ?1 AND owner = ?2",
         params![execution_arn, owner],
     )?;
@@ -69,7 +70,7 @@ pub(crate) fn set_run_config(
     execution_arn: &str,
     config: &str,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.execute_cached(
         "UPDATE executions SET run_config = ?2 WHERE execution_arn = ?1",
         params![execution_arn, config],
     )?;

@@ -5,6 +5,7 @@
 //! record lost in a crash only means that child runs again on resume, which a Map run allows
 //! (at least once, as on AWS).
 
+use super::cached::CachedSql;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 
 /// One finished child of a Map run.
@@ -475,7 +476,7 @@ pub(crate) fn update(
     map_run_arn: &str,
     u: &MapRunUpdate,
 ) -> rusqlite::Result<bool> {
-    Ok(tx.execute(
+    Ok(tx.execute_cached(
         "UPDATE map_runs SET max_concurrency = COALESCE(?2, max_concurrency),
              tolerated_failure_percentage = COALESCE(?3, tolerated_failure_percentage),
              tolerated_failure_count = COALESCE(?4, tolerated_failure_count)

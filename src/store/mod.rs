@@ -52,6 +52,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cached;
 mod error;
 mod events;
 mod executions;
@@ -830,6 +831,8 @@ impl Store {
         conn.busy_timeout(self.options.busy_timeout)
             .map_err(|e| self.sqlite("set busy timeout", e))?;
         no_checkpoint_on_close(&conn).map_err(|e| self.sqlite("configure connection", e))?;
+        // Every read the API makes, kept compiled (see `cached`).
+        conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
 

@@ -2,6 +2,7 @@
 //! with `ExecutionRedriven` appended to its history, in one transaction (AWS's conditions are
 //! checked in the same transaction, so two racing redrives have one winner).
 
+use super::cached::CachedSql;
 use super::events::{self, NewEvent};
 use super::executions;
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -122,7 +123,7 @@ pub(crate) fn redrive(
     events::insert_all(tx, &[(id, &event)])?;
     // Back to RUNNING with no runner: whoever drives it next (the redrive command, a resume)
     // takes the lease. The stop request of the attempt before is spent.
-    tx.execute(
+    tx.execute_cached(
         "UPDATE executions SET status = 'RUNNING', output = NULL, error = NULL, cause = NULL, \
          stop_date = NULL, stop_requested_at = NULL, stop_error = NULL, stop_cause = NULL, \
          owner = NULL, lease_expires_at = NULL, last_event_id = ?2, redrive_count = ?3, \

@@ -2,6 +2,7 @@
 //! aliases, activities and tags. Each write is one short IMMEDIATE transaction; the CLI and the
 //! server read the same rows.
 
+use super::cached::CachedSql;
 use super::{Result, Store};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -97,7 +98,7 @@ impl Store {
         tags: &[(String, String)],
     ) -> Result<bool> {
         self.write_now("create state machine", |tx| {
-            let inserted = tx.execute(
+            let inserted = tx.execute_cached(
                 &format!(
                     "INSERT INTO state_machines ({MACHINE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT (arn) DO NOTHING"
@@ -125,7 +126,7 @@ impl Store {
     /// `false` if it does not exist.
     pub fn update_state_machine(&self, machine: &StateMachineRecord) -> Result<bool> {
         self.write_now("update state machine", |tx| {
-            Ok(tx.execute(
+            Ok(tx.execute_cached(
                 "UPDATE state_machines SET definition = ?2, role_arn = ?3, settings = ?4,
                      revision_id = ?5, update_date = ?6 WHERE arn = ?1",
                 params![
@@ -144,16 +145,17 @@ impl Store {
     /// Its executions stay (AWS lets running ones finish).
     pub fn delete_state_machine(&self, arn: &str) -> Result<bool> {
         self.write_now("delete state machine", |tx| {
-            let deleted = tx.execute("DELETE FROM state_machines WHERE arn = ?1", [arn])? == 1;
-            tx.execute(
+            let deleted =
+                tx.execute_cached("DELETE FROM state_machines WHERE arn = ?1", [arn])? == 1;
+            tx.execute_cached(
                 "DELETE FROM state_machine_versions WHERE state_machine_arn = ?1",
                 [arn],
             )?;
-            tx.execute(
+            tx.execute_cached(
                 "DELETE FROM state_machine_aliases WHERE state_machine_arn = ?1",
                 [arn],
             )?;
-            tx.execute("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
+            tx.execute_cached("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
             Ok(deleted)
         })
     }
@@ -165,7 +167,7 @@ impl Store {
     pub fn register_cli_machine(&self, machine: &StateMachineRecord) -> Result<Registered> {
         self.write_now("register state machine", |tx| {
             let existing = tx
-                .query_row(
+                .query_row_cached(
                     &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
                     [&machine.arn],
                     machine_from_row,
@@ -173,7 +175,7 @@ impl Store {
                 .optional()?;
             let Some(existing) = existing else {
                 let settings = serde_json::json!({ CLI_MARK: "sfn-local run" }).to_string();
-                tx.execute(
+                tx.execute_cached(
                     &format!(
                         "INSERT INTO state_machines ({MACHINE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
                     ),
@@ -200,7 +202,7 @@ impl Store {
             if !registered_by_cli {
                 return Ok(Registered::Taken(existing));
             }
-            tx.execute(
+            tx.execute_cached(
                 "UPDATE state_machines SET definition = ?2, revision_id = ?3, update_date = ?4 WHERE arn = ?1",
                 params![
                     machine.arn,
@@ -216,7 +218,7 @@ impl Store {
     /// One state machine by ARN.
     pub fn state_machine(&self, arn: &str) -> Result<Option<StateMachineRecord>> {
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
                 [arn],
                 machine_from_row,
@@ -249,7 +251,7 @@ impl Store {
         tags: &[(String, String)],
     ) -> Result<bool> {
         self.write_now("create activity", |tx| {
-            let inserted = tx.execute(
+            let inserted = tx.execute_cached(
                 "INSERT INTO activities (arn, name, settings, creation_date) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (arn) DO NOTHING",
                 params![
@@ -269,7 +271,7 @@ impl Store {
     /// One activity by ARN.
     pub fn activity(&self, arn: &str) -> Result<Option<ActivityRecord>> {
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 "SELECT arn, name, settings, creation_date FROM activities WHERE arn = ?1",
                 [arn],
                 activity_from_row,
@@ -298,8 +300,8 @@ impl Store {
     /// Deletes an activity and its tags; `false` if it did not exist.
     pub fn delete_activity(&self, arn: &str) -> Result<bool> {
         self.write_now("delete activity", |tx| {
-            let deleted = tx.execute("DELETE FROM activities WHERE arn = ?1", [arn])? == 1;
-            tx.execute("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
+            let deleted = tx.execute_cached("DELETE FROM activities WHERE arn = ?1", [arn])? == 1;
+            tx.execute_cached("DELETE FROM tags WHERE resource_arn = ?1", [arn])?;
             Ok(deleted)
         })
     }
@@ -313,7 +315,7 @@ impl Store {
     pub fn untag_resource(&self, arn: &str, keys: &[String]) -> Result<()> {
         self.write_now("untag resource", |tx| {
             for key in keys {
-                tx.execute(
+                tx.execute_cached(
                     "DELETE FROM tags WHERE resource_arn = ?1 AND key = ?2",
                     params![arn, key],
                 )?;
@@ -343,7 +345,7 @@ fn put_tags(
     tags: &[(String, String)],
 ) -> rusqlite::Result<()> {
     for (key, value) in tags {
-        tx.execute(
+        tx.execute_cached(
             "INSERT INTO tags (resource_arn, key, value) VALUES (?1, ?2, ?3)
              ON CONFLICT (resource_arn, key) DO UPDATE SET value = excluded.value",
             params![arn, key, value],
@@ -440,7 +442,7 @@ impl Store {
     ) -> Result<Option<VersionRecord>> {
         let published = self.write_now("publish version", |tx| {
             let machine = tx
-                .query_row(
+                .query_row_cached(
                     &format!("SELECT {MACHINE_COLUMNS} FROM state_machines WHERE arn = ?1"),
                     [state_machine_arn],
                     machine_from_row,
@@ -450,7 +452,7 @@ impl Store {
                 return Ok(None);
             };
             let latest: Option<(String, i64, String)> = tx
-                .query_row(
+                .query_row_cached(
                     "SELECT arn, version, revision_id FROM state_machine_versions
                      WHERE state_machine_arn = ?1 ORDER BY version DESC LIMIT 1",
                     [state_machine_arn],
@@ -464,7 +466,7 @@ impl Store {
             }
             let version = latest.map_or(1, |(_, v, _)| v + 1);
             let arn = format!("{state_machine_arn}:{version}");
-            tx.execute(
+            tx.execute_cached(
                 "INSERT INTO state_machine_versions (arn, state_machine_arn, version, type, definition,
                      role_arn, settings, revision_id, description, creation_date)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -492,7 +494,7 @@ impl Store {
     /// One version by ARN.
     pub fn version(&self, arn: &str) -> Result<Option<VersionRecord>> {
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 &format!(
                     "SELECT {VERSION_COLUMNS} FROM state_machine_versions v
                      LEFT JOIN state_machines m ON m.arn = v.state_machine_arn WHERE v.arn = ?1"
@@ -526,14 +528,14 @@ impl Store {
     /// Deletes a version; `false` if it did not exist.
     pub fn delete_version(&self, arn: &str) -> Result<bool> {
         self.write_now("delete version", |tx| {
-            Ok(tx.execute("DELETE FROM state_machine_versions WHERE arn = ?1", [arn])? == 1)
+            Ok(tx.execute_cached("DELETE FROM state_machine_versions WHERE arn = ?1", [arn])? == 1)
         })
     }
 
     /// Stores a new alias; `false` (and nothing stored) if its ARN is taken.
     pub fn insert_alias(&self, alias: &AliasRecord) -> Result<bool> {
         self.write_now("create alias", |tx| {
-            Ok(tx.execute(
+            Ok(tx.execute_cached(
                 &format!(
                     "INSERT INTO state_machine_aliases ({ALIAS_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT (arn) DO NOTHING"
@@ -554,7 +556,7 @@ impl Store {
     /// Replaces an alias's description, routing and update date; `false` if it does not exist.
     pub fn update_alias(&self, alias: &AliasRecord) -> Result<bool> {
         self.write_now("update alias", |tx| {
-            Ok(tx.execute(
+            Ok(tx.execute_cached(
                 "UPDATE state_machine_aliases SET description = ?2, routing = ?3, update_date = ?4
                  WHERE arn = ?1",
                 params![
@@ -570,7 +572,7 @@ impl Store {
     /// One alias by ARN.
     pub fn alias(&self, arn: &str) -> Result<Option<AliasRecord>> {
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 &format!("SELECT {ALIAS_COLUMNS} FROM state_machine_aliases WHERE arn = ?1"),
                 [arn],
                 alias_from_row,
@@ -600,7 +602,7 @@ impl Store {
     /// Deletes an alias; `false` if it did not exist.
     pub fn delete_alias(&self, arn: &str) -> Result<bool> {
         self.write_now("delete alias", |tx| {
-            Ok(tx.execute("DELETE FROM state_machine_aliases WHERE arn = ?1", [arn])? == 1)
+            Ok(tx.execute_cached("DELETE FROM state_machine_aliases WHERE arn = ?1", [arn])? == 1)
         })
     }
 }
@@ -659,7 +661,7 @@ impl Store {
             }
         }
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 "SELECT state_machine_name, definition, role_arn FROM executions
                  WHERE state_machine_arn = ?1 ORDER BY start_date DESC, id DESC LIMIT 1",
                 [arn],
@@ -683,7 +685,7 @@ impl Store {
     /// definition (`run` showed its warnings then, and need not show them again).
     pub fn has_run_definition(&self, state_machine_name: &str, definition: &str) -> Result<bool> {
         self.read(|conn| {
-            conn.query_row(
+            conn.query_row_cached(
                 "SELECT EXISTS (SELECT 1 FROM executions
                  WHERE state_machine_name = ?1 AND definition = ?2)",
                 [state_machine_name, definition],

@@ -9,6 +9,7 @@
 //! `STARTED`, its execution is `RUNNING` with no stop requested, and neither deadline has passed.
 //! Any answer to a token that is not open is [`AnswerError::TaskTimedOut`], as on AWS.
 
+use super::cached::CachedSql;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 
 use super::error::StoreError;
@@ -330,7 +331,7 @@ pub(crate) fn insert(tx: &Transaction<'_>, t: &NewTaskToken) -> rusqlite::Result
         ),
         TokenKind::Activity => (TokenStatus::Scheduled, None, None),
     };
-    let n = tx.execute(
+    let n = tx.execute_cached(
         "INSERT INTO task_tokens (token, execution_id, state_name, attempt, kind, activity_arn, \
          status, input, created_at, started_at, timeout_seconds, heartbeat_seconds, heartbeat_ms, \
          timeout_at, heartbeat_at, replay_key, virtual_clock) \
@@ -394,14 +395,14 @@ pub(crate) fn answer(
          AND {BEFORE_DEADLINES}"
     );
     let n = match answer {
-        TaskAnswer::Success(output) => tx.execute(
+        TaskAnswer::Success(output) => tx.execute_cached(
             &format!(
                 "UPDATE task_tokens SET status = 'SUCCEEDED', output = :output, \
                  answered_at = :now, started_at = coalesce(started_at, :now) WHERE {open}"
             ),
             rusqlite::named_params! {":token": token, ":output": output, ":now": now},
         )?,
-        TaskAnswer::Failure { error, cause } => tx.execute(
+        TaskAnswer::Failure { error, cause } => tx.execute_cached(
             &format!(
                 "UPDATE task_tokens SET status = 'FAILED', error = :error, cause = :cause, \
                  answered_at = :now, started_at = coalesce(started_at, :now) WHERE {open}"
@@ -410,7 +411,7 @@ pub(crate) fn answer(
         )?,
         // The conditional UPDATE is the race's referee: an expiry that committed first made the
         // row closed, and this matches nothing.
-        TaskAnswer::Heartbeat => tx.execute(
+        TaskAnswer::Heartbeat => tx.execute_cached(
             &format!(
                 "UPDATE task_tokens SET heartbeat_at = {HEARTBEAT_AFTER_BEAT} \
                  WHERE {open} AND status = 'STARTED'"
@@ -507,7 +508,7 @@ pub(crate) fn close(
     only: Option<&str>,
     now: i64,
 ) -> rusqlite::Result<usize> {
-    tx.execute(
+    tx.execute_cached(
         "UPDATE task_tokens SET status = 'CLOSED', answered_at = ?3 \
          WHERE execution_id = (SELECT id FROM executions WHERE execution_arn = ?1) \
          AND status IN ('SCHEDULED', 'STARTED') AND (?2 IS NULL OR token = ?2)",
@@ -538,7 +539,7 @@ pub(crate) fn request_stop(
     now: i64,
 ) -> rusqlite::Result<Option<StopOutcome>> {
     let row: Option<(String, String)> = tx
-        .query_row(
+        .query_row_cached(
             "SELECT execution_arn, status FROM executions WHERE execution_arn = ?1",
             [execution_arn],
             |row| Ok((row.get(0)?, row.get(1)?)),
@@ -552,7 +553,7 @@ pub(crate) fn request_stop(
         return Ok(Some(StopOutcome::AlreadyEnded(status)));
     }
     // A second request keeps the first one's error and cause: the runner may be acting on it.
-    tx.execute(
+    tx.execute_cached(
         "UPDATE executions SET stop_requested_at = ?2, stop_error = ?3, stop_cause = ?4 \
          WHERE execution_arn = ?1 AND stop_requested_at IS NULL",
         params![arn, now, error, cause],

@@ -20,6 +20,7 @@
 //! A watcher that finds a gap after the last row it saw (the log keeps 4,096 rows) wakes
 //! every waiter it holds: each reads its own row again, so nothing is ever missed.
 
+use super::cached::CachedSql;
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -221,9 +222,10 @@ pub(crate) struct LogPosition {
 impl LogPosition {
     pub(crate) fn read(conn: &Connection) -> rusqlite::Result<LogPosition> {
         let data_version = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
-        let seq = conn.query_row("SELECT coalesce(max(seq), 0) FROM wakeups", [], |row| {
-            row.get(0)
-        })?;
+        let seq =
+            conn.query_row_cached("SELECT coalesce(max(seq), 0) FROM wakeups", [], |row| {
+                row.get(0)
+            })?;
         Ok(LogPosition { data_version, seq })
     }
 }
