@@ -68,7 +68,7 @@ mod watch;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
@@ -163,6 +163,8 @@ pub struct Store {
     version_watch: Mutex<Option<Connection>>,
     /// For short IMMEDIATE transactions whose caller needs the answer now (tokens, stops).
     side_writer: Mutex<Option<Connection>>,
+    /// Shared with the writer (see [`writer::WriterSite::gate`]).
+    write_gate: Arc<Mutex<()>>,
     /// Wakes waiting executions when their token or stop request changes (see [`watch`]).
     watch: watch::Watch,
 }
@@ -228,7 +230,9 @@ impl Store {
             path: path.clone(),
             busy_timeout: options.busy_timeout,
             opened: writer::file_identity(&path),
+            gate: Arc::default(),
         };
+        let write_gate = site.gate.clone();
         if fresh {
             let synchronous = options.durability.synchronous();
             conn.execute_batch(&format!("PRAGMA synchronous = {synchronous};"))
@@ -242,6 +246,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
             side_writer: Mutex::new(None),
+            write_gate,
             watch: watch::Watch::default(),
         })
     }
@@ -256,6 +261,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             version_watch: Mutex::new(None),
             side_writer: Mutex::new(None),
+            write_gate: Arc::default(),
             watch: watch::Watch::default(),
         };
         let conn = store.open_reader()?;
@@ -768,6 +774,7 @@ impl Store {
             None => self.open_side_writer()?,
         };
         let result = (|| {
+            let _gate = lock(&self.write_gate);
             let tx = lock::begin_immediate(&conn, self.options.busy_timeout)?;
             let value = f(&tx)?;
             tx.commit()?;
