@@ -15,7 +15,8 @@
 # (AWS itself could not run them to the end).
 #
 # If LOCAL_SFN points at aws-local-stepfunctions' `local-sfn` (npm i aws-local-stepfunctions@3.0.0,
-# on node 22), the same workloads run through it too, for the comparison in the README.
+# on node 22 first on PATH), the three run workloads then run again in alternating pairs with
+# it (one run of each in turn, N rounds), for the comparison in the README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-7}"
@@ -50,6 +51,35 @@ measure() {
   printf '%-22s %9.4f s %8.1f MB\n' "$name" "$t" "$(echo "$m / 1024" | bc -l)"
 }
 
+# once CMD...: the wall-clock seconds of one run of CMD (stdin from $IN), with a fresh database.
+once() {
+  rm -f "$TMP"/db*
+  local start=$EPOCHREALTIME
+  "$@" < "${IN:-/dev/null}" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
+  echo "$EPOCHREALTIME - $start" | bc -l
+}
+
+# pair NAME INPUT -- OURS... -- THEIRS...: N rounds of one run of each, in turn, so that both
+# see the same machine (this one's speed drifts by ±15% within minutes); prints the medians and
+# their ratio.
+pair() {
+  local name=$1 input=$2 ours=() theirs=() side=ours ours_t=() theirs_t=()
+  shift 3
+  for arg in "$@"; do
+    if [ "$arg" = "--" ]; then side=theirs; continue; fi
+    if [ $side = ours ]; then ours+=("$arg"); else theirs+=("$arg"); fi
+  done
+  for _ in $(seq "$N"); do
+    ours_t+=("$(IN=$input once "${ours[@]}")")
+    theirs_t+=("$(IN=$input once "${theirs[@]}")")
+  done
+  local a b
+  a=$(printf '%s\n' "${ours_t[@]}" | median)
+  b=$(printf '%s\n' "${theirs_t[@]}" | median)
+  printf '%-22s sfn-local %8.4f s   aws-local-stepfunctions %8.4f s   %5.1fx\n' \
+    "$name" "$a" "$b" "$(echo "$b / $a" | bc -l)"
+}
+
 echo "sfn-local, median of $N runs (wall clock, whole process), peak RSS:"
 measure pass-chain-1000   $BIN run $W/pass-chain-1000.asl.json --db "$TMP/db"
 measure map-10000         $BIN run $W/map-10000.asl.json --input-file $W/map-10000.input.json --db "$TMP/db" --max-history-events 0
@@ -57,11 +87,16 @@ measure choice-loop-10000 $BIN run $W/choice-loop-10000.asl.json --db "$TMP/db" 
 measure validate-75       $BIN validate $W/validate-75-states.asl.json
 
 if [ -n "${LOCAL_SFN:-}" ]; then
-  echo "aws-local-stepfunctions ($LOCAL_SFN), median of $N runs:"
+  echo "Alternating pairs with aws-local-stepfunctions ($LOCAL_SFN): each of N rounds runs"
+  echo "sfn-local, then the peer, on the same workload; medians of each, and their ratio:"
   # local-sfn reads its input from stdin whenever stdin is not a terminal (ignoring the
   # arguments), so each input goes there, for the peer as for a user in a pipeline.
   echo '{}' > "$TMP/empty.json"
-  IN=$TMP/empty.json measure pass-chain-1000   "$LOCAL_SFN" -f $W/pass-chain-1000.asl.json
-  IN=$W/map-10000.input.json measure map-10000 "$LOCAL_SFN" -f $W/map-10000.asl.json
-  IN=$TMP/empty.json measure choice-loop-10000 "$LOCAL_SFN" -f $W/choice-loop-10000.asl.json
+  pair pass-chain-1000 "$TMP/empty.json" -- $BIN run $W/pass-chain-1000.asl.json --db "$TMP/db" \
+    -- "$LOCAL_SFN" -f $W/pass-chain-1000.asl.json
+  pair map-10000 $W/map-10000.input.json -- $BIN run $W/map-10000.asl.json \
+    --input-file $W/map-10000.input.json --db "$TMP/db" --max-history-events 0 \
+    -- "$LOCAL_SFN" -f $W/map-10000.asl.json
+  pair choice-loop-10000 "$TMP/empty.json" -- $BIN run $W/choice-loop-10000.asl.json --db "$TMP/db" \
+    --max-history-events 0 -- "$LOCAL_SFN" -f $W/choice-loop-10000.asl.json
 fi
