@@ -31,6 +31,9 @@ pub struct ExecutionInfo {
     pub version_arn: Option<String>,
     /// The alias it was started through.
     pub alias_arn: Option<String>,
+    /// Started by StartSyncExecution: such an execution cannot be redriven, and its context
+    /// has no `Execution.RedriveCount` (as AWS recorded it).
+    pub synchronous: bool,
 }
 
 /// The ARN-building defaults, as AWS's would look.
@@ -63,6 +66,7 @@ impl ExecutionInfo {
             redrive_time: None,
             version_arn: None,
             alias_arn: None,
+            synchronous: false,
         }
     }
 
@@ -104,6 +108,11 @@ impl ExecutionInfo {
         if let Some(time) = self.redrive_time {
             context["Execution"]["RedriveTime"] = iso8601(time).into();
         }
+        if self.synchronous {
+            if let Some(execution) = context["Execution"].as_object_mut() {
+                execution.remove("RedriveCount");
+            }
+        }
         context
     }
 }
@@ -125,5 +134,24 @@ pub fn enter_state(
         m.insert("State".into(), Value::Object(state));
         m.remove("Task");
         m.remove("Map");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression: a StartSyncExecution's context showed `Execution.RedriveCount`, which AWS's
+    // context of a synchronous execution does not have (the express sync recording).
+    #[test]
+    fn a_synchronous_execution_has_no_redrive_count() {
+        let mut info = ExecutionInfo::new("us-east-1", "1", "M", "e", None, 0);
+        let context = info.context(&json!({}), "S", 0);
+        assert_eq!(context["Execution"]["RedriveCount"], 0);
+        info.synchronous = true;
+        let context = info.context(&json!({}), "S", 0);
+        let execution = context["Execution"].as_object().expect("Execution");
+        assert!(!execution.contains_key("RedriveCount"), "{execution:?}");
+        assert_eq!(execution["Name"], "e");
     }
 }

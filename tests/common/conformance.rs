@@ -169,6 +169,7 @@ pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> 
     let exec_name = hint(case, "execution_name", "<ExecArnPart_0idx>");
     let role = hint(case, "role_arn", "snf_role_arn");
     let mut info = ExecutionInfo::new(region, account, sm_name, exec_name, Some(role), start);
+    info.synchronous = case["kind"] == "start_sync_execution";
     if machine_type == MachineType::Express {
         // Express executions are named `express:<machine>:<name>:<uuid>`.
         info.execution_arn = format!(

@@ -82,6 +82,11 @@ sync = boto3.client("stepfunctions", endpoint_url=endpoint, region_name="us-east
 x = sync.create_state_machine(name="BotoExpress", definition=definition, roleArn=role, type="EXPRESS")
 r = sync.start_sync_execution(stateMachineArn=x["stateMachineArn"], input='{"who": "sync"}')
 assert r["status"] == "SUCCEEDED" and json.loads(r["output"]) == {"greeting": "hello sync"}, r
+# A synchronous execution's context has no Execution.RedriveCount (AWS's recording).
+ctx = sync.create_state_machine(name="BotoExpressContext", roleArn=role, type="EXPRESS", definition=json.dumps(
+    {"StartAt": "C", "States": {"C": {"Type": "Pass", "Parameters": {"e.$": "$$.Execution"}, "End": True}}}))
+r = sync.start_sync_execution(stateMachineArn=ctx["stateMachineArn"])
+assert "RedriveCount" not in json.loads(r["output"])["e"] and "Name" in json.loads(r["output"])["e"], r
 try:
     sync.start_sync_execution(stateMachineArn=m)
     raise AssertionError("no error")

@@ -71,6 +71,7 @@ pub fn prepare(server: &Server, request: &Request, sync: bool) -> Result<Prepare
     if let Some((version, alias)) = through {
         info = info.started_through(version, alias);
     }
+    info.synchronous = sync;
     if let Some(existing) = server.store.execution(&info.execution_arn)? {
         if !sync
             && existing.status == ExecutionStatus::Running
