@@ -79,26 +79,28 @@ impl<'a, T> Lanes<'a, T> {
 
     /// The next lane to end, with its index.
     pub(crate) async fn next(&mut self) -> Option<(usize, T)> {
-        let mut rounds = 0;
-        std::future::poll_fn(|cx| loop {
-            match self.running.poll_next_unpin(cx) {
-                Poll::Pending => {
-                    // No lane is ready: the lanes that gave a turn go on, in the order they
-                    // gave it, without a trip through the runtime. After a few rounds the
-                    // runtime gets its turn too (timers, stops, other executions).
-                    let turns = std::mem::take(&mut *self.engine.turns.borrow_mut());
-                    if turns.is_empty() {
-                        return Poll::Pending;
+        std::future::poll_fn(|cx| {
+            let mut rounds = 0;
+            loop {
+                match self.running.poll_next_unpin(cx) {
+                    Poll::Pending => {
+                        // No lane is ready: the lanes that gave a turn go on, in the order they
+                        // gave it, without a trip through the runtime. After a few rounds the
+                        // runtime gets its turn too (timers, stops, other executions).
+                        let turns = std::mem::take(&mut *self.engine.turns.borrow_mut());
+                        if turns.is_empty() {
+                            return Poll::Pending;
+                        }
+                        for waker in turns {
+                            waker.wake();
+                        }
+                        if rounds == ROUNDS_PER_POLL {
+                            return Poll::Pending;
+                        }
+                        rounds += 1;
                     }
-                    for waker in turns {
-                        waker.wake();
-                    }
-                    if rounds == ROUNDS_PER_POLL {
-                        return Poll::Pending;
-                    }
-                    rounds += 1;
+                    ready => return ready,
                 }
-                ready => return ready,
             }
         })
         .await
