@@ -421,7 +421,15 @@ impl Engine {
         // child aborted first failed the Map (FAILED instead of the stop's ABORTED).
         let stored = async {
             match &self.tokens {
-                Some(broker) if !self.map_child => broker.stop_requested().await,
+                Some(broker) if !self.map_child => {
+                    // A stop asked before this run (a resumed execution); later ones come
+                    // through the stop hook (see `stop_hook`), which records them here.
+                    let (store, arn) = (broker.store(), broker.execution_arn());
+                    if let Ok(Some(request)) = store.stop_request(arn) {
+                        self.stopping.stop(request);
+                    }
+                    self.stopping.requested().await
+                }
                 _ => std::future::pending().await,
             }
         };
@@ -437,7 +445,7 @@ impl Engine {
         let broker = self.tokens.as_ref().filter(|_| !self.map_child)?;
         let (store, arn) = (broker.store(), broker.execution_arn());
         let hook = self.stopping.hook(store, arn);
-        // Asked before this run (a resumed execution): the stop future records it.
+        // Asked before this run (a resumed execution): the stop future reads it once.
         store.watch_execution_hooked(arn, hook).ok()
     }
 

@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 pub struct Stopping {
     pub(crate) interrupt: Arc<Interrupt>,
     request: Mutex<Option<StopRequest>>,
+    /// Wakes [`Stopping::requested`].
+    stopped: tokio::sync::Notify,
 }
 
 impl Stopping {
@@ -34,6 +36,20 @@ impl Stopping {
     pub(crate) fn stop(&self, request: StopRequest) {
         self.lock().get_or_insert(request);
         self.interrupt.fire();
+        self.stopped.notify_waiters();
+    }
+
+    /// Resolves once the execution was told to stop, with the stop asked for.
+    pub(crate) async fn requested(&self) -> StopRequest {
+        loop {
+            let notified = self.stopped.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(request) = self.request() {
+                return request;
+            }
+            notified.await;
+        }
     }
 
     /// A hook for [`Store::watch_execution_hooked`]: on every wake, reads whether a stop was

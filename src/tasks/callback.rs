@@ -342,24 +342,6 @@ impl TokenBroker {
         &self.store
     }
 
-    /// Resolves when `stop-execution` asked this execution to stop; never otherwise. Costs
-    /// nothing meanwhile: the store's watcher wakes it when a stop is recorded.
-    pub async fn stop_requested(&self) -> crate::store::StopRequest {
-        let Ok(waiter) = self.store.watch_execution(&self.execution_arn) else {
-            // Without a watcher the stop cannot be noticed; the execution runs on.
-            return std::future::pending().await;
-        };
-        loop {
-            let changed = waiter.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if let Ok(Some(request)) = self.store.stop_request(&self.execution_arn) {
-                return request;
-            }
-            changed.await;
-        }
-    }
-
     /// Closes every open token of the execution (it ended); late answers get `TaskTimedOut`.
     pub fn close_all(&self, now: Millis) {
         let _ = self.store.close_tokens(&self.execution_arn, None, now);
