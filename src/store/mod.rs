@@ -887,7 +887,6 @@ fn configure_writer(
          PRAGMA foreign_keys = ON;
          PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -16384;
-         PRAGMA wal_autocheckpoint = 16384;
          PRAGMA journal_size_limit = 67108864;",
         if fresh {
             "OFF"
@@ -897,7 +896,8 @@ fn configure_writer(
     );
     lock::retry_busy(options.busy_timeout, || conn.execute_batch(&configure))?;
     // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
-    // them. The WAL is checkpointed once it reaches 64 MiB, and the checkpoint a closing
+    // them. The writer has the WAL checkpointed once it reaches 64 MiB (see `writer`; its
+    // WAL hook replaces SQLite's automatic checkpoints), and the checkpoint a closing
     // connection would do is left to later ones: a WAL left behind is replayed on open, so
     // nothing is lost.
     no_checkpoint_on_close(conn)?;

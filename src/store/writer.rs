@@ -267,9 +267,8 @@ impl Checkpointer {
             .name("sfn-local-store-checkpoint".into())
             .spawn(move || {
                 while asked.recv().is_ok() {
-                    // PASSIVE copies what it can without blocking anyone; one that cannot
-                    // (busy) is tried again next time.
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    // One that cannot copy (busy) is tried again next time.
+                    checkpoint_here(&conn);
                 }
             })
             .ok()?;
@@ -382,7 +381,8 @@ fn checkpoint_if_due(conn: &Connection, checkpointer: Option<&Checkpointer>) {
     }
 }
 
-/// A PASSIVE checkpoint on the writer's connection (what SQLite's automatic one runs).
+/// A PASSIVE checkpoint on `conn` (what SQLite's automatic one runs): it copies what it can
+/// without blocking anyone.
 fn checkpoint_here(conn: &Connection) {
     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
 }
@@ -459,7 +459,7 @@ fn apply(
     site: &WriterSite,
     commands: &[Command],
 ) -> Result<Vec<Result<()>>> {
-    let _gate = site.gate.lock().unwrap_or_else(|p| p.into_inner());
+    let _gate = super::lock(&site.gate);
     let tx = lock::begin_immediate(conn, site.busy_timeout)
         .map_err(|e| site.sqlite("begin write transaction", e))?;
     // A newer sfn-local may have migrated the file since it was opened: its schema is not

@@ -497,8 +497,8 @@ impl Engine {
         tolerance: &mut Tolerance,
         mut earlier: EarlierChildren,
     ) -> Option<Collected> {
-        let mut collected = Collected::new(inputs.len(), run.keeps_children);
-        collected.drops_over_quota = run.output_holds_results;
+        let mut collected =
+            Collected::new(inputs.len(), run.keeps_children, run.output_holds_results);
         let mut queue = inputs.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut poll = run.journal.as_ref().map(|_| settings_poll());
@@ -1039,7 +1039,7 @@ struct Collected {
 }
 
 impl Collected {
-    fn new(total: usize, keeps_children: bool) -> Self {
+    fn new(total: usize, keeps_children: bool, drops_over_quota: bool) -> Self {
         Collected {
             children: match keeps_children {
                 true => vec![None; total],
@@ -1047,7 +1047,7 @@ impl Collected {
             },
             results: vec![Value::Null; total],
             failures: 0,
-            drops_over_quota: false,
+            drops_over_quota,
             results_bytes: 0,
             over_quota: false,
         }
