@@ -113,11 +113,12 @@ pub(crate) fn migrate(
     if found == 0 {
         tx.execute_batch(FRESH_SCHEMA)?;
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
-    }
-    for migration in MIGRATIONS.iter().filter(|m| found > 0 && m.version > found) {
-        tx.execute_batch(migration.sql)?;
-        // PRAGMA takes no bound parameters; the version is our own integer.
-        tx.execute_batch(&format!("PRAGMA user_version = {}", migration.version))?;
+    } else {
+        for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+            tx.execute_batch(migration.sql)?;
+            // PRAGMA takes no bound parameters; the version is our own integer.
+            tx.execute_batch(&format!("PRAGMA user_version = {}", migration.version))?;
+        }
     }
     tx.commit()?;
     Ok(Ok(()))
