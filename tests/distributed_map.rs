@@ -128,3 +128,61 @@ fn results_past_the_payload_quota_are_let_go_and_fail_the_same() {
         kept.2
     );
 }
+
+// Regression (#38): a distributed Map with a ResultWriter held every child's record and output
+// to the end, then built its result files whole in memory: its memory grew with its items.
+// Now the records are read back from the store and the files written as they come.
+#[test]
+fn a_result_writer_holds_no_child_records_in_memory() {
+    let sb = Sandbox::new();
+    let s3 = sb.path("s3");
+    let writer = json!({"MaxConcurrency": 10, "ResultWriter": {
+        "Resource": "arn:aws:states:::s3:putObject",
+        "Parameters": {"Bucket": "out", "Prefix": "runs"}}});
+    let def = sb.write("writer.asl.json", &big_results_machine(writer).to_string());
+    let mut peaks = Vec::new();
+    for items in [1000, 4000] {
+        let input = json!({"items": (0..items).collect::<Vec<_>>()}).to_string();
+        let (name, db) = (format!("w{items}"), sb.path(&format!("w{items}.db")));
+        let args = [
+            "run",
+            def.to_str().expect("path"),
+            "--input",
+            &input,
+            "--name",
+            &name,
+            "--db",
+            db.to_str().expect("path"),
+            "--s3-dir",
+            s3.to_str().expect("path"),
+        ];
+        let (out, peak_mib) = sb.run_measured(&args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let read = |key: &str| std::fs::read(s3.join("out").join(key)).expect("written");
+        let key = out.json()["ResultWriterDetails"]["Key"].clone();
+        let manifest: Value =
+            serde_json::from_slice(&read(key.as_str().expect("key"))).expect("JSON");
+        let listed = &manifest["ResultFiles"]["SUCCEEDED"][0];
+        let file = read(listed["Key"].as_str().expect("key"));
+        assert_eq!(listed["Size"], json!(file.len()));
+        let entries: Vec<Value> = serde_json::from_slice(&file).expect("JSON");
+        assert_eq!(entries.len(), items);
+        for (index, entry) in entries.iter().enumerate() {
+            assert_eq!(entry["Input"], json!(index.to_string()));
+            assert_eq!(entry["Output"], json!(json!("x".repeat(4096)).to_string()));
+        }
+        peaks.push(peak_mib);
+    }
+    // 3,000 more children of 4 KiB: 12 MiB for each copy the run would hold. (A thousand
+    // children already fill SQLite's page caches, which the database's size would grow.)
+    eprintln!(
+        "peak: {} MiB for 1,000 children, {} MiB for 4,000",
+        peaks[0], peaks[1]
+    );
+    assert!(
+        peaks[1] <= peaks[0] + 8,
+        "4,000 children peaked at {} MiB, 1,000 at {} MiB",
+        peaks[1],
+        peaks[0]
+    );
+}

@@ -305,6 +305,58 @@ print(json.dumps(sorted(json.loads(r['Output'])['qty'] for r in rows)))"#
     assert_eq!(got.stdout.trim(), "[1, 2, 3]");
 }
 
+/// A ResultWriter's file larger than one part (8 MiB) goes to S3 as a multipart upload, a part
+/// at a time (S3's ETag for it ends in the part count), and reads back whole with boto3.
+#[test]
+fn a_result_file_larger_than_a_part_is_uploaded_in_parts() {
+    let moto = moto();
+    let made = python(
+        &moto,
+        "boto3.client('s3', **kw).create_bucket(Bucket='outbox')",
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let sb = Sandbox::new()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let child = serde_json::json!({"Type": "Pass", "Result": "x".repeat(4096), "End": true});
+    let machine = serde_json::json!({"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "ItemsPath": "$.items", "End": true,
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"},
+            "StartAt": "Big", "States": {"Big": child}},
+        "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+            "Parameters": {"Bucket": "outbox", "Prefix": "runs"},
+            "WriterConfig": {"Transformation": "COMPACT"}}}}});
+    let def = sb.write("parts.asl.json", &machine.to_string());
+    // 2,300 outputs of 4,098 bytes: 9.4 MB, two parts.
+    let input = serde_json::json!({"items": (0..2300).collect::<Vec<_>>()}).to_string();
+    let out = sb.run(&[
+        "run",
+        def.to_str().unwrap(),
+        "--input",
+        &input,
+        "--endpoint",
+        &format!("s3={}", moto.url),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let manifest_key = out.json()["ResultWriterDetails"]["Key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let got = python(
+        &moto,
+        &format!(
+            r#"s3 = boto3.client('s3', **kw)
+m = json.loads(s3.get_object(Bucket='outbox', Key={manifest_key:?})['Body'].read())
+f = m['ResultFiles']['SUCCEEDED'][0]
+o = s3.get_object(Bucket='outbox', Key=f['Key'])
+rows = json.loads(o['Body'].read())
+print(json.dumps([f['Size'] == o['ContentLength'], o['ETag'].strip('"').split('-')[1], len(rows), set(rows) == {{'x' * 4096}}]))"#
+        ),
+    );
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(got.stdout.trim(), r#"[true, "2", 2300, true]"#);
+}
+
 /// `glue:startJobRun.sync` at moto: the job run is started (StartJobRun's response is the
 /// `TaskSubmitted` output), GetJobRun is polled until the run succeeds, and the task's result
 /// is the `JobRun`; an unknown job fails with Glue's error as AWS names it.

@@ -308,6 +308,67 @@ fn a_distributed_map_run_is_redriven_with_its_parent_keeping_the_children_that_s
     c.history_types("dmap");
 }
 
+// Regression (#38): a ResultWriter reads its run's children back from the store, a page at a
+// time. The children a redrive takes from the run it cut away were kept only under that run,
+// so the redriven run's result files would have lacked them.
+#[test]
+fn a_redriven_map_runs_result_files_list_the_children_it_kept() {
+    let c = Case::new();
+    let s3 = c.sb.path("s3").display().to_string();
+    let machine = json!({"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "End": true,
+        "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+            "Parameters": {"Bucket": "out", "Prefix": "runs"}},
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Item", "States": {"Item": {
+                "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:work", "End": true}}}}}});
+    c.break_for("Item", &["1"]);
+    let def = c.sb.write("m.asl.json", &machine.to_string());
+    let binding = c.binding("Item", "0");
+    let run = [
+        "run",
+        def.to_str().expect("path"),
+        "--name",
+        "written",
+        "--input",
+        "[0,1,2,3,4]",
+        "--task",
+        &binding,
+        "--s3-dir",
+        &s3,
+    ];
+    c.sb.run(&run)
+        .assert_error(1, "States.ExceedToleratedFailureThreshold");
+    c.fix();
+    let out = c.redrive("written");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(count(&c.calls("Item"), "1"), 2, "item 1 ran again");
+    assert_eq!(c.calls("Item").len(), 6, "only item 1 ran again");
+    let key = out.json()["ResultWriterDetails"]["Key"]
+        .as_str()
+        .expect("the manifest's key")
+        .to_owned();
+    let read = |key: &str| -> Value {
+        let path = c.sb.path("s3").join("out").join(key);
+        serde_json::from_slice(&std::fs::read(path).expect("written")).expect("JSON")
+    };
+    let manifest = read(&key);
+    assert_eq!(manifest["ResultFiles"]["FAILED"], json!([]));
+    let succeeded = read(
+        manifest["ResultFiles"]["SUCCEEDED"][0]["Key"]
+            .as_str()
+            .expect("key"),
+    );
+    let outputs: Vec<Value> = succeeded
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["Output"].clone())
+        .collect();
+    assert_eq!(outputs, ["0", "1", "2", "3", "4"].map(|o| json!(o)));
+}
+
 #[test]
 fn a_redrive_killed_half_way_is_finished_by_resume() {
     let c = Case::new();

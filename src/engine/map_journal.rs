@@ -81,18 +81,51 @@ impl MapRunJournal {
         self.pending.borrow_mut().push_back(commit);
     }
 
+    /// Waits until every write this journal submitted is done: the writer commits in
+    /// submission order. (A write that failed shows as a record missing when it is read.)
+    pub(crate) async fn settle(&self) {
+        let _turn = self.turn.lock().await;
+        let pending: Vec<Commit> = self.pending.borrow_mut().drain(..).collect();
+        for commit in pending {
+            let _ = commit.wait().await;
+        }
+    }
+
     /// The children of run `run_key` that finished in an earlier run of this execution, by index.
     /// A record that cannot be read is left out: that child runs again.
     pub(crate) fn finished(&self, run_key: &str) -> HashMap<usize, ChildResult> {
         let rows = self
             .store
-            .map_run_children(&self.execution_arn, run_key)
+            .map_run_children(&self.execution_arn, run_key, 0, i64::MAX)
             .unwrap_or_default();
         rows.into_iter()
             .filter_map(|(index, child)| {
                 let index = usize::try_from(index).ok()?;
                 let child = serde_json::from_str(&child).ok().and_then(|c| decode(&c))?;
                 Some((index, child))
+            })
+            .collect()
+    }
+
+    /// The finished children of run `run_key` from item `from` on, at most `limit`, in
+    /// item order; an error names the record that cannot be read.
+    pub(crate) fn children_page(
+        &self,
+        run_key: &str,
+        from: usize,
+        limit: usize,
+    ) -> Result<Vec<(usize, ChildResult)>, String> {
+        let rows = self
+            .store
+            .map_run_children(&self.execution_arn, run_key, from as i64, limit as i64)
+            .map_err(|e| e.to_string())?;
+        rows.into_iter()
+            .map(|(index, child)| {
+                let decoded = serde_json::from_str(&child).ok().and_then(|c| decode(&c));
+                match (usize::try_from(index), decoded) {
+                    (Ok(index), Some(child)) => Ok((index, child)),
+                    _ => Err(format!("the record of child {index} cannot be read")),
+                }
             })
             .collect()
     }
@@ -184,6 +217,68 @@ impl MapRunJournal {
             .into_iter()
             .filter_map(|c| Some((usize::try_from(c.item_index).ok()?, c.name)))
             .collect()
+    }
+}
+
+/// How many child records [`RecordedChildren`] reads at a time.
+const RECORDS_PER_PAGE: usize = 512;
+
+/// A run's finished children read back from its journal in item order, a page at a time (for
+/// its ResultWriter). A child missing from the journal is an error, not a gap in the results.
+pub(crate) struct RecordedChildren<'a> {
+    journal: &'a MapRunJournal,
+    run_key: &'a str,
+    total: usize,
+    next: usize,
+    page: std::vec::IntoIter<(usize, ChildResult)>,
+    failed: bool,
+}
+
+impl<'a> RecordedChildren<'a> {
+    /// Children `0..total` of run `run_key`; the journal must be settled.
+    pub(crate) fn new(journal: &'a MapRunJournal, run_key: &'a str, total: usize) -> Self {
+        RecordedChildren {
+            journal,
+            run_key,
+            total,
+            next: 0,
+            page: Vec::new().into_iter(),
+            failed: false,
+        }
+    }
+
+    fn next_record(&mut self) -> Result<ChildResult, String> {
+        let found = match self.page.next() {
+            Some(found) => Some(found),
+            None => {
+                let page = self
+                    .journal
+                    .children_page(self.run_key, self.next, RECORDS_PER_PAGE)?;
+                self.page = page.into_iter();
+                self.page.next()
+            }
+        };
+        match found {
+            Some((index, child)) if index == self.next => Ok(child),
+            _ => Err(format!(
+                "the record of child {} of the Map run is not in the store",
+                self.next
+            )),
+        }
+    }
+}
+
+impl Iterator for RecordedChildren<'_> {
+    type Item = Result<ChildResult, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.next >= self.total {
+            return None;
+        }
+        let record = self.next_record();
+        self.failed = record.is_err();
+        self.next += 1;
+        Some(record)
     }
 }
 

@@ -39,17 +39,20 @@ pub(crate) fn insert(tx: &Transaction<'_>, child: &MapRunChild) -> rusqlite::Res
     Ok(true)
 }
 
-/// The finished children of one Map run, by index.
+/// The finished children of one Map run from item `from` on, by index, at most `limit`.
 pub(crate) fn children(
     conn: &Connection,
     execution_id: i64,
     run_key: &str,
+    from: i64,
+    limit: i64,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut stmt = conn.prepare_cached(
         "SELECT item_index, child FROM map_run_children
-         WHERE execution_id = ?1 AND run_key = ?2 ORDER BY item_index",
+         WHERE execution_id = ?1 AND run_key = ?2 AND item_index >= ?3
+         ORDER BY item_index LIMIT ?4",
     )?;
-    let rows = stmt.query_map(params![execution_id, run_key], |r| {
+    let rows = stmt.query_map(params![execution_id, run_key, from, limit], |r| {
         Ok((r.get(0)?, r.get(1)?))
     })?;
     rows.collect()

@@ -310,12 +310,14 @@ impl Store {
         self.submit(|reply| Command::MapRunChild(child, reply))
     }
 
-    /// The finished children of the Map run `run_key` of `execution_arn`, as
-    /// `(item index, child JSON)` in index order.
+    /// The finished children of the Map run `run_key` of `execution_arn` from item `from` on,
+    /// at most `limit` of them, as `(item index, child JSON)` in index order.
     pub fn map_run_children(
         &self,
         execution_arn: &str,
         run_key: &str,
+        from: i64,
+        limit: i64,
     ) -> Result<Vec<(i64, String)>> {
         self.read(|conn| {
             let Some(execution) = self.find(conn, execution_arn)? else {
@@ -323,7 +325,7 @@ impl Store {
                     execution: execution_arn.to_owned(),
                 });
             };
-            map_runs::children(conn, execution.id, run_key)
+            map_runs::children(conn, execution.id, run_key, from, limit)
                 .map_err(|e| self.sqlite("read map run children", e))
         })
     }

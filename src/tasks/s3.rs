@@ -86,6 +86,21 @@ impl S3Store {
         }
     }
 
+    /// Writes the file `body` (`size` bytes, read from its start) to `s3://bucket/key`
+    /// without holding it whole (a multipart upload at an endpoint).
+    pub async fn put_file(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: std::fs::File,
+        size: u64,
+    ) -> Result<(), String> {
+        match self {
+            S3Store::Folder(f) => f.put_file(bucket, key, body),
+            S3Store::Endpoint(e) => e.put_file(bucket, key, body, size).await,
+        }
+    }
+
     /// The objects of `bucket` under `prefix`, in key order, as a Map's items.
     pub async fn list_objects_v2(&self, bucket: &str, prefix: &str) -> Result<Vec<Value>, String> {
         match self {
@@ -142,6 +157,19 @@ impl LocalS3 {
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         std::fs::write(&file, body).map_err(|e| format!("cannot write {}: {e}", file.display()))
+    }
+
+    /// Copies the file `body` to `s3://bucket/key`, creating the folders.
+    pub fn put_file(&self, bucket: &str, key: &str, mut body: std::fs::File) -> Result<(), String> {
+        let file = self.file(bucket, key)?;
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::File::create(&file)
+            .and_then(|mut out| std::io::copy(&mut body, &mut out))
+            .map(drop)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))
     }
 
     /// The objects of `bucket` whose key starts with `prefix`, in key order, as a distributed
@@ -577,13 +605,15 @@ fn entry_of(c: &ChildResult, state_machine_arn: &str) -> Value {
 
 /// Writes a Map run's result files (`Prefix/<run id>/manifest.json`, `SUCCEEDED_0.json`,
 /// `FAILED_0.json`) and returns the Map state's result: `MapRunArn` and `ResultWriterDetails`.
+/// The children come one at a time, in item order, and go to the files as they come: a run
+/// of a million holds one child here, not a million.
 pub async fn write_results(
     store: Option<&S3Store>,
     request: &WriterRequest,
     map_run_arn: &str,
     run_id: &str,
     state_machine_arn: &str,
-    children: &[ChildResult],
+    children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
 ) -> Result<Value, StatesError> {
     let transformation = request.transformation.as_deref().unwrap_or("NONE");
     let jsonl = match request.output_type.as_deref() {
@@ -600,12 +630,9 @@ pub async fn write_results(
         // WriterConfig alone: the formatted results are the state's result; nothing is written.
         let mut preview = Vec::new();
         for c in children {
-            transformed(
-                transformation,
-                c,
-                entry_of(c, state_machine_arn),
-                &mut preview,
-            )?;
+            let c = c?;
+            let entry = entry_of(&c, state_machine_arn);
+            transformed(transformation, &c, entry, &mut preview)?;
         }
         return Ok(Value::Array(preview));
     }
@@ -621,32 +648,17 @@ pub async fn write_results(
     } else {
         format!("{}/{run_id}", prefix.trim_end_matches('/'))
     };
-    let mut succeeded = Vec::new();
-    let mut failed = Vec::new();
-    for c in children {
-        let entry = entry_of(c, state_machine_arn);
-        match &c.result {
-            Ok(_) => transformed(transformation, c, entry, &mut succeeded)?,
-            Err(_) => failed.push(entry),
-        }
-    }
+    let (succeeded, failed) = spool_results(transformation, jsonl, state_machine_arn, children)?;
     let mut files = Map::new();
-    for (status, entries) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
+    for (status, spool) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
         let mut listed = Vec::new();
-        if !entries.is_empty() {
-            let (key, body) = if jsonl {
-                let lines: Vec<String> = entries.iter().map(|e| format!("{e}\n")).collect();
-                (format!("{base}/{status}_0.jsonl"), lines.concat())
-            } else {
-                (
-                    format!("{base}/{status}_0.json"),
-                    Value::Array(entries).to_string(),
-                )
-            };
-            s3.put_object(bucket, &key, body.as_bytes())
+        if let Some((file, size)) = spool.finish().map_err(writer_failed)? {
+            let extension = if jsonl { "jsonl" } else { "json" };
+            let key = format!("{base}/{status}_0.{extension}");
+            s3.put_file(bucket, &key, file, size)
                 .await
                 .map_err(writer_failed)?;
-            listed.push(json!({"Key": key, "Size": body.len()}));
+            listed.push(json!({"Key": key, "Size": size}));
         }
         files.insert(status.into(), Value::Array(listed));
     }
@@ -664,6 +676,85 @@ pub async fn write_results(
         "MapRunArn": map_run_arn,
         "ResultWriterDetails": {"Bucket": bucket, "Key": manifest_key},
     }))
+}
+
+/// The children's entries, spooled to the succeeded and the failed result file.
+fn spool_results(
+    transformation: &str,
+    jsonl: bool,
+    state_machine_arn: &str,
+    children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
+) -> Result<(Spool, Spool), StatesError> {
+    let mut succeeded = Spool::new(jsonl).map_err(writer_failed)?;
+    let mut failed = Spool::new(jsonl).map_err(writer_failed)?;
+    let mut entries = Vec::new();
+    for c in children {
+        let c = c?;
+        let entry = entry_of(&c, state_machine_arn);
+        match &c.result {
+            Ok(_) => transformed(transformation, &c, entry, &mut entries)?,
+            Err(_) => failed.push(&entry).map_err(writer_failed)?,
+        }
+        for entry in entries.drain(..) {
+            succeeded.push(&entry).map_err(writer_failed)?;
+        }
+    }
+    Ok((succeeded, failed))
+}
+
+/// One result file under way, in a temporary file: a JSON array (`[e1,e2]`, as
+/// `Value::Array(..).to_string()` writes it) or JSON lines.
+struct Spool {
+    file: std::io::BufWriter<std::fs::File>,
+    entries: usize,
+    jsonl: bool,
+}
+
+impl Spool {
+    fn new(jsonl: bool) -> Result<Self, String> {
+        let file = tempfile::tempfile()
+            .map_err(|e| format!("cannot create a temporary file for the results: {e}"))?;
+        Ok(Spool {
+            file: std::io::BufWriter::new(file),
+            entries: 0,
+            jsonl,
+        })
+    }
+
+    fn push(&mut self, entry: &Value) -> Result<(), String> {
+        use std::io::Write;
+        let opening: &[u8] = match (self.jsonl, self.entries) {
+            (true, _) => b"",
+            (false, 0) => b"[",
+            (false, _) => b",",
+        };
+        let written = self
+            .file
+            .write_all(opening)
+            .and_then(|()| serde_json::to_writer(&mut self.file, entry).map_err(Into::into))
+            .and_then(|()| match self.jsonl {
+                true => self.file.write_all(b"\n"),
+                false => Ok(()),
+            });
+        self.entries += 1;
+        written.map_err(|e| format!("cannot write the results to a temporary file: {e}"))
+    }
+
+    /// The file, read from its start, and its size; `None` when it has no entries.
+    fn finish(mut self) -> Result<Option<(std::fs::File, u64)>, String> {
+        use std::io::{Seek, Write};
+        if self.entries == 0 {
+            return Ok(None);
+        }
+        let closing: &[u8] = if self.jsonl { b"" } else { b"]" };
+        let failed =
+            |e: std::io::Error| format!("cannot write the results to a temporary file: {e}");
+        self.file.write_all(closing).map_err(failed)?;
+        let mut file = self.file.into_inner().map_err(|e| failed(e.into_error()))?;
+        let size = file.stream_position().map_err(failed)?;
+        file.rewind().map_err(failed)?;
+        Ok(Some((file, size)))
+    }
 }
 
 #[cfg(test)]
@@ -699,7 +790,7 @@ mod tests {
             map_run_arn,
             run_id,
             state_machine_arn,
-            children,
+            children.iter().cloned().map(Ok),
         ))
     }
 

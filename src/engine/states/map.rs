@@ -11,7 +11,7 @@ use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
 use crate::engine::lanes::Lanes;
-use crate::engine::map_journal::MapRunJournal;
+use crate::engine::map_journal::{MapRunJournal, RecordedChildren};
 use crate::engine::replay::{Lane, Recorded};
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
@@ -301,8 +301,13 @@ impl Engine {
         }
         let batched = s3.batcher.is_some();
         let mut run = MapRun::new(self, m, names, run_started, journal, batched);
-        run.keeps_children = s3.writer.is_some();
-        run.output_holds_results = s3.writer.is_none() && output_holds_result(cx, m);
+        run.keeping = match (&s3.writer, &run.journal) {
+            (None, _) => Keeping::Outputs {
+                drops_over_quota: output_holds_result(cx, m),
+            },
+            (Some(_), None) => Keeping::Records,
+            (Some(_), Some(_)) => Keeping::Journal,
+        };
         let inputs = self
             .map_run_inputs(cx, m, &run, items, &s3, effective)
             .await?;
@@ -469,16 +474,18 @@ impl Engine {
         &self,
         run: &MapRun<'_>,
         earlier_runs: &[EventId],
-    ) -> HashMap<usize, ChildResult> {
+    ) -> HashMap<usize, (ChildResult, bool)> {
         match &self.map_runs {
             Some(journal) if self.replay.is_some() || self.map_child => {
                 // The children that succeeded in the runs a redrive cut away, then this run's.
-                let mut finished: HashMap<usize, ChildResult> = earlier_runs
+                let mut finished: HashMap<usize, (ChildResult, bool)> = earlier_runs
                     .iter()
                     .flat_map(|id| journal.finished(&format!("{}/m{id}", self.lane_key())))
                     .filter(|(_, child)| child.result.is_ok())
+                    .map(|(index, child)| (index, (child, false)))
                     .collect();
-                finished.extend(journal.finished(&run.key));
+                let this_run = journal.finished(&run.key).into_iter();
+                finished.extend(this_run.map(|(index, child)| (index, (child, true))));
                 finished
             }
             _ => Default::default(),
@@ -497,8 +504,7 @@ impl Engine {
         tolerance: &mut Tolerance,
         mut earlier: EarlierChildren,
     ) -> Option<Collected> {
-        let mut collected =
-            Collected::new(inputs.len(), run.keeps_children, run.output_holds_results);
+        let mut collected = Collected::new(inputs.len(), run.keeping);
         let mut queue = inputs.into_iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut poll = run.journal.as_ref().map(|_| settings_poll());
@@ -545,10 +551,15 @@ impl Engine {
         run: &MapRun<'_>,
         index: usize,
         input: Value,
-        done: Option<ChildResult>,
+        done: Option<(ChildResult, bool)>,
         name: String,
     ) -> (usize, Result<Value, StatesError>, ChildResult) {
-        if let Some(record) = done {
+        if let Some((record, recorded_here)) = done {
+            // Taken from a run a redrive cut away: kept under this run too, where its
+            // ResultWriter (and a resume of this run) reads the run's children.
+            if let (false, Some(j)) = (recorded_here, &run.journal) {
+                j.record(&run.key, index, &record);
+            }
             return (index, record.result.clone(), record);
         }
         if let Some(j) = &run.journal {
@@ -614,28 +625,52 @@ impl Engine {
             }
             return Ok((Value::Array(collected.results), (0, 0)));
         };
-        let children: Vec<ChildResult> = collected.children.into_iter().flatten().collect();
+        let counted = Cell::new((0, 0));
+        let count = |c: &ChildResult| {
+            let (items, children) = counted.get();
+            counted.set((items + items_held(run.batched, &c.input), children + 1));
+        };
+        let result = match (&run.journal, collected.keeping) {
+            (Some(journal), Keeping::Journal) => {
+                let lost = |e| StatesError::new(names::RESULT_WRITER_FAILED, e);
+                journal.settle().await;
+                let children = RecordedChildren::new(journal, &run.key, collected.total)
+                    .map(|record| record.map_err(lost))
+                    .inspect(|c| c.iter().for_each(count));
+                self.write_results(run, request, children).await
+            }
+            _ => {
+                let children = collected.children.into_iter().flatten();
+                self.write_results(run, request, children.inspect(count).map(Ok))
+                    .await
+            }
+        };
+        let result = result.map_err(|e| self.map_run_failed(run, e))?;
+        let written = match request.resource {
+            Some(_) => counted.get(),
+            None => (0, 0),
+        };
+        Ok((result, written))
+    }
+
+    /// [`write_results`] of this run's `children`.
+    async fn write_results(
+        &self,
+        run: &MapRun<'_>,
+        request: &WriterRequest,
+        children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
+    ) -> Result<Value, StatesError> {
         let store = self.tasks.s3(&self.info.region);
         let names = &run.names;
-        let result = write_results(
+        write_results(
             store.as_ref(),
             request,
             &names.map_run_arn,
             &names.run_id,
             &names.child_machine_arn,
-            &children,
+            children,
         )
         .await
-        .map_err(|e| self.map_run_failed(run, e))?;
-        let mut written = (0, 0);
-        if request.resource.is_some() {
-            let items: i64 = children
-                .iter()
-                .map(|c| items_held(run.batched, &c.input))
-                .sum();
-            written = (items, children.len() as i64);
-        }
-        Ok((result, written))
     }
 
     /// Ends the run as failed with `error`: its row, then `MapRunFailed`.
@@ -952,11 +987,8 @@ struct MapRun<'a> {
     child: Arc<StateMachine>,
     /// Whether each child holds a batch of items (`ItemBatcher`).
     batched: bool,
-    /// Whether the children's records are kept to the end: only a ResultWriter needs them
-    /// (each is in the journal already); a million of them are hundreds of megabytes.
-    keeps_children: bool,
-    /// Whether the state's output holds the results array whole (see [`output_holds_result`]).
-    output_holds_results: bool,
+    /// What the run keeps of its children's ends until it ends.
+    keeping: Keeping,
     guard: RunGuard<'a>,
 }
 
@@ -995,8 +1027,9 @@ impl<'a> MapRun<'a> {
             journal,
             child,
             batched,
-            keeps_children: false,
-            output_holds_results: false,
+            keeping: Keeping::Outputs {
+                drops_over_quota: false,
+            },
             guard,
         }
     }
@@ -1005,14 +1038,15 @@ impl<'a> MapRun<'a> {
 /// What a run knows of its children from before a crash or a redrive.
 struct EarlierChildren {
     /// The children that finished: they are not run again.
-    finished: HashMap<usize, ChildResult>,
+    /// (Each with whether it is recorded under this run, or under a run a redrive cut away.)
+    finished: HashMap<usize, (ChildResult, bool)>,
     /// The children's names: a child run again keeps its execution's name.
     names: HashMap<usize, String>,
 }
 
 impl EarlierChildren {
     /// Child `index`'s end, if it finished before, and its name: its own, or a fresh one.
-    fn take(&mut self, index: usize) -> (Option<ChildResult>, String) {
+    fn take(&mut self, index: usize) -> (Option<(ChildResult, bool)>, String) {
         let done = self.finished.remove(&index);
         let name = self
             .names
@@ -1022,32 +1056,51 @@ impl EarlierChildren {
     }
 }
 
+/// What a distributed Map run keeps of its children's ends until it ends.
+#[derive(Debug, Clone, Copy)]
+enum Keeping {
+    /// Their outputs, for the state's result (no ResultWriter). With `drops_over_quota`, the
+    /// output holds them whole (see [`output_holds_result`]), so they are let go once past
+    /// AWS's payload quota: the state is sure to fail it.
+    Outputs { drops_over_quota: bool },
+    /// Their records, for a ResultWriter, when there is no store to read them back from.
+    Records,
+    /// Nothing: the ResultWriter reads their records back from the run's journal, where each
+    /// was kept as it finished. A million of them are hundreds of megabytes.
+    Journal,
+}
+
 /// The ends of a run's children so far.
 struct Collected {
-    /// Each child's record, by item index, for the ResultWriter (empty without one).
+    keeping: Keeping,
+    /// How many children the run has.
+    total: usize,
+    /// Each child's record, by item index ([`Keeping::Records`] only).
     children: Vec<Option<ChildResult>>,
-    /// Each child's output (or error output), by item index; emptied once `over_quota`.
+    /// Each child's output (or error output), by item index ([`Keeping::Outputs`] only);
+    /// emptied once `over_quota`.
     results: Vec<Value>,
     failures: usize,
-    /// Whether results past AWS's payload quota are not kept: the state's output holds them
-    /// whole, so it is sure to fail the quota (the run goes on, as AWS's does).
-    drops_over_quota: bool,
-    /// The JSON size of the results kept so far (counted when `drops_over_quota`).
+    /// The JSON size of the results kept so far (counted when they are dropped over quota).
     results_bytes: usize,
     /// Whether the results passed the quota and were let go.
     over_quota: bool,
 }
 
 impl Collected {
-    fn new(total: usize, keeps_children: bool, drops_over_quota: bool) -> Self {
+    fn new(total: usize, keeping: Keeping) -> Self {
         Collected {
-            children: match keeps_children {
-                true => vec![None; total],
-                false => Vec::new(),
+            keeping,
+            total,
+            children: match keeping {
+                Keeping::Records => vec![None; total],
+                _ => Vec::new(),
             },
-            results: vec![Value::Null; total],
+            results: match keeping {
+                Keeping::Outputs { .. } => vec![Value::Null; total],
+                _ => Vec::new(),
+            },
             failures: 0,
-            drops_over_quota,
             results_bytes: 0,
             over_quota: false,
         }
@@ -1056,10 +1109,13 @@ impl Collected {
     /// Keeps child `index`'s output, or lets every result go once they pass the quota: then
     /// the run's memory is bounded by its concurrency, not its items.
     fn keep(&mut self, index: usize, output: Value) {
+        let Keeping::Outputs { drops_over_quota } = self.keeping else {
+            return;
+        };
         if self.over_quota {
             return;
         }
-        if self.drops_over_quota {
+        if drops_over_quota {
             // The array's brackets and commas: one byte per element is an upper bound.
             self.results_bytes += json_len(&output) + 1;
             if self.results_bytes > MAX_PAYLOAD_BYTES + 1 {

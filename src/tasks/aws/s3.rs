@@ -88,6 +88,29 @@ const NUMBERS: &[&str] = &["KeyCount", "MaxKeys", "Size", "MaxUploads"];
 const FLAGS: &[&str] = &["IsTruncated", "IsLatest"];
 
 /// The path of a bucket or an object, path-style, each key segment percent-encoded once.
+/// The size of each part of a multipart upload (S3 asks at least 5 MiB of all but the last),
+/// and the largest object written in one PutObject.
+pub const PART_BYTES: usize = 8 << 20;
+
+/// The next part of `file`: up to [`PART_BYTES`], empty at its end.
+fn read_part(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut part = Vec::new();
+    file.take(PART_BYTES as u64)
+        .read_to_end(&mut part)
+        .map_err(|e| format!("cannot read the result file: {e}"))?;
+    Ok(part)
+}
+
+/// S3's answer, or its failure's cause.
+fn answered(sent: Result<Result<Response, S3Failure>, StatesError>) -> Result<Response, String> {
+    match sent {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(f)) => Err(f.cause),
+        Err(e) => Err(e.cause.unwrap_or_default()),
+    }
+}
+
 fn path_of(bucket: &str, key: Option<&str>) -> String {
     let mut path = format!("/{}", urlencode(bucket));
     if let Some(key) = key {
@@ -412,6 +435,94 @@ impl S3Endpoint {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(f)) => Err(f.cause),
             Err(e) => Err(e.cause.unwrap_or_default()),
+        }
+    }
+
+    /// Writes the file `body` (`size` bytes, read from its start) to `s3://bucket/key`: in one
+    /// PutObject up to [`PART_BYTES`], else as a multipart upload of parts that size, so no
+    /// more than one part is in memory however large the file.
+    pub async fn put_file(
+        &self,
+        bucket: &str,
+        key: &str,
+        mut body: std::fs::File,
+        size: u64,
+    ) -> Result<(), String> {
+        if size <= PART_BYTES as u64 {
+            let part = read_part(&mut body)?;
+            return self.put_object(bucket, key, &part).await;
+        }
+        let path = path_of(bucket, Some(key));
+        let mut q = [("uploads".to_owned(), String::new())];
+        let created = answered(
+            self.http
+                .s3_send("POST", &path, &mut q, Vec::new(), Vec::new())
+                .await,
+        )?;
+        let text = String::from_utf8_lossy(&created.body).into_owned();
+        let upload_id = roxmltree::Document::parse(&text)
+            .ok()
+            .and_then(|d| {
+                element_json(d.root_element())["UploadId"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .ok_or_else(|| {
+                format!("S3 answered CreateMultipartUpload without an UploadId: {text}")
+            })?;
+        let uploaded = self.upload_parts(&path, &upload_id, &mut body).await;
+        if uploaded.is_err() {
+            // Best effort: S3 would otherwise keep the parts (and bill them) until a lifecycle rule.
+            let mut q = [("uploadId".to_owned(), upload_id.clone())];
+            let _ = self
+                .http
+                .s3_send("DELETE", &path, &mut q, Vec::new(), Vec::new())
+                .await;
+        }
+        uploaded
+    }
+
+    /// Uploads `body` as the parts of upload `upload_id`, then completes it.
+    async fn upload_parts(
+        &self,
+        path: &str,
+        upload_id: &str,
+        body: &mut std::fs::File,
+    ) -> Result<(), String> {
+        let mut listed = String::new();
+        for number in 1.. {
+            let part = read_part(body)?;
+            if part.is_empty() {
+                break;
+            }
+            let mut q = [
+                ("partNumber".to_owned(), number.to_string()),
+                ("uploadId".to_owned(), upload_id.to_owned()),
+            ];
+            let r = answered(
+                self.http
+                    .s3_send("PUT", path, &mut q, Vec::new(), part)
+                    .await,
+            )?;
+            let etag = r.header("ETag").unwrap_or_default();
+            listed.push_str(&format!(
+                "<Part><PartNumber>{number}</PartNumber><ETag>{etag}</ETag></Part>"
+            ));
+        }
+        let xml = format!(
+            "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{listed}</CompleteMultipartUpload>"
+        );
+        let mut q = [("uploadId".to_owned(), upload_id.to_owned())];
+        let done = answered(
+            self.http
+                .s3_send("POST", path, &mut q, Vec::new(), xml.into_bytes())
+                .await,
+        )?;
+        // S3 may answer 200 and still fail the completion, in the body.
+        let text = String::from_utf8_lossy(&done.body);
+        match text.contains("<Error>") {
+            true => Err(format!("S3 did not complete the upload: {text}")),
+            false => Ok(()),
         }
     }
 
