@@ -136,9 +136,12 @@ fn results_past_the_payload_quota_are_let_go_and_fail_the_same() {
 fn a_result_writer_holds_no_child_records_in_memory() {
     let sb = Sandbox::new();
     let s3 = sb.path("s3");
+    // JSON lines, read one at a time: this process stays small, and what a test process holds
+    // when it starts another counts in that one's peak (Linux carries it across exec).
     let writer = json!({"MaxConcurrency": 10, "ResultWriter": {
         "Resource": "arn:aws:states:::s3:putObject",
-        "Parameters": {"Bucket": "out", "Prefix": "runs"}}});
+        "Parameters": {"Bucket": "out", "Prefix": "runs"},
+        "WriterConfig": {"OutputType": "JSONL"}}});
     let def = sb.write("writer.asl.json", &big_results_machine(writer).to_string());
     let mut peaks = Vec::new();
     for items in [1000, 4000] {
@@ -165,12 +168,19 @@ fn a_result_writer_holds_no_child_records_in_memory() {
         let listed = &manifest["ResultFiles"]["SUCCEEDED"][0];
         let file = read(listed["Key"].as_str().expect("key"));
         assert_eq!(listed["Size"], json!(file.len()));
-        let entries: Vec<Value> = serde_json::from_slice(&file).expect("JSON");
-        assert_eq!(entries.len(), items);
-        for (index, entry) in entries.iter().enumerate() {
+        let output = json!(json!("x".repeat(4096)).to_string());
+        let mut lines = 0;
+        for (index, line) in file
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let entry: Value = serde_json::from_slice(line).expect("a JSON line");
             assert_eq!(entry["Input"], json!(index.to_string()));
-            assert_eq!(entry["Output"], json!(json!("x".repeat(4096)).to_string()));
+            assert_eq!(entry["Output"], output);
+            lines += 1;
         }
+        assert_eq!(lines, items);
         peaks.push(peak_mib);
     }
     // 3,000 more children of 4 KiB: 12 MiB for each copy the run would hold. (A thousand
@@ -184,5 +194,76 @@ fn a_result_writer_holds_no_child_records_in_memory() {
         "4,000 children peaked at {} MiB, 1,000 at {} MiB",
         peaks[1],
         peaks[0]
+    );
+}
+
+/// Runs a distributed Map of `items` children (each returning 4 KiB, written by a
+/// ResultWriter) until all but the last have finished, kills it, and resumes it; the resume's
+/// peak memory in MiB.
+fn resumed_map_peak(items: usize) -> i64 {
+    let sb = Sandbox::new().lease_ms(300);
+    let s3 = sb.path("s3").display().to_string();
+    // The last child lingers 2 s: the run is killed then, its other children finished.
+    let child = json!({"StartAt": "Last?", "States": {
+        "Last?": {"Type": "Choice", "Default": "Big",
+            "Choices": [{"Variable": "$", "NumericEquals": items - 1, "Next": "Linger"}]},
+        "Linger": {"Type": "Wait", "Seconds": 2, "Next": "Big"},
+        "Big": {"Type": "Pass", "Result": "x".repeat(4096), "End": true}}});
+    let machine = json!({"StartAt": "Fan out", "States": {"Fan out": {
+        "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 10, "End": true,
+        "ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+            "Parameters": {"Bucket": "out", "Prefix": "runs"}},
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+            "StartAt": "Last?", "States": child["States"]}}}});
+    let def = sb.write("m.asl.json", &machine.to_string());
+    let input = json!({"items": (0..items).collect::<Vec<_>>()}).to_string();
+    let args = [
+        "run",
+        def.to_str().expect("path"),
+        "--name",
+        "r",
+        "--input",
+        &input,
+    ];
+    let mut run = sb.spawn(&[&args[..], &["--s3-dir", &s3]].concat());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let finished: i64 = rusqlite::Connection::open(sb.db())
+            .and_then(|c| c.query_row("SELECT COUNT(*) FROM map_run_children", [], |r| r.get(0)))
+            .unwrap_or(0);
+        if finished as usize == items - 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{finished} children finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    common::kill(&mut run);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let (out, peak_mib) = sb.run_measured(&["resume", "--execution-arn", "r"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let described = sb.run(&["describe-execution", "--execution-arn", "r"]);
+    assert_eq!(
+        described.json()["status"],
+        "SUCCEEDED",
+        "{}",
+        described.stdout
+    );
+    peak_mib
+}
+
+// Regression (#38): a resumed (or redriven) distributed Map read every finished child's record
+// and every child's name into memory before its first child: a resumed run of a million held
+// them all. They are read a page at a time as the run reaches each child.
+#[test]
+fn a_resumed_map_run_reads_its_finished_children_as_it_goes() {
+    let (few, many) = (resumed_map_peak(1000), resumed_map_peak(4000));
+    eprintln!("resume peak: {few} MiB for 1,000 children, {many} MiB for 4,000");
+    assert!(
+        many <= few + 8,
+        "resuming 4,000 children peaked at {many} MiB, 1,000 at {few} MiB"
     );
 }

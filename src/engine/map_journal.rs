@@ -26,7 +26,7 @@ use crate::store::{
 use crate::tasks::s3::ChildResult;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -91,20 +91,23 @@ impl MapRunJournal {
         }
     }
 
-    /// The children of run `run_key` that finished in an earlier run of this execution, by index.
-    /// A record that cannot be read is left out: that child runs again.
-    pub(crate) fn finished(&self, run_key: &str) -> HashMap<usize, ChildResult> {
-        let rows = self
-            .store
-            .map_run_children(&self.execution_arn, run_key, 0, i64::MAX)
-            .unwrap_or_default();
-        rows.into_iter()
-            .filter_map(|(index, child)| {
-                let index = usize::try_from(index).ok()?;
-                let child = serde_json::from_str(&child).ok().and_then(|c| decode(&c))?;
-                Some((index, child))
-            })
-            .collect()
+    /// The children of run `run_key` that finished in an earlier run of this execution, read
+    /// as the run reaches them. A record that cannot be read is not finished: that child runs
+    /// again.
+    pub(crate) fn finished(self: &Rc<Self>, run_key: &str) -> IndexCursor<ChildResult> {
+        let (journal, run_key) = (self.clone(), run_key.to_owned());
+        IndexCursor::new(move |from| {
+            let rows = journal
+                .store
+                .map_run_children(&journal.execution_arn, &run_key, from as i64, PAGE as i64)
+                .unwrap_or_default();
+            rows.into_iter()
+                .filter_map(|(index, child)| {
+                    let child = serde_json::from_str(&child).ok().and_then(|c| decode(&c));
+                    Some((usize::try_from(index).ok()?, child))
+                })
+                .collect()
+        })
     }
 
     /// The finished children of run `run_key` from item `from` on, at most `limit`, in
@@ -208,20 +211,80 @@ impl MapRunJournal {
         self.store.map_run_settings(map_run_arn).ok().flatten()
     }
 
-    /// The names of a run's child executions recorded before (a resumed or redriven run), by
-    /// item index: an item run again keeps its execution.
-    pub(crate) fn child_names(&self, map_run_arn: &str) -> HashMap<usize, String> {
-        self.store
-            .map_run_executions(map_run_arn, None)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|c| Some((usize::try_from(c.item_index).ok()?, c.name)))
-            .collect()
+    /// The names of a run's child executions recorded before (a resumed or redriven run), read
+    /// as the run reaches them: an item run again keeps its execution.
+    pub(crate) fn child_names(self: &Rc<Self>, map_run_arn: &str) -> IndexCursor<String> {
+        let (journal, map_run_arn) = (self.clone(), map_run_arn.to_owned());
+        IndexCursor::new(move |from| {
+            let rows = journal
+                .store
+                .map_run_child_names(&map_run_arn, from as i64, PAGE as i64)
+                .unwrap_or_default();
+            rows.into_iter()
+                .filter_map(|(index, name)| Some((usize::try_from(index).ok()?, Some(name))))
+                .collect()
+        })
     }
 }
 
-/// How many child records [`RecordedChildren`] reads at a time.
-const RECORDS_PER_PAGE: usize = 512;
+/// How many rows [`IndexCursor`] and [`RecordedChildren`] read at a time.
+const PAGE: usize = 512;
+
+/// A Map run's rows by item index (its finished children, its children's names), read from
+/// the store a page at a time as the run reaches them: the run asks in increasing index
+/// order, so a resumed run of a million children holds a page of them, not a million.
+pub(crate) struct IndexCursor<T> {
+    /// The rows from an index on (at most a page).
+    fetch: Box<dyn FnMut(usize) -> Vec<Row<T>>>,
+    page: VecDeque<Row<T>>,
+    /// Where the next page starts.
+    from: usize,
+    exhausted: bool,
+}
+
+/// One row of an [`IndexCursor`]: its item index, and its value (`None`: it cannot be read).
+type Row<T> = (usize, Option<T>);
+
+impl<T> IndexCursor<T> {
+    fn new(fetch: impl FnMut(usize) -> Vec<Row<T>> + 'static) -> Self {
+        IndexCursor {
+            fetch: Box::new(fetch),
+            page: VecDeque::new(),
+            from: 0,
+            exhausted: false,
+        }
+    }
+
+    /// A cursor with no rows (a run without a store, or a fresh one).
+    pub(crate) fn empty() -> Self {
+        IndexCursor {
+            exhausted: true,
+            ..IndexCursor::new(|_| Vec::new())
+        }
+    }
+
+    /// The row of item `index`, if there is one; rows before it are let go.
+    pub(crate) fn take(&mut self, index: usize) -> Option<T> {
+        loop {
+            while self.page.front().is_some_and(|(i, _)| *i < index) {
+                self.page.pop_front();
+            }
+            match self.page.front() {
+                Some((i, _)) if *i == index => return self.page.pop_front().and_then(|(_, t)| t),
+                Some(_) => return None,
+                None if self.exhausted => return None,
+                None => {
+                    let rows = (self.fetch)(self.from.max(index));
+                    self.exhausted = rows.len() < PAGE;
+                    if let Some((last, _)) = rows.last() {
+                        self.from = last + 1;
+                    }
+                    self.page.extend(rows);
+                }
+            }
+        }
+    }
+}
 
 /// A run's finished children read back from its journal in item order, a page at a time (for
 /// its ResultWriter). A child missing from the journal is an error, not a gap in the results.
@@ -251,9 +314,7 @@ impl<'a> RecordedChildren<'a> {
         let found = match self.page.next() {
             Some(found) => Some(found),
             None => {
-                let page = self
-                    .journal
-                    .children_page(self.run_key, self.next, RECORDS_PER_PAGE)?;
+                let page = self.journal.children_page(self.run_key, self.next, PAGE)?;
                 self.page = page.into_iter();
                 self.page.next()
             }

@@ -60,6 +60,23 @@ pub(crate) fn children(
 
 // ---- Map runs and their child executions as the API shows them (migration V7) -------------
 
+/// The names of a Map run's child executions from item `from` on, by index, at most `limit`.
+pub(crate) fn child_names(
+    conn: &Connection,
+    map_run_arn: &str,
+    from: i64,
+    limit: i64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT item_index, name FROM map_run_executions
+         WHERE map_run_arn = ?1 AND item_index >= ?2 ORDER BY item_index LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![map_run_arn, from, limit], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    rows.collect()
+}
+
 /// A Map run starting (or resuming, or redriven: the same ARN again).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMapRun {

@@ -376,6 +376,20 @@ impl Store {
         })
     }
 
+    /// The names of a Map run's child executions from item `from` on, at most `limit`, as
+    /// `(item index, name)` in index order.
+    pub fn map_run_child_names(
+        &self,
+        map_run_arn: &str,
+        from: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, String)>> {
+        self.read(|conn| {
+            map_runs::child_names(conn, map_run_arn, from, limit)
+                .map_err(|e| self.sqlite("list map run child names", e))
+        })
+    }
+
     /// One child execution of a Map run, by ARN.
     pub fn map_run_execution(&self, execution_arn: &str) -> Result<Option<MapRunExecution>> {
         self.read(|conn| {

@@ -11,7 +11,7 @@ use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
 use crate::engine::lanes::Lanes;
-use crate::engine::map_journal::{MapRunJournal, RecordedChildren};
+use crate::engine::map_journal::{IndexCursor, MapRunJournal, RecordedChildren};
 use crate::engine::replay::{Lane, Recorded};
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
@@ -21,7 +21,6 @@ use crate::tasks::s3::{read_items, write_results, ChildResult, ReaderRequest, Wr
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -312,14 +311,7 @@ impl Engine {
             .map_run_inputs(cx, m, &run, items, &s3, effective)
             .await?;
         tolerance.total = inputs.len();
-        let earlier = EarlierChildren {
-            finished: self.finished_children(&run, &earlier_runs),
-            names: run
-                .journal
-                .as_ref()
-                .map(|j| j.child_names(&run.names.map_run_arn))
-                .unwrap_or_default(),
-        };
+        let earlier = self.earlier_children(&run, &earlier_runs);
         let limit = concurrency_limit(max_concurrency);
         let Some(collected) = self
             .run_children(&run, inputs, limit, &mut tolerance, earlier)
@@ -467,28 +459,27 @@ impl Engine {
         Ok(inputs)
     }
 
-    /// The children that finished before, which are not run again: on resume (or in a child
-    /// run again after a crash), this run's; on a redrive, also those that succeeded in the
-    /// runs it cut away.
-    fn finished_children(
-        &self,
-        run: &MapRun<'_>,
-        earlier_runs: &[EventId],
-    ) -> HashMap<usize, (ChildResult, bool)> {
-        match &self.map_runs {
-            Some(journal) if self.replay.is_some() || self.map_child => {
-                // The children that succeeded in the runs a redrive cut away, then this run's.
-                let mut finished: HashMap<usize, (ChildResult, bool)> = earlier_runs
-                    .iter()
-                    .flat_map(|id| journal.finished(&format!("{}/m{id}", self.lane_key())))
-                    .filter(|(_, child)| child.result.is_ok())
-                    .map(|(index, child)| (index, (child, false)))
-                    .collect();
-                let this_run = journal.finished(&run.key).into_iter();
-                finished.extend(this_run.map(|(index, child)| (index, (child, true))));
-                finished
-            }
-            _ => Default::default(),
+    /// What the run knows of its children from before: the children that finished, which
+    /// are not run again (on resume, or in a child run again after a crash, this run's; on a
+    /// redrive, also those that succeeded in the runs it cut away), and their names.
+    fn earlier_children(&self, run: &MapRun<'_>, earlier_runs: &[EventId]) -> EarlierChildren {
+        let Some(journal) = &run.journal else {
+            return EarlierChildren::none();
+        };
+        let names = journal.child_names(&run.names.map_run_arn);
+        if self.replay.is_none() && !self.map_child {
+            return EarlierChildren {
+                names,
+                ..EarlierChildren::none()
+            };
+        }
+        EarlierChildren {
+            this_run: journal.finished(&run.key),
+            cut_away: earlier_runs
+                .iter()
+                .map(|id| journal.finished(&format!("{}/m{id}", self.lane_key())))
+                .collect(),
+            names,
         }
     }
 
@@ -1035,22 +1026,45 @@ impl<'a> MapRun<'a> {
     }
 }
 
-/// What a run knows of its children from before a crash or a redrive.
+/// What a run knows of its children from before a crash or a redrive, read from its journal
+/// as the run reaches each child (in item order).
 struct EarlierChildren {
-    /// The children that finished: they are not run again.
-    /// (Each with whether it is recorded under this run, or under a run a redrive cut away.)
-    finished: HashMap<usize, (ChildResult, bool)>,
+    /// The children of this run that finished.
+    this_run: IndexCursor<ChildResult>,
+    /// The children of the runs a redrive cut away (oldest first): those that succeeded are
+    /// not run again.
+    cut_away: Vec<IndexCursor<ChildResult>>,
     /// The children's names: a child run again keeps its execution's name.
-    names: HashMap<usize, String>,
+    names: IndexCursor<String>,
 }
 
 impl EarlierChildren {
-    /// Child `index`'s end, if it finished before, and its name: its own, or a fresh one.
+    /// Nothing from before (a run without a store).
+    fn none() -> Self {
+        EarlierChildren {
+            this_run: IndexCursor::empty(),
+            cut_away: Vec::new(),
+            names: IndexCursor::empty(),
+        }
+    }
+
+    /// Child `index`'s end, if it finished before (and whether under this run), and its name:
+    /// its own, or a fresh one. Asked in increasing index order.
     fn take(&mut self, index: usize) -> (Option<(ChildResult, bool)>, String) {
-        let done = self.finished.remove(&index);
+        // The latest run a redrive cut away wins, as a later record replaces an earlier one.
+        let cut_away = self
+            .cut_away
+            .iter_mut()
+            .filter_map(|runs| runs.take(index))
+            .filter(|child| child.result.is_ok())
+            .last();
+        let done = match self.this_run.take(index) {
+            Some(child) => Some((child, true)),
+            None => cut_away.map(|child| (child, false)),
+        };
         let name = self
             .names
-            .remove(&index)
+            .take(index)
             .unwrap_or_else(|| crate::random::uuid().to_string());
         (done, name)
     }
