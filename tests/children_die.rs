@@ -100,6 +100,36 @@ fn run_and_resume_killed_with_sigkill_take_their_task_programs_along() {
     assert_gone(&pids, "resume");
 }
 
+// Regression: a program was listed with the reaper by sfn-local after its spawn returned, so
+// one that started a child at once could see sfn-local killed in between, its child unlisted
+// and left running (a flaky run of the test above; 5 times in 30 when killed at once). Now the
+// program lists itself before it runs.
+#[test]
+fn run_killed_the_moment_its_program_starts_a_child_takes_both_along() {
+    let sandbox = Sandbox::new();
+    let def = sandbox.write("m.json", TASK);
+    for attempt in 0..20 {
+        let pids_file = sandbox.path(&format!("{attempt}.pids"));
+        let binding = format!("Work={}", program(&pids_file));
+        let name = format!("e{attempt}");
+        let mut run = sandbox.spawn(&[
+            "run",
+            def.to_str().unwrap(),
+            "--name",
+            &name,
+            "--task",
+            &binding,
+        ]);
+        let until = Instant::now() + Duration::from_secs(60);
+        while !pids_file.exists() {
+            assert!(Instant::now() < until, "the task program never started");
+            std::thread::yield_now();
+        }
+        kill(&mut run);
+        assert_gone(&wait_for_pids(&pids_file), "run");
+    }
+}
+
 #[test]
 fn serve_killed_with_sigkill_takes_its_task_programs_along() {
     let sandbox = Sandbox::new();

@@ -20,7 +20,8 @@
 //!   its execution threads, which live as long as the process;
 //! - the leader's children are out of PDEATHSIG's reach, so a small reaper (`sh`, started once
 //!   per process, in a group of its own and deaf to terminal signals) holds a pipe from
-//!   sfn-local and the list of live groups. When the pipe closes (sfn-local ended, however)
+//!   sfn-local and the list of live groups, to which each program adds its own group between
+//!   fork and exec (so none runs unlisted). When the pipe closes (sfn-local ended, however)
 //!   it sends `SIGKILL` to every group still listed, then exits.
 //!
 //! `.waitForTaskToken` workers (`--task` on a callback state) are not in this registry on
@@ -139,16 +140,25 @@ fn forget(pgid: u32) {
     tell_reaper("del", pgid);
 }
 
-/// Sets, in a program forked by sfn-local before it runs, `SIGKILL` on its parent's death
-/// (see the module's overview). For [`std::os::unix::process::CommandExt::pre_exec`].
+/// Sets, in a program forked by sfn-local before it runs, `SIGKILL` on its parent's death,
+/// and lists its group with the reaper (see the module's overview). For
+/// [`std::os::unix::process::CommandExt::pre_exec`].
+///
+/// The program lists itself, before it runs: listed by sfn-local after the spawn returns, a
+/// program that started a child at once could be killed with sfn-local in between, its child
+/// unlisted and left running (seen as a flaky test, then 5 times in 30 on purpose).
 #[cfg(target_os = "linux")]
 pub fn die_with_parent(command: &mut tokio::process::Command) {
     let parent = std::process::id();
+    let reaper = reaper_fd();
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
-    // system calls (prctl, getppid, kill): no allocation, no locks.
+    // system calls (prctl, getpid, write, sigaction, getppid, kill): no allocation, no locks.
     unsafe {
         command.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            if let Some(fd) = reaper {
+                list_with_reaper(fd);
+            }
             // The parent died before the prctl: nobody would send the signal.
             if std::os::unix::process::parent_id() != parent {
                 let _ = nix::sys::signal::raise(Signal::SIGKILL);
@@ -158,17 +168,47 @@ pub fn die_with_parent(command: &mut tokio::process::Command) {
     }
 }
 
+/// Writes `add PID` (this process's group, which it leads) to the reaper's pipe at `fd`,
+/// between fork and exec: no allocation, one `write` (under `PIPE_BUF`, so whole), and
+/// `SIGPIPE` ignored meanwhile (a reaper that is gone must not kill the program).
+#[cfg(target_os = "linux")]
+fn list_with_reaper(fd: std::os::fd::RawFd) {
+    use nix::sys::signal::{signal, SigHandler};
+    let mut line = *b"add                     ";
+    let mut end = line.len() - 1;
+    line[end] = b'\n';
+    let mut pid = std::process::id();
+    loop {
+        end -= 1;
+        line[end] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    line.copy_within(end.., 4);
+    let len = 4 + line.len() - end;
+    // SAFETY: between fork and exec nothing else runs in this process; the handler is put
+    // back to the default, which is what the program starts with.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);
+        let _ = nix::libc::write(fd, line.as_ptr().cast(), len);
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+}
+
 /// Elsewhere there is no PDEATHSIG; the reaper alone ends the groups.
 #[cfg(not(target_os = "linux"))]
 pub fn die_with_parent(_command: &mut tokio::process::Command) {}
 
-/// The reaper's script: keeps the list of live groups from its stdin (`add PGID`, `del PGID`)
-/// and, at end of input, sends `SIGKILL` to every group left. dash's `kill` takes `-9 -PGID`.
+/// The reaper's script: keeps the list of live groups from its stdin (`add PGID`, `del PGID`;
+/// a group is added twice, by the program and by sfn-local, and listed once) and, at end of
+/// input, sends `SIGKILL` to every group left. dash's `kill` takes `-9 -PGID`.
 const REAPER: &str = r#"trap '' INT TERM HUP QUIT PIPE
 groups=' '
 while read -r op g; do
   case $op in
-    add) groups="$groups$g " ;;
+    add) case $groups in *" $g "*) ;; *) groups="$groups$g " ;; esac ;;
     del) case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac ;;
   esac
 done
@@ -196,8 +236,17 @@ fn reaper() -> &'static Mutex<Option<std::process::ChildStdin>> {
 fn tell_reaper(op: &str, pgid: u32) {
     let mut pipe = reaper().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(stdin) = pipe.as_mut() {
-        if writeln!(stdin, "{op} {pgid}").is_err() {
-            *pipe = None;
-        }
+        // A reaper that is gone stays gone; its pipe stays open, as programs write to its
+        // descriptor (see `reaper_fd`).
+        let _ = writeln!(stdin, "{op} {pgid}");
     }
+}
+
+/// The reaper's pipe, started now if it is not yet: programs list themselves on it before
+/// they run. Never closed while sfn-local runs, so the descriptor names it for good.
+#[cfg(target_os = "linux")]
+fn reaper_fd() -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    let pipe = reaper().lock().unwrap_or_else(|p| p.into_inner());
+    pipe.as_ref().map(|stdin| stdin.as_raw_fd())
 }
