@@ -25,8 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-/// How long a client's request to move the clock waits for work in flight to settle before it
-/// moves the clock anyway (a worker that never ends must not freeze the test).
+/// How long a client's request to move the clock waits for work outside the process to settle
+/// before it moves the clock anyway (a worker that never ends must not freeze the test); work
+/// inside it is waited for longer (see [`super::activity::INTERNAL_PATIENCE`]).
 pub const SETTLE_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Most deadlines one request fires (a machine that loops on a Wait forever must not hang
@@ -102,7 +103,7 @@ impl VirtualClock {
         self.inner.activity.clone()
     }
 
-    /// Waits until nothing this clock waits for is in flight (at most [`SETTLE_PATIENCE`]),
+    /// Waits until nothing this clock waits for is in flight (see [`Activity::wait_idle`]),
     /// without moving it.
     pub fn settle(&self) {
         self.inner.activity.wait_idle(SETTLE_PATIENCE);
