@@ -12,6 +12,10 @@ execution fails with States.DataLimitExceeded once every child has run, as on AW
 
 Each size runs in a fresh server (peak memory is the process's high-water mark).
 
+Then the same Map with a ResultWriter (`sfn-local run --s3-dir`; STANDARD children, whose
+records the run keeps in its database and reads back into the result file): children/s, peak
+memory and the size of SUCCEEDED_0.json. `WRITER=0` skips it.
+
 Usage: python benches/distributed_map.py SFN_LOCAL_BIN [SIZES...]  (benches/distributed_map.sh)
 """
 import json
@@ -31,7 +35,7 @@ ROLE = "arn:aws:iam::123456789012:role/bench"
 PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
 
 
-def map_definition(n):
+def map_definition(n, writer=False):
     return json.dumps({
         "QueryLanguage": "JSONata",
         "StartAt": "M",
@@ -46,6 +50,8 @@ def map_definition(n):
                 "StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}},
             },
             "End": True,
+            **({"ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+                                 "Arguments": {"Bucket": "out", "Prefix": "runs"}}} if writer else {}),
         }},
     })
 
@@ -115,6 +121,27 @@ def one_size(n):
             server.wait()
 
 
+def with_writer(n):
+    """`run` of the Map with a ResultWriter into a local S3 folder; its peak memory from wait4."""
+    with tempfile.TemporaryDirectory() as tmp:
+        definition = json.loads(map_definition(n, writer=True))
+        definition["States"]["M"]["ItemProcessor"]["ProcessorConfig"]["ExecutionType"] = "STANDARD"
+        path = os.path.join(tmp, "map.asl.json")
+        with open(path, "w") as f:
+            json.dump(definition, f)
+        t = time.perf_counter()
+        proc = subprocess.Popen([SFN_LOCAL, "run", path, "--db", f"{tmp}/bench.db", "--s3-dir", f"{tmp}/s3"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - t
+        key = json.loads(out)["ResultWriterDetails"]["Key"]
+        folder = os.path.join(tmp, "s3", "out", os.path.dirname(key))
+        file_mb = os.path.getsize(os.path.join(folder, "SUCCEEDED_0.json")) / 2**20
+        return {"items": n, "ok": status == 0, "children_per_s": n / elapsed, "seconds": elapsed,
+                "peak_mb": usage.ru_maxrss / 1024, "file_mb": file_mb}
+
+
 def main():
     print(f"{'items':>10} {'status':>8} {'children/s':>11} {'seconds':>8} {'peak MB':>8} {'db MB':>7}"
           f" {'other client: calls':>20} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}")
@@ -123,6 +150,14 @@ def main():
         print(f"{r['items']:>10,} {r['status']:>8} {r['children_per_s']:>11,.0f} {r['seconds']:>8.1f}"
               f" {r['peak_mb']:>8.0f} {r['db_mb']:>7.0f} {r['calls']:>20} {r['p50']:>7.2f}"
               f" {r['p99']:>7.2f} {r['max']:>7.2f}   {r['error']}", flush=True)
+    if os.environ.get("WRITER", "1") == "0":
+        return
+    print(f"\nwith a ResultWriter (run --s3-dir)\n{'items':>10} {'ok':>5} {'children/s':>11} {'seconds':>8}"
+          f" {'peak MB':>8} {'file MB':>8}")
+    for n in SIZES:
+        r = with_writer(n)
+        print(f"{r['items']:>10,} {str(r['ok']):>5} {r['children_per_s']:>11,.0f} {r['seconds']:>8.1f}"
+              f" {r['peak_mb']:>8.0f} {r['file_mb']:>8.0f}", flush=True)
 
 
 if __name__ == "__main__":
