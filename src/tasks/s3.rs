@@ -648,7 +648,16 @@ pub async fn write_results(
     } else {
         format!("{}/{run_id}", prefix.trim_end_matches('/'))
     };
-    let (succeeded, failed) = spool_results(transformation, jsonl, state_machine_arn, children)?;
+    let mut succeeded = Spool::new(jsonl).map_err(writer_failed)?;
+    let mut failed = Spool::new(jsonl).map_err(writer_failed)?;
+    for (n, child) in children.into_iter().enumerate() {
+        let spools = (&mut succeeded, &mut failed);
+        spool_result(transformation, state_machine_arn, child?, spools)?;
+        if n % YIELD_EVERY == YIELD_EVERY - 1 {
+            // A million entries take seconds: the executions sharing this thread go on meanwhile.
+            tokio::task::yield_now().await;
+        }
+    }
     let mut files = Map::new();
     for (status, spool) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
         let mut listed = Vec::new();
@@ -678,28 +687,26 @@ pub async fn write_results(
     }))
 }
 
-/// The children's entries, spooled to the succeeded and the failed result file.
-fn spool_results(
+/// How many children's entries are spooled between two turns given to other executions.
+const YIELD_EVERY: usize = 256;
+
+/// A child's entries, spooled to the succeeded or the failed result file.
+fn spool_result(
     transformation: &str,
-    jsonl: bool,
     state_machine_arn: &str,
-    children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
-) -> Result<(Spool, Spool), StatesError> {
-    let mut succeeded = Spool::new(jsonl).map_err(writer_failed)?;
-    let mut failed = Spool::new(jsonl).map_err(writer_failed)?;
-    let mut entries = Vec::new();
-    for c in children {
-        let c = c?;
-        let entry = entry_of(&c, state_machine_arn);
-        match &c.result {
-            Ok(_) => transformed(transformation, &c, entry, &mut entries)?,
-            Err(_) => failed.push(&entry).map_err(writer_failed)?,
-        }
-        for entry in entries.drain(..) {
-            succeeded.push(&entry).map_err(writer_failed)?;
-        }
+    child: ChildResult,
+    (succeeded, failed): (&mut Spool, &mut Spool),
+) -> Result<(), StatesError> {
+    let entry = entry_of(&child, state_machine_arn);
+    if child.result.is_err() {
+        return failed.push(&entry).map_err(writer_failed);
     }
-    Ok((succeeded, failed))
+    let mut entries = Vec::new();
+    transformed(transformation, &child, entry, &mut entries)?;
+    entries
+        .iter()
+        .try_for_each(|entry| succeeded.push(entry))
+        .map_err(writer_failed)
 }
 
 /// One result file under way, in a temporary file: a JSON array (`[e1,e2]`, as
