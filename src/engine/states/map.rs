@@ -549,6 +549,7 @@ impl Engine {
             // Taken from a run a redrive cut away: kept under this run too, where its
             // ResultWriter (and a resume of this run) reads the run's children.
             if let (false, Some(j)) = (recorded_here, &run.journal) {
+                j.throttle().await;
                 j.record(&run.key, index, &record);
             }
             return (index, record.result.clone(), record);
