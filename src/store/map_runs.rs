@@ -47,14 +47,23 @@ pub(crate) fn children(
     from: i64,
     limit: i64,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut stmt = conn.prepare_cached(
+    indexed_rows(
+        conn,
         "SELECT item_index, child FROM map_run_children
          WHERE execution_id = ?1 AND run_key = ?2 AND item_index >= ?3
          ORDER BY item_index LIMIT ?4",
-    )?;
-    let rows = stmt.query_map(params![execution_id, run_key, from, limit], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
+        params![execution_id, run_key, from, limit],
+    )
+}
+
+/// The `(item index, text)` rows that `sql` selects with `params`.
+fn indexed_rows(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
 }
 
@@ -67,14 +76,12 @@ pub(crate) fn child_names(
     from: i64,
     limit: i64,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut stmt = conn.prepare_cached(
+    indexed_rows(
+        conn,
         "SELECT item_index, name FROM map_run_executions
          WHERE map_run_arn = ?1 AND item_index >= ?2 ORDER BY item_index LIMIT ?3",
-    )?;
-    let rows = stmt.query_map(params![map_run_arn, from, limit], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
-    rows.collect()
+        params![map_run_arn, from, limit],
+    )
 }
 
 /// A Map run starting (or resuming, or redriven: the same ARN again).
