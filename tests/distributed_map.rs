@@ -268,3 +268,32 @@ fn a_resumed_map_run_reads_its_finished_children_as_it_goes() {
         "resuming 4,000 children peaked at {many} MiB, 1,000 at {few} MiB"
     );
 }
+
+// Regression: listing a local S3 folder (`s3:listObjectsV2` ItemReader) read each object whole
+// to take its ETag, so a 256 MiB object cost 256 MiB of memory. It is read a buffer at a time.
+#[test]
+fn listing_a_large_object_does_not_read_it_into_memory() {
+    let sb = Sandbox::new();
+    let bucket = sb.path("s3").join("big");
+    std::fs::create_dir_all(&bucket).expect("bucket");
+    let object = std::fs::File::create(bucket.join("blob.bin")).expect("object");
+    object.set_len(256 << 20).expect("a sparse 256 MiB file");
+    let machine = json!({"StartAt": "Each", "States": {"Each": {"Type": "Map", "End": true,
+        "ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2",
+            "Parameters": {"Bucket": "big"}},
+        "ItemProcessor": processor("Size", json!({"Type": "Pass", "OutputPath": "$.Size", "End": true}))}}});
+    let def = sb.write("list.asl.json", &machine.to_string());
+    let s3 = sb.path("s3");
+    let (out, peak_mib) = sb.run_measured(&[
+        "run",
+        def.to_str().expect("path"),
+        "--s3-dir",
+        s3.to_str().expect("path"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json(), json!([256 << 20]));
+    assert!(
+        peak_mib < 128,
+        "listing a 256 MiB object peaked at {peak_mib} MiB"
+    );
+}

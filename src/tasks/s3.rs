@@ -188,8 +188,8 @@ impl LocalS3 {
             if !key.starts_with(prefix) {
                 continue;
             }
-            let body =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let (etag, size) =
+                file_etag(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let modified = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
                 .ok()
@@ -197,10 +197,10 @@ impl LocalS3 {
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
             items.push(json!({
-                "Etag": etag(&body),
+                "Etag": etag,
                 "Key": key,
                 "LastModified": modified,
-                "Size": body.len(),
+                "Size": size,
                 "StorageClass": "STANDARD",
             }));
         }
@@ -219,11 +219,13 @@ fn s3_not_found(message: &str) -> String {
     )
 }
 
-/// S3's ETag of a single-part object: the quoted MD5 of its body.
-fn etag(body: &[u8]) -> String {
-    let digest = Md5::digest(body);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+/// S3's ETag of a single-part object (the quoted MD5 of its body) of the file at `path`, and
+/// its size: read a buffer at a time, so listing gigabyte objects holds none of them.
+fn file_etag(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut md5 = Md5::new();
+    let size = std::io::copy(&mut std::fs::File::open(path)?, &mut md5)?;
+    let hex: String = md5.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok((format!("\"{hex}\""), size))
 }
 
 /// Collects the files under `dir` as (key, path), keys joined with `/`.
