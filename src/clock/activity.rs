@@ -397,6 +397,23 @@ impl<F> Drop for Tracked<F> {
     }
 }
 
+/// Gives the other tasks of this thread a turn: pending once, having woken itself at once.
+/// tokio's `yield_now` defers that wake until its scheduler looks for new work, so between the
+/// end of the poll and the wake a [`Tracked`] execution counted as waiting, and a virtual clock
+/// could jump in the gap (a `test` history showed a state entered a day late).
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +460,49 @@ mod tests {
             start.elapsed() >= Duration::from_millis(150),
             "gave up after {:?}, with the work still running",
             start.elapsed()
+        );
+    }
+
+    // Regression: an execution yielding its thread (every 5 ms of states without a wait) used
+    // tokio's yield_now, whose wake comes after the poll ends; in between, the execution
+    // counted as waiting, and the `test` command's virtual clock jumped to the next deadline,
+    // a day away (a flaky run of every_example_suite_in_definitions_passes).
+    #[test]
+    fn a_tracked_future_that_yields_its_thread_stays_in_flight() {
+        use std::sync::atomic::AtomicBool;
+        let activity = Activity::for_clock();
+        let done = Arc::new(AtomicBool::new(false));
+        // Another thread watches the count the whole time, as a clock's driver does.
+        let watcher = {
+            let (activity, done) = (activity.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut seen_waiting = 0;
+                while !done.load(Ordering::SeqCst) {
+                    let busy = activity.busy.load(Ordering::SeqCst);
+                    if busy == 0 && !done.load(Ordering::SeqCst) {
+                        seen_waiting += 1;
+                    }
+                }
+                seen_waiting
+            })
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let finished = done.clone();
+        rt.block_on(tracked(
+            async move {
+                for _ in 0..20_000 {
+                    yield_now().await;
+                }
+                finished.store(true, Ordering::SeqCst);
+            },
+            Some(activity.clone()),
+        ));
+        let seen_waiting = watcher.join().expect("watcher");
+        assert_eq!(
+            seen_waiting, 0,
+            "the yielding future counted as waiting between two polls"
         );
     }
 

@@ -14,7 +14,7 @@
 pub mod activity;
 pub mod virtual_time;
 
-pub use activity::{tracked, Busy};
+pub use activity::{tracked, yield_now, Busy};
 pub use virtual_time::VirtualClock;
 
 use std::collections::BTreeMap;

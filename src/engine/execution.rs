@@ -704,7 +704,7 @@ impl Engine {
             return Err(self.stopped_failure(prev));
         }
         if self.last_yield.get().elapsed() >= RUN_WITHOUT_YIELD {
-            tokio::task::yield_now().await;
+            crate::clock::yield_now().await;
             self.last_yield.set(std::time::Instant::now());
         }
         Ok(())

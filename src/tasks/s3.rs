@@ -618,23 +618,19 @@ pub async fn write_results(
     children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
 ) -> Result<Value, StatesError> {
     let transformation = request.transformation.as_deref().unwrap_or("NONE");
-    let jsonl = match request.output_type.as_deref() {
-        None | Some("JSON") => false,
-        Some("JSONL") => true,
-        Some(other) => {
-            return Err(writer_failed(format!(
-                "WriterConfig OutputType {other} is not one of JSON, JSONL"
-            )))
-        }
-    };
+    let jsonl = writes_json_lines(request)?;
     let args = &request.arguments;
     if request.resource.is_none() {
         // WriterConfig alone: the formatted results are the state's result; nothing is written.
         let mut preview = Vec::new();
         for c in children {
             let c = c?;
-            let entry = entry_of(&c, state_machine_arn);
-            transformed(transformation, &c, entry, &mut preview)?;
+            transformed(
+                transformation,
+                &c,
+                entry_of(&c, state_machine_arn),
+                &mut preview,
+            )?;
         }
         return Ok(Value::Array(preview));
     }
@@ -650,16 +646,43 @@ pub async fn write_results(
     } else {
         format!("{}/{run_id}", prefix.trim_end_matches('/'))
     };
-    let mut succeeded = Spool::new(jsonl).map_err(writer_failed)?;
-    let mut failed = Spool::new(jsonl).map_err(writer_failed)?;
-    for (n, child) in children.into_iter().enumerate() {
-        let spools = (&mut succeeded, &mut failed);
-        spool_result(transformation, state_machine_arn, child?, spools)?;
-        if n % YIELD_EVERY == YIELD_EVERY - 1 {
-            // A million entries take seconds: the executions sharing this thread go on meanwhile.
-            tokio::task::yield_now().await;
-        }
+    let spools = spool_results(transformation, jsonl, state_machine_arn, children).await?;
+    let files = put_result_files(s3, bucket, &base, jsonl, spools).await?;
+    let manifest_key = format!("{base}/manifest.json");
+    let manifest = json!({
+        "DestinationBucket": bucket,
+        "MapRunArn": map_run_arn,
+        "ResultFiles": files,
+    });
+    s3.put_object(bucket, &manifest_key, manifest.to_string().as_bytes())
+        .await
+        .map_err(writer_failed)?;
+    Ok(json!({
+        "MapRunArn": map_run_arn,
+        "ResultWriterDetails": {"Bucket": bucket, "Key": manifest_key},
+    }))
+}
+
+/// Whether `WriterConfig.OutputType` asks for JSON lines (`JSONL`) rather than a JSON array.
+fn writes_json_lines(request: &WriterRequest) -> Result<bool, StatesError> {
+    match request.output_type.as_deref() {
+        None | Some("JSON") => Ok(false),
+        Some("JSONL") => Ok(true),
+        Some(other) => Err(writer_failed(format!(
+            "WriterConfig OutputType {other} is not one of JSON, JSONL"
+        ))),
     }
+}
+
+/// Puts the spooled files (those with entries) under `base` and returns the manifest's
+/// `ResultFiles`.
+async fn put_result_files(
+    s3: &S3Store,
+    bucket: &str,
+    base: &str,
+    jsonl: bool,
+    (succeeded, failed): (Spool, Spool),
+) -> Result<Map<String, Value>, StatesError> {
     let mut files = Map::new();
     for (status, spool) in [("SUCCEEDED", succeeded), ("FAILED", failed)] {
         let mut listed = Vec::new();
@@ -674,19 +697,27 @@ pub async fn write_results(
         files.insert(status.into(), Value::Array(listed));
     }
     files.insert("PENDING".into(), json!([]));
-    let manifest_key = format!("{base}/manifest.json");
-    let manifest = json!({
-        "DestinationBucket": bucket,
-        "MapRunArn": map_run_arn,
-        "ResultFiles": files,
-    });
-    s3.put_object(bucket, &manifest_key, manifest.to_string().as_bytes())
-        .await
-        .map_err(writer_failed)?;
-    Ok(json!({
-        "MapRunArn": map_run_arn,
-        "ResultWriterDetails": {"Bucket": bucket, "Key": manifest_key},
-    }))
+    Ok(files)
+}
+
+/// The children's entries, spooled to the succeeded and the failed result file as they come.
+async fn spool_results(
+    transformation: &str,
+    jsonl: bool,
+    state_machine_arn: &str,
+    children: impl IntoIterator<Item = Result<ChildResult, StatesError>>,
+) -> Result<(Spool, Spool), StatesError> {
+    let mut succeeded = Spool::new(jsonl).map_err(writer_failed)?;
+    let mut failed = Spool::new(jsonl).map_err(writer_failed)?;
+    for (n, child) in children.into_iter().enumerate() {
+        let spools = (&mut succeeded, &mut failed);
+        spool_result(transformation, state_machine_arn, child?, spools)?;
+        if n % YIELD_EVERY == YIELD_EVERY - 1 {
+            // A million entries take seconds: the executions sharing this thread go on meanwhile.
+            crate::clock::yield_now().await;
+        }
+    }
+    Ok((succeeded, failed))
 }
 
 /// How many children's entries are spooled between two turns given to other executions.
