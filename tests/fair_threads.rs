@@ -2,7 +2,8 @@
 //! catastrophic regex (each evaluation stopped at JSONata's 10 s limit, in a Catch loop) leave
 //! StartExecution of another machine answering at once; StopExecution stops each within a
 //! moment, with the events written before the stop in its history and no thread left
-//! spinning; after a restart neither runs again.
+//! spinning; after a restart neither runs again. And a long evaluation holds nothing beside it
+//! on its thread (it goes on elsewhere while its execution waits), nor lets a virtual clock move.
 //!
 //! Time bounds here are generous (seconds, against a 10 s evaluation and the old 5 s stop
 //! grace): they prove nothing waits behind the spinning executions, not how fast serve is.
@@ -184,4 +185,89 @@ fn spinning_executions_hold_no_start_and_stop_at_once_for_good() {
         busy < Duration::from_millis(500),
         "the restarted serve used {busy:?} of CPU a second"
     );
+}
+
+/// A Parallel of two branches (one thread, one execution): `slow` evaluates `expression`,
+/// `beside` runs `beside_states` from `B`.
+fn slow_branch_beside(expression: &str, beside_states: Value) -> Value {
+    json!({
+        "QueryLanguage": "JSONata",
+        "StartAt": "Both",
+        "States": {"Both": {
+            "Type": "Parallel",
+            "Branches": [
+                {"StartAt": "Slow", "States": {"Slow": {
+                    "Type": "Pass", "Output": expression, "End": true
+                }}},
+                {"StartAt": "B", "States": beside_states}
+            ],
+            "End": true
+        }}
+    })
+}
+
+fn run_definition(sandbox: &Sandbox, name: &str, definition: &Value, extra: &[&str]) -> Vec<Value> {
+    let path = sandbox.write(&format!("{name}.asl.json"), &definition.to_string());
+    let mut args = vec!["run", path.to_str().unwrap(), "--name", name];
+    args.extend(extra);
+    let out = sandbox.run(&args);
+    assert!(out.code != -1, "{}", out.stderr);
+    sandbox.history(name)
+}
+
+/// The executions beside a long evaluation on its thread go on meanwhile: here the branch
+/// beside it (same execution, so same thread) fails the Parallel while the regex still runs,
+/// and the regex is abandoned. Before, the branch waited for the regex's 10 s to end, and the
+/// Parallel failed with the regex's error instead.
+#[test]
+fn a_long_evaluation_holds_no_branch_beside_it() {
+    let sandbox = Sandbox::new();
+    let subject = "a".repeat(70) + "!";
+    let definition = slow_branch_beside(
+        &format!("{{% $match('{subject}', /(a+)+$/) %}}"),
+        json!({
+            "B": {"Type": "Pass", "Next": "Beside"},
+            "Beside": {"Type": "Fail", "Error": "Beside", "Cause": "the branch beside ran"}
+        }),
+    );
+    let started = Instant::now();
+    let events = run_definition(&sandbox, "beside", &definition, &[]);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "ExecutionFailed", "{events:?}");
+    assert_eq!(last["executionFailedEventDetails"]["error"], "Beside");
+    assert!(
+        !events.iter().any(|e| e["type"] == "EvaluationFailed"),
+        "{events:?}"
+    );
+    // The abandoned regex did not keep `run` to its 10 s.
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+/// A virtual clock does not move while an evaluation runs off its execution's thread: the
+/// long branch ends at the start's instant, the hour-long Wait beside it an hour later.
+#[test]
+fn a_virtual_clock_waits_for_a_long_evaluation() {
+    let sandbox = Sandbox::new();
+    let definition = slow_branch_beside(
+        "{% $sum($map([1..300000], function($v) { $v * 2 })) %}",
+        json!({"B": {"Type": "Wait", "Seconds": 3600, "End": true}}),
+    );
+    let events = run_definition(&sandbox, "virtual", &definition, &["--clock", "virtual"]);
+    let at = |event_type: &str| {
+        let e = events.iter().find(|e| e["type"] == event_type);
+        let ts = e.unwrap_or_else(|| panic!("no {event_type}: {events:?}"))["timestamp"]
+            .as_str()
+            .unwrap();
+        chrono::DateTime::parse_from_rfc3339(ts)
+            .unwrap()
+            .timestamp_millis()
+    };
+    let start = at("ExecutionStarted");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "ExecutionSucceeded",
+        "{events:?}"
+    );
+    assert!(at("PassStateExited") - start < 1000, "{events:?}");
+    assert_eq!(at("WaitStateExited") - start, 3_600_000, "{events:?}");
 }

@@ -26,33 +26,22 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-thread_local! {
-    /// The instant `$now()` and `$millis()` read, when the engine's clock is not the system's
-    /// (a virtual clock); evaluation is synchronous, so one thread-local serves every
-    /// execution sharing the thread.
-    static INSTANT: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
-}
-
-thread_local! {
-    /// The interrupt of the execution evaluating on this thread now (see [`interruptible`]).
-    static INTERRUPT: std::cell::RefCell<Option<Arc<Interrupt>>> = const { std::cell::RefCell::new(None) };
-}
-
 /// Stops an execution's evaluations from another thread: a stop request must not wait for a
-/// 10-second evaluation to end, nor for the thread it holds. Once fired, the evaluation
-/// running now fails (as cancelled) and every later one fails at once.
+/// 10-second evaluation to end, nor for the thread it holds. Once fired, the evaluations
+/// running now fail (as cancelled) and every later one fails at once. Several may run at once
+/// (Parallel branches and Map iterations evaluating where they wait, see [`Bound`]).
 #[derive(Debug, Default)]
 pub struct Interrupt {
     fired: std::sync::atomic::AtomicBool,
-    /// The cancel token of the evaluation running now, if any.
-    running: std::sync::Mutex<Option<jlens_core::CancelToken>>,
+    /// The cancel tokens of the evaluations running now, by an id of each.
+    running: std::sync::Mutex<Vec<(u64, jlens_core::CancelToken)>>,
 }
 
 impl Interrupt {
-    /// Stops the evaluation running now and every later one; from any thread.
+    /// Stops the evaluations running now and every later one; from any thread.
     pub fn fire(&self) {
         self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(token) = self.lock().as_ref() {
+        for (_, token) in self.lock().iter() {
             token.cancel();
         }
     }
@@ -62,44 +51,59 @@ impl Interrupt {
         self.fired.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    fn enter(&self, token: &jlens_core::CancelToken) {
-        *self.lock() = Some(token.clone());
-        // Fired before the token was set: `fire` did not see it.
+    /// Registers a running evaluation's token until [`Interrupt::leave`] with the id returned.
+    fn enter(&self, token: &jlens_core::CancelToken) -> u64 {
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push((id, token.clone()));
+        // Fired before the token was listed: `fire` did not see it.
         if self.is_fired() {
             token.cancel();
         }
+        id
     }
 
-    fn leave(&self) {
-        *self.lock() = None;
+    fn leave(&self, id: u64) {
+        self.lock().retain(|(i, _)| *i != id);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<jlens_core::CancelToken>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, jlens_core::CancelToken)>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-/// Runs `f` with the evaluations it makes stopped by `interrupt` (see [`Interrupt`]).
-/// Evaluation is synchronous, so one thread-local serves every execution sharing the thread.
-pub fn interruptible<R>(interrupt: &Arc<Interrupt>, f: impl FnOnce() -> R) -> R {
-    /// Puts the thread's interrupt back even if `f` panics (an engine's panic is caught).
-    struct Restore(Option<Arc<Interrupt>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            INTERRUPT.set(self.0.take());
-        }
-    }
-    let _restore = Restore(INTERRUPT.replace(Some(interrupt.clone())));
-    f()
+/// How an evaluation runs, besides what it reads: the instant `$now()` reads, what may stop
+/// it, and how long it may take.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// What `$now()` and `$millis()` read (milliseconds since the epoch) when the engine's
+    /// clock is not the system's (a virtual clock); `None` reads the system clock.
+    pub now: Option<i64>,
+    /// The execution's stop.
+    pub stop: Option<Arc<Interrupt>>,
+    /// Fired when no one waits for the result any more (see [`Bound`]).
+    pub abandon: Option<Arc<Interrupt>>,
+    /// The longest it may run: [`MAX_TIME`], or less for a first try (see
+    /// [`Expression::evaluate_within`]).
+    pub time_limit: std::time::Duration,
 }
 
-/// Runs `f` with `$now()` and `$millis()` reading `now` (milliseconds since the epoch)
-/// instead of the system clock; `None` leaves the system clock.
-pub fn at_instant<R>(now: Option<i64>, f: impl FnOnce() -> R) -> R {
-    let before = INSTANT.replace(now);
-    let result = f();
-    INSTANT.set(before);
-    result
+impl Run {
+    /// A run reading `now` (see [`Run::now`]) and stopped by `stop`, within [`MAX_TIME`].
+    pub fn new(now: Option<i64>, stop: Option<Arc<Interrupt>>) -> Self {
+        Run {
+            now,
+            stop,
+            abandon: None,
+            time_limit: MAX_TIME,
+        }
+    }
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run::new(None, None)
+    }
 }
 
 /// The most steps (nodes evaluated, functions called) one evaluation may take.
@@ -158,8 +162,8 @@ pub trait CompiledQuery: fmt::Debug + Send + Sync {
     fn called_names(&self) -> &[String];
     /// A JSONata 2.1 operator (`?:`, `??`) the expression uses: AWS runs JSONata 2.0.
     fn newer_operator(&self) -> Option<&'static str>;
-    /// Evaluates with these variables bound (and no input document).
-    fn evaluate(&self, variables: Vec<(&str, Value)>) -> Result<Outcome, EngineError>;
+    /// Evaluates with these variables bound (and no input document), as `run` says.
+    fn evaluate(&self, variables: Vec<(&str, Value)>, run: &Run) -> Result<Outcome, EngineError>;
 }
 
 /// Compiles an expression with the engine sfn-local uses.
@@ -247,34 +251,46 @@ mod jlens {
             self.newer_operator
         }
 
-        fn evaluate(&self, variables: Vec<(&str, Value)>) -> Result<Outcome, EngineError> {
+        fn evaluate(
+            &self,
+            variables: Vec<(&str, Value)>,
+            run: &Run,
+        ) -> Result<Outcome, EngineError> {
             let mut bindings = aws_functions().clone();
             for (name, value) in variables {
                 bindings = bindings.var(name, value);
             }
             // Metered: what one evaluation may hold is bounded too (see `crate::alloc`).
             let token = jlens_core::CancelToken::new();
-            let mut options = limits().clone().cancel_token(token.clone());
-            if let Some(now) = INSTANT.get() {
+            let mut options = limits()
+                .clone()
+                .timeout(run.time_limit)
+                .cancel_token(token.clone());
+            if let Some(now) = run.now {
                 options = options.now(now);
             }
-            let interrupt = INTERRUPT.with_borrow(Clone::clone);
-            if let Some(i) = &interrupt {
-                i.enter(&token);
-            }
+            let stoppers = [&run.stop, &run.abandon];
+            let entered = stoppers.map(|s| s.as_ref().map(|i| i.enter(&token)));
             let section = crate::memory::Section::start(MAX_HELD_BYTES, token);
             let result = self.expression.evaluate_with(None, &bindings, &options);
             let exceeded = section.exceeded();
             drop(section);
-            let interrupted = interrupt.is_some_and(|i| {
-                i.leave();
-                i.is_fired()
-            });
+            for (stopper, id) in stoppers.iter().zip(entered) {
+                if let (Some(i), Some(id)) = (stopper, id) {
+                    i.leave(id);
+                }
+            }
+            let fired = |i: &Option<Arc<Interrupt>>| i.as_ref().is_some_and(|i| i.is_fired());
             match result {
-                Err(e) if interrupted && e.code() == "U1003" => Err(EngineError {
+                Err(e) if fired(&run.stop) && e.code() == "U1003" => Err(EngineError {
                     code: "U1003".to_owned(),
                     message: "The execution was stopped during the evaluation".to_owned(),
                 }),
+                Err(e) if fired(&run.abandon) && e.code() == "U1003" => Err(EngineError {
+                    code: "U1003".to_owned(),
+                    message: "The evaluation was abandoned".to_owned(),
+                }),
+                // The token was cancelled by neither: by the memory meter.
                 Err(e) if exceeded && e.code() == "U1003" => Err(EngineError {
                     code: "U1001".to_owned(),
                     message: format!(
@@ -500,7 +516,41 @@ impl Expression {
         self.query.called_names()
     }
 
-    fn evaluate(&self, scope: &JsonataScope<'_>) -> Result<Outcome, EngineError> {
+    /// Evaluates in `scope` on this thread, if that takes at most `budget`; `None` when it
+    /// would take longer, to be evaluated again where waiting for it holds no one up (see
+    /// [`Bound`]). Almost every expression ends in microseconds, and then is evaluated once.
+    pub fn evaluate_within(
+        &self,
+        scope: &JsonataScope<'_>,
+        run: &Run,
+        budget: std::time::Duration,
+    ) -> Option<Result<Outcome, EngineError>> {
+        let budget = budget.min(run.time_limit);
+        let first_try = Run {
+            time_limit: budget,
+            ..run.clone()
+        };
+        match self.query.evaluate(self.bind_borrowed(scope), &first_try) {
+            // D1012: the time limit passed (the shorter one, when it is shorter).
+            Err(e) if e.code == "D1012" && budget < run.time_limit => None,
+            outcome => Some(outcome),
+        }
+    }
+
+    /// What the expression reads from `scope`, owned, to evaluate on any thread.
+    pub fn bind(&self, scope: &JsonataScope<'_>) -> Bound {
+        Bound {
+            query: self.query.clone(),
+            variables: self
+                .bind_borrowed(scope)
+                .into_iter()
+                .map(|(name, v)| (name.to_owned(), v))
+                .collect(),
+        }
+    }
+
+    /// The values of the variables it reads, `$states` built only when read.
+    fn bind_borrowed(&self, scope: &JsonataScope<'_>) -> Vec<(&str, Value)> {
         let mut bound = Vec::with_capacity(self.query.free_variables().len());
         for name in self.query.free_variables() {
             if name == STATES_VARIABLE {
@@ -509,7 +559,42 @@ impl Expression {
                 bound.push((name.as_str(), v.clone()));
             }
         }
-        self.query.evaluate(bound)
+        bound
+    }
+}
+
+/// An expression with the values it reads: it holds nothing of the state's thread, so it may
+/// be evaluated on another thread while the state's thread runs the executions beside it.
+pub struct Bound {
+    query: Arc<dyn CompiledQuery>,
+    variables: Vec<(String, Value)>,
+}
+
+impl Bound {
+    /// Evaluates, as `run` says.
+    pub fn evaluate(self, run: &Run) -> Result<Outcome, EngineError> {
+        let (names, values): (Vec<String>, Vec<Value>) = self.variables.into_iter().unzip();
+        let variables = names.iter().map(String::as_str).zip(values).collect();
+        self.query.evaluate(variables, run)
+    }
+}
+
+/// Evaluates the expressions of a template one at a time, as the engine sees fit: on the
+/// state's thread, or elsewhere while the state waits.
+#[allow(async_fn_in_trait)] // The engine's futures stay on their thread: no `Send` bound.
+pub trait Evaluate {
+    /// The outcome of one expression.
+    async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError>;
+}
+
+/// Evaluates every expression in one scope on the calling thread, within [`MAX_TIME`].
+pub struct Inline<'a>(pub &'a JsonataScope<'a>);
+
+impl Evaluate for Inline<'_> {
+    async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError> {
+        expression
+            .query
+            .evaluate(expression.bind_borrowed(self.0), &Run::default())
     }
 }
 
@@ -528,6 +613,10 @@ enum Node {
 pub struct JsonataTemplate {
     raw: Value,
     root: Node,
+    /// Every expression in `root` in the order they are evaluated (depth first, members in
+    /// order), with its place below the field (`/key/0`): evaluation walks this list, so that
+    /// each expression may be awaited without a recursive future.
+    expressions: Vec<(String, Expression)>,
 }
 
 /// What an expression may read: `$states` and the variables in scope.
@@ -612,9 +701,13 @@ pub fn type_name(v: &Value) -> &'static str {
 impl JsonataTemplate {
     /// Compiles a field's value, reporting every bad expression at `at`.
     pub fn compile(value: &Value, at: &JsonPointer, diags: &mut Diagnostics) -> Self {
+        let root = compile_node(value, at, diags);
+        let mut expressions = Vec::new();
+        list_expressions(&root, &mut String::new(), &mut expressions);
         JsonataTemplate {
             raw: value.clone(),
-            root: compile_node(value, at, diags),
+            root,
+            expressions,
         }
     }
 
@@ -632,18 +725,8 @@ impl JsonataTemplate {
     }
 
     /// Every expression in it.
-    pub fn expressions(&self) -> Vec<&Expression> {
-        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Expression>) {
-            match n {
-                Node::Literal(_) => {}
-                Node::Expression(e) => out.push(e),
-                Node::Object(members) => members.iter().for_each(|(_, n)| walk(n, out)),
-                Node::Array(items) => items.iter().for_each(|n| walk(n, out)),
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.root, &mut out);
-        out
+    pub fn expressions(&self) -> impl Iterator<Item = &Expression> {
+        self.expressions.iter().map(|(_, e)| e)
     }
 
     /// Whether a string is a whole JSONata expression, `{% ... %}`.
@@ -653,29 +736,52 @@ impl JsonataTemplate {
 
     /// Whether the value holds any expression.
     pub fn has_expressions(&self) -> bool {
-        !self.expressions().is_empty()
+        !self.expressions.is_empty()
     }
 
-    /// Evaluates: literals as written, expressions in `scope`. `field` is the field's name,
-    /// the start of every failure's location.
-    pub fn evaluate(
+    /// Evaluates: literals as written, expressions by `evaluator`, in order until one fails.
+    /// `field` is the field's name, the start of every failure's location.
+    pub async fn evaluate(
         &self,
         field: &str,
-        scope: &JsonataScope<'_>,
+        evaluator: &impl Evaluate,
     ) -> Result<Value, EvaluationFailure> {
-        let mut location = field.to_owned();
-        evaluate_node(&self.root, scope, &mut location)
+        let mut values = Vec::with_capacity(self.expressions.len());
+        for (place, e) in &self.expressions {
+            let location = format!("{field}{place}");
+            let fail = |what: String| EvaluationFailure {
+                message: format!(
+                    "The JSONata expression '{}' specified for the field '{location}' {what}",
+                    e.text
+                ),
+                location: location.clone(),
+            };
+            values.push(match evaluator.evaluate(e).await {
+                Ok(Outcome::Value(v)) => v,
+                Ok(Outcome::Undefined) => return Err(fail("returned nothing (undefined).".into())),
+                Ok(Outcome::Function) => {
+                    return Err(fail("returned an unsupported result type.".into()))
+                }
+                Err(err) => {
+                    return Err(fail(format!(
+                        "threw an error during evaluation. {}: {}",
+                        err.code, err.message
+                    )))
+                }
+            });
+        }
+        Ok(fill(&self.root, &mut values.into_iter()))
     }
 
     /// Evaluates a field whose value must be of one JSON type (`Items` must be an array...),
     /// with AWS's cause when it is not.
-    pub fn evaluate_as(
+    pub async fn evaluate_as(
         &self,
         field: &str,
-        scope: &JsonataScope<'_>,
+        evaluator: &impl Evaluate,
         expected: &str,
     ) -> Result<Value, EvaluationFailure> {
-        let v = self.evaluate(field, scope)?;
+        let v = self.evaluate(field, evaluator).await?;
         if type_name(&v) == expected
             || (expected == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0))
         {
@@ -822,54 +928,38 @@ pub fn line_column(s: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-fn evaluate_node(
-    node: &Node,
-    scope: &JsonataScope<'_>,
-    location: &mut String,
-) -> Result<Value, EvaluationFailure> {
+/// Lists the expressions under `node` in evaluation order, each with its place (`/key/0`).
+fn list_expressions(node: &Node, place: &mut String, out: &mut Vec<(String, Expression)>) {
+    let mut below = |place: &mut String, step: &str, n: &Node| {
+        let len = place.len();
+        place.push('/');
+        place.push_str(step);
+        list_expressions(n, place, out);
+        place.truncate(len);
+    };
     match node {
-        Node::Literal(v) => Ok(v.clone()),
-        Node::Expression(e) => {
-            let fail = |what: String| EvaluationFailure {
-                location: location.clone(),
-                message: format!(
-                    "The JSONata expression '{}' specified for the field '{location}' {what}",
-                    e.text
-                ),
-            };
-            match e.evaluate(scope) {
-                Ok(Outcome::Value(v)) => Ok(v),
-                Ok(Outcome::Undefined) => Err(fail("returned nothing (undefined).".into())),
-                Ok(Outcome::Function) => Err(fail("returned an unsupported result type.".into())),
-                Err(err) => Err(fail(format!(
-                    "threw an error during evaluation. {}: {}",
-                    err.code, err.message
-                ))),
-            }
-        }
-        Node::Object(members) => {
-            let mut map = Map::with_capacity(members.len());
-            for (k, n) in members {
-                let len = location.len();
-                location.push('/');
-                location.push_str(k);
-                let v = evaluate_node(n, scope, location)?;
-                location.truncate(len);
-                map.insert(k.clone(), v);
-            }
-            Ok(Value::Object(map))
-        }
+        Node::Literal(_) => {}
+        Node::Expression(e) => out.push((place.clone(), e.clone())),
+        Node::Object(members) => members.iter().for_each(|(k, n)| below(place, k, n)),
         Node::Array(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, n) in items.iter().enumerate() {
-                let len = location.len();
-                location.push('/');
-                location.push_str(&i.to_string());
-                out.push(evaluate_node(n, scope, location)?);
-                location.truncate(len);
-            }
-            Ok(Value::Array(out))
+            (items.iter().enumerate()).for_each(|(i, n)| below(place, &i.to_string(), n))
         }
+    }
+}
+
+/// The template's value with its expressions' `values`, taken in evaluation order.
+fn fill(node: &Node, values: &mut impl Iterator<Item = Value>) -> Value {
+    match node {
+        Node::Literal(v) => v.clone(),
+        // As many values as expressions: `evaluate` returned before unless all succeeded.
+        Node::Expression(_) => values.next().unwrap_or(Value::Null),
+        Node::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(k, n)| (k.clone(), fill(n, values)))
+                .collect(),
+        ),
+        Node::Array(items) => Value::Array(items.iter().map(|n| fill(n, values)).collect()),
     }
 }
 
@@ -881,8 +971,100 @@ mod tests {
     fn eval(source: &str) -> Outcome {
         compile_query(source)
             .expect("compiles")
-            .evaluate(Vec::new())
+            .evaluate(Vec::new(), &Run::default())
             .expect("evaluates")
+    }
+
+    /// Sums a million numbers one function call at a time: long enough (tens of
+    /// milliseconds or more) to pass any first try's budget here, short enough for a test.
+    const LONG: &str = "{% $sum($map([1..1000000], function($v) { $v * 2 })) %}";
+
+    fn long_template() -> JsonataTemplate {
+        let mut diags = Diagnostics::default();
+        let template =
+            JsonataTemplate::compile(&json!({"a": [1, LONG]}), &JsonPointer::root(), &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        template
+    }
+
+    /// An expression past its first try's budget is not evaluated to the end on the caller's
+    /// thread: it is handed back, to be bound and evaluated where waiting blocks no one.
+    #[test]
+    fn a_long_expression_gives_up_its_first_try_and_ends_when_bound() {
+        let template = long_template();
+        let expression = template.expressions().next().unwrap();
+        let (input, context) = (json!({}), json!({}));
+        let variables = serde_json::Map::new();
+        let scope = JsonataScope::new(&input, &context, &variables);
+        let budget = std::time::Duration::from_micros(100);
+        let run = Run::default();
+        assert_eq!(expression.evaluate_within(&scope, &run, budget), None);
+        let bound = expression.bind(&scope);
+        let outcome = std::thread::spawn(move || bound.evaluate(&Run::default()));
+        assert_eq!(
+            outcome.join().unwrap().unwrap(),
+            Outcome::Value(json!(1_000_001_000_000u64))
+        );
+        // Within a budget it outlasts, the first try is the evaluation.
+        let ample = MAX_TIME;
+        assert!(matches!(
+            expression.evaluate_within(&scope, &run, ample),
+            Some(Ok(Outcome::Value(_)))
+        ));
+    }
+
+    /// Abandoning an evaluation (its waiter went away) or stopping the execution stops it at
+    /// once, wherever it runs; several evaluations of one execution may run at once.
+    #[test]
+    fn abandoning_or_stopping_ends_evaluations_running_at_once() {
+        let subject = "a".repeat(70) + "!";
+        let query = compile_query(&format!("$match('{subject}', /(a+)+$/)")).unwrap();
+        let stop = Arc::new(Interrupt::default());
+        let spin = |abandon: Option<Arc<Interrupt>>| {
+            let query = query.clone();
+            let run = Run {
+                abandon,
+                ..Run::new(None, Some(stop.clone()))
+            };
+            std::thread::spawn(move || query.evaluate(Vec::new(), &run))
+        };
+        let abandon = Arc::new(Interrupt::default());
+        let abandoned = spin(Some(abandon.clone()));
+        let (first, second) = (spin(None), spin(None));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let started = std::time::Instant::now();
+        abandon.fire();
+        assert_eq!(abandoned.join().unwrap().unwrap_err().code, "U1003");
+        stop.fire();
+        for spinning in [first, second] {
+            let e = spinning.join().unwrap().unwrap_err();
+            assert_eq!(e.message, "The execution was stopped during the evaluation");
+        }
+        // Far below the 10 s an evaluation may otherwise run.
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// The template's value is built from its expressions in place, literals kept.
+    #[test]
+    fn a_template_evaluates_its_expressions_in_place() {
+        let mut diags = Diagnostics::default();
+        let raw = json!({"a": [1, "{% $x + 1 %}"], "b": {"c": "{% $states.input.n %}"}, "d": "x"});
+        let template = JsonataTemplate::compile(&raw, &JsonPointer::root(), &mut diags);
+        let (input, context) = (json!({"n": 7}), json!({}));
+        let mut variables = serde_json::Map::new();
+        variables.insert("x".into(), json!(2));
+        let scope = JsonataScope::new(&input, &context, &variables);
+        let value =
+            futures_util::FutureExt::now_or_never(template.evaluate("Output", &Inline(&scope)));
+        assert_eq!(
+            value.unwrap().unwrap(),
+            json!({"a": [1, 3], "b": {"c": 7}, "d": "x"})
+        );
+        let failing = json!({"a": [1, "{% $nothing %}"]});
+        let template = JsonataTemplate::compile(&failing, &JsonPointer::root(), &mut diags);
+        let failure =
+            futures_util::FutureExt::now_or_never(template.evaluate("Output", &Inline(&scope)));
+        assert_eq!(failure.unwrap().unwrap_err().location, "Output/a/1");
     }
 
     /// AWS's `$range` is a JSONata sequence: one integer is that integer (measured on AWS for

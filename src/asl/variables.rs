@@ -151,7 +151,7 @@ fn expressions_of<'a>(state: &'a State) -> Vec<(&'a Expression, JsonPointer)> {
     let at = &state.pointer;
     let mut add = |t: Option<&'a JsonataTemplate>, at: JsonPointer| {
         if let Some(t) = t {
-            out.extend(t.expressions().into_iter().map(|e| (e, at.clone())));
+            out.extend(t.expressions().map(|e| (e, at.clone())));
         }
     };
     add(jsonata_assign(state.assign.as_ref()), at.key("Assign"));

@@ -10,7 +10,7 @@
 
 use crate::asl::error::{names, StatesError};
 use crate::asl::eval::Env;
-use crate::asl::jsonata::{JsonataScope, JsonataTemplate};
+use crate::asl::jsonata::JsonataTemplate;
 use crate::asl::model::*;
 use crate::asl::path::Path;
 use crate::asl::template::Template;
@@ -242,10 +242,10 @@ pub struct Engine {
     stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
-    context: RefCell<Value>,
+    pub(crate) context: RefCell<Value>,
     /// Set by TestState, which is given the whole context object: states then read it as
     /// given instead of setting `$$.State` on entry.
-    fixed_context: Cell<bool>,
+    pub(crate) fixed_context: Cell<bool>,
     /// The recorded history, when resuming.
     pub(crate) replay: Option<Replay>,
     /// The lane being polled: the top level, or the branch or iteration whose future runs.
@@ -729,7 +729,7 @@ impl Engine {
             loop {
                 self.checkpoint(prev).await?;
                 let state = scope.state(id);
-                if let Some(skipped) = self.replay_state(scope, state, &input, &frame)? {
+                if let Some(skipped) = self.replay_state(scope, state, &input, &frame).await? {
                     let (output, exited, next) = skipped;
                     prev = exited;
                     carried = None;
@@ -862,10 +862,10 @@ impl Engine {
 
     async fn run_state(&self, cx: &StateCx<'_>, input: Value) -> Result<Step, Failed> {
         match &cx.state.kind {
-            StateKind::Pass(p) => self.pass(cx, p, input),
-            StateKind::Succeed(s) => self.succeed(cx, s, input),
-            StateKind::Fail(f) => self.fail(cx, f, input),
-            StateKind::Choice(c) => self.choice(cx, c, input),
+            StateKind::Pass(p) => self.pass(cx, p, input).await,
+            StateKind::Succeed(s) => self.succeed(cx, s, input).await,
+            StateKind::Fail(f) => self.fail(cx, f, input).await,
+            StateKind::Choice(c) => self.choice(cx, c, input).await,
             StateKind::Wait(w) => self.wait(cx, w, input).await,
             StateKind::Task(t) => self.task(cx, t, input).await,
             // Boxed: their futures are the largest, and every waiting Task or Wait would
@@ -906,46 +906,17 @@ impl Engine {
         f(&env)
     }
 
-    /// Evaluates JSONata with `$states` and the variables in scope set up for this state.
-    pub(crate) fn with_jsonata<R>(
-        &self,
-        cx: &StateCx<'_>,
-        data: StatesData<'_>,
-        extra: impl FnOnce(&mut Value),
-        f: impl FnOnce(&JsonataScope<'_>) -> R,
-    ) -> R {
-        let variables = cx.frame.read();
-        // `$now()` reads the execution's clock when it is virtual.
-        let instant = self.clock.virtual_clock().map(|_| self.clock.now());
-        let scope = |context: &Value| {
-            let mut scope = JsonataScope::new(data.input, context, &variables);
-            scope.result = data.result;
-            scope.error_output = data.error_output;
-            crate::asl::jsonata::interruptible(&self.stopping.interrupt, || {
-                crate::asl::jsonata::at_instant(instant, || f(&scope))
-            })
-        };
-        if !cx.state.uses_context {
-            return scope(&Value::Null);
-        }
-        let mut context = self.context.borrow_mut();
-        if !self.fixed_context.get() {
-            enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
-        }
-        extra(&mut context);
-        scope(&context)
-    }
-
     /// Evaluates a JSONata field; a failure writes `EvaluationFailed` and becomes a
     /// `States.QueryEvaluationError` with AWS's cause.
-    pub(crate) fn jsonata(
+    pub(crate) async fn jsonata(
         &self,
         cx: &StateCx<'_>,
         template: &JsonataTemplate,
         field: &str,
         data: StatesData<'_>,
     ) -> Result<Value, Failed> {
-        self.with_jsonata(cx, data, |_| {}, |scope| template.evaluate(field, scope))
+        self.evaluate_jsonata(cx, data, |_| {}, template, field, None)
+            .await
             .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
     }
 
@@ -977,7 +948,7 @@ impl Engine {
 
     /// Evaluates an `Assign` and records it for the state loop to commit. `value` is what `$`
     /// means in a JSONPath Assign; `data` is `$states` for a JSONata one.
-    pub(crate) fn assign(
+    pub(crate) async fn assign(
         &self,
         cx: &StateCx<'_>,
         assign: Option<&Assign>,
@@ -987,7 +958,7 @@ impl Engine {
         let assigned = match assign {
             None => None,
             Some(Assign::JsonPath(t)) => Some(self.template(cx, t, value, "Assign", |_| {})?),
-            Some(Assign::Jsonata(t)) => Some(self.jsonata(cx, t, "Assign", data)?),
+            Some(Assign::Jsonata(t)) => Some(self.jsonata(cx, t, "Assign", data).await?),
         };
         *cx.assigned.borrow_mut() = match assigned {
             Some(Value::Object(vars)) => Some(vars),
@@ -997,7 +968,7 @@ impl Engine {
     }
 
     /// A JSONata state's output: `Output` evaluated, or `default` without one.
-    pub(crate) fn jsonata_output(
+    pub(crate) async fn jsonata_output(
         &self,
         cx: &StateCx<'_>,
         output: Option<&JsonataTemplate>,
@@ -1005,14 +976,14 @@ impl Engine {
         default: Value,
     ) -> Result<Value, Failed> {
         match output {
-            Some(t) => self.jsonata(cx, t, "Output", data),
+            Some(t) => self.jsonata(cx, t, "Output", data).await,
             None => Ok(default),
         }
     }
 
     /// A count given by a JSONata field (`Seconds`, `TimeoutSeconds`, `MaxConcurrency`...):
     /// it must evaluate to an integer of at least `min`.
-    pub(crate) fn jsonata_count(
+    pub(crate) async fn jsonata_count(
         &self,
         cx: &StateCx<'_>,
         template: &JsonataTemplate,
@@ -1020,7 +991,7 @@ impl Engine {
         input: &Value,
         min: u64,
     ) -> Result<u64, Failed> {
-        let v = self.jsonata_number(cx, template, field, input)?;
+        let v = self.jsonata_number(cx, template, field, input).await?;
         if v.fract() == 0.0 && v >= min as f64 && v <= u64::MAX as f64 {
             return Ok(v as u64);
         }
@@ -1041,7 +1012,7 @@ impl Engine {
     }
 
     /// A number given by a JSONata field.
-    pub(crate) fn jsonata_number(
+    pub(crate) async fn jsonata_number(
         &self,
         cx: &StateCx<'_>,
         template: &JsonataTemplate,
@@ -1049,29 +1020,25 @@ impl Engine {
         input: &Value,
     ) -> Result<f64, Failed> {
         let data = StatesData::input(input);
-        self.with_jsonata(
-            cx,
-            data,
-            |_| {},
-            |scope| template.evaluate_as(field, scope, "number"),
-        )
-        .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
-        .map(|v| v.as_f64().unwrap_or(0.0))
+        self.evaluate_jsonata(cx, data, |_| {}, template, field, Some("number"))
+            .await
+            .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
+            .map(|v| v.as_f64().unwrap_or(0.0))
     }
 
     /// What a Task or Parallel state hands on: JSONPath `Parameters` over the effective
     /// input, or JSONata `Arguments`.
-    pub(crate) fn arguments(
+    pub(crate) async fn arguments(
         &self,
         cx: &StateCx<'_>,
         io: &DataFlow,
         effective: &Value,
     ) -> Result<Value, Failed> {
-        self.arguments_with(cx, io, effective, |_| {})
+        self.arguments_with(cx, io, effective, |_| {}).await
     }
 
     /// [`Engine::arguments`], with more set in the context object first (`$$.Task.Token`).
-    pub(crate) fn arguments_with(
+    pub(crate) async fn arguments_with(
         &self,
         cx: &StateCx<'_>,
         io: &DataFlow,
@@ -1079,10 +1046,10 @@ impl Engine {
         extra: impl Fn(&mut Value),
     ) -> Result<Value, Failed> {
         if let Some(args) = &io.arguments {
+            let data = StatesData::input(effective);
             return self
-                .with_jsonata(cx, StatesData::input(effective), &extra, |scope| {
-                    args.evaluate("Arguments", scope)
-                })
+                .evaluate_jsonata(cx, data, &extra, args, "Arguments", None)
+                .await
                 .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message));
         }
         match &io.parameters {
@@ -1203,7 +1170,7 @@ impl Engine {
     }
 
     /// ResultSelector, ResultPath and OutputPath: a result becomes the state's output.
-    pub(crate) fn finish_result(
+    pub(crate) async fn finish_result(
         &self,
         cx: &StateCx<'_>,
         io: &DataFlow,
@@ -1217,8 +1184,10 @@ impl Engine {
                 result: Some(&result),
                 error_output: None,
             };
-            let output = self.jsonata_output(cx, io.output.as_ref(), data, result.clone())?;
-            self.assign(cx, cx.state.assign.as_ref(), &result, data)?;
+            let output =
+                (self.jsonata_output(cx, io.output.as_ref(), data, result.clone())).await?;
+            self.assign(cx, cx.state.assign.as_ref(), &result, data)
+                .await?;
             return Ok(output);
         }
         let result = match &io.result_selector {
@@ -1230,7 +1199,8 @@ impl Engine {
             cx.state.assign.as_ref(),
             &result,
             StatesData::input(&input),
-        )?;
+        )
+        .await?;
         let output = self.result_path(cx, io, input, result)?;
         self.output_path(cx, io, output)
     }
@@ -1247,7 +1217,7 @@ impl Engine {
 
     /// After the retriers gave up: the first catcher that matches decides the output (the Error
     /// Output placed at its ResultPath in the raw input) and the next state.
-    pub(crate) fn catch(
+    pub(crate) async fn catch(
         &self,
         cx: &StateCx<'_>,
         errors: &ErrorHandling,
@@ -1279,10 +1249,12 @@ impl Engine {
             ..f
         };
         self.assign(cx, c.assign.as_ref(), &error_output, data)
+            .await
             .map_err(at_failure)?;
         if cx.state.query_language == QueryLanguage::Jsonata {
             let output = self
                 .jsonata_output(cx, c.output.as_ref(), data, error_output.clone())
+                .await
                 .map_err(at_failure)?;
             return Ok(Step {
                 output,
@@ -1314,7 +1286,7 @@ impl Engine {
     /// When resuming: if `state`'s end is recorded in the current lane, takes its recorded
     /// output and assigned variables instead of running it, and says where to go next.
     #[allow(clippy::type_complexity)]
-    fn replay_state(
+    async fn replay_state(
         &self,
         scope: &Scope,
         state: &State,
@@ -1374,7 +1346,7 @@ impl Engine {
                         frame,
                         assigned: &assigned,
                     };
-                    self.choice(&cx, c, input.clone())?.next
+                    self.choice(&cx, c, input.clone()).await?.next
                 }
                 StateKind::Pass(p) => p.transition,
                 StateKind::Task(t) => t.transition,

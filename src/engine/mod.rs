@@ -6,6 +6,7 @@
 pub mod children;
 pub mod context;
 pub mod diagnosis;
+pub(crate) mod evaluation;
 pub mod execution;
 pub mod history;
 pub mod java_json;

@@ -436,7 +436,7 @@ pub async fn test_state(
         },
     };
     let outcome = run.state(input).await;
-    let mut response = run.respond(outcome)?;
+    let mut response = run.respond(outcome).await?;
     if level == InspectionLevel::Trace {
         // The variables after the state: those given, with what the state assigned.
         let mut vars = match request
@@ -917,12 +917,15 @@ impl TestRun<'_> {
                     }
                 };
                 self.data.after_result_selector = text(&result);
-                if let Err(f) = engine.assign(
-                    cx,
-                    cx.state.assign.as_ref(),
-                    &result,
-                    StatesData::input(&input),
-                ) {
+                if let Err(f) = engine
+                    .assign(
+                        cx,
+                        cx.state.assign.as_ref(),
+                        &result,
+                        StatesData::input(&input),
+                    )
+                    .await
+                {
                     return unhandled(f, &input);
                 }
                 let output = match engine.result_path(cx, &p.io, input.clone(), result) {
@@ -935,7 +938,7 @@ impl TestRun<'_> {
                     Err(f) => unhandled(f, &input),
                 }
             }
-            StateKind::Pass(p) => match engine.pass(cx, p, input.clone()) {
+            StateKind::Pass(p) => match engine.pass(cx, p, input.clone()).await {
                 Ok(step) => Outcome::Done(step.output, step.next),
                 Err(f) => unhandled(f, &input),
             },
@@ -946,7 +949,7 @@ impl TestRun<'_> {
                         Err(f) => return unhandled(f, &input),
                     }
                 }
-                match engine.succeed(cx, s, input.clone()) {
+                match engine.succeed(cx, s, input.clone()).await {
                     Ok(step) => Outcome::Done(step.output, Transition::End),
                     Err(f) => unhandled(f, &input),
                 }
@@ -955,7 +958,7 @@ impl TestRun<'_> {
                 if !jsonata {
                     self.data.after_input_path = text(&input);
                 }
-                match engine.fail(cx, f, input.clone()) {
+                match engine.fail(cx, f, input.clone()).await {
                     Ok(step) => Outcome::Done(step.output, Transition::End),
                     Err(failed) => unhandled(failed, &input),
                 }
@@ -967,7 +970,7 @@ impl TestRun<'_> {
                         Err(f) => return unhandled(f, &input),
                     }
                 }
-                match engine.choice(cx, c, input.clone()) {
+                match engine.choice(cx, c, input.clone()).await {
                     Ok(step) => Outcome::Done(step.output, step.next),
                     Err(f) => unhandled(f, &input),
                 }
@@ -976,13 +979,16 @@ impl TestRun<'_> {
                 // TestState does not wait: the state's data flow only.
                 if jsonata {
                     let data = StatesData::input(&input);
-                    let out = engine
-                        .jsonata_output(cx, w.io.output.as_ref(), data, input.clone())
-                        .and_then(|o| {
-                            engine.assign(cx, cx.state.assign.as_ref(), &input, data)?;
-                            Ok(o)
-                        });
-                    return match out {
+                    let out = async {
+                        let output = engine
+                            .jsonata_output(cx, w.io.output.as_ref(), data, input.clone())
+                            .await?;
+                        engine
+                            .assign(cx, cx.state.assign.as_ref(), &input, data)
+                            .await?;
+                        Ok(output)
+                    };
+                    return match out.await {
                         Ok(v) => Outcome::Done(v, w.transition),
                         Err(f) => unhandled(f, &input),
                     };
@@ -992,12 +998,15 @@ impl TestRun<'_> {
                     Err(f) => return unhandled(f, &input),
                 };
                 self.data.after_input_path = text(&effective);
-                if let Err(f) = engine.assign(
-                    cx,
-                    cx.state.assign.as_ref(),
-                    &effective,
-                    StatesData::input(&input),
-                ) {
+                if let Err(f) = engine
+                    .assign(
+                        cx,
+                        cx.state.assign.as_ref(),
+                        &effective,
+                        StatesData::input(&input),
+                    )
+                    .await
+                {
                     return unhandled(f, &input);
                 }
                 match engine.output_path(cx, &w.io, effective) {
@@ -1006,8 +1015,8 @@ impl TestRun<'_> {
                 }
             }
             StateKind::Task(t) => self.task(t, input).await,
-            StateKind::Parallel(p) => self.parallel(p, input),
-            StateKind::Map(m) => self.map(m, input),
+            StateKind::Parallel(p) => self.parallel(p, input).await,
+            StateKind::Map(m) => self.map(m, input).await,
         }
     }
 
@@ -1028,7 +1037,7 @@ impl TestRun<'_> {
         if !jsonata {
             self.data.after_input_path = text(&effective);
         }
-        let parameters = match engine.arguments(cx, &t.io, &effective) {
+        let parameters = match engine.arguments(cx, &t.io, &effective).await {
             Ok(v) => v,
             Err(failed) => {
                 return Outcome::Error {
@@ -1048,7 +1057,7 @@ impl TestRun<'_> {
             Some(Mocked::Error(e)) => Err(e),
             None => {
                 // A local command is bounded by the state's TimeoutSeconds, as in `run`.
-                let timeout = match engine.task_clocks(cx, t, &effective) {
+                let timeout = match engine.task_clocks(cx, t, &effective).await {
                     Ok((timeout, _)) => timeout,
                     Err(failed) => {
                         return Outcome::Error {
@@ -1108,7 +1117,7 @@ impl TestRun<'_> {
         match result {
             Ok(result) => {
                 self.data.result = text(&result);
-                self.finish(&t.io, input, result, t.transition)
+                self.finish(&t.io, input, result, t.transition).await
             }
             Err(e) => Outcome::Error {
                 failed: Failed::new(e, cx.entered_id),
@@ -1119,7 +1128,13 @@ impl TestRun<'_> {
     }
 
     /// ResultSelector, ResultPath and OutputPath (or Output), with Assign, over a result.
-    fn finish(&mut self, io: &DataFlow, input: Value, result: Value, next: Transition) -> Outcome {
+    async fn finish(
+        &mut self,
+        io: &DataFlow,
+        input: Value,
+        result: Value,
+        next: Transition,
+    ) -> Outcome {
         let engine = self.engine;
         let cx = self.cx;
         let handled = |failed: Failed, input: Value| Outcome::Error {
@@ -1128,7 +1143,7 @@ impl TestRun<'_> {
             handled: true,
         };
         if cx.state.query_language == QueryLanguage::Jsonata {
-            return match engine.finish_result(cx, io, input.clone(), result) {
+            return match engine.finish_result(cx, io, input.clone(), result).await {
                 Ok(v) => Outcome::Done(v, next),
                 Err(f) => handled(f, input),
             };
@@ -1141,12 +1156,15 @@ impl TestRun<'_> {
             None => result,
         };
         self.data.after_result_selector = text(&selected);
-        if let Err(f) = engine.assign(
-            cx,
-            cx.state.assign.as_ref(),
-            &selected,
-            StatesData::input(&input),
-        ) {
+        if let Err(f) = engine
+            .assign(
+                cx,
+                cx.state.assign.as_ref(),
+                &selected,
+                StatesData::input(&input),
+            )
+            .await
+        {
             return handled(f, input);
         }
         let output = match engine.result_path(cx, io, input.clone(), selected) {
@@ -1160,7 +1178,7 @@ impl TestRun<'_> {
         }
     }
 
-    fn parallel(&mut self, p: &Parallel, input: Value) -> Outcome {
+    async fn parallel(&mut self, p: &Parallel, input: Value) -> Outcome {
         let engine = self.engine;
         let cx = self.cx;
         let effective = match engine.input_path(cx, &p.io, input.clone()) {
@@ -1173,7 +1191,7 @@ impl TestRun<'_> {
                 }
             }
         };
-        if let Err(failed) = engine.arguments(cx, &p.io, &effective) {
+        if let Err(failed) = engine.arguments(cx, &p.io, &effective).await {
             return Outcome::Error {
                 failed,
                 input,
@@ -1181,7 +1199,7 @@ impl TestRun<'_> {
             };
         }
         match self.mock.take() {
-            Some(Mocked::Result(r)) => self.finish(&p.io, input, r, p.transition),
+            Some(Mocked::Result(r)) => self.finish(&p.io, input, r, p.transition).await,
             Some(Mocked::Error(e)) => Outcome::Error {
                 failed: Failed::new(e, cx.entered_id),
                 input,
@@ -1195,7 +1213,7 @@ impl TestRun<'_> {
         }
     }
 
-    fn map(&mut self, m: &Map, input: Value) -> Outcome {
+    async fn map(&mut self, m: &Map, input: Value) -> Outcome {
         let engine = self.engine;
         let cx = self.cx;
         let jsonata = cx.state.query_language == QueryLanguage::Jsonata;
@@ -1242,12 +1260,9 @@ impl TestRun<'_> {
         if jsonata {
             if let (Some(t), None) = (&m.items, &reader_items) {
                 let data = StatesData::input(&input);
-                match engine.with_jsonata(
-                    cx,
-                    data,
-                    |_| {},
-                    |scope| t.evaluate_as("Items", scope, "array"),
-                ) {
+                let items_field =
+                    engine.evaluate_jsonata(cx, data, |_| {}, t, "Items", Some("array"));
+                match items_field.await {
                     Ok(v) => items = Some(v),
                     Err(e) => {
                         return unhandled(
@@ -1291,7 +1306,10 @@ impl TestRun<'_> {
         if let (Some(_), Some(Value::Array(raw))) = (&m.item_selector, &items) {
             let mut selected = Vec::with_capacity(raw.len());
             for (index, item) in raw.iter().enumerate() {
-                match engine.item_input(cx, m, index, item.clone(), &effective) {
+                match engine
+                    .item_input(cx, m, index, item.clone(), &effective)
+                    .await
+                {
                     Ok(v) => selected.push(v),
                     Err(f) => return unhandled(f, input),
                 }
@@ -1301,7 +1319,7 @@ impl TestRun<'_> {
         }
         // Then the batches, as `run` makes them from the selected items.
         if let (Some(_), Some(Value::Array(items))) = (&m.item_batcher, &items) {
-            match engine.batcher(cx, m, &effective) {
+            match engine.batcher(cx, m, &effective).await {
                 Ok(Some(batcher)) => {
                     self.data.after_item_batcher =
                         text(&Value::Array(batcher.batch(items.clone())));
@@ -1310,22 +1328,25 @@ impl TestRun<'_> {
                 Err(f) => return unhandled(f, input),
             }
         }
-        let max_concurrency = match engine.resolve_count(
-            cx,
-            m.max_concurrency.as_ref(),
-            &effective,
-            "MaxConcurrencyPath",
-            0,
-        ) {
+        let max_concurrency = match engine
+            .resolve_count(
+                cx,
+                m.max_concurrency.as_ref(),
+                &effective,
+                "MaxConcurrencyPath",
+                0,
+            )
+            .await
+        {
             Ok(n) => n.unwrap_or(0),
             Err(f) => return unhandled(f, input),
         };
         self.data.max_concurrency = Some(max_concurrency);
-        let tolerated_count = match engine.tolerated_count(cx, m, &effective) {
+        let tolerated_count = match engine.tolerated_count(cx, m, &effective).await {
             Ok(n) => n,
             Err(f) => return unhandled(f, input),
         };
-        let tolerated_percentage = match engine.tolerated_percentage(cx, m, &effective) {
+        let tolerated_percentage = match engine.tolerated_percentage(cx, m, &effective).await {
             Ok(p) => p,
             Err(f) => return unhandled(f, input),
         };
@@ -1362,12 +1383,12 @@ impl TestRun<'_> {
                 handled: true,
             };
         }
-        self.finish(&m.io, input, result, m.transition)
+        self.finish(&m.io, input, result, m.transition).await
     }
 
     /// The response: the outcome, Retry and Catch decided, and the inspection data the level
     /// shows.
-    fn respond(&mut self, outcome: Outcome) -> Result<TestStateResponse, TestStateError> {
+    async fn respond(&mut self, outcome: Outcome) -> Result<TestStateResponse, TestStateError> {
         let mut response = TestStateResponse::default();
         match outcome {
             Outcome::Done(output, next) => {
@@ -1384,7 +1405,7 @@ impl TestRun<'_> {
                 response.cause = failed.error.cause.clone();
                 response.status = TestStatus::Failed;
                 if handled {
-                    self.handle(&mut response, failed, &input);
+                    self.handle(&mut response, failed, &input).await;
                 }
             }
         }
@@ -1396,7 +1417,7 @@ impl TestRun<'_> {
 
     /// Retry, then Catch: RETRIABLE with the interval AWS would wait while the retrier has
     /// attempts left, CAUGHT_ERROR with the catcher's output and next state, else FAILED.
-    fn handle(&mut self, response: &mut TestStateResponse, failed: Failed, input: &Value) {
+    async fn handle(&mut self, response: &mut TestStateResponse, failed: Failed, input: &Value) {
         let errors = match &self.cx.state.kind {
             StateKind::Task(t) => &t.errors,
             StateKind::Map(m) => &m.errors,
@@ -1428,7 +1449,7 @@ impl TestRun<'_> {
             .iter()
             .position(|c| c.error_equals.iter().any(|p| failed.error.matches(p)));
         if let Some(j) = catch_index {
-            match self.engine.catch(self.cx, errors, input, failed) {
+            match self.engine.catch(self.cx, errors, input, failed).await {
                 Ok(step) => {
                     details.catch_index = Some(j as u64);
                     response.status = TestStatus::CaughtError;

@@ -61,9 +61,11 @@ impl Engine {
     ) -> Result<(Value, EventId), Failed> {
         let scheduled_key = self.peek_key();
         let (token, reused) = self.attempt_token(cx, broker, &scheduled_key)?;
-        let parameters = self.arguments_with(cx, &t.io, effective, set_task_token(&token))?;
+        let parameters = self
+            .arguments_with(cx, &t.io, effective, set_task_token(&token))
+            .await?;
         self.check_parameters(cx, t, &parameters)?;
-        let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
+        let (timeout, heartbeat) = self.task_clocks(cx, t, effective).await?;
         let a = TokenAttempt {
             cx,
             t,
@@ -267,7 +269,9 @@ impl Engine {
                     let details =
                         integration_details(a.kind()).payload("output", result.to_string());
                     let prev = self.push(prev, a.events.succeeded, Some(details.build()))?;
-                    return self.attempt_output(a.cx, a.t, raw_input, prev, result);
+                    return self
+                        .attempt_output(a.cx, a.t, raw_input, prev, result)
+                        .await;
                 }
                 TokenEvent::Failed(e) => {
                     return Err(self.attempt_failed(a.kind(), &a.events, prev, e));

@@ -9,7 +9,7 @@ impl Engine {
     /// Choice: InputPath, rules in order against the effective input, Default, OutputPath.
     /// In JSONata, each rule's `Condition` is evaluated; the matching rule's `Output` and
     /// `Assign` apply, else the state's.
-    pub(crate) fn choice(
+    pub(crate) async fn choice(
         &self,
         cx: &StateCx<'_>,
         c: &Choice,
@@ -23,7 +23,7 @@ impl Engine {
                 Condition::JsonPath(rule) => self
                     .with_env(cx, &effective, |_| {}, |env| rule.evaluate(env))
                     .map_err(|e| self.prefixed(cx, e))?,
-                Condition::Jsonata(t) => match self.jsonata(cx, t, "Condition", data)? {
+                Condition::Jsonata(t) => match self.jsonata(cx, t, "Condition", data).await? {
                     Value::Bool(b) => b,
                     other => {
                         let what = match t.as_expression() {
@@ -64,11 +64,11 @@ impl Engine {
             let output = matched
                 .and_then(|b| b.output.as_ref())
                 .or(c.io.output.as_ref());
-            self.jsonata_output(cx, output, data, input.clone())?
+            self.jsonata_output(cx, output, data, input.clone()).await?
         } else {
             self.output_path(cx, &c.io, effective.clone())?
         };
-        self.assign(cx, assign, &effective, data)?;
+        self.assign(cx, assign, &effective, data).await?;
         Ok(Step {
             output,
             next: Transition::Next(next),

@@ -7,13 +7,18 @@ use serde_json::Value;
 
 impl Engine {
     /// Fail: resolves Error/ErrorPath and Cause/CausePath against the state's input.
-    pub(crate) fn fail(&self, cx: &StateCx<'_>, f: &Fail, input: Value) -> Result<Step, Failed> {
+    pub(crate) async fn fail(
+        &self,
+        cx: &StateCx<'_>,
+        f: &Fail,
+        input: Value,
+    ) -> Result<Step, Failed> {
         let (error_field, cause_field) = match cx.state.query_language {
             crate::asl::model::QueryLanguage::Jsonata => ("Error", "Cause"),
             crate::asl::model::QueryLanguage::JsonPath => ("ErrorPath", "CausePath"),
         };
-        let error = self.fail_text(cx, f.error.as_ref(), &input, error_field)?;
-        let cause = self.fail_text(cx, f.cause.as_ref(), &input, cause_field)?;
+        let error = (self.fail_text(cx, f.error.as_ref(), &input, error_field)).await?;
+        let cause = (self.fail_text(cx, f.cause.as_ref(), &input, cause_field)).await?;
         Err(Failed::new(
             StatesError {
                 error,
@@ -24,7 +29,7 @@ impl Engine {
         ))
     }
 
-    fn fail_text(
+    async fn fail_text(
         &self,
         cx: &StateCx<'_>,
         text: Option<&FailText>,
@@ -35,7 +40,7 @@ impl Engine {
             None => return Ok(None),
             Some(FailText::Literal(s)) => return Ok(Some(s.clone())),
             Some(FailText::Jsonata(t)) => {
-                return match self.jsonata(cx, t, field, StatesData::input(input))? {
+                return match self.jsonata(cx, t, field, StatesData::input(input)).await? {
                     Value::String(s) => Ok(Some(s)),
                     other => Err(self.evaluation_failed(
                         cx,

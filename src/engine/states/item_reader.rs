@@ -56,7 +56,7 @@ impl Batcher {
 
 impl Engine {
     /// `Parameters` (JSONPath) or `Arguments` (JSONata) of a reader or writer, evaluated.
-    fn s3_arguments(
+    async fn s3_arguments(
         &self,
         cx: &StateCx<'_>,
         raw: &Value,
@@ -70,9 +70,7 @@ impl Engine {
             };
             let t = JsonataTemplate::compile(args, &at, &mut diags);
             let data = StatesData::input(effective);
-            return self
-                .with_jsonata(cx, data, |_| {}, |scope| t.evaluate("Arguments", scope))
-                .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message));
+            return self.jsonata(cx, &t, "Arguments", data).await;
         }
         let Some(params) = raw.get("Parameters") else {
             return Ok(json!({}));
@@ -82,7 +80,7 @@ impl Engine {
     }
 
     /// An integer field written as a literal, a JSONata expression or a `<name>Path`.
-    fn s3_integer(
+    async fn s3_integer(
         &self,
         cx: &StateCx<'_>,
         raw: &Value,
@@ -93,7 +91,7 @@ impl Engine {
             Some(Value::String(s)) if JsonataTemplate::is_expression(s) => {
                 let mut diags = Diagnostics::default();
                 let t = JsonataTemplate::compile(&raw[name], &JsonPointer::root(), &mut diags);
-                let n = self.jsonata_number(cx, &t, name, effective)?;
+                let n = self.jsonata_number(cx, &t, name, effective).await?;
                 return Ok(Some(n as i64));
             }
             Some(v) => return Ok(v.as_i64()),
@@ -133,7 +131,7 @@ impl Engine {
     }
 
     /// The Map's `ItemReader`, resolved; `None` without one.
-    pub(crate) fn reader_request(
+    pub(crate) async fn reader_request(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -144,14 +142,14 @@ impl Engine {
         };
         let config = raw.get("ReaderConfig").cloned().unwrap_or(json!({}));
         let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
-        let max_items = self.s3_integer(cx, &config, "MaxItems", effective)?;
+        let max_items = self.s3_integer(cx, &config, "MaxItems", effective).await?;
         Ok(Some(ReaderRequest {
             resource: raw
                 .get("Resource")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            arguments: self.s3_arguments(cx, raw, effective)?,
+            arguments: self.s3_arguments(cx, raw, effective).await?,
             input_type: text("InputType"),
             csv_delimiter: text("CSVDelimiter"),
             csv_header_location: text("CSVHeaderLocation"),
@@ -170,7 +168,7 @@ impl Engine {
     }
 
     /// The Map's `ResultWriter`, resolved; `None` without one.
-    pub(crate) fn writer_request(
+    pub(crate) async fn writer_request(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -182,7 +180,7 @@ impl Engine {
         let config = raw.get("WriterConfig").cloned().unwrap_or(json!({}));
         let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
         Ok(Some(WriterRequest {
-            arguments: self.s3_arguments(cx, raw, effective)?,
+            arguments: self.s3_arguments(cx, raw, effective).await?,
             resource: raw
                 .get("Resource")
                 .and_then(Value::as_str)
@@ -193,7 +191,7 @@ impl Engine {
     }
 
     /// The Map's `ItemBatcher`, resolved; `None` without one.
-    pub(crate) fn batcher(
+    pub(crate) async fn batcher(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -203,11 +201,17 @@ impl Engine {
             return Ok(None);
         };
         let positive = |n: Option<i64>| n.filter(|n| *n > 0).map(|n| n as usize);
-        let max_items = positive(self.s3_integer(cx, raw, "MaxItemsPerBatch", effective)?)
-            .unwrap_or(usize::MAX);
-        let max_bytes = positive(self.s3_integer(cx, raw, "MaxInputBytesPerBatch", effective)?)
-            .unwrap_or(MAX_BATCH_BYTES)
-            .min(MAX_BATCH_BYTES);
+        let max_items = positive(
+            self.s3_integer(cx, raw, "MaxItemsPerBatch", effective)
+                .await?,
+        )
+        .unwrap_or(usize::MAX);
+        let max_bytes = positive(
+            self.s3_integer(cx, raw, "MaxInputBytesPerBatch", effective)
+                .await?,
+        )
+        .unwrap_or(MAX_BATCH_BYTES)
+        .min(MAX_BATCH_BYTES);
         let batch_input = match raw.get("BatchInput") {
             None => None,
             Some(bi) => {
@@ -216,15 +220,7 @@ impl Engine {
                 if cx.state.query_language == QueryLanguage::Jsonata {
                     let t = JsonataTemplate::compile(bi, &at, &mut diags);
                     let data = StatesData::input(effective);
-                    Some(
-                        self.with_jsonata(
-                            cx,
-                            data,
-                            |_| {},
-                            |scope| t.evaluate("BatchInput", scope),
-                        )
-                        .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))?,
-                    )
+                    Some(self.jsonata(cx, &t, "BatchInput", data).await?)
                 } else {
                     let t = Template::compile(bi, &at, &mut diags);
                     Some(self.template(cx, &t, effective, "BatchInput", |_| {})?)

@@ -66,7 +66,7 @@ impl Engine {
                     } else {
                         failed
                     };
-                    return self.catch(cx, &m.errors, &input, failed);
+                    return self.catch(cx, &m.errors, &input, failed).await;
                 }
             }
         }
@@ -95,12 +95,8 @@ impl Engine {
         if let Some(t) = &m.items {
             let data = StatesData::input(raw_input);
             let items = self
-                .with_jsonata(
-                    cx,
-                    data,
-                    |_| {},
-                    |scope| t.evaluate_as("Items", scope, "array"),
-                )
+                .evaluate_jsonata(cx, data, |_| {}, t, "Items", Some("array"))
+                .await
                 .map_err(|e| {
                     jsonata_failure(self.evaluation_failed(cx, Some(&e.location), &e.message))
                 })?;
@@ -159,7 +155,8 @@ impl Engine {
                 effective,
                 "MaxConcurrencyPath",
                 0,
-            )?
+            )
+            .await?
             .unwrap_or(0) as usize;
         let total = items.len();
         // Each iteration is a lane named after this attempt's MapStateStarted (see replay).
@@ -177,10 +174,12 @@ impl Engine {
         };
         let tolerated_count = self
             .tolerated_count(cx, m, effective)
+            .await
             .map_err(after_start)?
             .map(|n| n as usize);
         let tolerated_percentage = self
             .tolerated_percentage(cx, m, effective)
+            .await
             .map_err(after_start)?;
         let tolerance = Tolerance {
             count: tolerated_count,
@@ -189,9 +188,15 @@ impl Engine {
         };
         if m.mode == ProcessorMode::Distributed {
             let s3 = S3Plan {
-                reader: self.reader_request(cx, m, effective).map_err(after_start)?,
-                batcher: self.batcher(cx, m, effective).map_err(after_start)?,
-                writer: self.writer_request(cx, m, effective).map_err(after_start)?,
+                reader: self
+                    .reader_request(cx, m, effective)
+                    .await
+                    .map_err(after_start)?,
+                batcher: self.batcher(cx, m, effective).await.map_err(after_start)?,
+                writer: self
+                    .writer_request(cx, m, effective)
+                    .await
+                    .map_err(after_start)?,
             };
             return self
                 .map_run(
@@ -265,7 +270,9 @@ impl Engine {
         // AWS points both MapStateSucceeded and MapStateExited at the last iteration event.
         let prev = last.iteration.get();
         self.push(prev, EventType::MapStateSucceeded, None)?;
-        let output = self.finish_result(cx, &m.io, raw_input.clone(), Value::Array(results))?;
+        let output = self
+            .finish_result(cx, &m.io, raw_input.clone(), Value::Array(results))
+            .await?;
         Ok((output, prev))
     }
 
@@ -325,7 +332,9 @@ impl Engine {
         run.guard.end("SUCCEEDED", written);
         let run_done = self.push(run_started, EventType::MapRunSucceeded, None)?;
         self.push(run_done, EventType::MapStateSucceeded, None)?;
-        let output = self.finish_result(cx, &m.io, raw_input.clone(), result)?;
+        let output = self
+            .finish_result(cx, &m.io, raw_input.clone(), result)
+            .await?;
         // AWS points MapStateExited at MapRunStarted (recordings since November 2024; older
         // ones point it at MapRunSucceeded, like MapStateSucceeded).
         Ok((output, run_started))
@@ -436,6 +445,7 @@ impl Engine {
             // MapRunFailed is written.
             let input = self
                 .item_input(cx, m, index, item, effective)
+                .await
                 .map_err(|e| {
                     run.guard.end("FAILED", (0, 0));
                     let failed = Failed {
@@ -742,7 +752,7 @@ impl Engine {
     }
 
     /// An item's input: ItemSelector (or legacy Parameters) with `$$.Map.Item`, or the item.
-    pub(crate) fn item_input(
+    pub(crate) async fn item_input(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -762,23 +772,20 @@ impl Engine {
             Some(ItemSelector::Jsonata(t)) => {
                 let item_cx = json!({"Index": index, "Value": item});
                 let data = StatesData::input(effective);
-                self.with_jsonata(
-                    cx,
-                    data,
-                    |context| {
-                        if let Value::Object(c) = context {
-                            c.insert("Map".into(), json!({ "Item": item_cx }));
-                        }
-                    },
-                    |scope| t.evaluate("ItemSelector", scope),
-                )
-                .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
+                let extra = |context: &mut Value| {
+                    if let Value::Object(c) = context {
+                        c.insert("Map".into(), json!({ "Item": item_cx }));
+                    }
+                };
+                self.evaluate_jsonata(cx, data, extra, t, "ItemSelector", None)
+                    .await
+                    .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
             }
             None => Ok(item),
         }
     }
 
-    pub(crate) fn tolerated_percentage(
+    pub(crate) async fn tolerated_percentage(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -787,7 +794,8 @@ impl Engine {
         let value = match &m.tolerated_failure_percentage {
             None => return Ok(None),
             Some(Dynamic::Jsonata(t)) => {
-                self.jsonata_number(cx, t, "ToleratedFailurePercentage", effective)?
+                self.jsonata_number(cx, t, "ToleratedFailurePercentage", effective)
+                    .await?
             }
             Some(Dynamic::Literal(p)) => *p,
             Some(Dynamic::Path(p)) => {
@@ -830,7 +838,7 @@ impl Engine {
     /// `ToleratedFailureCount(Path)`: a non-negative integer. A path naming a negative integer
     /// fails with AWS's own words for it ("ToleratedFailureCount cannot be negative."), anything
     /// else that is not an integer as `resolve_count` says.
-    pub(crate) fn tolerated_count(
+    pub(crate) async fn tolerated_count(
         &self,
         cx: &StateCx<'_>,
         m: &Map,
@@ -857,6 +865,7 @@ impl Engine {
             "ToleratedFailureCountPath",
             0,
         )
+        .await
     }
 
     /// One iteration: its input (ItemSelector with `$$.Map.Item`), its events, its scope.
@@ -872,7 +881,7 @@ impl Engine {
         last: &Last,
     ) -> (usize, Result<Value, Failed>) {
         let result = async {
-            let input = self.item_input(cx, m, index, item, effective)?;
+            let input = self.item_input(cx, m, index, item, effective).await?;
             let details = || {
                 Some(
                     Details::new()

@@ -59,11 +59,11 @@ impl Engine {
                     m.insert("Task".into(), json!({ "Token": token.as_str() }));
                 }
             };
-            self.arguments_with(cx, &t.io, effective, set_token)?
+            self.arguments_with(cx, &t.io, effective, set_token).await?
         } else {
-            self.arguments(cx, &t.io, effective)?
+            self.arguments(cx, &t.io, effective).await?
         };
-        let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
+        let (timeout, heartbeat) = self.task_clocks(cx, t, effective).await?;
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let mut prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
         self.turn().await;
@@ -138,9 +138,11 @@ impl Engine {
             // An answer is handled exactly as a real task's result or error.
             End::Answer(MockOutcome::Return(result), _) => {
                 self.task_result(cx, t, raw_input, prev, &events, Some(Ok(result)))
+                    .await
             }
             End::Answer(MockOutcome::Throw(e), _) => {
                 self.task_result(cx, t, raw_input, prev, &events, Some(Err(e)))
+                    .await
             }
             End::TimedOut { heartbeat, .. } => {
                 let e = if heartbeat {

@@ -45,7 +45,7 @@ impl Engine {
                     } else {
                         failed
                     };
-                    return self.catch(cx, &p.errors, &input, failed);
+                    return self.catch(cx, &p.errors, &input, failed).await;
                 }
             }
         }
@@ -60,7 +60,7 @@ impl Engine {
         prev: EventId,
     ) -> Result<(Value, EventId), (Failed, bool)> {
         let before = |e: Failed| (e, false);
-        let branch_input = self.arguments(cx, &p.io, effective).map_err(before)?;
+        let branch_input = self.arguments(cx, &p.io, effective).await.map_err(before)?;
         // Each branch is a lane named after this attempt's ParallelStateStarted (see replay).
         let anchor = self.peek_key();
         let started = self
@@ -104,6 +104,7 @@ impl Engine {
             .map_err(before)?;
         let output = self
             .finish_result(cx, &p.io, raw_input.clone(), Value::Array(results))
+            .await
             .map_err(before)?;
         Ok((output, last))
     }

@@ -6,11 +6,19 @@ use serde_json::Value;
 
 impl Engine {
     /// Pass: InputPath, Parameters, then `Result` (or the effective input) as the result.
-    pub(crate) fn pass(&self, cx: &StateCx<'_>, p: &Pass, input: Value) -> Result<Step, Failed> {
+    pub(crate) async fn pass(
+        &self,
+        cx: &StateCx<'_>,
+        p: &Pass,
+        input: Value,
+    ) -> Result<Step, Failed> {
         if cx.state.query_language == QueryLanguage::Jsonata {
             let data = StatesData::input(&input);
-            let output = self.jsonata_output(cx, p.io.output.as_ref(), data, input.clone())?;
-            self.assign(cx, cx.state.assign.as_ref(), &input, data)?;
+            let output = self
+                .jsonata_output(cx, p.io.output.as_ref(), data, input.clone())
+                .await?;
+            self.assign(cx, cx.state.assign.as_ref(), &input, data)
+                .await?;
             return Ok(Step {
                 output,
                 next: p.transition,
@@ -39,7 +47,8 @@ impl Engine {
             cx.state.assign.as_ref(),
             &result,
             StatesData::input(&input),
-        )?;
+        )
+        .await?;
         let output = self.result_path(cx, &p.io, input, result)?;
         let output = self.output_path(cx, &p.io, output)?;
         Ok(Step {
@@ -51,7 +60,7 @@ impl Engine {
     }
 
     /// Succeed: InputPath then OutputPath, and the scope ends.
-    pub(crate) fn succeed(
+    pub(crate) async fn succeed(
         &self,
         cx: &StateCx<'_>,
         s: &Succeed,
@@ -59,7 +68,9 @@ impl Engine {
     ) -> Result<Step, Failed> {
         if cx.state.query_language == QueryLanguage::Jsonata {
             let data = StatesData::input(&input);
-            let output = self.jsonata_output(cx, s.io.output.as_ref(), data, input.clone())?;
+            let output = self
+                .jsonata_output(cx, s.io.output.as_ref(), data, input.clone())
+                .await?;
             return Ok(Step {
                 output,
                 next: Transition::End,

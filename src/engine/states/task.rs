@@ -122,7 +122,7 @@ impl Engine {
                         attempt_prev = failed.prev;
                         self.retry_pause(delay).await
                     }
-                    None => return self.catch(cx, &t.errors, &input, failed),
+                    None => return self.catch(cx, &t.errors, &input, failed).await,
                 },
             }
         }
@@ -130,7 +130,7 @@ impl Engine {
 
     /// A `TimeoutSeconds`-like number: literal, or read from the effective input by a
     /// `*SecondsPath`, which must name a positive integer.
-    pub(crate) fn resolve_count(
+    pub(crate) async fn resolve_count(
         &self,
         cx: &StateCx<'_>,
         value: Option<&Dynamic<u64>>,
@@ -142,7 +142,7 @@ impl Engine {
             None => Ok(None),
             Some(Dynamic::Jsonata(t)) => {
                 let field = path_field.strip_suffix("Path").unwrap_or(path_field);
-                self.jsonata_count(cx, t, field, input, min).map(Some)
+                self.jsonata_count(cx, t, field, input, min).await.map(Some)
             }
             Some(Dynamic::Literal(n)) => Ok(Some(*n)),
             Some(Dynamic::Path(p)) => {
@@ -179,26 +179,30 @@ impl Engine {
 
     /// `TimeoutSeconds` and `HeartbeatSeconds` of one attempt, literal or read from the
     /// effective input; the heartbeat must stay below the timeout at run time too.
-    pub(crate) fn task_clocks(
+    pub(crate) async fn task_clocks(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
         effective: &Value,
     ) -> Result<(Option<u64>, Option<u64>), Failed> {
-        let timeout = self.resolve_count(
-            cx,
-            t.timeout_seconds.as_ref(),
-            effective,
-            "TimeoutSecondsPath",
-            1,
-        )?;
-        let heartbeat = self.resolve_count(
-            cx,
-            t.heartbeat_seconds.as_ref(),
-            effective,
-            "HeartbeatSecondsPath",
-            1,
-        )?;
+        let timeout = self
+            .resolve_count(
+                cx,
+                t.timeout_seconds.as_ref(),
+                effective,
+                "TimeoutSecondsPath",
+                1,
+            )
+            .await?;
+        let heartbeat = self
+            .resolve_count(
+                cx,
+                t.heartbeat_seconds.as_ref(),
+                effective,
+                "HeartbeatSecondsPath",
+                1,
+            )
+            .await?;
         if let (Some(tmo), Some(hb)) = (timeout, heartbeat) {
             if hb >= tmo {
                 return Err(self.state_error(
@@ -255,18 +259,23 @@ impl Engine {
         let scheduled_key = self.peek_key();
         let sync_token = self.sync_token(cx, kind, &scheduled_key)?;
         let parameters = match &sync_token {
-            Some((token, _)) => self.arguments_with(cx, &t.io, effective, set_task_token(token))?,
-            None => self.arguments(cx, &t.io, effective)?,
+            Some((token, _)) => {
+                self.arguments_with(cx, &t.io, effective, set_task_token(token))
+                    .await?
+            }
+            None => self.arguments(cx, &t.io, effective).await?,
         };
         self.check_parameters(cx, t, &parameters)?;
-        let (timeout, heartbeat) = self.task_clocks(cx, t, effective)?;
+        let (timeout, heartbeat) = self.task_clocks(cx, t, effective).await?;
         let events = TaskEvents::of(kind);
         let scheduled = self.scheduled_details(t, &parameters, timeout, heartbeat);
         let prev = self.push(cx.attempt_prev, events.scheduled, Some(scheduled.build()))?;
         self.turn().await;
         let mut begun = self.task_started(kind, &events, prev)?;
         if let Some(result) = begun.recorded_result.take() {
-            return self.task_result(cx, t, raw_input, begun.prev, &events, result);
+            return self
+                .task_result(cx, t, raw_input, begun.prev, &events, result)
+                .await;
         }
         // The task's effects leave the process: everything before them must be committed.
         self.commit_before_effects(cx).await?;
@@ -284,6 +293,7 @@ impl Engine {
             None => None,
         };
         self.task_result(cx, t, raw_input, job_prev.get(), &events, result)
+            .await
     }
 
     /// The token broker, when this attempt waits for a worker's answer through it
@@ -620,7 +630,7 @@ impl Engine {
     }
 
     /// The events and output of a finished attempt (`None`: it timed out).
-    pub(crate) fn task_result(
+    pub(crate) async fn task_result(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
@@ -641,11 +651,12 @@ impl Engine {
                     && cx.state.query_language == QueryLanguage::JsonPath
                 {
                     return self
-                        .step_functions_local_result(cx, t, raw_input, prev, events, result, text);
+                        .step_functions_local_result(cx, t, raw_input, prev, events, result, text)
+                        .await;
                 }
                 let details = integration_details(kind).payload("output", text).build();
                 let prev = self.push(prev, events.succeeded, Some(details))?;
-                self.attempt_output(cx, t, raw_input, prev, result)
+                self.attempt_output(cx, t, raw_input, prev, result).await
             }
             // A worker, a service or a program may say more than AWS keeps.
             Some(Err(e)) => {
@@ -664,7 +675,7 @@ impl Engine {
     /// task returned it). Resuming, the recorded value is that one: only `OutputPath` is left
     /// (Step Functions Local has no variables, so no `Assign` is skipped).
     #[allow(clippy::too_many_arguments)]
-    fn step_functions_local_result(
+    async fn step_functions_local_result(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
@@ -701,12 +712,12 @@ impl Engine {
                 .map_err(|f| f.after_work(cx, prev))?;
             return Ok((output, prev));
         }
-        self.attempt_output(cx, t, raw_input, prev, result)
+        self.attempt_output(cx, t, raw_input, prev, result).await
     }
 
     /// A succeeded attempt's output, once its `*Succeeded` event (`prev`) is written:
     /// ResultSelector, ResultPath and OutputPath over its result.
-    pub(crate) fn attempt_output(
+    pub(crate) async fn attempt_output(
         &self,
         cx: &StateCx<'_>,
         t: &Task,
@@ -718,6 +729,7 @@ impl Engine {
         // event: AWS points the failure there, not at TaskStateEntered.
         let output = self
             .finish_result(cx, &t.io, raw_input.clone(), result)
+            .await
             .map_err(|f| f.after_work(cx, prev))?;
         Ok((output, prev))
     }

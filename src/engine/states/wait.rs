@@ -91,10 +91,12 @@ impl Engine {
                 }
             }
             WaitFor::Seconds(Dynamic::Jsonata(t)) => {
-                Duration::from_secs(self.jsonata_count(cx, t, "Seconds", &input, 0)?)
+                Duration::from_secs(self.jsonata_count(cx, t, "Seconds", &input, 0).await?)
             }
             WaitFor::Timestamp(Dynamic::Jsonata(t)) => {
-                let v = self.jsonata(cx, t, "Timestamp", StatesData::input(&input))?;
+                let v = self
+                    .jsonata(cx, t, "Timestamp", StatesData::input(&input))
+                    .await?;
                 match v.as_str().and_then(parse_timestamp) {
                     Some(at) => until(now, at.timestamp_millis()),
                     None => {
@@ -132,8 +134,11 @@ impl Engine {
         let output = match cx.state.query_language {
             QueryLanguage::Jsonata => {
                 let data = StatesData::input(&input);
-                let output = self.jsonata_output(cx, w.io.output.as_ref(), data, input.clone())?;
-                self.assign(cx, cx.state.assign.as_ref(), &input, data)?;
+                let output = self
+                    .jsonata_output(cx, w.io.output.as_ref(), data, input.clone())
+                    .await?;
+                self.assign(cx, cx.state.assign.as_ref(), &input, data)
+                    .await?;
                 output
             }
             QueryLanguage::JsonPath => {
@@ -142,7 +147,8 @@ impl Engine {
                     cx.state.assign.as_ref(),
                     &effective,
                     StatesData::input(&input),
-                )?;
+                )
+                .await?;
                 self.output_path(cx, &w.io, effective)?
             }
         };

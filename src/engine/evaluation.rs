@@ -1,0 +1,151 @@
+//! Where a state's JSONata runs: on its execution's thread while it is quick, on a thread of its
+//! own once it is not.
+//!
+//! An execution is a future on one thread, beside many others (see [`crate::engine::runner`]);
+//! a JSONata evaluation cannot yield, and may run up to [`MAX_TIME`] (a catastrophic regex).
+//! So each expression is first evaluated on the execution's thread within [`FIRST_TRY`]:
+//! almost every one ends in microseconds, and costs nothing more. One that does not is
+//! evaluated again, from the start, on a thread of its own while the execution awaits the
+//! outcome and its thread runs the executions beside it. A stop reaches the evaluation there
+//! as it did on the execution's thread; an execution that stops waiting (a Parallel branch
+//! cancelled by its sibling's failure) abandons it, which stops it too.
+//!
+//! [`MAX_TIME`]: crate::asl::jsonata::MAX_TIME
+
+use crate::asl::jsonata::{
+    Bound, EngineError, Evaluate, EvaluationFailure, Expression, Interrupt, JsonataScope,
+    JsonataTemplate, Outcome, Run,
+};
+use crate::engine::execution::{Engine, StateCx, StatesData};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an expression may hold its execution's thread before it is evaluated again on
+/// one of its own: far above what a state's expression takes (microseconds), far below what
+/// the executions sharing the thread would notice.
+pub const FIRST_TRY: Duration = Duration::from_millis(10);
+
+/// The type a field's value must have (`Items` an array...), when it must have one.
+pub(crate) type Expected = Option<&'static str>;
+
+impl Engine {
+    /// Evaluates a JSONata field with `$states` and the variables in scope set up for this
+    /// state; `extra` sets more in the context object first (`$$.Task.Token`).
+    pub(crate) async fn evaluate_jsonata(
+        &self,
+        cx: &StateCx<'_>,
+        data: StatesData<'_>,
+        extra: impl Fn(&mut Value),
+        template: &JsonataTemplate,
+        field: &str,
+        expected: Expected,
+    ) -> Result<Value, EvaluationFailure> {
+        let evaluator = InState {
+            engine: self,
+            cx,
+            data,
+            extra,
+            // `$now()` reads the execution's clock when it is virtual.
+            run: Run::new(
+                self.clock.virtual_clock().map(|_| self.clock.now()),
+                Some(self.stopping.interrupt.clone()),
+            ),
+        };
+        match expected {
+            Some(expected) => template.evaluate_as(field, &evaluator, expected).await,
+            None => template.evaluate(field, &evaluator).await,
+        }
+    }
+
+    /// Runs `f` in the JSONata scope of this state: `$states` from `data`, the context object
+    /// entered for the state (and `extra`), the variables in scope.
+    fn in_jsonata_scope<R>(
+        &self,
+        cx: &StateCx<'_>,
+        data: StatesData<'_>,
+        extra: impl Fn(&mut Value),
+        f: impl FnOnce(&JsonataScope<'_>) -> R,
+    ) -> R {
+        let variables = cx.frame.read();
+        let scope = |context: &Value| {
+            let mut scope = JsonataScope::new(data.input, context, &variables);
+            scope.result = data.result;
+            scope.error_output = data.error_output;
+            f(&scope)
+        };
+        if !cx.state.uses_context {
+            return scope(&Value::Null);
+        }
+        let mut context = self.context.borrow_mut();
+        if !self.fixed_context.get() {
+            crate::engine::context::enter_state(
+                &mut context,
+                &cx.state.name,
+                cx.entered_at,
+                cx.retry_count,
+            );
+        }
+        extra(&mut context);
+        scope(&context)
+    }
+}
+
+/// Evaluates a state's expressions: first on its thread, then, past [`FIRST_TRY`], elsewhere.
+struct InState<'a, 'c, F> {
+    engine: &'a Engine,
+    cx: &'a StateCx<'c>,
+    data: StatesData<'a>,
+    extra: F,
+    run: Run,
+}
+
+impl<F: Fn(&mut Value)> Evaluate for InState<'_, '_, F> {
+    async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError> {
+        let (engine, cx, data) = (self.engine, self.cx, self.data);
+        let quick = engine.in_jsonata_scope(cx, data, &self.extra, |scope| {
+            expression.evaluate_within(scope, &self.run, FIRST_TRY)
+        });
+        if let Some(outcome) = quick {
+            return outcome;
+        }
+        // The scope is read again rather than kept: it borrows the execution's context, which
+        // must not stay borrowed while the execution waits.
+        let bound = engine.in_jsonata_scope(cx, data, &self.extra, |scope| expression.bind(scope));
+        evaluate_elsewhere(bound, self.run.clone()).await
+    }
+}
+
+/// Evaluates on a thread of its own, counted as this process's work meanwhile (a virtual clock
+/// does not move while it runs), and stopped once no one waits for the outcome.
+async fn evaluate_elsewhere(bound: Bound, mut run: Run) -> Result<Outcome, EngineError> {
+    /// Abandons the evaluation when the waiting future is dropped.
+    struct AbandonOnDrop(Arc<Interrupt>);
+    impl Drop for AbandonOnDrop {
+        fn drop(&mut self) {
+            self.0.fire();
+        }
+    }
+    let abandon = AbandonOnDrop(Arc::new(Interrupt::default()));
+    run.abandon = Some(abandon.0.clone());
+    let _busy = crate::clock::Busy::internal();
+    let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("sfn-local-jsonata".into())
+        .spawn(move || {
+            // The receiver is gone only when the evaluation was abandoned.
+            let _ = outcome_tx.send(bound.evaluate(&run));
+        });
+    if let Err(e) = spawned {
+        return Err(EngineError {
+            code: "U1001".to_owned(),
+            message: format!("No thread could be started for a long evaluation: {e}"),
+        });
+    }
+    outcome_rx.await.unwrap_or_else(|_| {
+        Err(EngineError {
+            code: "U1001".to_owned(),
+            message: "The evaluation ended without an outcome".to_owned(),
+        })
+    })
+}
