@@ -105,10 +105,7 @@ fn bindings(args: &ResumeArgs) -> Result<ResumeBindings, FlagError> {
         worker_options,
         endpoints,
         mocks,
-        s3_dir: args
-            .s3_dir
-            .as_ref()
-            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+        s3_dir: args.s3_dir.as_deref().map(crate::cli::flags::s3::absolute),
     })
 }
 

@@ -89,7 +89,7 @@ impl Activity {
     /// the process did not end just now.
     pub(super) fn readiness(&self) -> Readiness {
         if self.busy.load(Ordering::SeqCst) > 0 || PROCESS.busy.load(Ordering::SeqCst) > 0 {
-            return Readiness::Busy;
+            return Readiness::Working;
         }
         let g = gate();
         if g.flowing() {
@@ -112,12 +112,6 @@ impl Activity {
         }
     }
 
-    /// Whether work inside the process is in flight: this clock's executions, a write, an API
-    /// request. Unlike work outside (a worker may never end), it always ends.
-    fn internal_busy(&self) -> bool {
-        self.busy.load(Ordering::SeqCst) > 0 || PROCESS.busy.load(Ordering::SeqCst) > 0
-    }
-
     /// Waits until this clock may jump; true if that moment came. Work outside the process
     /// is waited for up to `patience`; work inside it up to [`INTERNAL_PATIENCE`] at least,
     /// however loaded the machine: a jump before it ends would come before what it does.
@@ -128,9 +122,7 @@ impl Activity {
             let (wait, patience) = match self.readiness() {
                 Readiness::Idle => return true,
                 Readiness::Settling(left) => (left, patience),
-                Readiness::Busy if self.internal_busy() => {
-                    (Duration::MAX, patience.max(INTERNAL_PATIENCE))
-                }
+                Readiness::Working => (Duration::MAX, patience.max(INTERNAL_PATIENCE)),
                 Readiness::Busy => (Duration::MAX, patience),
             };
             let left = (start + patience).saturating_duration_since(Instant::now());
@@ -145,7 +137,10 @@ impl Activity {
 /// Whether a clock may jump (see [`Activity::readiness`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Readiness {
-    /// Something it waits for is in flight.
+    /// Work inside the process is in flight: this clock's executions, a write, an API
+    /// request. Unlike work outside (a worker may never end), it always ends.
+    Working,
+    /// Work outside the process is in flight.
     Busy,
     /// Work outside the process ended this long ago too recently: what it committed just
     /// before it ended may not have been noticed yet.

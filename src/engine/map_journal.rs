@@ -60,11 +60,16 @@ impl MapRunJournal {
     /// Waits while more than [`MAX_PENDING_WRITES`] of this journal's writes wait for the
     /// writer. The writer commits in submission order, so the oldest answer comes first.
     pub(crate) async fn throttle(&self) {
+        self.wait_pending(MAX_PENDING_WRITES).await;
+    }
+
+    /// Waits until at most `keep` of this journal's writes wait for the writer.
+    async fn wait_pending(&self, keep: usize) {
         let _turn = self.turn.lock().await;
         loop {
             let oldest = {
                 let mut pending = self.pending.borrow_mut();
-                if pending.len() <= MAX_PENDING_WRITES {
+                if pending.len() <= keep {
                     return;
                 }
                 pending.pop_front()
@@ -84,11 +89,7 @@ impl MapRunJournal {
     /// Waits until every write this journal submitted is done: the writer commits in
     /// submission order. (A write that failed shows as a record missing when it is read.)
     pub(crate) async fn settle(&self) {
-        let _turn = self.turn.lock().await;
-        let pending: Vec<Commit> = self.pending.borrow_mut().drain(..).collect();
-        for commit in pending {
-            let _ = commit.wait().await;
-        }
+        self.wait_pending(0).await;
     }
 
     /// The children of run `run_key` that finished in an earlier run of this execution, read
@@ -103,34 +104,11 @@ impl MapRunJournal {
                 .unwrap_or_default();
             rows.into_iter()
                 .filter_map(|(index, child)| {
-                    let child = serde_json::from_str(&child).ok().and_then(|c| decode(&c));
+                    let child = serde_json::from_str(&child).ok().and_then(decode);
                     Some((usize::try_from(index).ok()?, child))
                 })
                 .collect()
         })
-    }
-
-    /// The finished children of run `run_key` from item `from` on, at most `limit`, in
-    /// item order; an error names the record that cannot be read.
-    pub(crate) fn children_page(
-        &self,
-        run_key: &str,
-        from: usize,
-        limit: usize,
-    ) -> Result<Vec<(usize, ChildResult)>, String> {
-        let rows = self
-            .store
-            .map_run_children(&self.execution_arn, run_key, from as i64, limit as i64)
-            .map_err(|e| e.to_string())?;
-        rows.into_iter()
-            .map(|(index, child)| {
-                let decoded = serde_json::from_str(&child).ok().and_then(|c| decode(&c));
-                match (usize::try_from(index), decoded) {
-                    (Ok(index), Some(child)) => Ok((index, child)),
-                    _ => Err(format!("the record of child {index} cannot be read")),
-                }
-            })
-            .collect()
     }
 
     /// Keeps a finished child (submitted, not waited for).
@@ -227,7 +205,7 @@ impl MapRunJournal {
     }
 }
 
-/// How many rows [`IndexCursor`] and [`RecordedChildren`] read at a time.
+/// How many rows an [`IndexCursor`] reads at a time.
 const PAGE: usize = 512;
 
 /// A Map run's rows by item index (its finished children, its children's names), read from
@@ -286,63 +264,6 @@ impl<T> IndexCursor<T> {
     }
 }
 
-/// A run's finished children read back from its journal in item order, a page at a time (for
-/// its ResultWriter). A child missing from the journal is an error, not a gap in the results.
-pub(crate) struct RecordedChildren<'a> {
-    journal: &'a MapRunJournal,
-    run_key: &'a str,
-    total: usize,
-    next: usize,
-    page: std::vec::IntoIter<(usize, ChildResult)>,
-    failed: bool,
-}
-
-impl<'a> RecordedChildren<'a> {
-    /// Children `0..total` of run `run_key`; the journal must be settled.
-    pub(crate) fn new(journal: &'a MapRunJournal, run_key: &'a str, total: usize) -> Self {
-        RecordedChildren {
-            journal,
-            run_key,
-            total,
-            next: 0,
-            page: Vec::new().into_iter(),
-            failed: false,
-        }
-    }
-
-    fn next_record(&mut self) -> Result<ChildResult, String> {
-        let found = match self.page.next() {
-            Some(found) => Some(found),
-            None => {
-                let page = self.journal.children_page(self.run_key, self.next, PAGE)?;
-                self.page = page.into_iter();
-                self.page.next()
-            }
-        };
-        match found {
-            Some((index, child)) if index == self.next => Ok(child),
-            _ => Err(format!(
-                "the record of child {} of the Map run is not in the store",
-                self.next
-            )),
-        }
-    }
-}
-
-impl Iterator for RecordedChildren<'_> {
-    type Item = Result<ChildResult, String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.next >= self.total {
-            return None;
-        }
-        let record = self.next_record();
-        self.failed = record.is_err();
-        self.next += 1;
-        Some(record)
-    }
-}
-
 /// Writes a Map run child's events to the store (submitted, never waited for: a child whose
 /// events a crash loses runs again, with a history of its own again).
 pub(crate) struct ChildHistorySink {
@@ -396,9 +317,9 @@ fn encode(child: &ChildResult) -> Value {
     v
 }
 
-fn decode(v: &Value) -> Option<ChildResult> {
-    let result = match v.get("output") {
-        Some(output) => Ok(output.clone()),
+fn decode(mut v: Value) -> Option<ChildResult> {
+    let result = match v.get_mut("output") {
+        Some(output) => Ok(output.take()),
         None => Err(StatesError {
             error: v.get("error")?.as_str().map(str::to_owned),
             cause: v.get("cause")?.as_str().map(str::to_owned),
@@ -408,7 +329,7 @@ fn decode(v: &Value) -> Option<ChildResult> {
     Some(ChildResult {
         execution_arn: v.get("executionArn")?.as_str()?.to_owned(),
         name: v.get("name")?.as_str()?.to_owned(),
-        input: v.get("input")?.clone(),
+        input: v.get_mut("input")?.take(),
         result,
         start: v.get("start")?.as_i64()?,
         stop: v.get("stop")?.as_i64()?,
@@ -438,7 +359,7 @@ mod tests {
             ..ok.clone()
         };
         for child in [ok, failed] {
-            let back = decode(&encode(&child)).expect("decodes");
+            let back = decode(encode(&child)).expect("decodes");
             assert_eq!(back.execution_arn, child.execution_arn);
             assert_eq!(back.input, child.input);
             assert_eq!(back.result, child.result);

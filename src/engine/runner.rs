@@ -171,15 +171,10 @@ struct RunConfig {
     /// `serve --compat` (AWS's behaviour when absent).
     #[serde(default, skip_serializing_if = "is_aws")]
     compat: crate::asl::Compat,
-    /// `--s3-dir`, absolute: a resumed or redriven distributed Map reads and writes the same
+    /// `--s3-dir` (absolute, as the command line lowers it): a resumed or redriven distributed Map reads and writes the same
     /// local S3 (absent before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s3_dir: Option<std::path::PathBuf>,
-}
-
-/// `dir` made absolute, so a resume from another folder finds it.
-fn absolute(dir: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
-    dir.map(|d| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()))
 }
 
 fn one() -> f64 {
@@ -370,7 +365,7 @@ fn execution_row(request: RunRequest, owner: &str, lease: i64) -> (NewExecution,
         http_invoke: request.tasks.http_access.clone(),
         compat: request.options.compat,
         wait_scale: request.options.wait_scale,
-        s3_dir: absolute(request.tasks.s3_dir.as_deref()),
+        s3_dir: request.tasks.s3_dir.clone(),
     };
     let row = NewExecution {
         execution_arn: request.info.execution_arn.clone(),
@@ -1153,7 +1148,7 @@ pub(crate) fn create_child(
         workers: Vec::new(),
         manual_heartbeat: false,
         kill_after_ms: None,
-        s3_dir: absolute(setup.tasks.s3_dir.as_deref()),
+        s3_dir: setup.tasks.s3_dir.clone(),
     };
     let timeout_at = known
         .machine

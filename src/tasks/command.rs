@@ -225,7 +225,7 @@ impl CommandLine {
         if let Some(name) = &function_name {
             command.env("AWS_LAMBDA_FUNCTION_NAME", name);
         }
-        // Killed with its runner, even by SIGKILL (the guard's registry tells the reaper).
+        // Killed with its runner, even by SIGKILL (it lists its own group with the reaper).
         crate::tasks::process::die_with_parent(&mut command);
         let mut child = command
             .spawn()

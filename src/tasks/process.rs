@@ -203,12 +203,18 @@ pub fn die_with_parent(_command: &mut tokio::process::Command) {}
 
 /// The reaper's script: keeps the list of live groups from its stdin (`add PGID`, `del PGID`;
 /// a group is added twice, by the program and by sfn-local, and listed once) and, at end of
-/// input, sends `SIGKILL` to every group left. dash's `kill` takes `-9 -PGID`.
+/// input, sends `SIGKILL` to every group left. dash's `kill` takes `-9 -PGID`. Each `add` first
+/// drops the groups that are gone (`kill -0`, a builtin): a program whose exec failed listed
+/// itself but never gets a `del`, and its number may later lead someone else's group.
 const REAPER: &str = r#"trap '' INT TERM HUP QUIT PIPE
 groups=' '
 while read -r op g; do
   case $op in
-    add) case $groups in *" $g "*) ;; *) groups="$groups$g " ;; esac ;;
+    add)
+      live=' '
+      for x in $groups; do kill -0 "-$x" 2>/dev/null && live="$live$x "; done
+      groups=$live
+      case $groups in *" $g "*) ;; *) groups="$groups$g " ;; esac ;;
     del) case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac ;;
   esac
 done
@@ -238,7 +244,9 @@ fn tell_reaper(op: &str, pgid: u32) {
     if let Some(stdin) = pipe.as_mut() {
         // A reaper that is gone stays gone; its pipe stays open, as programs write to its
         // descriptor (see `reaper_fd`).
-        let _ = writeln!(stdin, "{op} {pgid}");
+        // One write, under `PIPE_BUF`: whole, even beside a program's own `add` line
+        // (`writeln!` would write the pieces one by one, and the lines could interleave).
+        let _ = stdin.write_all(format!("{op} {pgid}\n").as_bytes());
     }
 }
 

@@ -10,6 +10,7 @@ use crate::asl::error::{names, StatesError};
 use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 /// The environment variable naming the local S3 folder when `--s3-dir` is not given.
@@ -151,16 +152,11 @@ impl LocalS3 {
 
     /// Writes `body` to `s3://bucket/key`, creating the folders.
     pub fn put_object(&self, bucket: &str, key: &str, body: &[u8]) -> Result<(), String> {
-        let file = self.file(bucket, key)?;
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        std::fs::write(&file, body).map_err(|e| format!("cannot write {}: {e}", file.display()))
+        self.put_file(bucket, key, body)
     }
 
-    /// Copies the file `body` to `s3://bucket/key`, creating the folders.
-    pub fn put_file(&self, bucket: &str, key: &str, mut body: std::fs::File) -> Result<(), String> {
+    /// Copies what `body` reads to `s3://bucket/key`, creating the folders.
+    pub fn put_file(&self, bucket: &str, key: &str, mut body: impl Read) -> Result<(), String> {
         let file = self.file(bucket, key)?;
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)

@@ -14,8 +14,14 @@ pub struct S3Args {
 }
 
 impl S3Args {
-    /// The folder, when given (`s3://` resources are refused without it).
+    /// The folder, when given (`s3://` resources are refused without it), made absolute: the
+    /// execution keeps it, and a resume or redrive from another folder must find it.
     pub fn lower(&self) -> Option<PathBuf> {
-        self.s3_dir.clone()
+        self.s3_dir.as_deref().map(absolute)
     }
+}
+
+/// `dir` made absolute (as given if that fails).
+pub fn absolute(dir: &std::path::Path) -> PathBuf {
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
 }

@@ -11,7 +11,7 @@ use crate::engine::history::{
     Details, EventId, EventType, History, MemorySink, MAX_HISTORY_EVENTS,
 };
 use crate::engine::lanes::Lanes;
-use crate::engine::map_journal::{IndexCursor, MapRunJournal, RecordedChildren};
+use crate::engine::map_journal::{IndexCursor, MapRunJournal};
 use crate::engine::replay::{Lane, Recorded};
 use crate::engine::retry::Retries;
 use crate::engine::states::item_reader::Batcher;
@@ -556,13 +556,7 @@ impl Engine {
         name: String,
     ) -> (usize, Result<Value, StatesError>, ChildResult) {
         if let Some((record, recorded_here)) = done {
-            // Taken from a run a redrive cut away: kept under this run too, where its
-            // ResultWriter (and a resume of this run) reads the run's children.
-            if let (false, Some(j)) = (recorded_here, &run.journal) {
-                j.throttle().await;
-                j.record(&run.key, index, &record);
-            }
-            return (index, record.result.clone(), record);
+            return self.reuse_child(run, index, record, recorded_here).await;
         }
         if let Some(j) = &run.journal {
             // Backpressure: the run's children get no further ahead of the store than this
@@ -613,6 +607,23 @@ impl Engine {
         (index, result, record)
     }
 
+    /// A child that finished in an earlier run of the execution: not run again. One taken
+    /// from a run a redrive cut away (`recorded_here` false) is kept under this run too, where
+    /// its ResultWriter (and a resume of this run) reads the run's children.
+    async fn reuse_child(
+        &self,
+        run: &MapRun<'_>,
+        index: usize,
+        record: ChildResult,
+        recorded_here: bool,
+    ) -> (usize, Result<Value, StatesError>, ChildResult) {
+        if let (false, Some(j)) = (recorded_here, &run.journal) {
+            j.throttle().await;
+            j.record(&run.key, index, &record);
+        }
+        (index, record.result.clone(), record)
+    }
+
     /// The run's result, and how many items and children its ResultWriter wrote: the
     /// writer's answer when there is one, else the children's outputs in item order.
     async fn map_run_result(
@@ -636,8 +647,17 @@ impl Engine {
             (Some(journal), Keeping::Journal) => {
                 let lost = |e| StatesError::new(names::RESULT_WRITER_FAILED, e);
                 journal.settle().await;
-                let children = RecordedChildren::new(journal, &run.key, collected.total)
-                    .map(|record| record.map_err(lost))
+                // Read back a page at a time, in item order; a child missing from the store
+                // fails the writer (the first error ends the writing).
+                let mut recorded = journal.finished(&run.key);
+                let children = (0..collected.total)
+                    .map(move |i| {
+                        recorded.take(i).ok_or_else(|| {
+                            lost(format!(
+                                "the record of child {i} of the Map run is not in the store"
+                            ))
+                        })
+                    })
                     .inspect(|c| c.iter().for_each(count));
                 self.write_results(run, request, children).await
             }

@@ -87,7 +87,6 @@ const WRAPPED_LISTS: &[&str] = &["Buckets"];
 const NUMBERS: &[&str] = &["KeyCount", "MaxKeys", "Size", "MaxUploads"];
 const FLAGS: &[&str] = &["IsTruncated", "IsLatest"];
 
-/// The path of a bucket or an object, path-style, each key segment percent-encoded once.
 /// The size of each part of a multipart upload (S3 asks at least 5 MiB of all but the last),
 /// and the largest object written in one PutObject.
 pub const PART_BYTES: usize = 8 << 20;
@@ -111,6 +110,7 @@ fn answered(sent: Result<Result<Response, S3Failure>, StatesError>) -> Result<Re
     }
 }
 
+/// The path of a bucket or an object, path-style, each key segment percent-encoded once.
 fn path_of(bucket: &str, key: Option<&str>) -> String {
     let mut path = format!("/{}", urlencode(bucket));
     if let Some(key) = key {
@@ -413,29 +413,23 @@ impl S3Endpoint {
     /// The body of `s3://bucket/key`.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
         let path = path_of(bucket, Some(key));
-        match self
-            .http
+        let sent = (self.http)
             .s3_send("GET", &path, &mut [], Vec::new(), Vec::new())
-            .await
-        {
-            Ok(Ok(r)) => Ok(r.body),
-            Ok(Err(f)) => Err(f.cause),
-            Err(e) => Err(e.cause.unwrap_or_default()),
-        }
+            .await;
+        answered(sent).map(|r| r.body)
     }
 
     /// Writes `body` to `s3://bucket/key`.
     pub async fn put_object(&self, bucket: &str, key: &str, body: &[u8]) -> Result<(), String> {
+        self.put_owned(bucket, key, body.to_vec()).await
+    }
+
+    async fn put_owned(&self, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), String> {
         let path = path_of(bucket, Some(key));
-        match self
-            .http
-            .s3_send("PUT", &path, &mut [], Vec::new(), body.to_vec())
-            .await
-        {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(f)) => Err(f.cause),
-            Err(e) => Err(e.cause.unwrap_or_default()),
-        }
+        let sent = (self.http)
+            .s3_send("PUT", &path, &mut [], Vec::new(), body)
+            .await;
+        answered(sent).map(drop)
     }
 
     /// Writes the file `body` (`size` bytes, read from its start) to `s3://bucket/key`: in one
@@ -449,8 +443,7 @@ impl S3Endpoint {
         size: u64,
     ) -> Result<(), String> {
         if size <= PART_BYTES as u64 {
-            let part = read_part(&mut body)?;
-            return self.put_object(bucket, key, &part).await;
+            return self.put_owned(bucket, key, read_part(&mut body)?).await;
         }
         let path = path_of(bucket, Some(key));
         let mut q = [("uploads".to_owned(), String::new())];
@@ -540,15 +533,10 @@ impl S3Endpoint {
             if let Some(t) = &token {
                 q.push(("continuation-token".into(), t.clone()));
             }
-            let r = match self
-                .http
+            let sent = (self.http)
                 .s3_send("GET", &path, &mut q, Vec::new(), Vec::new())
-                .await
-            {
-                Ok(Ok(r)) => r,
-                Ok(Err(f)) => return Err(f.cause),
-                Err(e) => return Err(e.cause.unwrap_or_default()),
-            };
+                .await;
+            let r = answered(sent)?;
             let text = String::from_utf8_lossy(&r.body).into_owned();
             let doc = roxmltree::Document::parse(&text).map_err(|e| {
                 format!("S3 answered ListObjectsV2 with XML that does not parse: {e}")
