@@ -800,3 +800,35 @@ fn a_new_execution_commits_before_a_backlog_of_map_run_writes() {
         .unwrap();
     assert_eq!(stored, 20_000);
 }
+
+/// Regression: the store's side connection kept SQLite's automatic checkpoint (1,000 pages),
+/// so the first side commit past 4 MiB of WAL (here a StopExecution's request) copied the WAL
+/// into the database, with its fsyncs, before answering: 200 ms after 500 executions in
+/// `serve`. Checkpoints are the writer's, off every caller's path.
+#[test]
+fn a_side_commit_never_checkpoints_the_wal() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let execution_arn = arn("M", "big");
+    let mut commits = vec![store.create_execution(new_execution("M", "big", 1))];
+    let padding = "x".repeat(8 * 1024);
+    for id in 2..=1_000 {
+        let mut events = append(&execution_arn, id..=id);
+        events.events[0].details = Some(format!(r#"{{"name":"{padding}"}}"#));
+        commits.push(store.append(events));
+    }
+    for commit in commits {
+        commit.wait_blocking().expect("commit");
+    }
+    let wal = |suffix: &str| {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        std::fs::metadata(name).map(|m| m.len()).unwrap_or(0)
+    };
+    assert!(wal("-wal") > 4 << 20, "the WAL holds {} bytes", wal("-wal"));
+    let database_before = wal("");
+    store
+        .request_stop(&execution_arn, Some("Enough"), None, 2)
+        .expect("stop");
+    assert_eq!(wal(""), database_before, "a checkpoint copied the WAL in");
+}
