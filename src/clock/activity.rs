@@ -466,12 +466,19 @@ mod tests {
     fn a_tracked_future_that_yields_its_thread_stays_in_flight() {
         use std::sync::atomic::AtomicBool;
         let activity = Activity::for_clock();
-        let done = Arc::new(AtomicBool::new(false));
-        // Another thread watches the count the whole time, as a clock's driver does.
+        let (started, done) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        // Another thread watches the count the whole time, as a clock's driver does, from the
+        // future's first poll (before it, the future counts as waiting, rightly).
         let watcher = {
-            let (activity, done) = (activity.clone(), done.clone());
+            let (activity, started, done) = (activity.clone(), started.clone(), done.clone());
             std::thread::spawn(move || {
                 let mut seen_waiting = 0;
+                while !started.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
                 while !done.load(Ordering::SeqCst) {
                     let busy = activity.busy.load(Ordering::SeqCst);
                     if busy == 0 && !done.load(Ordering::SeqCst) {
@@ -487,6 +494,7 @@ mod tests {
         let finished = done.clone();
         rt.block_on(tracked(
             async move {
+                started.store(true, Ordering::SeqCst);
                 for _ in 0..20_000 {
                     yield_now().await;
                 }
