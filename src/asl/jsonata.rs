@@ -631,7 +631,14 @@ pub struct JsonataScope<'a> {
     pub error_output: Option<&'a Value>,
     /// The variables in scope.
     pub variables: &'a dyn Variables,
-    states: OnceCell<Value>,
+    states: StatesCell<'a>,
+}
+
+/// Where a scope keeps `$states` once built: its own, or one shared by the scopes of one
+/// template's expressions (built once, not once per expression).
+enum StatesCell<'a> {
+    Own(OnceCell<Value>),
+    Shared(&'a OnceCell<Value>),
 }
 
 impl<'a> JsonataScope<'a> {
@@ -643,8 +650,15 @@ impl<'a> JsonataScope<'a> {
             result: None,
             error_output: None,
             variables,
-            states: OnceCell::new(),
+            states: StatesCell::Own(OnceCell::new()),
         }
+    }
+
+    /// The same scope keeping `$states` in `cell` (and reading it from there when it is
+    /// already built).
+    pub fn sharing_states(mut self, cell: &'a OnceCell<Value>) -> Self {
+        self.states = StatesCell::Shared(cell);
+        self
     }
 
     /// The same scope with `$states.result`.
@@ -661,7 +675,11 @@ impl<'a> JsonataScope<'a> {
 
     /// `$states`, built on first use.
     fn states_value(&self) -> &Value {
-        self.states.get_or_init(|| {
+        let cell = match &self.states {
+            StatesCell::Own(cell) => cell,
+            StatesCell::Shared(cell) => cell,
+        };
+        cell.get_or_init(|| {
             let mut m = Map::new();
             m.insert("input".into(), self.input.clone());
             if let Some(r) = self.result {

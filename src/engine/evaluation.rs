@@ -18,6 +18,7 @@ use crate::asl::jsonata::{
 };
 use crate::engine::execution::{Engine, StateCx, StatesData};
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,7 @@ impl Engine {
             cx,
             data,
             extra,
+            states: OnceCell::new(),
             // `$now()` reads the execution's clock when it is virtual.
             run: Run::new(
                 self.clock.virtual_clock().map(|_| self.clock.now()),
@@ -58,23 +60,26 @@ impl Engine {
         }
     }
 
-    /// Runs `f` in the JSONata scope of this state: `$states` from `data`, the context object
-    /// entered for the state (and `extra`), the variables in scope.
+    /// Runs `f` in the JSONata scope of this state: `$states` from `data` and the context
+    /// object entered for the state (and `extra`), kept in `states` once built; the variables
+    /// in scope.
     fn in_jsonata_scope<R>(
         &self,
         cx: &StateCx<'_>,
-        data: StatesData<'_>,
+        (data, states): (StatesData<'_>, &OnceCell<Value>),
         extra: impl Fn(&mut Value),
         f: impl FnOnce(&JsonataScope<'_>) -> R,
     ) -> R {
         let variables = cx.frame.read();
         let scope = |context: &Value| {
-            let mut scope = JsonataScope::new(data.input, context, &variables);
+            let mut scope =
+                JsonataScope::new(data.input, context, &variables).sharing_states(states);
             scope.result = data.result;
             scope.error_output = data.error_output;
             f(&scope)
         };
-        if !cx.state.uses_context {
+        // Built already (with the context as this state sees it), or never read.
+        if !cx.state.uses_context || states.get().is_some() {
             return scope(&Value::Null);
         }
         let mut context = self.context.borrow_mut();
@@ -97,19 +102,22 @@ struct InState<'a, 'c, F> {
     cx: &'a StateCx<'c>,
     data: StatesData<'a>,
     extra: F,
+    /// `$states`, built for the template's first expression that reads it.
+    states: OnceCell<Value>,
     run: Run,
 }
 
 impl<F: Fn(&mut Value)> Evaluate for InState<'_, '_, F> {
     async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError> {
-        let (engine, cx, data) = (self.engine, self.cx, self.data);
+        let (engine, cx) = (self.engine, self.cx);
+        let data = (self.data, &self.states);
         let quick = engine.in_jsonata_scope(cx, data, &self.extra, |scope| {
             expression.evaluate_within(scope, &self.run, FIRST_TRY)
         });
         if let Some(outcome) = quick {
             return outcome;
         }
-        // The scope is read again rather than kept: it borrows the execution's context, which
+        // The scope is made again rather than kept: it borrows the execution's context, which
         // must not stay borrowed while the execution waits.
         let bound = engine.in_jsonata_scope(cx, data, &self.extra, |scope| expression.bind(scope));
         evaluate_elsewhere(bound, self.run.clone()).await
