@@ -587,17 +587,6 @@ pub trait Evaluate {
     async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError>;
 }
 
-/// Evaluates every expression in one scope on the calling thread, within [`MAX_TIME`].
-pub struct Inline<'a>(pub &'a JsonataScope<'a>);
-
-impl Evaluate for Inline<'_> {
-    async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError> {
-        expression
-            .query
-            .evaluate(expression.bind_borrowed(self.0), &Run::default())
-    }
-}
-
 /// A node of a compiled template.
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
@@ -766,13 +755,16 @@ impl JsonataTemplate {
     ) -> Result<Value, EvaluationFailure> {
         let mut values = Vec::with_capacity(self.expressions.len());
         for (place, e) in &self.expressions {
-            let location = format!("{field}{place}");
-            let fail = |what: String| EvaluationFailure {
-                message: format!(
-                    "The JSONata expression '{}' specified for the field '{location}' {what}",
-                    e.text
-                ),
-                location: location.clone(),
+            // The location is written only for a failure: evaluations are a hot path.
+            let fail = |what: String| {
+                let location = format!("{field}{place}");
+                EvaluationFailure {
+                    message: format!(
+                        "The JSONata expression '{}' specified for the field '{location}' {what}",
+                        e.text
+                    ),
+                    location,
+                }
             };
             values.push(match evaluator.evaluate(e).await {
                 Ok(Outcome::Value(v)) => v,
@@ -985,6 +977,17 @@ fn fill(node: &Node, values: &mut impl Iterator<Item = Value>) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Evaluates every expression in one scope on the calling thread, within [`MAX_TIME`].
+    struct Inline<'a>(&'a JsonataScope<'a>);
+
+    impl Evaluate for Inline<'_> {
+        async fn evaluate(&self, expression: &Expression) -> Result<Outcome, EngineError> {
+            expression
+                .query
+                .evaluate(expression.bind_borrowed(self.0), &Run::default())
+        }
+    }
 
     fn eval(source: &str) -> Outcome {
         compile_query(source)

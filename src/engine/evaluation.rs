@@ -13,10 +13,10 @@
 //! [`MAX_TIME`]: crate::asl::jsonata::MAX_TIME
 
 use crate::asl::jsonata::{
-    Bound, EngineError, Evaluate, EvaluationFailure, Expression, Interrupt, JsonataScope,
-    JsonataTemplate, Outcome, Run,
+    Bound, EngineError, Evaluate, Expression, Interrupt, JsonataScope, JsonataTemplate, Outcome,
+    Run,
 };
-use crate::engine::execution::{Engine, StateCx, StatesData};
+use crate::engine::execution::{Engine, Failed, StateCx, StatesData};
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -32,7 +32,8 @@ pub(crate) type Expected = Option<&'static str>;
 
 impl Engine {
     /// Evaluates a JSONata field with `$states` and the variables in scope set up for this
-    /// state; `extra` sets more in the context object first (`$$.Task.Token`).
+    /// state; `extra` sets more in the context object first (`$$.Task.Token`). A failure writes
+    /// `EvaluationFailed` and becomes a `States.QueryEvaluationError` with AWS's cause.
     pub(crate) async fn evaluate_jsonata(
         &self,
         cx: &StateCx<'_>,
@@ -41,7 +42,7 @@ impl Engine {
         template: &JsonataTemplate,
         field: &str,
         expected: Expected,
-    ) -> Result<Value, EvaluationFailure> {
+    ) -> Result<Value, Failed> {
         let evaluator = InState {
             engine: self,
             cx,
@@ -58,6 +59,7 @@ impl Engine {
             Some(expected) => template.evaluate_as(field, &evaluator, expected).await,
             None => template.evaluate(field, &evaluator).await,
         }
+        .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
     }
 
     /// Runs `f` in the JSONata scope of this state: `$states` from `data` and the context
@@ -82,17 +84,7 @@ impl Engine {
         if !cx.state.uses_context || states.get().is_some() {
             return scope(&Value::Null);
         }
-        let mut context = self.context.borrow_mut();
-        if !self.fixed_context.get() {
-            crate::engine::context::enter_state(
-                &mut context,
-                &cx.state.name,
-                cx.entered_at,
-                cx.retry_count,
-            );
-        }
-        extra(&mut context);
-        scope(&context)
+        scope(&self.entered_context(cx, extra))
     }
 }
 

@@ -242,10 +242,10 @@ pub struct Engine {
     stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
     /// The context object, reused: `$$.State` and friends are set right before each evaluation,
     /// with no await in between, so concurrent branches never see each other's.
-    pub(crate) context: RefCell<Value>,
+    context: RefCell<Value>,
     /// Set by TestState, which is given the whole context object: states then read it as
     /// given instead of setting `$$.State` on entry.
-    pub(crate) fixed_context: Cell<bool>,
+    fixed_context: Cell<bool>,
     /// The recorded history, when resuming.
     pub(crate) replay: Option<Replay>,
     /// The lane being polled: the top level, or the branch or iteration whose future runs.
@@ -875,6 +875,21 @@ impl Engine {
         }
     }
 
+    /// The context object as this state sees it: `$$.State` entered (unless TestState gave
+    /// the whole object), then `extra`. Borrowed: no await may come before it is let go.
+    pub(crate) fn entered_context(
+        &self,
+        cx: &StateCx<'_>,
+        extra: impl FnOnce(&mut Value),
+    ) -> std::cell::RefMut<'_, Value> {
+        let mut context = self.context.borrow_mut();
+        if !self.fixed_context.get() {
+            enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
+        }
+        extra(&mut context);
+        context
+    }
+
     /// Evaluates with `$` = `input` and `$$` set up for this state.
     pub(crate) fn with_env<R>(
         &self,
@@ -893,11 +908,7 @@ impl Engine {
             };
             return f(&env);
         }
-        let mut context = self.context.borrow_mut();
-        if !self.fixed_context.get() {
-            enter_state(&mut context, &cx.state.name, cx.entered_at, cx.retry_count);
-        }
-        extra(&mut context);
+        let context = self.entered_context(cx, extra);
         let env = Env {
             input,
             context: &context,
@@ -917,7 +928,6 @@ impl Engine {
     ) -> Result<Value, Failed> {
         self.evaluate_jsonata(cx, data, |_| {}, template, field, None)
             .await
-            .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
     }
 
     /// Writes AWS's `EvaluationFailed` event and returns the `States.QueryEvaluationError`
@@ -1022,7 +1032,6 @@ impl Engine {
         let data = StatesData::input(input);
         self.evaluate_jsonata(cx, data, |_| {}, template, field, Some("number"))
             .await
-            .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
             .map(|v| v.as_f64().unwrap_or(0.0))
     }
 
@@ -1049,8 +1058,7 @@ impl Engine {
             let data = StatesData::input(effective);
             return self
                 .evaluate_jsonata(cx, data, &extra, args, "Arguments", None)
-                .await
-                .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message));
+                .await;
         }
         match &io.parameters {
             Some(t) => self.template(cx, t, effective, "Parameters", extra),
@@ -1184,8 +1192,9 @@ impl Engine {
                 result: Some(&result),
                 error_output: None,
             };
-            let output =
-                (self.jsonata_output(cx, io.output.as_ref(), data, result.clone())).await?;
+            let output = self
+                .jsonata_output(cx, io.output.as_ref(), data, result.clone())
+                .await?;
             self.assign(cx, cx.state.assign.as_ref(), &result, data)
                 .await?;
             return Ok(output);

@@ -1264,12 +1264,7 @@ impl TestRun<'_> {
                     engine.evaluate_jsonata(cx, data, |_| {}, t, "Items", Some("array"));
                 match items_field.await {
                     Ok(v) => items = Some(v),
-                    Err(e) => {
-                        return unhandled(
-                            engine.evaluation_failed(cx, Some(&e.location), &e.message),
-                            input,
-                        )
-                    }
+                    Err(failed) => return unhandled(failed, input),
                 }
             }
         } else {

@@ -17,8 +17,12 @@ impl Engine {
             crate::asl::model::QueryLanguage::Jsonata => ("Error", "Cause"),
             crate::asl::model::QueryLanguage::JsonPath => ("ErrorPath", "CausePath"),
         };
-        let error = (self.fail_text(cx, f.error.as_ref(), &input, error_field)).await?;
-        let cause = (self.fail_text(cx, f.cause.as_ref(), &input, cause_field)).await?;
+        let error = self
+            .fail_text(cx, f.error.as_ref(), &input, error_field)
+            .await?;
+        let cause = self
+            .fail_text(cx, f.cause.as_ref(), &input, cause_field)
+            .await?;
         Err(Failed::new(
             StatesError {
                 error,

@@ -97,9 +97,7 @@ impl Engine {
             let items = self
                 .evaluate_jsonata(cx, data, |_| {}, t, "Items", Some("array"))
                 .await
-                .map_err(|e| {
-                    jsonata_failure(self.evaluation_failed(cx, Some(&e.location), &e.message))
-                })?;
+                .map_err(jsonata_failure)?;
             return self
                 .map_items(cx, m, items, raw_input, effective, prev)
                 .await;
@@ -799,7 +797,6 @@ impl Engine {
                 };
                 self.evaluate_jsonata(cx, data, extra, t, "ItemSelector", None)
                     .await
-                    .map_err(|e| self.evaluation_failed(cx, Some(&e.location), &e.message))
             }
             None => Ok(item),
         }
