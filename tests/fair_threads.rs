@@ -207,10 +207,7 @@ fn slow_branch_beside(expression: &str, beside_states: Value) -> Value {
 }
 
 fn run_definition(sandbox: &Sandbox, name: &str, definition: &Value, extra: &[&str]) -> Vec<Value> {
-    let path = sandbox.write(&format!("{name}.asl.json"), &definition.to_string());
-    let mut args = vec!["run", path.to_str().unwrap(), "--name", name];
-    args.extend(extra);
-    let out = sandbox.run(&args);
+    let out = sandbox.run_definition(definition, name, extra);
     assert!(out.code != -1, "{}", out.stderr);
     sandbox.history(name)
 }

@@ -35,14 +35,6 @@ fn day_then_silence() -> Value {
     })
 }
 
-/// `run` of `def` (written as `name.asl.json`) as execution `name` with `extra` flags.
-fn run(sb: &Sandbox, def: &Value, name: &str, extra: &[&str]) -> Output {
-    let path = sb.write(&format!("{name}.asl.json"), &def.to_string());
-    let mut args = vec!["run", path.to_str().unwrap(), "--name", name];
-    args.extend(extra);
-    sb.run(&args)
-}
-
 /// Milliseconds since the epoch of an event's timestamp.
 fn at(event: &Value) -> i64 {
     chrono::DateTime::parse_from_rfc3339(event["timestamp"].as_str().unwrap())
@@ -62,7 +54,7 @@ fn first<'a>(events: &'a [Value], event_type: &str) -> &'a Value {
 fn a_day_long_wait_and_a_silent_worker_end_through_the_heartbeat_catch_at_once() {
     let sb = Sandbox::new();
     let started = Instant::now();
-    let out = run(&sb, &day_then_silence(), "silence", &["--clock", "virtual"]);
+    let out = sb.run_definition(&day_then_silence(), "silence", &["--clock", "virtual"]);
     // Printed, not asserted: speed is the benchmark's to show.
     eprintln!(
         "a day and a minute of virtual time took {:?}",
@@ -88,7 +80,7 @@ fn a_machine_budget_ends_it_at_exactly_its_timeout_between_two_waits() {
             "B": {"Type": "Wait", "Seconds": 3601, "End": true}
         }
     });
-    let out = run(&sb, &def, "budget", &["--clock", "virtual"]);
+    let out = sb.run_definition(&def, "budget", &["--clock", "virtual"]);
     assert_eq!(out.code, 3, "TIMED_OUT: {}", out.stderr);
     let events = sb.history("budget");
     assert_eq!(
@@ -123,8 +115,7 @@ fn retries_back_off_ten_twenty_forty_seconds_on_the_clock() {
         "MockedResponses": {"Boom": {"0-3": {"Throw": {"Error": "Boom", "Cause": "again"}}}}
     });
     let config = sb.write("mocks.json", &mocks.to_string());
-    let out = run(
-        &sb,
+    let out = sb.run_definition(
         &def,
         "flaky",
         &[
@@ -187,11 +178,10 @@ fn two_runs_with_the_same_clock_start_and_seed_write_byte_identical_histories() 
 #[test]
 fn time_scale_zero_keeps_the_heartbeat_before_the_budget() {
     let sb = Sandbox::new();
-    let out = run(&sb, &day_then_silence(), "zero", &["--time-scale", "0"]);
+    let out = sb.run_definition(&day_then_silence(), "zero", &["--time-scale", "0"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!("silent"));
-    let refused = run(
-        &sb,
+    let refused = sb.run_definition(
         &day_then_silence(),
         "real-zero",
         &["--clock", "real", "--time-scale", "0"],
@@ -225,7 +215,7 @@ fn the_seed_scenario_keeps_its_outcome_on_the_virtual_clock() {
         }}
     });
     let task = format!("Work={}", common::worker("seed-worker.sh"));
-    let out = run(&sb, &def, "seed", &["--clock", "virtual", "--task", &task]);
+    let out = sb.run_definition(&def, "seed", &["--clock", "virtual", "--task", &task]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json(), json!({"done": true, "attempt": 1}));
     let events = sb.history("seed");
@@ -502,8 +492,7 @@ fn a_wait_until_2030_ends_at_once_and_now_reads_the_clock() {
             }, "End": true}
         }
     });
-    let out = run(
-        &sb,
+    let out = sb.run_definition(
         &def,
         "until",
         &[

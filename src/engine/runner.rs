@@ -171,8 +171,8 @@ struct RunConfig {
     /// `serve --compat` (AWS's behaviour when absent).
     #[serde(default, skip_serializing_if = "is_aws")]
     compat: crate::asl::Compat,
-    /// `--s3-dir` (absolute, as the command line lowers it): a resumed or redriven distributed Map reads and writes the same
-    /// local S3 (absent before it was kept).
+    /// `--s3-dir` (absolute, as the command line lowers it): a resumed or redriven
+    /// distributed Map reads and writes the same local S3 (absent before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s3_dir: Option<std::path::PathBuf>,
 }

@@ -264,6 +264,15 @@ impl Sandbox {
         self.run_with_stdin(args, "")
     }
 
+    /// `sfn-local run` of `definition` (written as `NAME.asl.json`) as execution `name`, with
+    /// `extra` flags, to the end.
+    pub fn run_definition(&self, definition: &Value, name: &str, extra: &[&str]) -> Output {
+        let path = self.write(&format!("{name}.asl.json"), &definition.to_string());
+        let mut args = vec!["run", path.to_str().unwrap(), "--name", name];
+        args.extend(extra);
+        self.run(&args)
+    }
+
     /// Runs `sfn-local ARGS` to the end from the sandbox's own folder (relative paths are its
     /// files), as a user runs it in a project.
     pub fn run_in_sandbox(&self, args: &[&str]) -> Output {

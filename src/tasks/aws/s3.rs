@@ -413,7 +413,8 @@ impl S3Endpoint {
     /// The body of `s3://bucket/key`.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Vec<u8>, String> {
         let path = path_of(bucket, Some(key));
-        let sent = (self.http)
+        let sent = self
+            .http
             .s3_send("GET", &path, &mut [], Vec::new(), Vec::new())
             .await;
         answered(sent).map(|r| r.body)
@@ -426,7 +427,8 @@ impl S3Endpoint {
 
     async fn put_owned(&self, bucket: &str, key: &str, body: Vec<u8>) -> Result<(), String> {
         let path = path_of(bucket, Some(key));
-        let sent = (self.http)
+        let sent = self
+            .http
             .s3_send("PUT", &path, &mut [], Vec::new(), body)
             .await;
         answered(sent).map(drop)
@@ -533,7 +535,8 @@ impl S3Endpoint {
             if let Some(t) = &token {
                 q.push(("continuation-token".into(), t.clone()));
             }
-            let sent = (self.http)
+            let sent = self
+                .http
                 .s3_send("GET", &path, &mut q, Vec::new(), Vec::new())
                 .await;
             let r = answered(sent)?;
