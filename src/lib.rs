@@ -38,6 +38,7 @@ pub mod cli;
 pub mod clock;
 pub mod console;
 pub mod coverage;
+pub mod depth;
 pub mod engine;
 pub mod graph;
 pub mod limits;

@@ -276,6 +276,15 @@ impl Path {
             *target = value;
             return Ok(());
         }
+        // Each step may build one level: past the depth budget the result could not be kept.
+        if steps.len() > crate::depth::VALUE_DEPTH {
+            return Err(StatesError::runtime(format!(
+                "The ResultPath \"{}\" has {} steps; {}",
+                self.text,
+                steps.len(),
+                crate::depth::TooDeep
+            )));
+        }
         // Check the whole walk first, so a failure leaves the target untouched and the cause
         // can quote the original input.
         if !settable(target, steps) {

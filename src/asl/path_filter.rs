@@ -113,6 +113,7 @@ impl Filter {
             s: t,
             pos: 0,
             notes: Vec::new(),
+            depth: 0,
         };
         let expr = p.or()?;
         p.blanks();
@@ -140,6 +141,9 @@ struct Parser<'s> {
     s: &'s str,
     pos: usize,
     notes: Vec<String>,
+    /// Parentheses and negations open around the current operand: the parser and the evaluator
+    /// recurse once per level, so a budget keeps both on the stack.
+    depth: usize,
 }
 
 impl<'s> Parser<'s> {
@@ -189,19 +193,29 @@ impl<'s> Parser<'s> {
     fn operand(&mut self) -> Result<Expr, String> {
         self.blanks();
         let rest = self.rest();
-        if rest.starts_with('!') && !rest[1..].trim_start().starts_with(['@', '$']) {
-            self.pos += 1;
-            return Ok(Expr::Not(Box::new(self.operand()?)));
+        let negation = rest.starts_with('!') && !rest[1..].trim_start().starts_with(['@', '$']);
+        if !negation && !rest.starts_with('(') {
+            return self.relation();
         }
-        if rest.starts_with('(') {
-            self.pos += 1;
+        if self.depth >= crate::depth::FILTER_DEPTH {
+            return Err(format!(
+                "parentheses and '!' nest more than {} deep (sfn-local's limit)",
+                crate::depth::FILTER_DEPTH
+            ));
+        }
+        self.depth += 1;
+        self.pos += 1;
+        let e = if negation {
+            Expr::Not(Box::new(self.operand()?))
+        } else {
             let e = self.or()?;
             if !self.eat(")") {
                 return Err("unclosed '(' in filter".into());
             }
-            return Ok(e);
-        }
-        self.relation()
+            e
+        };
+        self.depth -= 1;
+        Ok(e)
     }
 
     fn relation(&mut self) -> Result<Expr, String> {

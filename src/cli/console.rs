@@ -48,6 +48,7 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(crate::depth::THREAD_STACK_BYTES)
         .enable_all()
         .build()
     {

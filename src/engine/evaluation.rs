@@ -130,12 +130,10 @@ async fn evaluate_elsewhere(bound: Bound, mut run: Run) -> Result<Outcome, Engin
     run.abandon = Some(abandon.0.clone());
     let _busy = crate::clock::Busy::internal();
     let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new()
-        .name("sfn-local-jsonata".into())
-        .spawn(move || {
-            // The receiver is gone only when the evaluation was abandoned.
-            let _ = outcome_tx.send(bound.evaluate(&run));
-        });
+    let spawned = crate::depth::spawn("sfn-local-jsonata", move || {
+        // The receiver is gone only when the evaluation was abandoned.
+        let _ = outcome_tx.send(bound.evaluate(&run));
+    });
     if let Err(e) = spawned {
         return Err(EngineError {
             code: "U1001".to_owned(),

@@ -840,9 +840,15 @@ impl Engine {
         })
     }
 
-    /// Serializes a state's input or output, enforcing the payload quota.
+    /// Serializes a state's input or output, enforcing the payload quota and the depth budget
+    /// (a value nested past it fails this execution alone, see [`crate::depth`]).
     fn payload(&self, v: &Value, state: &State, prev: EventId) -> Result<Payload, Failed> {
-        let payload = Payload::of(v);
+        let payload = Payload::of(v).map_err(|too_deep| Failed {
+            error: too_deep_error(&state.name, too_deep),
+            prev,
+            terminal: true,
+            unfinished: None,
+        })?;
         if payload.len > MAX_PAYLOAD_BYTES {
             return Err(Failed {
                 error: StatesError::new(
@@ -1054,15 +1060,33 @@ impl Engine {
         effective: &Value,
         extra: impl Fn(&mut Value),
     ) -> Result<Value, Failed> {
-        if let Some(args) = &io.arguments {
+        let arguments = if let Some(args) = &io.arguments {
             let data = StatesData::input(effective);
-            return self
-                .evaluate_jsonata(cx, data, &extra, args, "Arguments", None)
-                .await;
-        }
-        match &io.parameters {
-            Some(t) => self.template(cx, t, effective, "Parameters", extra),
-            None => Ok(effective.clone()),
+            self.evaluate_jsonata(cx, data, &extra, args, "Arguments", None)
+                .await?
+        } else {
+            match &io.parameters {
+                Some(t) => self.template(cx, t, effective, "Parameters", extra)?,
+                None => return Ok(effective.clone()),
+            }
+        };
+        self.within_depth(cx, arguments)
+    }
+
+    /// `value` if it nests within the depth budget; else this execution fails with
+    /// `States.Runtime` (see [`crate::depth`]).
+    pub(crate) fn within_depth(&self, cx: &StateCx<'_>, value: Value) -> Result<Value, Failed> {
+        match crate::depth::check(&value) {
+            Ok(()) => Ok(value),
+            Err(too_deep) => {
+                crate::depth::drop_flat(value);
+                Err(Failed {
+                    error: too_deep_error(&cx.state.name, too_deep),
+                    prev: cx.entered_id,
+                    terminal: true,
+                    unfinished: None,
+                })
+            }
         }
     }
 
@@ -1446,4 +1470,12 @@ impl Drop for AbortGuard<'_> {
             let _ = self.engine.push(prev, event, None);
         }
     }
+}
+
+/// `States.Runtime` for a state whose input, output, parameters or variables nest past the depth
+/// budget: AWS documents no limit, so the cause names sfn-local's.
+pub(crate) fn too_deep_error(state: &str, too_deep: crate::depth::TooDeep) -> StatesError {
+    StatesError::runtime(format!(
+        "An error occurred while executing the state '{state}': {too_deep}"
+    ))
 }

@@ -335,18 +335,19 @@ pub struct Payload {
 }
 
 impl Payload {
-    /// Serializes a value and escapes the text as a JSON string literal.
-    pub fn of(value: &Value) -> Payload {
+    /// Serializes a value and escapes the text as a JSON string literal; a value nested past
+    /// [`crate::depth::VALUE_DEPTH`] is refused (no reader of the history could read it back).
+    pub fn of(value: &Value) -> Result<Payload, crate::depth::TooDeep> {
         // Serializing into a Vec and escaping afterwards in one scan beats escaping inside an
         // io::Write: serde_json writes in many tiny pieces.
-        let raw = serde_json::to_vec(value).unwrap_or_default();
+        let raw = crate::depth::to_json_vec(value)?;
         let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
         // serde_json writes valid UTF-8.
         escape_into(&mut escaped, std::str::from_utf8(&raw).unwrap_or_default());
-        Payload {
+        Ok(Payload {
             escaped,
             len: raw.len(),
-        }
+        })
     }
 }
 
@@ -632,7 +633,7 @@ mod tests {
     #[test]
     fn payloads_escape_like_strings() {
         let value = serde_json::json!({"a": "q\"b\\c\nd", "é": [1, null]});
-        let p = Payload::of(&value);
+        let p = Payload::of(&value).unwrap();
         let text = Details::new().payload_of("output", &p).build();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["output"], value.to_string());

@@ -89,7 +89,9 @@ impl Frame {
         let mut texts = Map::with_capacity(assigned.len());
         let mut assign_bytes = 0usize;
         for (name, value) in &assigned {
-            let text = value.to_string();
+            let text = crate::depth::to_json_string(value).map_err(|too_deep| {
+                StatesError::new(names::RUNTIME, format!("The variable '{name}': {too_deep}"))
+            })?;
             if text.len() > MAX_VARIABLE_BYTES {
                 return Err(StatesError::new(
                     names::RUNTIME,

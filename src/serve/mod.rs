@@ -214,6 +214,8 @@ pub fn run(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("sfn-local-http")
+        // Requests parse definitions and payloads: see crate::depth.
+        .thread_stack_size(crate::depth::THREAD_STACK_BYTES)
         .enable_all()
         .build()?;
     let pool = ExecutionPool::start(config.threads)?;

@@ -148,6 +148,7 @@ impl ExecutionPool {
         let thread_load = load.clone();
         std::thread::Builder::new()
             .name(format!("sfn-local-exec-{index}"))
+            .stack_size(crate::depth::THREAD_STACK_BYTES)
             .spawn(move || {
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&runtime, async move {

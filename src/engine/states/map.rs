@@ -778,7 +778,7 @@ impl Engine {
         item: Value,
         effective: &Value,
     ) -> Result<Value, Failed> {
-        match &m.item_selector {
+        let selected = match &m.item_selector {
             Some(ItemSelector::JsonPath(t)) => {
                 let item_cx = json!({"Index": index, "Value": item});
                 self.template(cx, t, effective, "ItemSelector", |context| {
@@ -798,8 +798,9 @@ impl Engine {
                 self.evaluate_jsonata(cx, data, extra, t, "ItemSelector", None)
                     .await
             }
-            None => Ok(item),
-        }
+            None => return Ok(item),
+        };
+        self.within_depth(cx, selected?)
     }
 
     pub(crate) async fn tolerated_percentage(
