@@ -16,7 +16,7 @@ shift
 cd "$(dirname "$0")"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(definition path template intrinsic choice jsonata mock_config test_spec task_output serve_request)
+    targets=(definition path template intrinsic choice jsonata mock_config test_spec task_output serve_request nesting)
 fi
 
 # No sanitizer: the code under test is safe Rust, and without ASan each execution is several

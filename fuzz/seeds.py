@@ -158,6 +158,17 @@ def main():
     add("test_spec", compact(spec) + "\0" + compact(mocks))
     for f in sorted(REPO.glob("definitions/*.sfntest.json")):
         add("test_spec", f.read_text() + "\0" + compact(mocks))
+    # nesting: every shape at a few depths. Bytes: shape, the depth's order of magnitude (0-255
+    # for 1 to 100,000) and two bytes within it; the input's shape, order and a byte (see
+    # fuzz_targets/nesting.rs); then a leaf.
+    for shape in range(14):
+        for depth in (1, 63, 64, 127, 128, 3000, 100000):
+            # The smallest order that reaches the depth, and the fraction of it that lands there.
+            order = next(o for o in range(256) if 10 ** (o * 5 / 255) >= depth - 0.5)
+            fraction = min(65535, round(depth / 10 ** (order * 5 / 255) * 65535))
+            for input_shape, input_order in ((2, 0), (0, 110), (1, 255)):
+                add("nesting", bytes([shape, order]) + fraction.to_bytes(2, "big")
+                    + bytes([input_shape, input_order, 255]) + b"x")
     # serve: every operation with a plausible body.
     model = load(REPO / "src" / "serve" / "model.json") or {}
     arn = "arn:aws:states:us-east-1:123456789012:stateMachine:M"

@@ -221,3 +221,20 @@ fn the_language_server_diagnoses_a_filter_nested_20000_deep() {
     let status = lsp.wait().unwrap();
     assert!(status.code().is_some(), "the server died by a signal");
 }
+
+#[test]
+fn a_yaml_definition_deeper_than_what_is_stored_reads_back_is_too_deeply_nested() {
+    let sb = Sandbox::new();
+    // YAML's own reader allows 256 levels; what run stores must read back as JSON.
+    let yaml = format!(
+        "StartAt: P\nStates:\n  P:\n    Type: Pass\n    Result: {}1{}\n    End: true\n",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let path = sb.write("deep.asl.yaml", &yaml);
+    let out = sb.run(&["validate", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.json()["diagnostics"][0]["code"], "TOO_DEEPLY_NESTED");
+    let run = sb.run(&["run", path.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "refused before running: {}", run.stderr);
+}

@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use sfn_local::asl::{
-    compile_text, load_text, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved,
+    load_text, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved,
 };
 use sfn_local::clock::ManualClock;
 use sfn_local::engine::context::ExecutionInfo;
@@ -24,14 +24,30 @@ fuzz_target!(|data: &[u8]| {
     let [shape, a, b, c, input_shape, e, f, rest @ ..] = data else {
         return;
     };
-    let levels = (usize::from(*a) << 16 | usize::from(*b) << 8 | usize::from(*c)) % (MAX_LEVELS + 1);
-    let input_levels = (usize::from(*e) << 8 | usize::from(*f)) * 2 % (MAX_LEVELS + 1);
+    let levels = depth(*a, *b, *c);
+    let input_levels = depth(*e, *f, *f);
     let leaf = String::from_utf8_lossy(rest);
     let text = definition(*shape, levels, &leaf);
-    validate(&text);
+    // Every door refuses a longer definition before parsing it (limits.rs).
+    if text.chars().count() > sfn_local::limits::DEFINITION_CHARS {
+        return;
+    }
+    // What validate and serve's ValidateStateMachineDefinition do with the text; the compiled
+    // machine, when there is one, is what run executes.
+    let machine = validate(&text, *shape % 14 == 12);
     serve_request(&text);
-    run(&text, &input(*input_shape, input_levels));
+    if let Some(machine) = machine {
+        run(machine, &input(*input_shape, input_levels));
+    }
 });
+
+/// A depth from 0 to [`MAX_LEVELS`], spread evenly over orders of magnitude (`scale` picks
+/// the order), so that most inputs are cheap and every order is tried.
+fn depth(scale: u8, high: u8, low: u8) -> usize {
+    let max = 10f64.powf(f64::from(scale) * 5.0 / 255.0);
+    let fraction = f64::from(u16::from(high) << 8 | u16::from(low)) / f64::from(u16::MAX);
+    ((fraction * max).round() as usize).min(MAX_LEVELS)
+}
 
 /// `open` `levels` times, `middle`, `close` as many times.
 fn nest(open: &str, middle: &str, close: &str, levels: usize) -> String {
@@ -62,7 +78,7 @@ fn path_field(path: &str) -> String {
 fn definition(shape: u8, levels: usize, leaf: &str) -> String {
     let leaf_json = serde_json::to_string(leaf).unwrap();
     match shape % 14 {
-        0 => path_field(&nest("(", "@.b == 1", ")", levels).replacen('(', "$.a[?(", 1) + ")]"),
+        0 => path_field(&format!("$.a[?({})]", nest("(", "@.b == 1", ")", levels))),
         1 => path_field(&format!("$.a[?({}(@.b == 1))]", "!".repeat(levels))),
         2 => path_field(&nest("$.a[?(@.b", "", ")]", levels)),
         3 => pass_with(&nest(r#"{"a":"#, &leaf_json, "}", levels)),
@@ -109,39 +125,35 @@ fn input(shape: u8, levels: usize) -> String {
     }
 }
 
-fn validate(text: &str) {
+fn validate(text: &str, yaml: bool) -> Option<sfn_local::asl::StateMachine> {
     let substitutions = Substitutions::new();
-    for format in [SourceFormat::Json, SourceFormat::Yaml] {
-        let _ = load_text(
-            text,
-            format,
-            LoadOptions {
-                machine_type: MachineType::Standard,
-                substitutions: &substitutions,
-                unresolved: Unresolved::StandIn,
-            },
-        );
-    }
+    let format = if yaml { SourceFormat::Yaml } else { SourceFormat::Json };
+    let loaded = load_text(
+        text,
+        format,
+        LoadOptions {
+            machine_type: MachineType::Standard,
+            substitutions: &substitutions,
+            unresolved: Unresolved::StandIn,
+        },
+    );
+    let _ = loaded
+        .diagnostics
+        .iter()
+        .map(sfn_local::api::validation::diagnostic_json)
+        .count();
+    loaded.machine
 }
 
+/// The request body as serve reads it, and its model check (the verdict is `validate`'s).
 fn serve_request(text: &str) {
     let body = json!({ "definition": text }).to_string();
-    let Ok(request) = serde_json::from_str::<Value>(&body) else {
-        return;
-    };
-    if sfn_local::serve::model::validate("ValidateStateMachineDefinition", &request).is_ok() {
-        let diagnostics = sfn_local::asl::validate_text(text, MachineType::Standard);
-        let _ = diagnostics
-            .iter()
-            .map(sfn_local::api::validation::diagnostic_json)
-            .count();
+    if let Ok(request) = serde_json::from_str::<Value>(&body) {
+        let _ = sfn_local::serve::model::validate("ValidateStateMachineDefinition", &request);
     }
 }
 
-fn run(text: &str, input: &str) {
-    let (Some(machine), _) = compile_text(text, MachineType::Standard) else {
-        return;
-    };
+fn run(machine: sfn_local::asl::StateMachine, input: &str) {
     let Ok(input) = serde_json::from_str::<Value>(input) else {
         return;
     };

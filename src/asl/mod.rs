@@ -129,6 +129,26 @@ pub fn load_value(
     machine_type: MachineType,
     mut diags: Diagnostics,
 ) -> LoadedDefinition {
+    // JSON text cannot nest deeper (serde_json refuses it), but YAML and templates can; what is
+    // stored must read back (crate::depth).
+    if crate::depth::check(&value).is_err() {
+        diags.push(Diagnostic {
+            severity: Severity::Error,
+            code: Code::TooDeeplyNested,
+            message: format!(
+                "The definition is too deeply nested: objects and arrays nest more than {} levels deep",
+                crate::depth::VALUE_DEPTH
+            ),
+            location: diagnostic::Location::None,
+            related: Vec::new(),
+        });
+        crate::depth::drop_flat(value);
+        return LoadedDefinition {
+            machine: None,
+            diagnostics: diags,
+            json: None,
+        };
+    }
     let json = serde_json::to_string_pretty(&value).ok();
     let machine = parse::parse_machine(&value, machine_type, &mut diags);
     let machine = if diags.has_errors() { None } else { machine };

@@ -48,8 +48,8 @@ pub enum SyntaxErrorKind {
 }
 
 /// How deep objects and arrays may nest in a definition (serde_json's recursion limit, which
-/// keeps every later recursive walk of the definition within the stack).
-pub const MAX_NESTING: usize = 128;
+/// keeps every later recursive walk of the definition within the stack; see [`crate::depth`]).
+pub const MAX_NESTING: usize = crate::depth::VALUE_DEPTH;
 
 /// Why a definition's text cannot be used as a definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn parse_json(text: &str) -> Result<Value, SyntaxError> {
         Err(serde_error) => Err(match Scanner::new(text).run() {
             Err(scan_error) => scan_error.into_syntax_error(text),
             // The scanner accepts what serde_json refuses only in corners (nesting deeper than
-            // serde_json's 128 levels, numbers beyond f64, lone surrogate escapes): report
+            // serde_json's 127 levels, numbers beyond f64, lone surrogate escapes): report
             // serde_json's own words at its position.
             Ok(_) if serde_error.to_string().starts_with("recursion limit exceeded") => {
                 SyntaxError {
@@ -1909,7 +1909,7 @@ mod tests {
         let error = syntax(&deep); // serde_json's recursion limit
         assert!(matches!(error.kind, SyntaxErrorKind::TooDeeplyNested));
         assert!(
-            error.message.contains("more than 128 levels deep"),
+            error.message.contains("more than 127 levels deep"),
             "{}",
             error.message
         );
