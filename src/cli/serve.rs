@@ -315,21 +315,22 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
     let endpoints = args.endpoints.lower()?;
     let bound = !(tasks.is_empty() && workers.is_empty());
     let web = args.web.options("sfn-local serve")?;
+    let functions = crate::tasks::local_lambda::LocalFunctions::merged(
+        machines.iter().filter_map(|m| m.functions.clone()),
+    );
     let exposure = crate::cli::web::Exposure {
         bind: args.bind,
-        any_host: web.hosts.any(),
+        open_host: web.hosts.open_to_any_page(),
         runs_commands: bound,
+        runs_template_code: functions.as_ref().is_some_and(|f| f.runs_local_code()),
         proxies_anywhere: crate::tasks::http::HttpAccess::from_flag(
             args.allow_http_invoke.as_deref(),
         )
         .is_any(),
         allow_remote: args.allow_remote,
     };
-    crate::cli::web::check_exposure("sfn-local serve", exposure)?;
+    crate::cli::web::check_exposure("sfn-local serve", &exposure)?;
     let account = args.account.lower();
-    let functions = crate::tasks::local_lambda::LocalFunctions::merged(
-        machines.iter().filter_map(|m| m.functions.clone()),
-    );
     let mock_config = args.mock_config.or_else(|| {
         let default = PathBuf::from("MockConfigFile.json");
         default.is_file().then_some(default)
