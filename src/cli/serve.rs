@@ -85,7 +85,8 @@ pub struct ServeArgs {
     /// proxy into this machine for anyone who reaches it.
     #[arg(long, value_name = "HOST", num_args = 0.., value_delimiter = ',')]
     pub allow_http_invoke: Option<Vec<String>>,
-    /// Allow a --bind address other than loopback even with --task or --worker bindings.
+    /// Allow a --bind address other than loopback (or --allow-host '*' or a public suffix such
+    /// as .com) even with --task or --worker bindings or a template's Lambda code.
     // Falsey: the variable reads as a switch (`1`, `true`, `yes` allow; `0`, `false`, `no` or empty
     // do not), as the Docker image and the README set it (`SFN_LOCAL_ALLOW_REMOTE=1`).
     #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE", action = clap::ArgAction::SetTrue,
