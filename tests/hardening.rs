@@ -395,6 +395,113 @@ fn any_host_and_a_proxy_to_anywhere_are_exposures_too() {
     );
 }
 
+/// A SAM template with a function whose code sfn-local runs (CodeUri and Handler), the
+/// machine that calls it, and the code, written into `sandbox`; returns the template's path.
+fn template_with_lambda_code(sandbox: &Sandbox) -> String {
+    std::fs::create_dir_all(sandbox.path("fn")).unwrap();
+    sandbox.write(
+        "fn/app.py",
+        "def handler(event, context):\n    return event\n",
+    );
+    let template = sandbox.write(
+        "template.yaml",
+        "Transform: AWS::Serverless-2016-10-31
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: fn/, Runtime: python3.12, Handler: app.handler}
+  Machine:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      Definition:
+        StartAt: T
+        States:
+          T: {Type: Task, Resource: !GetAtt Fn.Arn, End: true}
+",
+    );
+    template.to_str().unwrap().to_owned()
+}
+
+/// Regression (#47): a served template's Lambda code is a command any client can run with
+/// input of its choosing, so it is refused where a `--task` binding is: with `--allow-host
+/// '*'`, with a public suffix (`.com`, which any page can get a name under), and on an
+/// address other than loopback (the Docker image's SFN_LOCAL_BIND), unless --allow-remote
+/// (which the image also sets). A private suffix such as `.internal` is not an exposure.
+#[test]
+fn a_template_with_lambda_code_is_a_command_binding_for_exposure() {
+    let sandbox = Sandbox::new();
+    let template = template_with_lambda_code(&sandbox);
+    let serve = |extra: &[&str]| {
+        let mut args = vec!["serve", "--port", "0", "--template", &template];
+        args.extend(extra);
+        sandbox.run(&args)
+    };
+    let star = serve(&["--allow-host", "*"]);
+    star.assert_error(2, "--allow-remote");
+    assert!(star.stderr.contains("Lambda functions"), "{}", star.stderr);
+    let suffix = serve(&["--allow-host", "sfn,.com"]);
+    suffix.assert_error(2, "--allow-remote");
+    assert!(suffix.stderr.contains("under .com"), "{}", suffix.stderr);
+    let image_env = [
+        ("SFN_LOCAL_BIND", "0.0.0.0"),
+        ("SFN_LOCAL_ALLOW_HOSTS", "<dotless>"),
+    ];
+    let args = ["serve", "--port", "0", "--template", &template];
+    sandbox
+        .run_env(&args, &image_env)
+        .assert_error(2, "--allow-remote");
+
+    let allowed = Served::serve(
+        &sandbox,
+        &[
+            "--template",
+            &template,
+            "--allow-host",
+            "*",
+            "--allow-remote",
+        ],
+    );
+    assert!(allowed.log().contains("warning: --allow-host '*'"));
+    let private = Served::serve(
+        &sandbox,
+        &["--template", &template, "--allow-host", ".internal"],
+    );
+    assert!(!private.log().contains("warning"), "{}", private.log());
+    let mut command = sandbox.command();
+    command.args(["serve", "--port", "0", "--template", &template]);
+    command.envs(image_env).env("SFN_LOCAL_ALLOW_REMOTE", "1");
+    let image = Served::start(command);
+    assert!(image.log().contains("not only loopback"), "{}", image.log());
+}
+
+/// Regression (#47): `--allow-host .com` lets in any page that registers a name under .com,
+/// as `*` does: warned about, and refused with `--task` bindings unless --allow-remote.
+#[test]
+fn a_public_suffix_in_allow_host_counts_as_any_host() {
+    let sandbox = Sandbox::new();
+    let bound = sandbox.run(&[
+        "serve",
+        "--port",
+        "0",
+        "--allow-host",
+        ".io",
+        "--task",
+        "M:S=true",
+    ]);
+    bound.assert_error(2, "--allow-remote");
+    assert!(
+        bound.stderr.contains("--allow-host .io"),
+        "{}",
+        bound.stderr
+    );
+    let warned = Served::serve(&sandbox, &["--allow-host", ".co.uk"]);
+    assert!(
+        warned.log().contains("warning: --allow-host .co.uk"),
+        "{}",
+        warned.log()
+    );
+}
+
 /// `<dotless>` (the Docker image's default) answers compose service names, localhost and IP
 /// addresses, and refuses any name with a dot: a rebinding page's.
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::http_api::{sfn_call, status_and_json};
+use common::http_api::{post, sfn_call, status_and_json};
 use common::{types, Output, Sandbox};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -581,4 +581,79 @@ fn wait_for_token(sb: &Sandbox, execution: &str) -> String {
         assert!(Instant::now() < until, "no token: {}", listed.stderr);
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Regression (#47): `clock advance 1e18` was accepted, and the clock then read 1970 with
+/// nowMillis 3.9e18 (the milliseconds wrapped), never to come back. An advance past
+/// 9999-12-31T23:59:59.999Z is refused (the command before any request, exit 2; the server
+/// with a 400 naming the limit) and the clock does not move; one that lands on it works, and
+/// `--clock-start` past it is refused.
+#[test]
+fn an_advance_past_year_9999_is_refused_and_the_clock_stays() {
+    let sb = Sandbox::new();
+    let server = serve(
+        &sb,
+        &[
+            "--clock",
+            "virtual",
+            "--clock-start",
+            "9999-12-31T23:58:59.999Z",
+        ],
+    );
+    let before = server.clock(&sb, &["now"]);
+    let refused = sb.run(&[
+        "clock",
+        "advance",
+        "1e18",
+        "--endpoint-url",
+        &server.endpoint,
+    ]);
+    refused.assert_error(2, "9999-12-31T23:59:59.999Z");
+    assert_eq!(server.clock(&sb, &["now"]), before);
+
+    // Within what a duration may be, but past the limit from where this clock stands.
+    let authority = server.endpoint.trim_start_matches("http://");
+    for duration in [json!("61s"), json!(1e18), json!(1.844_674_407_370_955e16)] {
+        let body = json!({"action": "advance", "duration": duration}).to_string();
+        let answer = post(
+            authority,
+            "/sfn-local/clock",
+            "Content-Type: application/json",
+            &body,
+        );
+        let (status, error) = status_and_json(&answer);
+        assert_eq!(status, 400, "{duration}: {answer}");
+        assert_eq!(error["__type"], "ValidationException", "{error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("9999-12-31T23:59:59.999Z"), "{message}");
+    }
+    let refused = sb.run(&[
+        "clock",
+        "advance",
+        "61s",
+        "--endpoint-url",
+        &server.endpoint,
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("past 9999-12-31T23:59:59.999Z"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(server.clock(&sb, &["now"]), before);
+
+    let landed = server.clock(&sb, &["advance", "60s"]);
+    assert_eq!(landed["now"], "9999-12-31T23:59:59.999Z");
+    assert_eq!(landed["nowMillis"], 253_402_300_799_999_i64);
+
+    let late = sb.run(&[
+        "serve",
+        "--port",
+        "0",
+        "--clock",
+        "virtual",
+        "--clock-start",
+        "9999-12-31T23:59:59.999-01:00",
+    ]);
+    late.assert_error(2, "latest instant");
 }

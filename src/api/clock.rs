@@ -7,6 +7,7 @@
 //! where the clock stands: `{"clock", "now", "nowMillis", "nextDeadline", "pendingDeadlines"}`,
 //! and, for `next`, `skippedTo` (the instant it jumped to, or null when nothing waited on time).
 
+use crate::clock::virtual_time::ClockError;
 use crate::clock::{iso8601, Clock, VirtualClock};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -44,8 +45,9 @@ impl ClockAction {
                 Some(Value::Number(n)) => n
                     .as_f64()
                     .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .map(ClockAction::Advance)
-                    .ok_or_else(|| format!("duration {n} is not a number of seconds >= 0")),
+                    .ok_or_else(|| format!("duration {n} is not a number of seconds >= 0"))
+                    .and_then(|d| within_reach(&n.to_string(), d))
+                    .map(ClockAction::Advance),
                 _ => Err("advance needs a \"duration\" (e.g. \"61s\", \"1h\", or seconds)".into()),
             },
             other => Err(format!(
@@ -55,24 +57,41 @@ impl ClockAction {
     }
 }
 
-/// A duration as people write it: `61s`, `1h 30m`, `1day`, `500ms` (or bare seconds).
+/// A duration as people write it: `61s`, `1h 30m`, `1day`, `500ms` (or bare seconds), no
+/// longer than the clock can ever move (see [`within_reach`]).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(secs) = text.trim().parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"));
+    let duration = match text.trim().parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))?,
+        Err(_) => humantime::parse_duration(text.trim())
+            .map_err(|e| format!("{text:?} is not a duration (e.g. 61s, 1h 30m, 1day): {e}"))?,
+    };
+    within_reach(text, duration)
+}
+
+/// Refuses a duration longer than from 1970 to the clock's last instant
+/// ([`crate::clock::LATEST`]): no advance by it could land, whatever the clock reads. The
+/// server refuses a shorter one that would pass that instant from where its clock stands.
+fn within_reach(text: &str, duration: Duration) -> Result<Duration, String> {
+    match crate::clock::checked_after(0, duration) {
+        Some(_) => Ok(duration),
+        None => Err(format!(
+            "{text:?} is longer than the clock can move: it reads no later than {} ({} ms after 1970)",
+            iso8601(crate::clock::LATEST),
+            crate::clock::LATEST
+        )),
     }
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration (e.g. 61s, 1h 30m, 1day): {e}"))
 }
 
 /// Moves the clock as asked (waiting for work in flight to settle), then describes it;
 /// `next` also says where it skipped to (`skippedTo`, null when nothing waited on time).
-pub fn act(clock: &VirtualClock, action: &ClockAction) -> Value {
+/// An advance past the clock's last instant is refused, the clock unmoved.
+pub fn act(clock: &VirtualClock, action: &ClockAction) -> Result<Value, ClockError> {
     let mut skipped = None;
     match action {
         ClockAction::Now => {}
         ClockAction::Settle => clock.settle(),
         ClockAction::Advance(by) => {
-            clock.advance(*by);
+            clock.advance(*by)?;
         }
         ClockAction::Next => {
             skipped = Some(clock.skip_to_next().map(iso8601));
@@ -85,7 +104,7 @@ pub fn act(clock: &VirtualClock, action: &ClockAction) -> Value {
     if let Some(skipped) = skipped {
         answer["skippedTo"] = json!(skipped);
     }
-    answer
+    Ok(answer)
 }
 
 /// Where a virtual clock stands.
@@ -121,6 +140,25 @@ mod tests {
         );
         assert!(advance(json!("soon")).is_err());
         assert!(advance(json!(-1)).is_err());
+        // 1970 to 9999-12-31T23:59:59.999Z is the longest; past it (and near 2^64 ms) refused.
+        let longest = Duration::from_millis(crate::clock::LATEST as u64);
+        assert_eq!(
+            advance(json!("253402300799s 999ms")),
+            Ok(ClockAction::Advance(longest))
+        );
+        for too_far in [
+            json!("1e18"),
+            json!(1e18),
+            json!("253402300800"),
+            json!(1.844_674_407_370_955e16),
+        ] {
+            let refused = advance(too_far.clone()).unwrap_err();
+            assert!(
+                refused.contains("9999-12-31T23:59:59.999Z"),
+                "{too_far}: {refused}"
+            );
+        }
+        assert!(parse_duration("584942417355years").is_err());
         assert_eq!(ClockAction::parse(&json!({})), Ok(ClockAction::Now));
         assert!(ClockAction::parse(&json!({"action": "rewind"})).is_err());
     }

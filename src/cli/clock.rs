@@ -30,7 +30,8 @@ pub enum ClockAction {
     /// Print where the clock stands, its next deadline and how many are waited for.
     Now,
     /// Move the clock forward (e.g. 61s, 1h 30m, 1day), firing every deadline on the way in
-    /// order, each once what it caused has settled.
+    /// order, each once what it caused has settled; never past 9999-12-31T23:59:59.999Z (an
+    /// advance past it is refused and the clock stays).
     Advance {
         /// How far.
         #[arg(value_name = "DURATION")]

@@ -28,12 +28,13 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
     let checked = args.web.options("sfn-local console").and_then(|web| {
         let exposure = crate::cli::web::Exposure {
             bind: args.bind,
-            any_host: web.hosts.any(),
+            open_host: web.hosts.open_to_any_page(),
             runs_commands: false,
+            runs_template_code: false,
             proxies_anywhere: false,
             allow_remote: false,
         };
-        crate::cli::web::check_exposure("sfn-local console", exposure).map(|()| web)
+        crate::cli::web::check_exposure("sfn-local console", &exposure).map(|()| web)
     });
     let web = match checked {
         Ok(web) => web,

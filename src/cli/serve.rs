@@ -85,7 +85,8 @@ pub struct ServeArgs {
     /// proxy into this machine for anyone who reaches it.
     #[arg(long, value_name = "HOST", num_args = 0.., value_delimiter = ',')]
     pub allow_http_invoke: Option<Vec<String>>,
-    /// Allow a --bind address other than loopback even with --task or --worker bindings.
+    /// Allow a --bind address other than loopback (or --allow-host '*' or a public suffix such
+    /// as .com) even with --task or --worker bindings or a template's Lambda code.
     // Falsey: the variable reads as a switch (`1`, `true`, `yes` allow; `0`, `false`, `no` or empty
     // do not), as the Docker image and the README set it (`SFN_LOCAL_ALLOW_REMOTE=1`).
     #[arg(long, env = "SFN_LOCAL_ALLOW_REMOTE", action = clap::ArgAction::SetTrue,
@@ -315,21 +316,22 @@ fn lower(args: ServeArgs, machines: Vec<InitialMachine>) -> Result<ServeConfig, 
     let endpoints = args.endpoints.lower()?;
     let bound = !(tasks.is_empty() && workers.is_empty());
     let web = args.web.options("sfn-local serve")?;
+    let functions = crate::tasks::local_lambda::LocalFunctions::merged(
+        machines.iter().filter_map(|m| m.functions.clone()),
+    );
     let exposure = crate::cli::web::Exposure {
         bind: args.bind,
-        any_host: web.hosts.any(),
+        open_host: web.hosts.open_to_any_page(),
         runs_commands: bound,
+        runs_template_code: functions.as_ref().is_some_and(|f| f.runs_local_code()),
         proxies_anywhere: crate::tasks::http::HttpAccess::from_flag(
             args.allow_http_invoke.as_deref(),
         )
         .is_any(),
         allow_remote: args.allow_remote,
     };
-    crate::cli::web::check_exposure("sfn-local serve", exposure)?;
+    crate::cli::web::check_exposure("sfn-local serve", &exposure)?;
     let account = args.account.lower();
-    let functions = crate::tasks::local_lambda::LocalFunctions::merged(
-        machines.iter().filter_map(|m| m.functions.clone()),
-    );
     let mock_config = args.mock_config.or_else(|| {
         let default = PathBuf::from("MockConfigFile.json");
         default.is_file().then_some(default)

@@ -12,8 +12,9 @@ use std::time::Duration;
 pub struct WebArgs {
     /// Also answer requests addressed to NAME (repeatable or comma-separated; `.example` for
     /// every name under it; `<dotless>` for every name without a dot, such as compose service
-    /// names; `*` for any name, which counts as an exposed server: refused with --task, --worker
-    /// or --allow-http-invoke of any host unless --allow-remote). Without it only localhost and IP addresses are
+    /// names; `*` for any name, which counts as an exposed server, as a public suffix such as
+    /// `.com` does: refused with --task, --worker, a template's Lambda code or
+    /// --allow-http-invoke of any host unless --allow-remote). Without it only localhost and IP addresses are
     /// answered, so that a web page cannot reach the server by pointing its own name at
     /// 127.0.0.1 (DNS rebinding). In Docker, name what clients use, e.g. a compose service's
     /// name: `--allow-host sfn` or SFN_LOCAL_ALLOW_HOSTS=sfn.
@@ -66,42 +67,43 @@ impl WebArgs {
 }
 
 /// What a server exposes, for [`check_exposure`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Exposure {
     /// The address it listens on.
     pub bind: IpAddr,
-    /// `--allow-host '*'`: any name reaches it, DNS rebinding included.
-    pub any_host: bool,
+    /// The `--allow-host` entry that lets any web page in (`*`, or a public suffix such as
+    /// `.com`): DNS rebinding reaches it (see [`crate::web::hosts::AllowedHosts::open_to_any_page`]).
+    pub open_host: Option<String>,
     /// It runs commands for its clients (`--task`, `--worker`).
     pub runs_commands: bool,
+    /// It runs a template's Lambda functions (local code with a handler) for its clients.
+    pub runs_template_code: bool,
     /// HTTP Tasks may call any host (`--allow-http-invoke` without a list): a proxy.
     pub proxies_anywhere: bool,
     /// `--allow-remote`.
     pub allow_remote: bool,
 }
 
-/// Warns when the server is exposed (an address other than loopback, or any Host name
-/// accepted: anyone who can reach it, a rebinding page included, can use it, with no
-/// authentication), and refuses it when it would run commands or proxy requests for them
-/// unless `allow_remote`.
-pub fn check_exposure(name: &str, exposure: Exposure) -> Result<(), String> {
-    let Exposure { bind, any_host, .. } = exposure;
-    if bind.is_loopback() && !any_host {
-        return Ok(());
-    }
-    let how = match bind.is_loopback() {
-        false => format!("--bind {bind}"),
-        true => "--allow-host '*'".to_owned(),
-    };
-    let reach = match bind.is_loopback() {
-        false => format!("anyone who can reach {bind}"),
-        true => "any web page (it can point its own name at 127.0.0.1)".to_owned(),
+/// Warns when the server is exposed (an address other than loopback, or a Host name any web
+/// page can have accepted: anyone who can reach it, a rebinding page included, can use it,
+/// with no authentication), and refuses it when it would run commands (bindings or a
+/// template's Lambda code) or proxy requests for them unless `allow_remote`.
+pub fn check_exposure(name: &str, exposure: &Exposure) -> Result<(), String> {
+    let (how, reach) = match (bind_exposed(exposure.bind), &exposure.open_host) {
+        (Some(how), _) => (how, format!("anyone who can reach {}", exposure.bind)),
+        (None, Some(entry)) => (allow_host_flag(entry), page_reach(entry)),
+        (None, None) => return Ok(()),
     };
     let risky = [
         (
             exposure.runs_commands,
             "--task or --worker bindings",
             "start executions that run those commands on this machine",
+        ),
+        (
+            exposure.runs_template_code,
+            "a template's Lambda functions (CodeUri and Handler, run on this machine)",
+            "start executions that run those handlers with input of their choosing",
         ),
         (
             exposure.proxies_anywhere,
@@ -116,13 +118,36 @@ pub fn check_exposure(name: &str, exposure: Exposure) -> Result<(), String> {
             ));
         }
     }
-    match bind.is_loopback() {
-        false => errln!(
-            "{name}: warning: listening on {bind}, not only loopback: anyone who can reach this address can use it, without authentication (fine inside a container whose port only you publish)"
+    match &exposure.open_host {
+        Some(entry) if exposure.bind.is_loopback() => errln!(
+            "{name}: warning: {}: {} can use this server, without authentication; name the hosts you use instead",
+            allow_host_flag(entry),
+            page_reach(entry)
         ),
-        true => errln!(
-            "{name}: warning: --allow-host '*': any web page can use this server by pointing its own name at 127.0.0.1 (DNS rebinding), without authentication; name the hosts you use instead"
+        _ => errln!(
+            "{name}: warning: listening on {}, not only loopback: anyone who can reach this address can use it, without authentication (fine inside a container whose port only you publish)",
+            exposure.bind
         ),
     }
     Ok(())
+}
+
+/// `--bind ADDRESS` when the address is not loopback.
+fn bind_exposed(bind: IpAddr) -> Option<String> {
+    (!bind.is_loopback()).then(|| format!("--bind {bind}"))
+}
+
+/// The flag as the user gave it, quoted where a shell would expand it.
+fn allow_host_flag(entry: &str) -> String {
+    format!("--allow-host {}", shell_words::quote(entry))
+}
+
+/// Who reaches a server through the `--allow-host` entry `entry`.
+fn page_reach(entry: &str) -> String {
+    match entry {
+        "*" => "any web page (it can point its own name at 127.0.0.1: DNS rebinding)".to_owned(),
+        suffix => format!(
+            "any web page under {suffix} (a public suffix: anyone can register a name there and point it at 127.0.0.1, DNS rebinding)"
+        ),
+    }
 }

@@ -26,6 +26,19 @@ use std::time::Duration;
 /// Wall-clock milliseconds since the Unix epoch (UTC).
 pub type Millis = i64;
 
+/// The latest instant a clock here reads, 9999-12-31T23:59:59.999Z: the last one a timestamp
+/// with a four-digit year (AWS's, RFC 3339's) can say. The virtual clock never moves past it.
+pub const LATEST: Millis = 253_402_300_799_999;
+
+/// The instant `by` after `from`, when it is not past [`LATEST`] (nor past what [`Millis`]
+/// holds: a duration near `u64::MAX` milliseconds does not wrap).
+pub fn checked_after(from: Millis, by: Duration) -> Option<Millis> {
+    i64::try_from(by.as_millis())
+        .ok()
+        .and_then(|ms| from.checked_add(ms))
+        .filter(|at| *at <= LATEST)
+}
+
 /// A source of time and a way to wait for it.
 pub trait Clock: Send + Sync {
     /// Now.
@@ -348,9 +361,14 @@ impl ManualClock {
         }
     }
 
-    /// Moves the clock forward.
+    /// Moves the clock forward (saturating: it never wraps into the past).
     pub fn advance(&self, by: Duration) {
-        self.now.fetch_add(by.as_millis() as i64, Ordering::SeqCst);
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        let _ = self
+            .now
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_add(by))
+            });
         self.moved.notify_waiters();
     }
 }
@@ -392,6 +410,31 @@ mod tests {
     #[test]
     fn iso8601_has_millis_and_z() {
         assert_eq!(iso8601(1_553_631_253_192), "2019-03-26T20:14:13.192Z");
+    }
+
+    #[test]
+    fn checked_after_stops_at_the_latest_instant_and_never_wraps() {
+        assert_eq!(iso8601(LATEST), "9999-12-31T23:59:59.999Z");
+        let ms = Duration::from_millis;
+        assert_eq!(checked_after(0, ms(LATEST as u64)), Some(LATEST));
+        assert_eq!(checked_after(1, ms(LATEST as u64)), None);
+        assert_eq!(checked_after(LATEST, Duration::ZERO), Some(LATEST));
+        assert_eq!(checked_after(LATEST, ms(1)), None);
+        // Past what an i64 holds, and near u64::MAX ms: refused, not wrapped.
+        assert_eq!(checked_after(0, ms(i64::MAX as u64)), None);
+        assert_eq!(checked_after(0, ms(i64::MAX as u64 + 1)), None);
+        assert_eq!(checked_after(0, ms(u64::MAX)), None);
+        assert_eq!(checked_after(1_000, Duration::MAX), None);
+        assert_eq!(checked_after(i64::MAX, ms(1)), None);
+        assert_eq!(checked_after(i64::MIN, ms(u64::MAX)), None);
+        assert_eq!(checked_after(-1_000, ms(1_000)), Some(0));
+    }
+
+    #[test]
+    fn manual_clock_saturates_instead_of_wrapping() {
+        let clock = ManualClock::new(i64::MAX - 10);
+        clock.advance(Duration::from_millis(u64::MAX));
+        assert_eq!(clock.now(), i64::MAX);
     }
 
     #[tokio::test]

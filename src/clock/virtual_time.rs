@@ -18,7 +18,7 @@
 //!   heartbeats and answers at leisure.
 
 use super::activity::{gate, Activity, Readiness};
-use super::{Clock, Deadlines, Millis};
+use super::{checked_after, iso8601, Clock, Deadlines, Millis, LATEST};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -33,6 +33,19 @@ pub const SETTLE_PATIENCE: Duration = Duration::from_secs(5);
 /// Most deadlines one request fires (a machine that loops on a Wait forever must not hang
 /// `until-idle`).
 pub const MAX_STEPS: usize = 100_000;
+
+/// Why a request to move the clock was refused (the clock did not move).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClockError {
+    /// Advancing by a duration would pass [`LATEST`] (or overflow).
+    #[error("advancing by {by:?} from {} would move the clock past {}, the latest instant it reads", iso8601(*from), iso8601(LATEST))]
+    AdvancePastLatest {
+        /// Where the clock stood.
+        from: Millis,
+        /// The duration asked for.
+        by: Duration,
+    },
+}
 
 /// A clock that only moves when nothing can happen before its next deadline.
 #[derive(Clone)]
@@ -120,9 +133,11 @@ impl VirtualClock {
     }
 
     /// Moves the clock forward by `by`, firing every deadline on the way in order, each after
-    /// the work it caused has settled. Returns the new instant.
-    pub fn advance(&self, by: Duration) -> Millis {
-        let target = self.now().saturating_add(by.as_millis() as Millis);
+    /// the work it caused has settled. Returns the new instant; refused, without moving, when
+    /// that would pass [`LATEST`].
+    pub fn advance(&self, by: Duration) -> Result<Millis, ClockError> {
+        let from = self.now();
+        let target = checked_after(from, by).ok_or(ClockError::AdvancePastLatest { from, by })?;
         for _ in 0..MAX_STEPS {
             self.settle();
             if !self.fire_first_until(target) {
@@ -131,7 +146,7 @@ impl VirtualClock {
         }
         self.inner.settle_at(target);
         self.settle();
-        self.now()
+        Ok(self.now())
     }
 
     /// Jumps to the next deadline and fires every one due at that instant. Returns the new
@@ -190,8 +205,9 @@ impl Inner {
     /// Now, given the external wall time counted so far.
     fn now_at(&self, st: &State, external: Duration) -> Millis {
         if self.automatic {
-            let flowed = external.saturating_sub(st.external_at_base).as_millis() as Millis;
-            st.base.saturating_add(flowed)
+            let flowed = external.saturating_sub(st.external_at_base);
+            // Wall time flowing never carries the clock past its last instant.
+            checked_after(st.base, flowed).unwrap_or(LATEST.max(st.base))
         } else {
             st.base
         }
@@ -222,7 +238,9 @@ impl Clock for VirtualClock {
     fn sleep_until(&self, deadline: Millis) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(VirtualSleep {
             clock: self.inner.clone(),
-            deadline,
+            // A deadline past the clock's last instant is due at it: jumping to it (`next`,
+            // `until-idle`, `run`) never carries the clock past LATEST.
+            deadline: deadline.min(LATEST),
             id: None,
         })
     }
@@ -327,6 +345,57 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advance_stops_at_the_latest_instant_and_a_refused_one_does_not_move() {
+        let clock = VirtualClock::on_request(LATEST - 1_000);
+        assert_eq!(clock.advance(Duration::from_secs(1)), Ok(LATEST));
+        let refused = clock.advance(Duration::from_millis(1));
+        assert_eq!(
+            refused,
+            Err(ClockError::AdvancePastLatest {
+                from: LATEST,
+                by: Duration::from_millis(1)
+            })
+        );
+        assert!(refused
+            .unwrap_err()
+            .to_string()
+            .contains("past 9999-12-31T23:59:59.999Z"));
+        let early = VirtualClock::on_request(0);
+        for by in [
+            Duration::MAX,
+            Duration::from_millis(u64::MAX),
+            Duration::from_secs(1 << 60),
+        ] {
+            assert!(early.advance(by).is_err(), "{by:?}");
+        }
+        assert_eq!(early.now(), 0, "never wrapped, never moved");
+    }
+
+    #[test]
+    fn a_deadline_past_the_latest_instant_is_due_at_it() {
+        let clock = VirtualClock::on_request(LATEST - 10);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        let (c, activity) = (clock.clone(), clock.activity());
+        let sleeper = async move { c.sleep_until(i64::MAX).await };
+        let woke = local.spawn_local(crate::clock::tracked(sleeper, Some(activity)));
+        local.block_on(&rt, tokio::task::yield_now());
+        assert_eq!(clock.next_deadline(), Some(LATEST));
+        let c = clock.clone();
+        let skipping = std::thread::spawn(move || c.until_idle());
+        local.block_on(&rt, async {
+            while !skipping.is_finished() {
+                tokio::task::yield_now().await;
+            }
+        });
+        assert_eq!(clock.now(), LATEST);
+        assert!(woke.is_finished());
+    }
 
     #[test]
     fn on_request_time_stands_still_until_advanced_and_fires_in_deadline_order() {

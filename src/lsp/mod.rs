@@ -12,7 +12,10 @@
 //! - [`code_action`]: quick fixes for the fixes `validate` suggests;
 //! - [`definition`], [`references`], [`rename`], [`symbols`], [`hover`], [`completion`]:
 //!   navigation and edits over a definition's scopes ([`tree`]), fields explained by
-//!   [`fields`].
+//!   [`fields`];
+//! - [`transport`]: stdio's framing, bounded: nothing a client sends ends the server or makes
+//!   it hold more than [`transport::MESSAGE_BYTES`]; a document over
+//!   [`crate::limits::DEFINITION_FILE_BYTES`] is not kept (see [`server`]).
 
 pub mod check;
 pub mod code_action;
@@ -28,6 +31,7 @@ pub mod server;
 pub mod symbols;
 pub mod template;
 pub mod text;
+pub mod transport;
 pub mod tree;
 
 /// An open definition, indexed for a request: its scopes and source map, and its lines.
@@ -57,7 +61,8 @@ impl<'d> Opened<'d> {
 /// Why the server stopped other than by the editor's `shutdown` and `exit`.
 #[derive(Debug, thiserror::Error)]
 pub enum LspError {
-    /// The editor broke the protocol (no `initialize` first, a malformed message).
+    /// The editor broke the protocol (no `initialize` first; a malformed message is answered
+    /// by [`transport`] instead).
     #[error("protocol: {0}")]
     Protocol(#[from] lsp_server::ProtocolError),
     /// The editor went away while the server was still writing to it.
@@ -71,9 +76,9 @@ pub enum LspError {
     Initialize(#[from] serde_json::Error),
 }
 
-/// Serves one editor on stdin and stdout until it says `exit`.
+/// Serves one editor on stdin and stdout until it says `exit` (framed by [`transport`]).
 pub fn serve_stdio() -> Result<(), LspError> {
-    let (connection, io_threads) = lsp_server::Connection::stdio();
+    let (connection, io_threads) = transport::stdio()?;
     server::run(connection)?;
     io_threads.join()?;
     Ok(())

@@ -24,6 +24,10 @@ use std::time::Duration;
 /// How long the editor must pause before dirty documents are checked.
 pub const DEBOUNCE: Duration = Duration::from_millis(15);
 
+/// The largest document kept and checked: what `validate` reads of a definition or template
+/// file. The memory a document costs (its text, source map and parse) is bounded by it.
+pub const DOCUMENT_BYTES: usize = crate::limits::DEFINITION_FILE_BYTES;
+
 /// What the editor may set in `initializationOptions`.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -127,8 +131,7 @@ impl Server {
                     note::DidOpenTextDocument::METHOD,
                 ) {
                     let doc = p.text_document;
-                    self.documents.set(doc.uri.clone(), doc.text, doc.version);
-                    self.dirty.insert(doc.uri);
+                    self.keep(doc.uri, doc.text, doc.version)?;
                 }
             }
             note::DidChangeTextDocument::METHOD => {
@@ -138,9 +141,7 @@ impl Server {
                     // Full sync: the last change holds the whole text.
                     if let Some(change) = p.content_changes.into_iter().last() {
                         let doc = p.text_document;
-                        self.documents
-                            .set(doc.uri.clone(), change.text, doc.version);
-                        self.dirty.insert(doc.uri);
+                        self.keep(doc.uri, change.text, doc.version)?;
                     }
                 }
             }
@@ -158,6 +159,30 @@ impl Server {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Keeps a document's new text to be checked, unless it is over [`DOCUMENT_BYTES`]: then
+    /// the server forgets it (requests about it get no answer) and says why on it, so that a
+    /// 78 MB document is never parsed.
+    fn keep(&mut self, uri: Uri, text: String, version: i32) -> Result<(), LspError> {
+        if text.len() <= DOCUMENT_BYTES {
+            self.documents.set(uri.clone(), text, version);
+            self.dirty.insert(uri);
+            return Ok(());
+        }
+        self.documents.close(&uri);
+        self.dirty.remove(&uri);
+        let message = format!(
+            "this document is {} bytes; sfn-local checks documents of at most {DOCUMENT_BYTES} bytes (4 MiB, the most `validate` reads of a definition or template file), so it is not checked",
+            text.len()
+        );
+        let refusal = lsp_types::Diagnostic {
+            severity: Some(lsp_types::DiagnosticSeverity::ERROR),
+            source: Some("sfn-local".to_owned()),
+            message,
+            ..Default::default()
+        };
+        self.publish(uri, vec![refusal], Some(version))
     }
 
     fn publish(

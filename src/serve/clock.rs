@@ -68,7 +68,10 @@ pub async fn handle(
     };
     // Moving the clock waits for executions to settle between deadlines: off the runtime.
     match tokio::task::spawn_blocking(move || act(&clock, &action)).await {
-        Ok(answer) => protocol::ok(answer),
+        Ok(Ok(answer)) => protocol::ok(answer),
+        Ok(Err(refused)) => {
+            ApiError::new("ValidationException", refused.to_string()).into_response()
+        }
         Err(e) => ApiError::internal(e).into_response(),
     }
 }

@@ -68,9 +68,17 @@ impl AllowedHosts {
         Ok(allowed)
     }
 
-    /// Whether any name is accepted (`*`).
-    pub fn any(&self) -> bool {
-        self.any
+    /// The entry that lets any web page in, as written: `*`, or a `.suffix` that is a public
+    /// suffix (see [`is_public_suffix`]), under which anyone can register a name and point it
+    /// at 127.0.0.1. `None` when every name accepted is one the user controls.
+    pub fn open_to_any_page(&self) -> Option<String> {
+        if self.any {
+            return Some("*".to_owned());
+        }
+        self.names
+            .iter()
+            .find(|n| n.strip_prefix('.').is_some_and(is_public_suffix))
+            .cloned()
     }
 
     /// Whether a request addressed to `host` (a `Host` header's value: a name or address,
@@ -92,6 +100,39 @@ impl AllowedHosts {
                 Some(suffix) => name == suffix || name.ends_with(allowed.as_str()),
                 None => name == *allowed,
             })
+    }
+}
+
+/// Top-level names the public DNS does not delegate (RFC 2606 and 6761, mDNS's `local`,
+/// ICANN's `internal` for private use, and `home`, `corp` and `lan`, which it will not
+/// delegate either): a rebinding page cannot get a name under them.
+const PRIVATE_TOP_LEVEL: [&str; 9] = [
+    "internal",
+    "local",
+    "localhost",
+    "test",
+    "example",
+    "invalid",
+    "home",
+    "corp",
+    "lan",
+];
+
+/// Second-level labels that registries sell names under (`example.co.uk`, `shop.com.au`).
+const PUBLIC_SECOND_LEVEL: [&str; 7] = ["co", "com", "net", "org", "gov", "edu", "ac"];
+
+/// Whether anyone may register a name under `suffix` (without its leading dot): any single
+/// label (`com`, `io`, `dev`) other than the [`PRIVATE_TOP_LEVEL`] ones, and a
+/// [`PUBLIC_SECOND_LEVEL`] label under a two-letter country (`co.uk`). A rule, not the
+/// Public Suffix List: a longer public suffix (`s3.amazonaws.com`) is not recognised.
+fn is_public_suffix(suffix: &str) -> bool {
+    match suffix.split_once('.') {
+        None => !PRIVATE_TOP_LEVEL.contains(&suffix),
+        Some((second, country)) => {
+            PUBLIC_SECOND_LEVEL.contains(&second)
+                && country.len() == 2
+                && country.bytes().all(|b| b.is_ascii_alphabetic())
+        }
     }
 }
 
@@ -244,5 +285,28 @@ mod tests {
         assert!(AllowedHosts::parse(&["*"]).unwrap().allows("anything"));
         assert!(AllowedHosts::parse(&["bad name"]).is_err());
         assert!(AllowedHosts::parse(&["a/b"]).is_err());
+    }
+
+    #[test]
+    fn a_public_suffix_opens_the_server_to_any_page_as_a_star_does() {
+        let open = |entries: &[&str]| AllowedHosts::parse(entries).unwrap().open_to_any_page();
+        assert_eq!(open(&["*"]).as_deref(), Some("*"));
+        for public in [".com", ".COM.", ".io", ".net", ".org", ".co.uk", ".com.au"] {
+            assert!(open(&["sfn", public]).is_some(), "{public}");
+        }
+        for private in [
+            ".internal",
+            ".example",
+            ".localhost",
+            ".test",
+            ".lan",
+            "com",
+            "sfn.example.com",
+            ".example.com",
+            ".corp.example.org",
+            "<dotless>",
+        ] {
+            assert_eq!(open(&[private]), None, "{private}");
+        }
     }
 }

@@ -59,11 +59,20 @@ pub fn one_shot(status: &str, body: &str) -> (String, std::thread::JoinHandle<St
 /// One unsigned AWS JSON 1.0 call of Step Functions' `operation` (`CreateStateMachine`, ...) to
 /// a server at `authority` (`127.0.0.1:PORT`): the whole response, head and body.
 pub fn sfn_call(authority: &str, operation: &str, body: &str) -> String {
+    let headers = format!(
+        "Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{operation}"
+    );
+    post(authority, "/", &headers, body)
+}
+
+/// `POST PATH` to a server at `authority` with `headers` (CRLF-separated lines) and `body`,
+/// addressed to localhost: the whole response, head and body.
+pub fn post(authority: &str, path: &str, headers: &str, body: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(authority).expect("connect to serve");
     write!(
         stream,
-        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AWSStepFunctions.{operation}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .expect("write");

@@ -105,15 +105,23 @@ pub fn check(scale: f64) -> Result<f64, FlagError> {
     }
 }
 
-/// An RFC 3339 instant, as milliseconds since the epoch.
+/// An RFC 3339 instant, as milliseconds since the epoch, no later than the clock's last
+/// instant ([`crate::clock::LATEST`]; an offset can carry 9999-12-31 into year 10000).
 pub fn parse_start(text: &str) -> Result<Millis, FlagError> {
-    chrono::DateTime::parse_from_rfc3339(text)
+    let start = chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.timestamp_millis())
         .map_err(|e| {
             usage(&format!(
                 "--clock-start {text:?} is not an RFC 3339 instant (e.g. 2030-01-01T00:00:00Z): {e}"
             ))
-        })
+        })?;
+    if start > crate::clock::LATEST {
+        return Err(usage(&format!(
+            "--clock-start {text:?} is past {}, the latest instant the clock reads",
+            crate::clock::iso8601(crate::clock::LATEST)
+        )));
+    }
+    Ok(start)
 }
 
 fn usage(message: &str) -> FlagError {
@@ -153,5 +161,11 @@ mod tests {
         let time = args.lower(ClockKind::Real, false).unwrap();
         assert_eq!(time.now(), 1_893_456_000_000);
         assert!(parse_start("tomorrow").is_err());
+        assert_eq!(
+            parse_start("9999-12-31T23:59:59.999Z").ok(),
+            Some(crate::clock::LATEST)
+        );
+        // 9999-12-31 at -01:00 is year 10000 in UTC.
+        assert!(parse_start("9999-12-31T23:59:59.999-01:00").is_err());
     }
 }

@@ -136,6 +136,14 @@ impl LocalFunctions {
         }
     }
 
+    /// Whether any of these has code this machine would run (a local code folder and a
+    /// handler): serving them is then running commands for whoever reaches the server.
+    pub fn runs_local_code(&self) -> bool {
+        self.by_name
+            .values()
+            .any(|f| f.code_dir.is_some() && f.spec.handler.is_some())
+    }
+
     /// The functions' logical IDs, for messages.
     pub fn logical_ids(&self) -> Vec<&str> {
         self.by_name
