@@ -77,6 +77,7 @@ pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use histories::ExecutionHead;
+pub use leases::Takeover;
 pub use map_runs::{
     MapRunChange, MapRunChild, MapRunCounts, MapRunExecution, MapRunRecord, MapRunSettings,
     MapRunUpdate, NewMapRun,
@@ -588,15 +589,16 @@ impl Store {
     // ---- leases (see [`leases`]) ----------------------------------------------------------------
 
     /// Takes an execution for `owner` until `expires_at` if it is running and its lease is free
-    /// or lapsed at `now` (or already `owner`'s). `false`: another live runner holds it, or it
-    /// is not running. One conditional UPDATE: two runners never both win.
+    /// or lapsed at `now` (or already `owner`'s), and says how many takeovers in a row found it
+    /// without progress ([`Takeover`]). `None`: another live runner holds it, or it is not
+    /// running. One conditional UPDATE: two runners never both win.
     pub fn acquire_lease(
         &self,
         execution_arn: &str,
         owner: &str,
         now: i64,
         expires_at: i64,
-    ) -> Result<bool> {
+    ) -> Result<Option<Takeover>> {
         self.write_now("take lease", |tx| {
             leases::acquire(tx, execution_arn, owner, now, expires_at)
         })
@@ -745,8 +747,50 @@ impl Store {
         cause: Option<String>,
         now: i64,
     ) -> Result<bool> {
+        let end = tokens::UnattendedEnd {
+            event_type: "ExecutionAborted",
+            // As the engine writes it (and AWS): ExecutionAborted points at nothing.
+            after_last: false,
+            details,
+            finish: Finish {
+                status: ExecutionStatus::Aborted,
+                output: None,
+                error,
+                cause,
+                stop_date_ms: now,
+            },
+        };
         self.write_now("abort execution", |tx| {
-            tokens::abort_unattended(tx, execution_arn, details, error, cause, now)
+            tokens::end_unattended(tx, execution_arn, &end)
+        })
+    }
+
+    /// Fails a running execution here, without its runner (one that kept killing the process
+    /// is quarantined so): appends `ExecutionFailed` with `error` and `cause` (`details`, as
+    /// the engine writes them), pointing at the last event, and marks it `FAILED`. `false` if
+    /// it had already ended.
+    pub fn fail_unattended(
+        &self,
+        execution_arn: &str,
+        details: String,
+        error: &str,
+        cause: &str,
+        now: i64,
+    ) -> Result<bool> {
+        let end = tokens::UnattendedEnd {
+            event_type: "ExecutionFailed",
+            after_last: true,
+            details: Some(details),
+            finish: Finish {
+                status: ExecutionStatus::Failed,
+                output: None,
+                error: Some(error.to_owned()),
+                cause: Some(cause.to_owned()),
+                stop_date_ms: now,
+            },
+        };
+        self.write_now("fail execution", |tx| {
+            tokens::end_unattended(tx, execution_arn, &end)
         })
     }
 
