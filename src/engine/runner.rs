@@ -122,11 +122,7 @@ pub fn lease_ms() -> i64 {
         .unwrap_or(LEASE_MS)
 }
 
-/// An owner id for this process: unique per runner.
-pub fn new_owner() -> String {
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    format!("pid-{}-{}", std::process::id(), &id[..8])
-}
+pub use crate::engine::owners::new_owner;
 
 /// How many takeovers in a row may find an execution where the takeover before left it, its
 /// runner having died, before it is failed instead of resumed: the process died twice while
@@ -249,6 +245,17 @@ pub struct LeaseKeeper {
 impl LeaseKeeper {
     /// Starts renewing `owner`'s leases for `lease_ms` at a time.
     pub fn start(store: Arc<Store>, owner: String, lease_ms: i64) -> LeaseKeeper {
+        LeaseKeeper::start_with(store, owner, lease_ms, || {})
+    }
+
+    /// Like [`LeaseKeeper::start`], calling `each_period` after each renewal: a host's one
+    /// timer for what it does a few times per lease period (`serve` looks for orphans).
+    pub fn start_with(
+        store: Arc<Store>,
+        owner: String,
+        lease_ms: i64,
+        mut each_period: impl FnMut() + Send + 'static,
+    ) -> LeaseKeeper {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let every = std::time::Duration::from_millis((lease_ms / 3).max(10) as u64);
         let thread = std::thread::Builder::new()
@@ -258,6 +265,7 @@ impl LeaseKeeper {
                     stopped.recv_timeout(every)
                 {
                     let _ = store.renew_leases(&owner, system_now() + lease_ms);
+                    each_period();
                 }
             })
             .ok();
@@ -688,6 +696,8 @@ pub fn resume_executions_bound(
     machines: KnownMachines,
 ) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
+    // A runner killed a moment ago need not be waited for: its process is gone.
+    crate::engine::owners::expire_dead_runners(&store, &owner)?;
     let records = records_to_resume(&store, &target)?;
     let bindings = &ResumeBindings {
         time: resume_time(&store, &records, bindings)?,

@@ -80,6 +80,28 @@ pub(crate) fn renew(tx: &Transaction<'_>, owner: &str, expires_at: i64) -> rusql
     Ok(())
 }
 
+/// The runners whose lease row is live at `now`.
+pub(crate) fn live_runners(conn: &Connection, now: i64) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT owner FROM runner_leases WHERE expires_at > ?1")?;
+    let rows = stmt.query_map([now], |row| row.get(0))?;
+    rows.collect()
+}
+
+/// Ends the leases of a runner known to be dead: its row and the executions it held lapse
+/// now (at 1, not 0: 0 says it let them go, and a runner that died did not).
+pub(crate) fn expire_runner(tx: &Transaction<'_>, owner: &str) -> rusqlite::Result<()> {
+    tx.execute_cached(
+        "UPDATE runner_leases SET expires_at = 1 WHERE owner = ?1",
+        [owner],
+    )?;
+    tx.execute_cached(
+        "UPDATE executions SET lease_expires_at = 1 \
+         WHERE owner = ?1 AND status = 'RUNNING' AND lease_expires_at > 1",
+        [owner],
+    )?;
+    Ok(())
+}
+
 pub(crate) fn release(
     tx: &Transaction<'_>,
     execution_arn: &str,

@@ -610,6 +610,29 @@ impl Store {
         self.write_now("renew leases", |tx| leases::renew(tx, owner, expires_at))
     }
 
+    /// The runners whose lease is live at `now` (some may have died since they renewed it).
+    pub fn live_runners(&self, now: i64) -> Result<Vec<String>> {
+        self.read(|conn| {
+            leases::live_runners(conn, now).map_err(|e| self.sqlite("read runner leases", e))
+        })
+    }
+
+    /// Ends every lease of `owner`, a runner known to be dead (its process is gone): its
+    /// executions can be taken over at once, as if their leases had lapsed.
+    pub fn expire_runner(&self, owner: &str) -> Result<()> {
+        self.write_now("expire runner", |tx| leases::expire_runner(tx, owner))
+    }
+
+    /// The running executions whose runner is gone, as the runner `me` sees them at `now`:
+    /// lapsed or given-up leases, and executions with no owner since `unowned_before` (a
+    /// redriven one its redriver did not take). Oldest first.
+    pub fn orphans(&self, me: &str, now: i64, unowned_before: i64) -> Result<Vec<ExecutionRecord>> {
+        self.read(|conn| {
+            executions::orphans(conn, me, now, unowned_before)
+                .map_err(|e| self.sqlite("list orphaned executions", e))
+        })
+    }
+
     /// Gives up `owner`'s lease on an execution at once (it stays RUNNING; `resume` may take it).
     pub fn release_lease(&self, execution_arn: &str, owner: &str) -> Result<()> {
         self.write_now("release lease", |tx| {

@@ -1,4 +1,4 @@
--- The schema migrations V1 to V14 build, for a fresh database in one step.
+-- The schema migrations V1 to V15 build, for a fresh database in one step.
 -- Generated: UPDATE_SCHEMA=1 cargo test --lib fresh_schema
 
 CREATE TABLE executions (
@@ -208,6 +208,9 @@ CREATE INDEX executions_running_by_lease ON executions (lease_expires_at) WHERE 
 CREATE INDEX map_runs_by_execution ON map_runs (execution_arn, start_date);
 
 CREATE INDEX map_run_executions_by_run ON map_run_executions (map_run_arn, item_index);
+
+CREATE INDEX executions_running_by_owner ON executions (owner, lease_expires_at)
+WHERE status = 'RUNNING';
 
 CREATE TRIGGER wake_token AFTER UPDATE OF status ON task_tokens
 WHEN NEW.status <> OLD.status
