@@ -2,7 +2,7 @@
 //! clock, on a single-threaded runtime. The CLI's `run` is a thin layer over [`run_execution`].
 
 use crate::asl::StateMachine;
-use crate::clock::{system_now, Timekeeping};
+use crate::clock::{system_now, Millis, Timekeeping};
 use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
@@ -152,7 +152,7 @@ pub fn take_over(
     store: &Store,
     execution_arn: &str,
     owner: &str,
-    at: crate::clock::Millis,
+    at: Millis,
 ) -> Result<TakenOver, StoreError> {
     let now = system_now();
     match store.acquire_lease(execution_arn, owner, now, now + lease_ms())? {
@@ -704,50 +704,27 @@ pub fn resume_executions_bound(
         ..bindings.clone()
     };
     let time = bindings.time.clone().unwrap_or_default();
-    let mut engines = Vec::new();
-    let mut registries = Vec::new();
-    let mut quarantined = Vec::new();
-    let mut cwd = None;
     let handlers = HandlerSet::default();
+    let resume = Resume {
+        store: &store,
+        owner: &owner,
+        notice: &notice,
+        bindings,
+        target: &target,
+        handlers: &handlers,
+        machines: &machines,
+    };
+    let (mut engines, mut registries, mut quarantined, mut cwd) = (vec![], vec![], vec![], None);
     for record in records {
-        let arn = record.execution_arn.clone();
-        match take_over(&store, &arn, &owner, time.now())? {
-            TakenOver::Drive => {}
-            TakenOver::Held => {
-                leased_elsewhere(&store, record, &target)?;
-                continue;
-            }
-            TakenOver::Quarantined(outcome) => {
-                notice(&quarantined_message(&arn));
-                let replayed = record.last_event_id as usize;
-                quarantined.push(Resumed {
-                    execution_arn: arn,
-                    replayed,
-                    outcome,
-                });
-                continue;
-            }
-        }
-        let prepared = prepare_resume(
-            &store,
-            record,
-            notice.clone(),
-            &owner,
-            bindings,
-            &target,
-            &handlers,
-            &machines,
-        );
-        match prepared {
-            Ok((engine, dir, recorded, children)) => {
+        match resume.take(record, time.now())? {
+            Taken::Prepared(prepared) => {
+                let (engine, dir, recorded, children) = *prepared;
                 cwd = cwd.or(dir);
                 engines.push((engine, recorded));
                 registries.extend(children);
             }
-            Err(e) => {
-                let _ = store.release_lease(&arn, &owner);
-                return Err(e);
-            }
+            Taken::Quarantined(failed) => quarantined.push(failed),
+            Taken::Held => {}
         }
     }
     // Task commands were bound relative to the directory `run` started in.
@@ -776,6 +753,64 @@ pub fn resume_executions_bound(
             outcome,
         });
     Ok(quarantined.into_iter().chain(resumed).collect())
+}
+
+/// What every execution one `resume` takes over shares.
+struct Resume<'a> {
+    store: &'a Arc<Store>,
+    owner: &'a str,
+    notice: &'a NoticeFn,
+    bindings: &'a ResumeBindings,
+    target: &'a ResumeTarget,
+    handlers: &'a HandlerSet,
+    machines: &'a KnownMachines,
+}
+
+/// One execution `resume` asked for, after [`Resume::take`].
+enum Taken {
+    /// Taken over, its engine ready to drive.
+    Prepared(Box<Prepared>),
+    /// Taken over and failed at once (see [`take_over`]).
+    Quarantined(Resumed),
+    /// Another live runner holds it (and it was not the one execution asked for).
+    Held,
+}
+
+impl Resume<'_> {
+    /// Takes `record` over and prepares its engine, or quarantines it (its failure stamped
+    /// `at`). A failure to prepare gives its lease up.
+    fn take(&self, record: crate::store::ExecutionRecord, at: Millis) -> Result<Taken, RunError> {
+        let arn = record.execution_arn.clone();
+        match take_over(self.store, &arn, self.owner, at)? {
+            TakenOver::Drive => {}
+            TakenOver::Held => {
+                leased_elsewhere(self.store, record, self.target)?;
+                return Ok(Taken::Held);
+            }
+            TakenOver::Quarantined(outcome) => {
+                (self.notice)(&quarantined_message(&arn));
+                return Ok(Taken::Quarantined(Resumed {
+                    execution_arn: arn,
+                    replayed: record.last_event_id as usize,
+                    outcome,
+                }));
+            }
+        }
+        let prepared = prepare_resume(
+            self.store,
+            record,
+            self.notice.clone(),
+            self.owner,
+            self.bindings,
+            self.target,
+            self.handlers,
+            self.machines,
+        );
+        if prepared.is_err() {
+            let _ = self.store.release_lease(&arn, self.owner);
+        }
+        prepared.map(|p| Taken::Prepared(Box::new(p)))
+    }
 }
 
 /// What `resume` is asked to take: the one execution named (which must be running), or every
