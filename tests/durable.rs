@@ -284,3 +284,61 @@ fn an_execution_that_progresses_between_kills_is_resumed_every_time() {
     let events = sb.history("progressing");
     assert_eq!(events.last().unwrap()["type"], "ExecutionSucceeded");
 }
+
+/// Starts `serve` in `sb` and waits until it dies or `execution` is no longer RUNNING (then
+/// stops it); true if it died.
+fn serve_dies(sb: &Sandbox, execution: &str) -> bool {
+    let mut child = sb.spawn(&["serve", "--port", "0"]);
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return true;
+        }
+        if sb.status(execution).as_deref() != Some("RUNNING") {
+            kill(&mut child);
+            return false;
+        }
+        assert!(Instant::now() < until, "serve neither died nor ended it");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Regression (#47, item 2), as the issue saw it: one execution killed `serve`, and again at
+/// every restart (each picked it up as an orphan). Now the restarts that find it without
+/// progress twice in a row fail it instead, and the next serve stays up.
+#[test]
+fn an_execution_that_kills_serve_at_every_restart_is_quarantined() {
+    let sb = Sandbox::new().lease_ms(300);
+    let program = kill_parent_program(&sb);
+    let binding = format!("Die={program}");
+    let mut first = common::served::Served::serve(&sb, &["--task", &binding]);
+    let machine = json!({"StartAt": "Die", "States": {
+        "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
+    }});
+    let (status, created) = first.call(
+        "CreateStateMachine",
+        json!({"name": "Poison", "definition": machine.to_string(), "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    assert_eq!(status, 200, "{created}");
+    // The answer may not come: the Task kills serve as soon as it starts.
+    first.call(
+        "StartExecution",
+        json!({"stateMachineArn": created["stateMachineArn"], "name": "poison"}),
+    );
+    let _ = first.child.wait();
+    assert_eq!(sb.status("poison").as_deref(), Some("RUNNING"));
+    // The first restart runs the Task again (a second TaskStarted: progress); the next two
+    // find nothing new; the fourth fails it.
+    let deaths = (0..5).take_while(|_| serve_dies(&sb, "poison")).count();
+    assert_eq!(deaths, 3, "restarts killed");
+    let d = sb
+        .run(&["describe-execution", "--execution-arn", "poison"])
+        .json();
+    assert_eq!(
+        (d["status"].as_str(), d["error"].as_str()),
+        (Some("FAILED"), Some("States.Runtime")),
+        "{d}"
+    );
+    let events = sb.history("poison");
+    assert_eq!(events.last().unwrap()["type"], "ExecutionFailed");
+}
