@@ -821,22 +821,7 @@ fn records_to_resume(
 ) -> Result<Vec<crate::store::ExecutionRecord>, RunError> {
     let arn = match target {
         ResumeTarget::One(arn) => arn,
-        ResumeTarget::All => {
-            let running = store.running_executions()?;
-            let arns: std::collections::HashSet<String> =
-                running.iter().map(|r| r.execution_arn.clone()).collect();
-            let mut roots = Vec::new();
-            for r in running {
-                let parent = store
-                    .run_config(&r.execution_arn)?
-                    .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
-                    .and_then(|c| c.parent);
-                if !parent.is_some_and(|p| arns.contains(&p)) {
-                    roots.push(r);
-                }
-            }
-            return Ok(roots);
-        }
+        ResumeTarget::All => return Ok(roots(store, store.running_executions()?)?),
     };
     match store.execution(arn)? {
         Some(r) if r.status == crate::store::ExecutionStatus::Running => Ok(vec![r]),
@@ -849,6 +834,32 @@ fn records_to_resume(
             database: store.path().display().to_string(),
         }),
     }
+}
+
+/// The executions of `records` to take over: all but the children whose parent execution is
+/// running, which its runner (or whoever resumes it) finds again, so that no child is driven
+/// twice.
+pub fn roots(
+    store: &Store,
+    records: Vec<crate::store::ExecutionRecord>,
+) -> Result<Vec<crate::store::ExecutionRecord>, StoreError> {
+    let mut roots = Vec::with_capacity(records.len());
+    for record in records {
+        let parent = store
+            .run_config(&record.execution_arn)?
+            .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
+            .and_then(|c| c.parent);
+        let parent_runs = match parent {
+            Some(parent) => store
+                .execution(&parent)?
+                .is_some_and(|p| p.status == crate::store::ExecutionStatus::Running),
+            None => false,
+        };
+        if !parent_runs {
+            roots.push(record);
+        }
+    }
+    Ok(roots)
 }
 
 /// An execution another live runner holds: refused when it is the one asked for

@@ -25,7 +25,7 @@ pub mod pool;
 pub mod protocol;
 pub mod templates;
 
-use crate::engine::runner::{lease_ms, new_owner, resume_engine, LeaseKeeper};
+use crate::engine::runner::{lease_ms, new_owner, resume_engine, roots, LeaseKeeper};
 use crate::store::{ExecutionRecord, Store};
 use crate::tasks::command::CommandLine;
 use axum::body::Bytes;
@@ -432,13 +432,15 @@ impl Server {
 
     /// Resumes the running executions whose runner is gone: leases lapsed or given up, runners
     /// whose process is gone, executions redriven a lease period ago that nobody took (see
-    /// [`Store::orphans`]). Returns how many it started resuming.
+    /// [`Store::orphans`]), but not the children of running parents (see [`roots`]). Returns
+    /// how many it started resuming.
     fn resume_orphans(self: &Arc<Self>) -> usize {
         if let Err(e) = crate::engine::owners::expire_dead_runners(&self.store, &self.owner) {
             executions::say(&format!("cannot look for runners that died: {e}"));
         }
         let now = crate::clock::system_now();
-        let Ok(orphans) = self.store.orphans(&self.owner, now, now - lease_ms()) else {
+        let orphans = self.store.orphans(&self.owner, now, now - lease_ms());
+        let Ok(orphans) = orphans.and_then(|o| roots(&self.store, o)) else {
             return 0;
         };
         orphans
