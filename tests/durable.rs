@@ -175,3 +175,170 @@ fn sigkill_at_random_points_then_resume_loses_nothing() {
     );
     assert_eq!(survived, tried);
 }
+
+/// A Task program that kills its runner (`kill -9 $PPID`: the sfn-local that started it)
+/// each time it runs, or, given a marker file, only the first time (it then answers `{}`).
+const KILL_PARENT: &str = "#!/bin/sh\n\
+    if [ -n \"$1\" ] && [ -e \"$1\" ]; then cat > /dev/null; echo '{}'; exit 0; fi\n\
+    [ -n \"$1\" ] && touch \"$1\"\n\
+    kill -9 $PPID\n\
+    sleep 5\n";
+
+/// `run` of `definition` as `name` with `bindings`; the runner must be killed.
+fn run_killed(sb: &Sandbox, definition: &Value, name: &str, bindings: &[String]) {
+    let def = sb.write(&format!("{name}.asl.json"), &definition.to_string());
+    let mut args = vec!["run", def.to_str().unwrap(), "--name", name];
+    for b in bindings {
+        args.extend(["--task", b]);
+    }
+    let out = sb.run(&args);
+    assert_eq!(out.code, -1, "run was not killed: {}", out.stderr);
+}
+
+/// The sandbox's copy of [`KILL_PARENT`], executable.
+fn kill_parent_program(sb: &Sandbox) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = sb.write("kill-parent.sh", KILL_PARENT);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+/// Regression (#47, item 2): an execution that kills its runner was resumed at every restart
+/// and killed it again, a crash loop. Now a takeover that finds it, for the second time in a
+/// row, where the takeover before left it (no event committed since) fails it with
+/// `States.Runtime` instead. The first resume writes a second TaskStarted (the task runs
+/// again, at least once as on AWS): progress; the next two resumes die without any.
+#[test]
+fn an_execution_that_kills_its_runner_twice_without_progress_is_quarantined() {
+    let sb = Sandbox::new().lease_ms(100);
+    let program = kill_parent_program(&sb);
+    let machine = json!({"StartAt": "Prepare", "States": {
+        "Prepare": {"Type": "Pass", "Next": "Die"},
+        "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
+    }});
+    run_killed(&sb, &machine, "poison", &[format!("Die={program}")]);
+    for resume in 1..=3 {
+        let out = sb.resume("poison");
+        assert_eq!(
+            out.code, -1,
+            "resume {resume} was not killed: {}",
+            out.stderr
+        );
+    }
+    let before = sb.history("poison").len();
+    let out = sb.resume("poison");
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("stopped twice"), "{}", out.stderr);
+    let d = sb
+        .run(&["describe-execution", "--execution-arn", "poison"])
+        .json();
+    assert_eq!(d["status"], "FAILED", "{d}");
+    assert_eq!(d["error"], "States.Runtime", "{d}");
+    assert!(
+        d["cause"].as_str().unwrap().contains("stopped twice"),
+        "{d}"
+    );
+    let events = sb.history("poison");
+    assert_eq!(events.len(), before + 1, "one event appended");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "ExecutionFailed");
+    assert_eq!(last["previousEventId"], json!(before));
+    assert_eq!(
+        last["executionFailedEventDetails"]["error"],
+        "States.Runtime"
+    );
+    let again = sb.run(&["resume", "--execution-arn", "poison"]);
+    assert_ne!(again.code, 0, "a failed execution is not resumed");
+}
+
+/// The other side of quarantine: runners killed as often, but each after the execution
+/// moved on (each Task kills its runner once, then answers), are resumed to the end.
+#[test]
+fn an_execution_that_progresses_between_kills_is_resumed_every_time() {
+    let sb = Sandbox::new().lease_ms(100);
+    let program = kill_parent_program(&sb);
+    let task = |next: Option<&str>| match next {
+        Some(next) => {
+            json!({"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": next})
+        }
+        None => json!({"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}),
+    };
+    let machine = json!({"StartAt": "One", "States": {
+        "One": task(Some("Two")), "Two": task(Some("Three")), "Three": task(None)
+    }});
+    let bindings: Vec<String> = ["One", "Two", "Three"]
+        .iter()
+        .map(|s| format!("{s}={program} {}", sb.path(s).display()))
+        .collect();
+    run_killed(&sb, &machine, "progressing", &bindings);
+    for resume in 1..=2 {
+        let out = sb.resume("progressing");
+        assert_eq!(
+            out.code, -1,
+            "resume {resume} was not killed: {}",
+            out.stderr
+        );
+    }
+    let out = sb.resume("progressing");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = sb.history("progressing");
+    assert_eq!(events.last().unwrap()["type"], "ExecutionSucceeded");
+}
+
+/// Starts `serve` in `sb` and waits until it dies or `execution` is no longer RUNNING (then
+/// stops it); true if it died.
+fn serve_dies(sb: &Sandbox, execution: &str) -> bool {
+    let mut child = sb.spawn(&["serve", "--port", "0"]);
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return true;
+        }
+        if sb.status(execution).as_deref() != Some("RUNNING") {
+            kill(&mut child);
+            return false;
+        }
+        assert!(Instant::now() < until, "serve neither died nor ended it");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Regression (#47, item 2), as the issue saw it: one execution killed `serve`, and again at
+/// every restart (each picked it up as an orphan). Now the restarts that find it without
+/// progress twice in a row fail it instead, and the next serve stays up.
+#[test]
+fn an_execution_that_kills_serve_at_every_restart_is_quarantined() {
+    let sb = Sandbox::new().lease_ms(300);
+    let program = kill_parent_program(&sb);
+    let binding = format!("Die={program}");
+    let mut first = common::served::Served::serve(&sb, &["--task", &binding]);
+    let machine = json!({"StartAt": "Die", "States": {
+        "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
+    }});
+    let (status, created) = first.call(
+        "CreateStateMachine",
+        json!({"name": "Poison", "definition": machine.to_string(), "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    assert_eq!(status, 200, "{created}");
+    // The answer may not come: the Task kills serve as soon as it starts.
+    first.call(
+        "StartExecution",
+        json!({"stateMachineArn": created["stateMachineArn"], "name": "poison"}),
+    );
+    let _ = first.child.wait();
+    assert_eq!(sb.status("poison").as_deref(), Some("RUNNING"));
+    // The first restart runs the Task again (a second TaskStarted: progress); the next two
+    // find nothing new; the fourth fails it.
+    let deaths = (0..5).take_while(|_| serve_dies(&sb, "poison")).count();
+    assert_eq!(deaths, 3, "restarts killed");
+    let d = sb
+        .run(&["describe-execution", "--execution-arn", "poison"])
+        .json();
+    assert_eq!(
+        (d["status"].as_str(), d["error"].as_str()),
+        (Some("FAILED"), Some("States.Runtime")),
+        "{d}"
+    );
+    let events = sb.history("poison");
+    assert_eq!(events.last().unwrap()["type"], "ExecutionFailed");
+}

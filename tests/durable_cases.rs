@@ -1,7 +1,7 @@
 //! Durable executions, case by case, through the binary: bad stores (not a database, locked
 //! too long, read-only, full, newer schema), fencing a runner that lost its lease, Ctrl-C, a
-//! local task running at the crash, a distributed Map's finished children kept, and answers and
-//! heartbeats given while no runner is alive.
+//! local task running at the crash, a distributed Map's finished children kept, answers and
+//! heartbeats given while no runner is alive, and a serve taking over another's executions.
 
 mod common;
 
@@ -800,4 +800,80 @@ fn a_live_runner_keeps_its_execution_past_the_first_lease() {
     );
     let live = Output::of(live);
     assert_eq!(live.code, 0, "{}", live.stderr);
+}
+
+/// `serve` on port 0 in `sb`.
+fn serve(sb: &Sandbox) -> common::served::Served {
+    common::served::Served::serve(sb, &[])
+}
+
+/// Starts `count` executions on `server` of a machine that waits `seconds`; their ARNs.
+fn start_waiting(server: &common::served::Served, count: usize, seconds: u64) -> Vec<String> {
+    let definition = json!({"StartAt": "Nap", "States": {
+        "Nap": {"Type": "Wait", "Seconds": seconds, "End": true}
+    }});
+    let request = json!({"name": "Naps", "definition": definition.to_string(),
+        "roleArn": "arn:aws:iam::123456789012:role/r"});
+    let (status, created) = server.call("CreateStateMachine", request);
+    assert_eq!(status, 200, "{created}");
+    (0..count)
+        .map(|i| {
+            let start =
+                json!({"stateMachineArn": created["stateMachineArn"], "name": format!("nap-{i}")});
+            let (status, started) = server.call("StartExecution", start);
+            assert_eq!(status, 200, "{started}");
+            started["executionArn"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// Polls `server` until every execution of `arns` has SUCCEEDED, for at most `patience`.
+fn all_succeed(server: &common::served::Served, arns: &[String], patience: Duration) {
+    let until = Instant::now() + patience;
+    for arn in arns {
+        loop {
+            let (_, d) = server.call("DescribeExecution", json!({"executionArn": arn}));
+            if d["status"] == "SUCCEEDED" {
+                break;
+            }
+            assert!(
+                Instant::now() < until,
+                "{arn} is {} (only a client waiting):\n{}",
+                d["status"],
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Regression (#47, item 3): a serve killed with SIGKILL and restarted at once left its
+/// executions RUNNING for good: the new serve took over only leases lapsed when it started,
+/// and never looked again. Now it sees that their runner's process is gone.
+#[test]
+fn a_serve_started_at_once_after_one_was_killed_finishes_its_executions() {
+    let sb = Sandbox::new().lease_ms(1_000);
+    let mut first = serve(&sb);
+    let arns = start_waiting(&first, 5, 2);
+    kill(&mut first.child);
+    let second = serve(&sb);
+    all_succeed(&second, &arns, Duration::from_secs(30));
+}
+
+/// Regression (#47, item 3): orphans were looked for only when serve started. Now a running
+/// serve takes over, within a lease period, the executions of a runner that stopped renewing
+/// its lease (here frozen with SIGSTOP: its process is still there, so only the lapse tells).
+#[test]
+fn a_running_serve_takes_over_the_executions_of_a_runner_that_stopped() {
+    let sb = Sandbox::new().lease_ms(500);
+    let taker = serve(&sb);
+    let mut frozen = serve(&sb);
+    let arns = start_waiting(&frozen, 5, 2);
+    let stopped = Command::new("kill")
+        .args(["-STOP", &frozen.child.id().to_string()])
+        .status()
+        .expect("kill -STOP");
+    assert!(stopped.success());
+    all_succeed(&taker, &arns, Duration::from_secs(30));
+    kill(&mut frozen.child);
 }

@@ -180,9 +180,9 @@ fn wait_for_task_token_waits_for_the_child_to_answer() {
     assert!(submitted.contains("execution:answering:"), "{submitted}");
 }
 
-#[test]
-fn a_parent_killed_mid_child_resumes_with_the_same_child() {
-    let sb = Sandbox::new().lease_ms(300);
+/// `run` of a parent (execution `name`) whose `startExecution.sync:2` child waits 2 s, killed
+/// with SIGKILL while the child waits; the child as `list-executions` shows it.
+fn killed_while_its_child_waits(sb: &Sandbox, name: &str) -> Value {
     sb.write(
         "slow.asl.json",
         r#"{"StartAt":"W","States":{"W":{"Type":"Wait","Seconds":2,"Next":"P"},"P":{"Type":"Pass","Result":{"slow":"done"},"End":true}}}"#,
@@ -193,16 +193,24 @@ fn a_parent_killed_mid_child_resumes_with_the_same_child() {
             "Parameters":{"StateMachineArn":"arn:aws:states:us-east-1:123456789012:stateMachine:slow","Input":{}},"OutputPath":"$.Output","End":true}}}"#,
     );
     let dir = sb.dir.path().to_str().unwrap().to_owned();
-    let mut run = sb.spawn(&[
+    let args = [
         "run",
         parent.to_str().unwrap(),
         "--name",
-        "k",
+        name,
         "--machines",
         &dir,
-    ]);
-    let child = wait_for_running_child(&sb, "slow");
+    ];
+    let mut run = sb.spawn(&args);
+    let child = wait_for_running_child(sb, "slow");
     kill(&mut run);
+    child
+}
+
+#[test]
+fn a_parent_killed_mid_child_resumes_with_the_same_child() {
+    let sb = Sandbox::new().lease_ms(300);
+    let child = killed_while_its_child_waits(&sb, "k");
     // resume --all takes the parent only; the parent finds its child again.
     let until = Instant::now() + Duration::from_secs(10);
     let out = loop {
@@ -225,6 +233,38 @@ fn a_parent_killed_mid_child_resumes_with_the_same_child() {
         ])
         .json();
     assert_eq!(d["status"], "SUCCEEDED");
+}
+
+/// Regression (#47, item 3): serve, now looking for orphans, took over a dead runner's child
+/// as well as its parent, and the resumed parent then drove the same child a second time.
+/// Now it leaves a child whose parent is running to that parent, as `resume --all` does.
+#[test]
+fn serve_takes_over_a_killed_parent_and_its_child_drives_the_child_once() {
+    let sb = Sandbox::new().lease_ms(300);
+    let child = killed_while_its_child_waits(&sb, "p");
+    let child = child["executionArn"].as_str().unwrap().to_owned();
+    let server = common::served::Served::serve(&sb, &[]);
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = |arn: &str| {
+        let out = sb.run(&["describe-execution", "--execution-arn", arn]);
+        out.json()["status"].as_str().unwrap().to_owned()
+    };
+    while status("p") == "RUNNING" {
+        assert!(Instant::now() < until, "not resumed: {}", server.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status("p"), "SUCCEEDED", "{}", server.log());
+    assert_eq!(status(&child), "SUCCEEDED");
+    let out = sb.run(&["get-execution-history", "--execution-arn", &child]);
+    let events = out.json()["events"].as_array().cloned().unwrap();
+    let ids: Vec<i64> = events.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>());
+    let ends = types(&events)
+        .iter()
+        .filter(|t| *t == "ExecutionSucceeded")
+        .count();
+    assert_eq!(ends, 1, "{:?}", types(&events));
+    assert!(!server.log().contains("could not"), "{}", server.log());
 }
 
 #[test]

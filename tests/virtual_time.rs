@@ -1,7 +1,8 @@
 //! The virtual clock (`--clock virtual`) end to end, through the binary: hours-long machines
 //! finish at once with every deadline at its own instant in AWS's order, runs repeat byte for
 //! byte with `--clock-start` and `--seed`, `--time-scale 0` no longer collapses deadlines, and
-//! `serve --clock virtual` moves time only when a client asks (`sfn-local clock`).
+//! `serve --clock virtual` moves time only when a client asks (`sfn-local clock`), and its
+//! `advance` returns only after what it released has committed.
 
 mod common;
 
@@ -656,4 +657,45 @@ fn an_advance_past_year_9999_is_refused_and_the_clock_stays() {
         "9999-12-31T23:59:59.999-01:00",
     ]);
     late.assert_error(2, "latest instant");
+}
+
+/// #47, item 7: `clock advance` returns only after the work the deadlines it fired released
+/// has committed, by construction: a fired deadline counts its execution as in flight from its
+/// wake, each write counts from its submission until its commit, and a program it runs counts
+/// until it ends (up to the clock's 5 s patience for work outside the process). The window
+/// is wide here: the Wait's deadline releases a Task whose program takes 1.5 s of wall time,
+/// then a Pass; the history read the moment `advance` returns already ends the execution.
+#[test]
+fn clock_advance_returns_after_the_work_it_released_has_committed() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let slow = sb.write("slow.sh", "#!/bin/sh\nsleep 1.5\ncat\n");
+    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let binding = format!("Slow={}", slow.display());
+    let server = serve(&sb, &["--clock", "virtual", "--task", &binding]);
+    let machine = json!({"StartAt": "Minute", "States": {
+        "Minute": {"Type": "Wait", "Seconds": 60, "Next": "Slow"},
+        "Slow": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Next": "After"},
+        "After": {"Type": "Pass", "Result": "done", "End": true}
+    }});
+    let created = server.call(
+        "CreateStateMachine",
+        json!({"name": "SlowTask", "definition": machine.to_string(), "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    let arn = server.call(
+        "StartExecution",
+        json!({"stateMachineArn": created["stateMachineArn"], "name": "slow"}),
+    )["executionArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.clock(&sb, &["advance", "60s"]);
+    let events = server.call("GetExecutionHistory", json!({"executionArn": arn}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.last(), Some(&"ExecutionSucceeded"), "{types:?}");
+    assert!(types.contains(&"TaskSucceeded"), "{types:?}");
+    assert_eq!(server.status(&arn), "SUCCEEDED");
 }

@@ -356,15 +356,14 @@ impl LocalChildren {
 
     /// Drives a child left RUNNING by a runner that died (its parent is being resumed).
     fn adopt(&self, store: &Arc<Store>, record: ExecutionRecord) -> Result<(), StatesError> {
-        let now = system_now();
-        let lease = crate::engine::runner::lease_ms();
+        use crate::engine::runner::{take_over, TakenOver};
         let arn = record.execution_arn.clone();
         let input_text = record.input.clone();
-        if !store
-            .acquire_lease(&arn, &self.setup.owner, now, now + lease)
-            .map_err(|e| StatesError::runtime(e.to_string()))?
-        {
-            // Another runner drives it: wait() watches the store for its end.
+        let taken = take_over(store, &arn, &self.setup.owner, self.setup.time.now())
+            .map_err(|e| StatesError::runtime(e.to_string()))?;
+        if !matches!(taken, TakenOver::Drive) {
+            // Another runner drives it, or it was quarantined (failed): wait() watches the
+            // store for its end.
             return Ok(());
         }
         let (engine, grandchildren) = crate::engine::runner::resume_child(

@@ -12,6 +12,7 @@ pub mod history;
 pub mod java_json;
 mod lanes;
 pub mod map_journal;
+pub mod owners;
 pub mod redrive;
 mod replay;
 pub mod retry;

@@ -2,7 +2,7 @@
 //! clock, on a single-threaded runtime. The CLI's `run` is a thin layer over [`run_execution`].
 
 use crate::asl::StateMachine;
-use crate::clock::{system_now, Timekeeping};
+use crate::clock::{system_now, Millis, Timekeeping};
 use crate::engine::children::{ChildSetup, KnownMachine, KnownMachines, LocalChildren};
 use crate::engine::context::ExecutionInfo;
 use crate::engine::execution::{Engine, Outcome};
@@ -122,10 +122,56 @@ pub fn lease_ms() -> i64 {
         .unwrap_or(LEASE_MS)
 }
 
-/// An owner id for this process: unique per runner.
-pub fn new_owner() -> String {
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    format!("pid-{}-{}", std::process::id(), &id[..8])
+pub use crate::engine::owners::new_owner;
+
+/// How many takeovers in a row may find an execution where the takeover before left it, its
+/// runner having died, before it is failed instead of resumed: the process died twice while
+/// running it without committing a single event (a stack overflow, an abort, a task that
+/// kills its runner), and a third resume would only die again.
+pub const QUARANTINE_AFTER_STALLS: i64 = 2;
+
+/// The cause of a quarantined execution's `States.Runtime` failure.
+pub const QUARANTINE_CAUSE: &str = "sfn-local stopped twice while running this execution, \
+     without recording any progress in between; it was failed instead of resumed a third time";
+
+/// What taking over a running execution came to.
+#[derive(Debug)]
+pub enum TakenOver {
+    /// Taken: drive it.
+    Drive,
+    /// Another live runner holds it, or it is no longer running.
+    Held,
+    /// Taken, and failed at once with `States.Runtime` ([`QUARANTINE_CAUSE`]) instead of being
+    /// resumed into a crash loop; how it ended.
+    Quarantined(Outcome),
+}
+
+/// Takes `execution_arn` over for `owner` (see [`TakenOver`]), the failure of a quarantined
+/// execution stamped `at` (the time of the clock it would have resumed on).
+pub fn take_over(
+    store: &Store,
+    execution_arn: &str,
+    owner: &str,
+    at: Millis,
+) -> Result<TakenOver, StoreError> {
+    let now = system_now();
+    match store.acquire_lease(execution_arn, owner, now, now + lease_ms())? {
+        None => Ok(TakenOver::Held),
+        Some(t) if t.stalled < QUARANTINE_AFTER_STALLS => Ok(TakenOver::Drive),
+        Some(_) => {
+            let error = crate::asl::error::StatesError::runtime(QUARANTINE_CAUSE);
+            let details = crate::engine::history::Details::new().error(&error).build();
+            let name = crate::asl::error::names::RUNTIME;
+            store.fail_unattended(execution_arn, details, name, QUARANTINE_CAUSE, at)?;
+            Ok(TakenOver::Quarantined(Outcome {
+                status: crate::engine::Status::Failed,
+                output: None,
+                output_json: None,
+                error: Some(error),
+                stop_time: at,
+            }))
+        }
+    }
 }
 
 /// How an execution is run, stored with it so `resume` drives it the same way.
@@ -199,6 +245,17 @@ pub struct LeaseKeeper {
 impl LeaseKeeper {
     /// Starts renewing `owner`'s leases for `lease_ms` at a time.
     pub fn start(store: Arc<Store>, owner: String, lease_ms: i64) -> LeaseKeeper {
+        LeaseKeeper::start_with(store, owner, lease_ms, || {})
+    }
+
+    /// Like [`LeaseKeeper::start`], calling `each_period` after each renewal: a host's one
+    /// timer for what it does a few times per lease period (`serve` looks for orphans).
+    pub fn start_with(
+        store: Arc<Store>,
+        owner: String,
+        lease_ms: i64,
+        mut each_period: impl FnMut() + Send + 'static,
+    ) -> LeaseKeeper {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let every = std::time::Duration::from_millis((lease_ms / 3).max(10) as u64);
         let thread = std::thread::Builder::new()
@@ -208,6 +265,7 @@ impl LeaseKeeper {
                     stopped.recv_timeout(every)
                 {
                     let _ = store.renew_leases(&owner, system_now() + lease_ms);
+                    each_period();
                 }
             })
             .ok();
@@ -304,7 +362,8 @@ pub async fn start_engine(
 
 /// Takes over one running execution whose runner is gone, for `owner`, and builds its engine
 /// continuing from its last committed event (the host runs it, as after [`start_engine`]).
-/// `Ok(None)`: another live runner holds it.
+/// `Ok(None)`: another live runner holds it, or it was quarantined (failed, not resumed; see
+/// [`take_over`]).
 pub fn resume_engine(
     store: &Arc<Store>,
     record: crate::store::ExecutionRecord,
@@ -312,11 +371,15 @@ pub fn resume_engine(
     owner: &str,
     time: &Timekeeping,
 ) -> Result<Option<Engine>, RunError> {
-    let now = system_now();
-    if !store.acquire_lease(&record.execution_arn, owner, now, now + lease_ms())? {
-        return Ok(None);
-    }
     let arn = record.execution_arn.clone();
+    match take_over(store, &arn, owner, time.now())? {
+        TakenOver::Drive => {}
+        TakenOver::Held => return Ok(None),
+        TakenOver::Quarantined(_) => {
+            notice(&quarantined_message(&arn));
+            return Ok(None);
+        }
+    }
     match prepare_resume(
         store,
         record,
@@ -633,84 +696,35 @@ pub fn resume_executions_bound(
     machines: KnownMachines,
 ) -> Result<Vec<Resumed>, RunError> {
     let owner = new_owner();
-    let lease = lease_ms();
-    let now = system_now();
-    let records = match &target {
-        ResumeTarget::One(arn) => match store.execution(arn)? {
-            Some(r) if r.status == crate::store::ExecutionStatus::Running => vec![r],
-            Some(r) => {
-                return Err(RunError::CannotResume(format!(
-                    "execution {} is {}, not RUNNING: nothing to resume",
-                    r.execution_arn, r.status
-                )))
-            }
-            None => {
-                return Err(RunError::ExecutionDoesNotExist {
-                    execution: arn.clone(),
-                    database: store.path().display().to_string(),
-                })
-            }
-        },
-        ResumeTarget::All => {
-            let running = store.running_executions()?;
-            let arns: std::collections::HashSet<String> =
-                running.iter().map(|r| r.execution_arn.clone()).collect();
-            // A child whose parent is running is found again by that parent.
-            let mut roots = Vec::new();
-            for r in running {
-                let parent = store
-                    .run_config(&r.execution_arn)?
-                    .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
-                    .and_then(|c| c.parent);
-                if !parent.is_some_and(|p| arns.contains(&p)) {
-                    roots.push(r);
-                }
-            }
-            roots
-        }
-    };
+    // A runner killed a moment ago need not be waited for: its process is gone.
+    crate::engine::owners::expire_dead_runners(&store, &owner)?;
+    let records = records_to_resume(&store, &target)?;
     let bindings = &ResumeBindings {
         time: resume_time(&store, &records, bindings)?,
         ..bindings.clone()
     };
-    let mut engines = Vec::new();
-    let mut registries = Vec::new();
-    let mut cwd = None;
+    let time = bindings.time.clone().unwrap_or_default();
     let handlers = HandlerSet::default();
+    let resume = Resume {
+        store: &store,
+        owner: &owner,
+        notice: &notice,
+        bindings,
+        target: &target,
+        handlers: &handlers,
+        machines: &machines,
+    };
+    let (mut engines, mut registries, mut quarantined, mut cwd) = (vec![], vec![], vec![], None);
     for record in records {
-        if !store.acquire_lease(&record.execution_arn, &owner, now, now + lease)? {
-            let fresh = store.execution(&record.execution_arn)?;
-            if let ResumeTarget::One(_) = target {
-                let fresh = fresh.unwrap_or(record);
-                return Err(RunError::Leased {
-                    execution_arn: fresh.execution_arn,
-                    owner: fresh.owner.unwrap_or_default(),
-                    until: crate::clock::iso8601(fresh.lease_expires_at_ms.unwrap_or_default()),
-                });
-            }
-            continue;
-        }
-        let arn = record.execution_arn.clone();
-        let prepared = prepare_resume(
-            &store,
-            record,
-            notice.clone(),
-            &owner,
-            bindings,
-            &target,
-            &handlers,
-            &machines,
-        );
-        match prepared {
-            Ok((engine, dir, recorded, children)) => {
+        match resume.take(record, time.now())? {
+            Taken::Prepared(prepared) => {
+                let (engine, dir, recorded, children) = *prepared;
                 cwd = cwd.or(dir);
                 engines.push((engine, recorded));
                 registries.extend(children);
             }
-            Err(e) => {
-                let _ = store.release_lease(&arn, &owner);
-                return Err(e);
-            }
+            Taken::Quarantined(failed) => quarantined.push(failed),
+            Taken::Held => {}
         }
     }
     // Task commands were bound relative to the directory `run` started in.
@@ -722,24 +736,156 @@ pub fn resume_executions_bound(
         .map(|(e, n)| (e.info.execution_arn.clone(), *n))
         .collect();
     let engines = engines.into_iter().map(|(e, _)| e).collect();
-    let time = bindings.time.clone().unwrap_or_default();
     let outcomes = drive(
         &store,
         engines,
         registries,
         (&handlers, &time),
         &owner,
-        lease,
+        lease_ms(),
     )?;
-    Ok(heads
+    let resumed = heads
         .into_iter()
         .zip(outcomes)
         .map(|((execution_arn, replayed), outcome)| Resumed {
             execution_arn,
             replayed,
             outcome,
-        })
-        .collect())
+        });
+    Ok(quarantined.into_iter().chain(resumed).collect())
+}
+
+/// What every execution one `resume` takes over shares.
+struct Resume<'a> {
+    store: &'a Arc<Store>,
+    owner: &'a str,
+    notice: &'a NoticeFn,
+    bindings: &'a ResumeBindings,
+    target: &'a ResumeTarget,
+    handlers: &'a HandlerSet,
+    machines: &'a KnownMachines,
+}
+
+/// One execution `resume` asked for, after [`Resume::take`].
+enum Taken {
+    /// Taken over, its engine ready to drive.
+    Prepared(Box<Prepared>),
+    /// Taken over and failed at once (see [`take_over`]).
+    Quarantined(Resumed),
+    /// Another live runner holds it (and it was not the one execution asked for).
+    Held,
+}
+
+impl Resume<'_> {
+    /// Takes `record` over and prepares its engine, or quarantines it (its failure stamped
+    /// `at`). A failure to prepare gives its lease up.
+    fn take(&self, record: crate::store::ExecutionRecord, at: Millis) -> Result<Taken, RunError> {
+        let arn = record.execution_arn.clone();
+        match take_over(self.store, &arn, self.owner, at)? {
+            TakenOver::Drive => {}
+            TakenOver::Held => {
+                leased_elsewhere(self.store, record, self.target)?;
+                return Ok(Taken::Held);
+            }
+            TakenOver::Quarantined(outcome) => {
+                (self.notice)(&quarantined_message(&arn));
+                return Ok(Taken::Quarantined(Resumed {
+                    execution_arn: arn,
+                    replayed: record.last_event_id as usize,
+                    outcome,
+                }));
+            }
+        }
+        let prepared = prepare_resume(
+            self.store,
+            record,
+            self.notice.clone(),
+            self.owner,
+            self.bindings,
+            self.target,
+            self.handlers,
+            self.machines,
+        );
+        if prepared.is_err() {
+            let _ = self.store.release_lease(&arn, self.owner);
+        }
+        prepared.map(|p| Taken::Prepared(Box::new(p)))
+    }
+}
+
+/// What `resume` is asked to take: the one execution named (which must be running), or every
+/// running execution but the children of running parents (their parents find them again).
+fn records_to_resume(
+    store: &Store,
+    target: &ResumeTarget,
+) -> Result<Vec<crate::store::ExecutionRecord>, RunError> {
+    let arn = match target {
+        ResumeTarget::One(arn) => arn,
+        ResumeTarget::All => return Ok(roots(store, store.running_executions()?)?),
+    };
+    match store.execution(arn)? {
+        Some(r) if r.status == crate::store::ExecutionStatus::Running => Ok(vec![r]),
+        Some(r) => Err(RunError::CannotResume(format!(
+            "execution {} is {}, not RUNNING: nothing to resume",
+            r.execution_arn, r.status
+        ))),
+        None => Err(RunError::ExecutionDoesNotExist {
+            execution: arn.clone(),
+            database: store.path().display().to_string(),
+        }),
+    }
+}
+
+/// The executions of `records` to take over: all but the children whose parent execution is
+/// running, which its runner (or whoever resumes it) finds again, so that no child is driven
+/// twice.
+pub fn roots(
+    store: &Store,
+    records: Vec<crate::store::ExecutionRecord>,
+) -> Result<Vec<crate::store::ExecutionRecord>, StoreError> {
+    let mut roots = Vec::with_capacity(records.len());
+    for record in records {
+        let parent = store
+            .run_config(&record.execution_arn)?
+            .and_then(|t| serde_json::from_str::<RunConfig>(&t).ok())
+            .and_then(|c| c.parent);
+        let parent_runs = match parent {
+            Some(parent) => store
+                .execution(&parent)?
+                .is_some_and(|p| p.status == crate::store::ExecutionStatus::Running),
+            None => false,
+        };
+        if !parent_runs {
+            roots.push(record);
+        }
+    }
+    Ok(roots)
+}
+
+/// An execution another live runner holds: refused when it is the one asked for
+/// ([`RunError::Leased`]), else skipped.
+fn leased_elsewhere(
+    store: &Store,
+    record: crate::store::ExecutionRecord,
+    target: &ResumeTarget,
+) -> Result<(), RunError> {
+    let ResumeTarget::One(_) = target else {
+        return Ok(());
+    };
+    let fresh = store.execution(&record.execution_arn)?.unwrap_or(record);
+    Err(RunError::Leased {
+        execution_arn: fresh.execution_arn,
+        owner: fresh.owner.unwrap_or_default(),
+        until: crate::clock::iso8601(fresh.lease_expires_at_ms.unwrap_or_default()),
+    })
+}
+
+/// What a runner says of an execution it quarantined.
+fn quarantined_message(execution_arn: &str) -> String {
+    format!(
+        "{execution_arn} failed with {} instead of resumed: {QUARANTINE_CAUSE}",
+        crate::asl::error::names::RUNTIME
+    )
 }
 
 /// The clock resumed executions share: the one `resume` was given, or, when any of them ran

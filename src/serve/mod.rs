@@ -7,8 +7,8 @@
 //! like mini-redis's commands), which decodes it, calls the library and encodes the answer.
 //! Executions run in this process, many at once, on a small pool of threads ([`pool`]), in the
 //! same database as every CLI command, driven by the engine's own runner
-//! ([`crate::engine::runner::start_engine`]). On start the server resumes executions whose
-//! runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
+//! ([`crate::engine::runner::start_engine`]). On start, and a few times per lease period after, the
+//! server resumes executions whose runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
 //! so everything stays resumable.
 //!
 //! Connections go through [`crate::web`]: requests addressed to a name other than localhost,
@@ -25,8 +25,8 @@ pub mod pool;
 pub mod protocol;
 pub mod templates;
 
-use crate::engine::runner::{lease_ms, new_owner, resume_engine, LeaseKeeper};
-use crate::store::{ExecutionRecord, ExecutionStatus, Store};
+use crate::engine::runner::{lease_ms, new_owner, resume_engine, roots, LeaseKeeper};
+use crate::store::{ExecutionRecord, Store};
 use crate::tasks::command::CommandLine;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -175,6 +175,9 @@ pub struct Server {
     matched: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Compiled machines, shared by the executions running them.
     compiled: compiled::CompiledMachines,
+    /// The executions this server is resuming or drove to a failed resume, so a later look
+    /// for orphans does not take them again (their lease is this server's, or given up).
+    resuming: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Why the server could not run.
@@ -220,7 +223,6 @@ pub fn run(
         .build()?;
     let pool = ExecutionPool::start(config.threads)?;
     let owner = new_owner();
-    let keeper = LeaseKeeper::start(store.clone(), owner.clone(), lease_ms());
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let bind = config.bind;
     let server = Arc::new(Server {
@@ -231,6 +233,15 @@ pub fn run(
         stopping,
         matched: Default::default(),
         compiled: Default::default(),
+        resuming: Default::default(),
+    });
+    // Orphans are looked for a few times per lease period on the lease's own timer: a runner
+    // that dies at any time is taken over within a lease period.
+    let looking = Arc::downgrade(&server);
+    let keeper = LeaseKeeper::start_with(store.clone(), owner.clone(), lease_ms(), move || {
+        if let Some(server) = looking.upgrade() {
+            server.resume_orphans();
+        }
     });
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(bind)
@@ -421,33 +432,37 @@ impl Server {
         }
     }
 
-    /// Resumes the running executions whose runner is gone; returns how many.
+    /// Resumes the running executions whose runner is gone: leases lapsed or given up, runners
+    /// whose process is gone, executions redriven a lease period ago that nobody took (see
+    /// [`Store::orphans`]), but not the children of running parents (see [`roots`]). Returns
+    /// how many it started resuming.
     fn resume_orphans(self: &Arc<Self>) -> usize {
-        let Ok(running) = self.store.running_executions() else {
+        if let Err(e) = crate::engine::owners::expire_dead_runners(&self.store, &self.owner) {
+            executions::say(&format!("cannot look for runners that died: {e}"));
+        }
+        let now = crate::clock::system_now();
+        let orphans = self.store.orphans(&self.owner, now, now - lease_ms());
+        let Ok(orphans) = orphans.and_then(|o| roots(&self.store, o)) else {
             return 0;
         };
-        let now = crate::clock::system_now();
-        let mut resumed = 0;
-        for record in running {
-            let lapsed =
-                record.owner.is_none() || record.lease_expires_at_ms.is_none_or(|t| t < now);
-            if !lapsed || record.status != ExecutionStatus::Running {
-                continue;
-            }
-            resumed += 1;
-            self.resume(record);
-        }
-        resumed
+        orphans
+            .into_iter()
+            .filter(|record| self.resume(record.clone()))
+            .count()
     }
 
     /// Drives a RUNNING execution whose runner is gone (after a crash, or reopened by a redrive)
-    /// on an execution thread, taking its lease first.
-    fn resume(self: &Arc<Self>, record: ExecutionRecord) {
+    /// on an execution thread, taking its lease first. `false` if this server is resuming it
+    /// already, or could not before (the reason was said then).
+    fn resume(self: &Arc<Self>, record: ExecutionRecord) -> bool {
+        let arn = record.execution_arn.clone();
+        if !self.resuming_lock().insert(arn.clone()) {
+            return false;
+        }
         let server = self.clone();
         let time = self.config.time.clone();
         self.pool.spawn(Box::new(move || {
             Box::pin(time.clone().track(async move {
-                let arn = record.execution_arn.clone();
                 match resume_engine(
                     &server.store,
                     record,
@@ -457,9 +472,18 @@ impl Server {
                 ) {
                     Ok(Some(engine)) => executions::drive(&server, &arn, engine).await,
                     Ok(None) => {}
-                    Err(e) => executions::say(&format!("cannot resume {arn}: {e}")),
+                    Err(e) => {
+                        // Kept in `resuming`: the next look would only fail again.
+                        executions::say(&format!("cannot resume {arn}: {e}"));
+                        return;
+                    }
                 }
+                server.resuming_lock().remove(&arn);
             }))
-        }));
+        }))
+    }
+
+    fn resuming_lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.resuming.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -19,22 +19,49 @@ pub(crate) const EFFECTIVE_EXPIRY: &str = "CASE WHEN executions.lease_expires_at
      THEN max(executions.lease_expires_at, coalesce((SELECT r.expires_at FROM runner_leases r \
      WHERE r.owner = executions.owner), 0)) ELSE executions.lease_expires_at END";
 
+/// What taking an execution's lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Takeover {
+    /// How many takeovers in a row, this one included, found no event committed since the one
+    /// before, the runner in between having died (0 for a first takeover, after progress, or
+    /// after a runner that gave its lease up cleanly).
+    pub stalled: i64,
+}
+
+/// Takes the execution for `owner` if its lease is free, lapsed or already `owner`'s, counting
+/// the takeovers that found no progress (see [`Takeover`]); `None`: another live runner holds
+/// it, or it is not running. A runner that died leaves its owner and a non-zero expiry; one
+/// that stopped cleanly released (expiry 0), and a redriven execution has no owner.
 pub(crate) fn acquire(
     tx: &Transaction<'_>,
     execution_arn: &str,
     owner: &str,
     now: i64,
     expires_at: i64,
-) -> rusqlite::Result<bool> {
-    let n = tx.execute_cached(
+) -> rusqlite::Result<Option<Takeover>> {
+    // SET expressions read the row as it was before this UPDATE.
+    tx.query_row_cached(
         &format!(
-            "UPDATE executions SET owner = ?2, lease_expires_at = ?4 \
-             WHERE execution_arn = ?1 AND status = 'RUNNING' \
-             AND (owner IS NULL OR owner = ?2 OR coalesce({EFFECTIVE_EXPIRY}, 0) <= ?3)"
+            "UPDATE executions SET owner = ?2, lease_expires_at = ?4, \
+         stalled_takeovers = CASE \
+             WHEN owner IS ?2 THEN stalled_takeovers \
+             WHEN owner IS NULL OR coalesce(lease_expires_at, 0) = 0 THEN 0 \
+             WHEN takeover_event_id IS last_event_id THEN stalled_takeovers + 1 \
+             ELSE 0 END, \
+         takeover_event_id = CASE WHEN owner IS ?2 THEN takeover_event_id \
+             ELSE last_event_id END \
+         WHERE execution_arn = ?1 AND status = 'RUNNING' \
+         AND (owner IS NULL OR owner = ?2 OR coalesce({EFFECTIVE_EXPIRY}, 0) <= ?3) \
+         RETURNING stalled_takeovers"
         ),
         params![execution_arn, owner, now, expires_at],
-    )?;
-    Ok(n == 1)
+        |row| {
+            Ok(Takeover {
+                stalled: row.get(0)?,
+            })
+        },
+    )
+    .optional()
 }
 
 /// How long a lapsed runner's row is kept (for `list-executions` to show when it lapsed).
@@ -49,6 +76,28 @@ pub(crate) fn renew(tx: &Transaction<'_>, owner: &str, expires_at: i64) -> rusql
     tx.execute_cached(
         "DELETE FROM runner_leases WHERE expires_at < ?1",
         params![expires_at - FORGET_RUNNERS_AFTER_MS],
+    )?;
+    Ok(())
+}
+
+/// The runners whose lease row is live at `now`.
+pub(crate) fn live_runners(conn: &Connection, now: i64) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT owner FROM runner_leases WHERE expires_at > ?1")?;
+    let rows = stmt.query_map([now], |row| row.get(0))?;
+    rows.collect()
+}
+
+/// Ends the leases of a runner known to be dead: its row and the executions it held lapse
+/// now (at 1, not 0: 0 says it let them go, and a runner that died did not).
+pub(crate) fn expire_runner(tx: &Transaction<'_>, owner: &str) -> rusqlite::Result<()> {
+    tx.execute_cached(
+        "UPDATE runner_leases SET expires_at = 1 WHERE owner = ?1",
+        [owner],
+    )?;
+    tx.execute_cached(
+        "UPDATE executions SET lease_expires_at = 1 \
+         WHERE owner = ?1 AND status = 'RUNNING' AND lease_expires_at > 1",
+        [owner],
     )?;
     Ok(())
 }

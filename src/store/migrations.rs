@@ -67,6 +67,14 @@ const MIGRATIONS: &[Migration] = &[
         version: 13,
         sql: include_str!("migrations/V13__virtual_clock_tokens.sql"),
     },
+    Migration {
+        version: 14,
+        sql: include_str!("migrations/V14__stalled_takeovers.sql"),
+    },
+    Migration {
+        version: 15,
+        sql: include_str!("migrations/V15__running_by_owner.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

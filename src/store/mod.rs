@@ -77,6 +77,7 @@ pub use error::{Result, StoreError};
 pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use histories::ExecutionHead;
+pub use leases::Takeover;
 pub use map_runs::{
     MapRunChange, MapRunChild, MapRunCounts, MapRunExecution, MapRunRecord, MapRunSettings,
     MapRunUpdate, NewMapRun,
@@ -588,15 +589,16 @@ impl Store {
     // ---- leases (see [`leases`]) ----------------------------------------------------------------
 
     /// Takes an execution for `owner` until `expires_at` if it is running and its lease is free
-    /// or lapsed at `now` (or already `owner`'s). `false`: another live runner holds it, or it
-    /// is not running. One conditional UPDATE: two runners never both win.
+    /// or lapsed at `now` (or already `owner`'s), and says how many takeovers in a row found it
+    /// without progress ([`Takeover`]). `None`: another live runner holds it, or it is not
+    /// running. One conditional UPDATE: two runners never both win.
     pub fn acquire_lease(
         &self,
         execution_arn: &str,
         owner: &str,
         now: i64,
         expires_at: i64,
-    ) -> Result<bool> {
+    ) -> Result<Option<Takeover>> {
         self.write_now("take lease", |tx| {
             leases::acquire(tx, execution_arn, owner, now, expires_at)
         })
@@ -606,6 +608,29 @@ impl Store {
     /// to its runner's lease row (see `leases`).
     pub fn renew_leases(&self, owner: &str, expires_at: i64) -> Result<()> {
         self.write_now("renew leases", |tx| leases::renew(tx, owner, expires_at))
+    }
+
+    /// The runners whose lease is live at `now` (some may have died since they renewed it).
+    pub fn live_runners(&self, now: i64) -> Result<Vec<String>> {
+        self.read(|conn| {
+            leases::live_runners(conn, now).map_err(|e| self.sqlite("read runner leases", e))
+        })
+    }
+
+    /// Ends every lease of `owner`, a runner known to be dead (its process is gone): its
+    /// executions can be taken over at once, as if their leases had lapsed.
+    pub fn expire_runner(&self, owner: &str) -> Result<()> {
+        self.write_now("expire runner", |tx| leases::expire_runner(tx, owner))
+    }
+
+    /// The running executions whose runner is gone, as the runner `me` sees them at `now`:
+    /// lapsed or given-up leases, and executions with no owner since `unowned_before` (a
+    /// redriven one its redriver did not take). Oldest first.
+    pub fn orphans(&self, me: &str, now: i64, unowned_before: i64) -> Result<Vec<ExecutionRecord>> {
+        self.read(|conn| {
+            executions::orphans(conn, me, now, unowned_before)
+                .map_err(|e| self.sqlite("list orphaned executions", e))
+        })
     }
 
     /// Gives up `owner`'s lease on an execution at once (it stays RUNNING; `resume` may take it).
@@ -745,8 +770,50 @@ impl Store {
         cause: Option<String>,
         now: i64,
     ) -> Result<bool> {
+        let end = tokens::UnattendedEnd {
+            event_type: "ExecutionAborted",
+            // As the engine writes it (and AWS): ExecutionAborted points at nothing.
+            after_last: false,
+            details,
+            finish: Finish {
+                status: ExecutionStatus::Aborted,
+                output: None,
+                error,
+                cause,
+                stop_date_ms: now,
+            },
+        };
         self.write_now("abort execution", |tx| {
-            tokens::abort_unattended(tx, execution_arn, details, error, cause, now)
+            tokens::end_unattended(tx, execution_arn, &end)
+        })
+    }
+
+    /// Fails a running execution here, without its runner (one that kept killing the process
+    /// is quarantined so): appends `ExecutionFailed` with `error` and `cause` (`details`, as
+    /// the engine writes them), pointing at the last event, and marks it `FAILED`. `false` if
+    /// it had already ended.
+    pub fn fail_unattended(
+        &self,
+        execution_arn: &str,
+        details: String,
+        error: &str,
+        cause: &str,
+        now: i64,
+    ) -> Result<bool> {
+        let end = tokens::UnattendedEnd {
+            event_type: "ExecutionFailed",
+            after_last: true,
+            details: Some(details),
+            finish: Finish {
+                status: ExecutionStatus::Failed,
+                output: None,
+                error: Some(error.to_owned()),
+                cause: Some(cause.to_owned()),
+                stop_date_ms: now,
+            },
+        };
+        self.write_now("fail execution", |tx| {
+            tokens::end_unattended(tx, execution_arn, &end)
         })
     }
 

@@ -739,11 +739,14 @@ fn a_runners_lease_row_extends_its_executions_until_it_lapses() {
     assert_eq!(record.lease_expires_at_ms, Some(100_000));
     // Past its own expiry, before its runner's: held.
     let taken = store.acquire_lease(&execution_arn, "runner-2", 50_000, 60_000);
-    assert!(!taken.expect("acquire"), "runner-1's row still holds it");
+    assert!(
+        taken.expect("acquire").is_none(),
+        "runner-1's row still holds it"
+    );
     // Past its runner's too: lapsed, so runner-2 takes it, and runner-1's renewals no longer
     // reach it (they name another owner).
     let taken = store.acquire_lease(&execution_arn, "runner-2", 100_001, 110_000);
-    assert!(taken.expect("acquire"));
+    assert!(taken.expect("acquire").is_some());
     store.renew_leases("runner-1", 200_000).expect("renew");
     let record = store.execution(&execution_arn).unwrap().unwrap();
     assert_eq!(record.owner.as_deref(), Some("runner-2"));
@@ -754,7 +757,37 @@ fn a_runners_lease_row_extends_its_executions_until_it_lapses() {
         .release_lease(&execution_arn, "runner-2")
         .expect("release");
     let taken = store.acquire_lease(&execution_arn, "runner-3", 120_000, 130_000);
-    assert!(taken.expect("acquire"), "a released lease is free");
+    assert!(
+        taken.expect("acquire").is_some(),
+        "a released lease is free"
+    );
+}
+
+/// Takeovers from runners that died count while no event is committed between them; one from
+/// a runner that released its lease (stopped cleanly) starts the count again, and a runner
+/// taking its own execution again is no takeover.
+#[test]
+fn takeovers_without_progress_are_counted_until_a_clean_stop() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let execution_arn = arn("M", "stalls");
+    store
+        .create_execution(new_execution("M", "stalls", 1))
+        .wait_blocking()
+        .expect("create");
+    let stalled = |owner: &str, at: i64| {
+        let taken = store.acquire_lease(&execution_arn, owner, at, at + 1_000);
+        taken.expect("acquire").expect("lapsed").stalled
+    };
+    // runner-1 (its creator) died: the first takeover has nothing to compare with.
+    assert_eq!(stalled("runner-2", 100_000), 0);
+    assert_eq!(stalled("runner-2", 100_001), 0, "its own again");
+    assert_eq!(stalled("runner-3", 200_000), 1);
+    assert_eq!(stalled("runner-4", 300_000), 2);
+    store
+        .release_lease(&execution_arn, "runner-4")
+        .expect("release");
+    assert_eq!(stalled("runner-5", 300_001), 0, "runner-4 stopped cleanly");
 }
 
 /// Regression (#38): a Map run's journal writes are background work, taken at most

@@ -580,15 +580,24 @@ pub(crate) fn stop_request(
     .optional()
 }
 
-/// Ends a running execution whose runner is gone: appends `ExecutionAborted` and marks it
-/// `ABORTED`, in one transaction. `false` if it was not running.
-pub(crate) fn abort_unattended(
+/// How an execution whose runner is gone is ended here.
+pub(crate) struct UnattendedEnd {
+    /// Its last event.
+    pub event_type: &'static str,
+    /// Whether that event points at the event before it (else at nothing).
+    pub after_last: bool,
+    /// The event's details (JSON).
+    pub details: Option<String>,
+    /// How it stopped.
+    pub finish: Finish,
+}
+
+/// Ends a running execution whose runner is gone: appends its last event and records how it
+/// stopped, in one transaction. `false` if it was not running.
+pub(crate) fn end_unattended(
     tx: &Transaction<'_>,
     execution_arn: &str,
-    details: Option<String>,
-    error: Option<String>,
-    cause: Option<String>,
-    now: i64,
+    end: &UnattendedEnd,
 ) -> rusqlite::Result<bool> {
     let Some(head) = executions::write_head(tx, execution_arn)? else {
         return Ok(false);
@@ -596,27 +605,21 @@ pub(crate) fn abort_unattended(
     if head.status != "RUNNING" {
         return Ok(false);
     }
+    let now = end.finish.stop_date_ms;
     let event = NewEvent {
         id: head.last_event_id + 1,
-        // As the engine writes it (and AWS): ExecutionAborted points at nothing.
-        previous_event_id: 0,
+        previous_event_id: if end.after_last {
+            head.last_event_id
+        } else {
+            0
+        },
         timestamp_ms: now,
-        event_type: "ExecutionAborted".into(),
-        details,
+        event_type: end.event_type.into(),
+        details: end.details.clone(),
     };
     events::insert_all(tx, &[(head.id, &event)])?;
     executions::update_head(tx, head.id, event.id, None)?;
-    executions::finish(
-        tx,
-        head.id,
-        &Finish {
-            status: ExecutionStatus::Aborted,
-            output: None,
-            error,
-            cause,
-            stop_date_ms: now,
-        },
-    )?;
+    executions::finish(tx, head.id, &end.finish)?;
     close(tx, execution_arn, None, now)?;
     Ok(true)
 }

@@ -1,4 +1,4 @@
--- The schema migrations V1 to V13 build, for a fresh database in one step.
+-- The schema migrations V1 to V15 build, for a fresh database in one step.
 -- Generated: UPDATE_SCHEMA=1 cargo test --lib fresh_schema
 
 CREATE TABLE executions (
@@ -27,7 +27,7 @@ CREATE TABLE executions (
     -- Lease: which runner drives this execution, and until when. Resume takes only lapsed leases.
     owner              TEXT,
     lease_expires_at   INTEGER
-, stop_requested_at INTEGER, stop_error TEXT, stop_cause TEXT, run_config TEXT, redrive_count INTEGER NOT NULL DEFAULT 0 CHECK (redrive_count >= 0), redrive_date INTEGER, redrive_client_token TEXT, state_machine_version_arn TEXT, state_machine_alias_arn TEXT);
+, stop_requested_at INTEGER, stop_error TEXT, stop_cause TEXT, run_config TEXT, redrive_count INTEGER NOT NULL DEFAULT 0 CHECK (redrive_count >= 0), redrive_date INTEGER, redrive_client_token TEXT, state_machine_version_arn TEXT, state_machine_alias_arn TEXT, takeover_event_id INTEGER, stalled_takeovers INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE task_tokens (
     token             TEXT    PRIMARY KEY,
@@ -208,6 +208,9 @@ CREATE INDEX executions_running_by_lease ON executions (lease_expires_at) WHERE 
 CREATE INDEX map_runs_by_execution ON map_runs (execution_arn, start_date);
 
 CREATE INDEX map_run_executions_by_run ON map_run_executions (map_run_arn, item_index);
+
+CREATE INDEX executions_running_by_owner ON executions (owner, lease_expires_at)
+WHERE status = 'RUNNING';
 
 CREATE TRIGGER wake_token AFTER UPDATE OF status ON task_tokens
 WHEN NEW.status <> OLD.status
