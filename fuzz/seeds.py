@@ -164,8 +164,8 @@ def main():
     for shape in range(14):
         for depth in (1, 63, 64, 127, 128, 3000, 100000):
             # The smallest order that reaches the depth, and the fraction of it that lands there.
-            order = next(o for o in range(256) if 10 ** (o * 5 / 255) >= depth - 0.5)
-            fraction = min(65535, round(depth / 10 ** (order * 5 / 255) * 65535))
+            order = next(o for o in range(256) if 10 ** ((o / 255) ** 3 * 5) >= depth - 0.5)
+            fraction = min(65535, round(depth / 10 ** ((order / 255) ** 3 * 5) * 65535))
             for input_shape, input_order in ((2, 0), (0, 110), (1, 255)):
                 add("nesting", bytes([shape, order]) + fraction.to_bytes(2, "big")
                     + bytes([input_shape, input_order, 255]) + b"x")

@@ -6,7 +6,7 @@ mod common;
 
 use common::{served::Served, Sandbox};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 

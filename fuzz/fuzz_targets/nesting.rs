@@ -41,10 +41,12 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A depth from 0 to [`MAX_LEVELS`], spread evenly over orders of magnitude (`scale` picks
-/// the order), so that most inputs are cheap and every order is tried.
+/// A depth from 0 to [`MAX_LEVELS`], over orders of magnitude (`scale` picks the order, the
+/// deep ones less often: a 100,000-level input costs a thousand shallow ones), so that most
+/// inputs are cheap and every order is tried.
 fn depth(scale: u8, high: u8, low: u8) -> usize {
-    let max = 10f64.powf(f64::from(scale) * 5.0 / 255.0);
+    let order = f64::from(scale) / 255.0;
+    let max = 10f64.powf(order * order * order * 5.0);
     let fraction = f64::from(u16::from(high) << 8 | u16::from(low)) / f64::from(u16::MAX);
     ((fraction * max).round() as usize).min(MAX_LEVELS)
 }
