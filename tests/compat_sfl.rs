@@ -1,8 +1,8 @@
 //! `serve --compat stepfunctions-local`: what a Jest snapshot of Step Functions Local's
 //! histories sees, reproduced (`tests/compat_sfl/`).
 //!
-//! - The Java rules the compat layer writes JSON by (`engine::java_json`: `Double.toString`,
-//!   `HashMap` iteration order) against the JDK's own answers for `tests/compat_sfl/vectors.txt`,
+//! - The Java rules the compat layer follows (`engine::java_json`'s `Double.toString`,
+//!   `asl::java_hashmap`'s `HashMap` iteration order) against the JDK's own answers for `tests/compat_sfl/vectors.txt`,
 //!   committed in `java_reference.txt` (written by `JavaRef.java`); where `javac` and `java`
 //!   are installed, the JDK is asked again and must still agree with the committed answers.
 //! - A Jest suite (`tests/compat_sfl/history.test.js`, @aws-sdk/client-sfn) against `serve
@@ -16,7 +16,8 @@ mod common;
 
 use common::{deps_node_modules, Sandbox};
 use serde_json::{json, Value};
-use sfn_local::engine::java_json::{hashmap_order, java_double};
+use sfn_local::asl::java_hashmap::hashmap_order;
+use sfn_local::engine::java_json::java_double;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
