@@ -2,15 +2,16 @@
 //! histories sees, reproduced (`tests/compat_sfl/`).
 //!
 //! - The Java rules the compat layer follows (`engine::java_json`'s `Double.toString`,
-//!   `asl::java_hashmap`'s `HashMap` iteration order) against the JDK's own answers for `tests/compat_sfl/vectors.txt`,
-//!   committed in `java_reference.txt` (written by `JavaRef.java`); where `javac` and `java`
-//!   are installed, the JDK is asked again and must still agree with the committed answers.
+//!   `asl::java_hashmap`'s `HashMap` iteration order) against the JDK's own answers for
+//!   `tests/compat_sfl/vectors.txt`, committed in `java_reference.txt` (written by
+//!   `JavaRef.java`); where `javac` and `java` are installed, the JDK is asked again and must
+//!   still agree with the committed answers.
 //! - A Jest suite (`tests/compat_sfl/history.test.js`, @aws-sdk/client-sfn) against `serve
 //!   --compat stepfunctions-local` with the folder's mock config, whose committed
-//!   `__snapshots__` were written from Step Functions Local's behaviour (Java's numbers and key
-//!   order, TaskSucceeded after the selectors), run with `--ci` (a missing or different
-//!   snapshot fails; nothing is rewritten); and the same machines in the default mode, which
-//!   stays AWS's.
+//!   `__snapshots__` were written from Step Functions Local's behaviour (issue #50's nine
+//!   rules: source key order, `.$` members last, Java's numbers, its Parallel events, ...),
+//!   run with `--ci` (a missing or different snapshot fails; nothing is rewritten); and the
+//!   same machines in the default mode (`default_mode.test.js`), which stays AWS's.
 
 mod common;
 
@@ -130,16 +131,18 @@ fn mock_config() -> PathBuf {
     dir().join("MockConfigFile.json")
 }
 
-#[test]
-fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat() {
+/// `serve ARGS` with this folder's mock config, and the Jest file `test_file` of this folder
+/// run against it with `--ci` (a missing or different snapshot fails; nothing is rewritten):
+/// Jest's output, once it passed.
+fn jest_against_serve(serve_args: &[&str], test_file: &str) -> String {
     let sb = Sandbox::new()
         .env("SFN_MOCK_CONFIG", mock_config())
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test");
-    let served = serve(&sb, &["--compat", "stepfunctions-local"]);
+    let served = serve(&sb, serve_args);
     let config = json!({
         "rootDir": dir(),
-        "testMatch": ["**/*.test.js"],
+        "testMatch": [format!("**/{test_file}")],
         "modulePaths": [deps_node_modules()],
         "testEnvironment": "node",
     });
@@ -157,10 +160,25 @@ fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat()
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "the Jest suite failed:\n{text}");
+    assert!(out.status.success(), "{test_file} failed:\n{text}");
+    text
+}
+
+#[test]
+fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat() {
+    let text = jest_against_serve(&["--compat", "stepfunctions-local"], "history.test.js");
     // Every case ran and every snapshot was compared (none written, none skipped).
-    assert!(text.contains("Tests:       3 passed, 3 total"), "{text}");
-    assert!(text.contains("Snapshots:   3 passed, 3 total"), "{text}");
+    assert!(text.contains("Tests:       9 passed, 9 total"), "{text}");
+    assert!(text.contains("Snapshots:   9 passed, 9 total"), "{text}");
+}
+
+/// Issue #50: the emulator's key order in Parameters, its Parallel links and its caught
+/// branch failures are written only under `--compat stepfunctions-local`; the same machines
+/// in the default mode keep AWS's (`default_mode.test.js`).
+#[test]
+fn the_emulator_s_rules_apply_only_under_compat() {
+    let text = jest_against_serve(&[], "default_mode.test.js");
+    assert!(text.contains("Tests:       4 passed, 4 total"), "{text}");
 }
 
 #[test]
