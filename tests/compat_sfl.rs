@@ -244,3 +244,60 @@ fn the_default_mode_keeps_aws_s_numbers_key_order_and_raw_task_results() {
         "{succeeded}"
     );
 }
+
+/// Issue #50, rule 8, and resume: a Parallel the emulator's rule ended (its exit a
+/// `TaskStateExited`) and its handler waiting when `serve` is killed. The `serve` started next
+/// resumes the execution from its history: the Parallel is not run again, the handler goes on.
+#[test]
+fn a_parallel_ended_by_a_caught_branch_failure_is_not_run_again_on_resume() {
+    let sb = Sandbox::new()
+        .lease_ms(1_000)
+        .env("SFN_MOCK_CONFIG", mock_config())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let compat = ["--compat", "stepfunctions-local"];
+    let mut first = common::served::Served::serve(&sb, &compat);
+    let definition = json!({"StartAt": "Verify", "States": {
+        "Verify": {"Type": "Parallel", "Branches": [{"StartAt": "CheckAddress", "States": {
+            "CheckAddress": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                             "Parameters": {"FunctionName": "check-address"}, "End": true}}}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Hold"}], "End": true},
+        "Hold": {"Type": "Wait", "Seconds": 2, "Next": "Done"},
+        "Done": {"Type": "Pass", "End": true}}});
+    let (_, created) = first.call(
+        "CreateStateMachine",
+        json!({"name": "Resumed", "definition": definition.to_string(),
+               "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    let arn = format!(
+        "{}#AddressFails",
+        created["stateMachineArn"].as_str().unwrap()
+    );
+    let (_, started) = first.call("StartExecution", json!({"stateMachineArn": arn}));
+    let execution = started["executionArn"].as_str().unwrap().to_owned();
+    let history = |served: &common::served::Served| -> Vec<String> {
+        let (_, h) = served.call("GetExecutionHistory", json!({"executionArn": execution}));
+        let events = h["events"].as_array().unwrap().clone();
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let until = Instant::now() + Duration::from_secs(30);
+    while !history(&first).contains(&"WaitStateEntered".to_owned()) {
+        assert!(Instant::now() < until, "{:?}", history(&first));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    common::kill(&mut first.child);
+    let second = common::served::Served::serve(&sb, &compat);
+    while history(&second).last().map(String::as_str) != Some("ExecutionSucceeded") {
+        assert!(Instant::now() < until, "{:?}", history(&second));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let events = history(&second);
+    let count = |ty: &str| events.iter().filter(|e| *e == ty).count();
+    assert_eq!(count("ParallelStateEntered"), 1, "{events:?}");
+    assert_eq!(count("TaskFailed"), 1, "{events:?}");
+    assert_eq!(count("TaskStateExited"), 1, "{events:?}");
+    assert_eq!(count("PassStateEntered"), 1, "{events:?}");
+}
