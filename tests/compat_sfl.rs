@@ -1,22 +1,24 @@
 //! `serve --compat stepfunctions-local`: what a Jest snapshot of Step Functions Local's
 //! histories sees, reproduced (`tests/compat_sfl/`).
 //!
-//! - The Java rules the compat layer writes JSON by (`engine::java_json`: `Double.toString`,
-//!   `HashMap` iteration order) against the JDK's own answers for `tests/compat_sfl/vectors.txt`,
-//!   committed in `java_reference.txt` (written by `JavaRef.java`); where `javac` and `java`
-//!   are installed, the JDK is asked again and must still agree with the committed answers.
+//! - The Java rules the compat layer follows (`engine::java_json`'s `Double.toString`,
+//!   `asl::java_hashmap`'s `HashMap` iteration order) against the JDK's own answers for
+//!   `tests/compat_sfl/vectors.txt`, committed in `java_reference.txt` (written by
+//!   `JavaRef.java`); where `javac` and `java` are installed, the JDK is asked again and must
+//!   still agree with the committed answers.
 //! - A Jest suite (`tests/compat_sfl/history.test.js`, @aws-sdk/client-sfn) against `serve
 //!   --compat stepfunctions-local` with the folder's mock config, whose committed
-//!   `__snapshots__` were written from Step Functions Local's behaviour (Java's numbers and key
-//!   order, TaskSucceeded after the selectors), run with `--ci` (a missing or different
-//!   snapshot fails; nothing is rewritten); and the same machines in the default mode, which
-//!   stays AWS's.
+//!   `__snapshots__` were written from Step Functions Local's behaviour (issue #50's nine
+//!   rules: source key order, `.$` members last, Java's numbers, its Parallel events, ...),
+//!   run with `--ci` (a missing or different snapshot fails; nothing is rewritten); and the
+//!   same machines in the default mode (`default_mode.test.js`), which stays AWS's.
 
 mod common;
 
 use common::{deps_node_modules, Sandbox};
 use serde_json::{json, Value};
-use sfn_local::engine::java_json::{hashmap_order, java_double};
+use sfn_local::asl::java_hashmap::hashmap_order;
+use sfn_local::engine::java_json::java_double;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -129,16 +131,18 @@ fn mock_config() -> PathBuf {
     dir().join("MockConfigFile.json")
 }
 
-#[test]
-fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat() {
+/// `serve ARGS` with this folder's mock config, and the Jest file `test_file` of this folder
+/// run against it with `--ci` (a missing or different snapshot fails; nothing is rewritten):
+/// Jest's output, once it passed.
+fn jest_against_serve(serve_args: &[&str], test_file: &str) -> String {
     let sb = Sandbox::new()
         .env("SFN_MOCK_CONFIG", mock_config())
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test");
-    let served = serve(&sb, &["--compat", "stepfunctions-local"]);
+    let served = serve(&sb, serve_args);
     let config = json!({
         "rootDir": dir(),
-        "testMatch": ["**/*.test.js"],
+        "testMatch": [format!("**/{test_file}")],
         "modulePaths": [deps_node_modules()],
         "testEnvironment": "node",
     });
@@ -156,10 +160,25 @@ fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat()
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "the Jest suite failed:\n{text}");
+    assert!(out.status.success(), "{test_file} failed:\n{text}");
+    text
+}
+
+#[test]
+fn a_jest_suite_snapshotting_step_functions_local_histories_passes_with_compat() {
+    let text = jest_against_serve(&["--compat", "stepfunctions-local"], "history.test.js");
     // Every case ran and every snapshot was compared (none written, none skipped).
-    assert!(text.contains("Tests:       3 passed, 3 total"), "{text}");
-    assert!(text.contains("Snapshots:   3 passed, 3 total"), "{text}");
+    assert!(text.contains("Tests:       9 passed, 9 total"), "{text}");
+    assert!(text.contains("Snapshots:   9 passed, 9 total"), "{text}");
+}
+
+/// Issue #50: the emulator's key order in Parameters, its Parallel links and its caught
+/// branch failures are written only under `--compat stepfunctions-local`; the same machines
+/// in the default mode keep AWS's (`default_mode.test.js`).
+#[test]
+fn the_emulator_s_rules_apply_only_under_compat() {
+    let text = jest_against_serve(&[], "default_mode.test.js");
+    assert!(text.contains("Tests:       4 passed, 4 total"), "{text}");
 }
 
 #[test]
@@ -224,4 +243,61 @@ fn the_default_mode_keeps_aws_s_numbers_key_order_and_raw_task_results() {
         succeeded.starts_with(r#"{"StatusCode":200,"Payload":{"Sentiment""#),
         "{succeeded}"
     );
+}
+
+/// Issue #50, rule 8, and resume: a Parallel the emulator's rule ended (its exit a
+/// `TaskStateExited`) and its handler waiting when `serve` is killed. The `serve` started next
+/// resumes the execution from its history: the Parallel is not run again, the handler goes on.
+#[test]
+fn a_parallel_ended_by_a_caught_branch_failure_is_not_run_again_on_resume() {
+    let sb = Sandbox::new()
+        .lease_ms(1_000)
+        .env("SFN_MOCK_CONFIG", mock_config())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    let compat = ["--compat", "stepfunctions-local"];
+    let mut first = common::served::Served::serve(&sb, &compat);
+    let definition = json!({"StartAt": "Verify", "States": {
+        "Verify": {"Type": "Parallel", "Branches": [{"StartAt": "CheckAddress", "States": {
+            "CheckAddress": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                             "Parameters": {"FunctionName": "check-address"}, "End": true}}}],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Hold"}], "End": true},
+        "Hold": {"Type": "Wait", "Seconds": 2, "Next": "Done"},
+        "Done": {"Type": "Pass", "End": true}}});
+    let (_, created) = first.call(
+        "CreateStateMachine",
+        json!({"name": "Resumed", "definition": definition.to_string(),
+               "roleArn": "arn:aws:iam::123456789012:role/r"}),
+    );
+    let arn = format!(
+        "{}#AddressFails",
+        created["stateMachineArn"].as_str().unwrap()
+    );
+    let (_, started) = first.call("StartExecution", json!({"stateMachineArn": arn}));
+    let execution = started["executionArn"].as_str().unwrap().to_owned();
+    let history = |served: &common::served::Served| -> Vec<String> {
+        let (_, h) = served.call("GetExecutionHistory", json!({"executionArn": execution}));
+        let events = h["events"].as_array().unwrap().clone();
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let until = Instant::now() + Duration::from_secs(30);
+    while !history(&first).contains(&"WaitStateEntered".to_owned()) {
+        assert!(Instant::now() < until, "{:?}", history(&first));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    common::kill(&mut first.child);
+    let second = common::served::Served::serve(&sb, &compat);
+    while history(&second).last().map(String::as_str) != Some("ExecutionSucceeded") {
+        assert!(Instant::now() < until, "{:?}", history(&second));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let events = history(&second);
+    let count = |ty: &str| events.iter().filter(|e| *e == ty).count();
+    assert_eq!(count("ParallelStateEntered"), 1, "{events:?}");
+    assert_eq!(count("TaskFailed"), 1, "{events:?}");
+    assert_eq!(count("TaskStateExited"), 1, "{events:?}");
+    assert_eq!(count("PassStateEntered"), 1, "{events:?}");
 }

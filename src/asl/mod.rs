@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod error;
 pub mod eval;
 pub mod intrinsics;
+pub mod java_hashmap;
 pub mod jsonata;
 pub mod model;
 pub mod parse;
@@ -37,10 +38,12 @@ pub enum Compat {
     /// AWS Step Functions.
     #[default]
     Aws,
-    /// AWS Step Functions Local: a retrier's `IntervalSeconds` may be 0; `aws-sdk` tasks'
-    /// events name the resource `aws-sdk` / `SERVICE:ACTION`; the history's JSON payloads are
-    /// written as Java writes them (`engine::java_json`); `TaskSucceeded.output` is the result
-    /// after `ResultSelector` and `ResultPath`.
+    /// AWS Step Functions Local (issue #50): a retrier's `IntervalSeconds` may be 0;
+    /// `aws-sdk` tasks' events name the resource `aws-sdk` / `SERVICE:ACTION`; the history's
+    /// numbers are written as Java writes doubles (`engine::java_json`); `Parameters` and
+    /// `ResultSelector` put their `.$` members last (`Template::in_step_functions_local_order`);
+    /// `TaskSucceeded.output` is the result after `ResultSelector` and `ResultPath`; a Parallel
+    /// links and names its events as the emulator does (`engine::states::parallel`).
     StepFunctionsLocal,
 }
 

@@ -542,6 +542,16 @@ impl Parser<'_> {
         Some(Template::compile(v, &at, self.diags))
     }
 
+    /// `Parameters` or `ResultSelector`: built in the order of `compat` (Step Functions Local
+    /// puts the `.$` members last, see [`Template::in_step_functions_local_order`]).
+    fn payload_template(&mut self, f: &mut Fields<'_>, key: &'static str) -> Option<Template> {
+        let template = self.template(f, key)?;
+        Some(match self.compat {
+            crate::asl::Compat::Aws => template,
+            crate::asl::Compat::StepFunctionsLocal => template.in_step_functions_local_order(),
+        })
+    }
+
     fn jsonata(&mut self, f: &mut Fields<'_>, key: &'static str) -> Option<JsonataTemplate> {
         let at = f.at.key(key);
         f.take(key)
@@ -557,10 +567,10 @@ impl Parser<'_> {
                     io.output_path = self.path_field(f, "OutputPath", false);
                 }
                 if which.parameters {
-                    io.parameters = self.template(f, "Parameters");
+                    io.parameters = self.payload_template(f, "Parameters");
                 }
                 if which.result_selector {
-                    io.result_selector = self.template(f, "ResultSelector");
+                    io.result_selector = self.payload_template(f, "ResultSelector");
                 }
                 if which.result_path {
                     io.result_path = self.path_field(f, "ResultPath", true);

@@ -16,6 +16,7 @@ use crate::asl::diagnostic::{Code, Diagnostic, Diagnostics, JsonPointer};
 use crate::asl::error::StatesError;
 use crate::asl::eval::Env;
 use crate::asl::intrinsics::Call;
+use crate::asl::java_hashmap::hashmap_order;
 use crate::asl::path::{compact, Path};
 use serde_json::{Map, Value};
 
@@ -77,6 +78,16 @@ impl Template {
         walk(&self.root)
     }
 
+    /// The template as Step Functions Local builds it (`--compat stepfunctions-local`, issue
+    /// #50 rule 3): in every object, the plain members first in the template's order, then the
+    /// `.$` members, ordered among themselves as a Java `HashMap` iterates their names (without
+    /// `.$`). The emulator's histories show `{"Payload.$": "$", "FunctionName": "f"}` as
+    /// `{"FunctionName": "f", "Payload": …}`.
+    pub fn in_step_functions_local_order(mut self) -> Template {
+        plain_members_first(&mut self.root);
+        self
+    }
+
     /// Builds the payload. `field` names the template's field (`Parameters`, ...); AWS's causes
     /// name the `.$` key instead, so it only labels failures that have no key.
     pub fn evaluate(&self, env: &Env<'_>, field: &str) -> Result<Value, StatesError> {
@@ -114,6 +125,25 @@ fn evaluate_node(node: &Node, env: &Env<'_>) -> Result<Value, StatesError> {
         })?,
         Node::Call(call) => call.evaluate(env)?,
     })
+}
+
+/// [`Template::in_step_functions_local_order`] on a compiled node and every node under it. A
+/// `.$` member is the only one compiled to a path or a call.
+fn plain_members_first(node: &mut Node) {
+    match node {
+        Node::Object(members) => {
+            members.iter_mut().for_each(|(_, n)| plain_members_first(n));
+            let (plain, dynamic): (Vec<_>, Vec<_>) = std::mem::take(members)
+                .into_iter()
+                .partition(|(_, n)| !matches!(n, Node::Path { .. } | Node::Call(_)));
+            let order = hashmap_order(&dynamic.iter().map(|(k, _)| k).collect::<Vec<_>>());
+            let mut dynamic: Vec<Option<(String, Node)>> = dynamic.into_iter().map(Some).collect();
+            *members = plain;
+            members.extend(order.into_iter().filter_map(|i| dynamic[i].take()));
+        }
+        Node::Array(items) => items.iter_mut().for_each(plain_members_first),
+        _ => {}
+    }
 }
 
 /// Whether a plain string value would be dynamic if its key ended in `.$`.
@@ -341,6 +371,37 @@ mod tests {
         assert_eq!(warnings.len(), 3, "{d:?}");
         assert!(warnings.iter().all(|w| w.code == Code::NoDollar));
         assert!(!d.has_errors());
+    }
+
+    #[test]
+    fn step_functions_local_puts_dollar_members_last_in_hashmap_order() {
+        let input = json!({"a": 1, "b": 2});
+        let (ctx, vars) = (json!({}), Map::new());
+        let env = Env {
+            input: &input,
+            context: &ctx,
+            variables: &vars,
+        };
+        let t = json!({"identityResult.$": "$.a", "Fn": "f", "addressResult.$": "$.b",
+                       "Nested": {"x.$": "$.a", "y": [{"z.$": "$.b", "w": 0}]}});
+        let (tpl, _) = compile(t);
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let aws = tpl.evaluate(&env, "Parameters").unwrap();
+        assert_eq!(
+            keys(&aws),
+            ["identityResult", "Fn", "addressResult", "Nested"]
+        );
+        let sfl = tpl
+            .in_step_functions_local_order()
+            .evaluate(&env, "Parameters")
+            .unwrap();
+        // Java's HashMap iterates "addressResult" before "identityResult".
+        assert_eq!(
+            keys(&sfl),
+            ["Fn", "Nested", "addressResult", "identityResult"]
+        );
+        assert_eq!(keys(&sfl["Nested"]), ["y", "x"]);
+        assert_eq!(keys(&sfl["Nested"]["y"][0]), ["w", "z"]);
     }
 
     #[test]

@@ -810,22 +810,8 @@ impl Engine {
                 let mut output_payload_for_next = None;
                 if !step.no_exit_event {
                     let output_payload = self.payload(&step.output, state, prev)?;
-                    let mut details = Details::new()
-                        .str("name", &state.name)
-                        .payload_of("output", &output_payload);
-                    if let Some(vars) = assigned {
-                        details = details
-                            .value("assignedVariables", Value::Object(vars))
-                            .value(
-                                "assignedVariablesDetails",
-                                serde_json::json!({"truncated": false}),
-                            );
-                    }
-                    prev = self.push(
-                        prev,
-                        EventType::exited(state.type_name()),
-                        Some(details.build()),
-                    )?;
+                    let exited = EventType::exited(state.type_name());
+                    prev = self.push_exited(state, exited, prev, &output_payload, assigned)?;
                     output_payload_for_next = Some(output_payload);
                 }
                 match step.next {
@@ -840,9 +826,38 @@ impl Engine {
         })
     }
 
+    /// Writes `state`'s exit event (`exited`, after `prev`): its output and the variables it
+    /// assigned.
+    pub(crate) fn push_exited(
+        &self,
+        state: &State,
+        exited: EventType,
+        prev: EventId,
+        output: &Payload,
+        assigned: Option<serde_json::Map<String, Value>>,
+    ) -> Result<EventId, Failed> {
+        let mut details = Details::new()
+            .str("name", &state.name)
+            .payload_of("output", output);
+        if let Some(vars) = assigned {
+            details = details
+                .value("assignedVariables", Value::Object(vars))
+                .value(
+                    "assignedVariablesDetails",
+                    serde_json::json!({"truncated": false}),
+                );
+        }
+        self.push(prev, exited, Some(details.build()))
+    }
+
     /// Serializes a state's input or output, enforcing the payload quota and the depth budget
     /// (a value nested past it fails this execution alone, see [`crate::depth`]).
-    fn payload(&self, v: &Value, state: &State, prev: EventId) -> Result<Payload, Failed> {
+    pub(crate) fn payload(
+        &self,
+        v: &Value,
+        state: &State,
+        prev: EventId,
+    ) -> Result<Payload, Failed> {
         let payload = Payload::of(v).map_err(|too_deep| Failed {
             error: too_deep_error(&state.name, too_deep),
             prev,

@@ -436,7 +436,7 @@ pub struct History {
 ///   Local shows (aws-samples/aws-stepfunctions-examples, sam/app-local-testing-mock-config);
 /// - the JSON payloads (`input`, `output`, `parameters`) are written as Step Functions Local, a
 ///   Java program, writes them: numbers with a fraction or exponent in `Double.toString`'s
-///   form, object members in `HashMap` order (see `engine::java_json`).
+///   form, object members in the order they have (see `engine::java_json`).
 fn step_functions_local_details(details: String) -> String {
     let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(&details) else {
         return details;
