@@ -252,10 +252,14 @@ impl Engine {
     ) -> Result<(Value, EventId), Failed> {
         let mut started_seen = !a.is_activity;
         loop {
+            // A worker program this runner started may yet act: only a bare token is a
+            // durable wait.
+            let parked = worker.is_none().then(|| self.park());
             let event = open
                 .next_event(self.clock.as_ref(), started_seen, worker)
                 .await
                 .map_err(|e| Failed::new(e, prev))?;
+            drop(parked);
             match event {
                 TokenEvent::Started { worker_name } => {
                     started_seen = true;
