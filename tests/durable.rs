@@ -453,7 +453,7 @@ fn cue_kills(served: &mut common::served::Served, sb: &Sandbox, cue: &std::path:
 
 /// Regression (#47, item 2's limit): the quarantine failed innocent executions. The store sees
 /// that the process died, not which execution killed it, so executions that only waited (a
-/// Wait) in the same serve crash loop found no new event at each takeover and were failed with
+/// Wait, a task token) in the same serve crash loop found no new event at each takeover and were failed with
 /// the poison one, or a takeover before it. Now a takeover whose resumed execution replayed to
 /// its wait says so (one write), and only the execution being run when serve died counts stalls.
 #[test]
@@ -483,6 +483,12 @@ fn executions_that_only_wait_through_a_serve_crash_loop_are_not_quarantined() {
             "Done": {"Type": "Pass", "Result": "rested", "End": true}
         }}),
     );
+    let asker = create(
+        "Asker",
+        json!({"StartAt": "Ask", "States": {"Ask": {"Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"MessageBody": {"token.$": "$$.Task.Token"}}, "End": true}}}),
+    );
     let poison = create(
         "Poison",
         json!({"StartAt": "Die", "States": {
@@ -497,9 +503,10 @@ fn executions_that_only_wait_through_a_serve_crash_loop_are_not_quarantined() {
         assert_eq!(status, 200, "{started}");
         started["executionArn"].as_str().unwrap().to_owned()
     };
-    let mut executions: Vec<String> = (1..=3)
+    let mut executions: Vec<String> = (1..=2)
         .map(|i| start(&waiter, &format!("wait-{i}")))
         .collect();
+    executions.push(start(&asker, "ask"));
     executions.push(start(&poison, "poison"));
     let mut serve = first;
     clock(&serve, "settle");
@@ -530,11 +537,22 @@ fn executions_that_only_wait_through_a_serve_crash_loop_are_not_quarantined() {
         assert_eq!(d["status"], "RUNNING", "{d}");
     }
     clock(&serve, "until-idle");
-    for waiter in &executions[..3] {
+    let tasks = sb.run(&["list-tasks", "--format", "json"]).json();
+    let token = tasks["tasks"][0]["taskToken"]
+        .as_str()
+        .expect("ask's token");
+    let sent = sb.send_success(token, r#""answered""#);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+    let until = Instant::now() + Duration::from_secs(60);
+    while sb.status("ask").as_deref() == Some("RUNNING") {
+        assert!(Instant::now() < until, "ask was never answered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (innocent, output) in executions[..3].iter().zip(["rested", "rested", "answered"]) {
         let d = sb
-            .run(&["describe-execution", "--execution-arn", waiter])
+            .run(&["describe-execution", "--execution-arn", innocent])
             .json();
         assert_eq!(d["status"], "SUCCEEDED", "{d}");
-        assert_eq!(d["output"], "\"rested\"", "{d}");
+        assert_eq!(d["output"], json!(output).to_string(), "{d}");
     }
 }

@@ -265,9 +265,9 @@ pub struct Engine {
     /// Whether the last event pushed was one a resume found recorded: a lane then goes on
     /// without giving the others a turn (they happened before the new events a lane writes).
     pub(crate) replayed_last: Cell<bool>,
-    /// How many lanes run that started no lanes of their own, and how many of them wait
-    /// durably (see `engine::lanes::Parked`).
+    /// How many lanes run that started no lanes of their own (see `engine::lanes`).
     pub(crate) leaves: Cell<usize>,
+    /// How many of those wait durably (see [`Engine::parked`]).
     pub(crate) parked: Cell<usize>,
     /// Called once, the first time every lane waits durably (see [`Engine::on_settled`]).
     pub(crate) settled: RefCell<Option<Box<dyn FnOnce()>>>,
@@ -1260,9 +1260,7 @@ impl Engine {
         // From the failure's event: a resumed execution does not wait the interval again.
         let deadline = self.last_ts.get() + self.clock.scale(delay).as_millis() as Millis;
         self.history.borrow_mut().submit();
-        let parked = self.park();
-        self.clock.sleep_until(deadline).await;
-        drop(parked);
+        self.parked(self.clock.sleep_until(deadline)).await;
         // A retry without an interval still lets the lanes beside it have a turn.
         self.turn().await;
     }

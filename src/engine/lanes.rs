@@ -17,7 +17,7 @@
 //! that failed the state, as AWS links them.
 //!
 //! The engine also counts its leaves (lanes that started no lanes of their own) and how many of
-//! them wait durably ([`Parked`]): when all do, a resume has replayed its history to where the
+//! them wait durably ([`Engine::parked`]): when all do, a resume has replayed its history to where the
 //! execution stood, and the store is told once (see [`Engine::on_settled`]), so the quarantine
 //! does not count the next takeover against an execution that only waited.
 
@@ -182,7 +182,7 @@ impl Future for Turn<'_> {
 }
 
 /// A lane's durable wait (a Wait, a retry interval, a bare task token), counted while it lasts.
-pub(crate) struct Parked<'a> {
+struct Parked<'a> {
     engine: &'a Engine,
 }
 
@@ -194,9 +194,25 @@ impl Drop for Parked<'_> {
 }
 
 impl Engine {
+    /// Awaits `wait`, a durable wait (a Wait, a retry interval, a bare task token), counting
+    /// the running lane as parked from the first time it is pending (a deadline already passed
+    /// or an answer already there is no wait) until it ends.
+    pub(crate) async fn parked<F: Future>(&self, wait: F) -> F::Output {
+        let mut wait = std::pin::pin!(wait);
+        let mut parked = None;
+        std::future::poll_fn(|cx| match wait.as_mut().poll(cx) {
+            Poll::Pending => {
+                parked.get_or_insert_with(|| self.park());
+                Poll::Pending
+            }
+            ready => ready,
+        })
+        .await
+    }
+
     /// Counts the running lane as waiting durably until the guard is dropped; the first time
     /// every leaf does, calls the engine's `settled` hook.
-    pub(crate) fn park(&self) -> Parked<'_> {
+    fn park(&self) -> Parked<'_> {
         self.parked.set(self.parked.get() + 1);
         if self.parked.get() >= self.leaves.get() {
             let settled = self.settled.borrow_mut().take();
