@@ -21,6 +21,23 @@ fn program(pids: &Path) -> String {
 
 const TASK: &str = r#"{"StartAt":"Work","States":{"Work":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","End":true}}}"#;
 
+/// `sfn-local run DEFINITION --name NAME --task BINDING`.
+fn spawn_run(
+    sandbox: &Sandbox,
+    definition: &Path,
+    name: &str,
+    binding: &str,
+) -> std::process::Child {
+    sandbox.spawn(&[
+        "run",
+        definition.to_str().unwrap(),
+        "--name",
+        name,
+        "--task",
+        binding,
+    ])
+}
+
 /// The two pids the program wrote, once it wrote them.
 fn wait_for_pids(file: &Path) -> Vec<i32> {
     let until = Instant::now() + Duration::from_secs(60);
@@ -78,14 +95,7 @@ fn run_and_resume_killed_with_sigkill_take_their_task_programs_along() {
     let def = sandbox.write("m.json", TASK);
     let first = sandbox.path("first.pids");
     let binding = format!("Work={}", program(&first));
-    let mut run = sandbox.spawn(&[
-        "run",
-        def.to_str().unwrap(),
-        "--name",
-        "e",
-        "--task",
-        &binding,
-    ]);
+    let mut run = spawn_run(&sandbox, &def, "e", &binding);
     let pids = wait_for_pids(&first);
     kill(&mut run);
     assert_gone(&pids, "run");
@@ -112,14 +122,7 @@ fn run_killed_the_moment_its_program_starts_a_child_takes_both_along() {
         let pids_file = sandbox.path(&format!("{attempt}.pids"));
         let binding = format!("Work={}", program(&pids_file));
         let name = format!("e{attempt}");
-        let mut run = sandbox.spawn(&[
-            "run",
-            def.to_str().unwrap(),
-            "--name",
-            &name,
-            "--task",
-            &binding,
-        ]);
+        let mut run = spawn_run(&sandbox, &def, &name, &binding);
         let until = Instant::now() + Duration::from_secs(60);
         while !pids_file.exists() {
             assert!(Instant::now() < until, "the task program never started");
@@ -215,4 +218,102 @@ fn a_worker_killed_with_sigkill_takes_its_handler_along() {
     kill(&mut worker);
     assert_gone(&pids, "worker");
     kill(&mut run);
+}
+
+/// A Task program (a script) that starts a grandchild in the background, then waits: both
+/// name the script in their command lines.
+const STARTS_A_GRANDCHILD: &str =
+    "#!/bin/sh\nsh -c 'sleep 300; :' \"$0-grandchild\" &\nsleep 300\n";
+
+/// Every pid /proc lists.
+fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// The child of `parent` that it forked and that has not exec'd yet (its executable is still
+/// sfn-local's), once there is one.
+fn forked_not_execd(parent: u32) -> i32 {
+    let me = std::fs::canonicalize(common::bin()).expect("sfn-local's path");
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let held = pids().into_iter().find(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+            let child = status.is_ok_and(|s| s.contains(&format!("\nPPid:\t{parent}\n")));
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe"));
+            child && exe.is_ok_and(|exe| exe == me)
+        });
+        if let Some(pid) = held {
+            return pid;
+        }
+        assert!(Instant::now() < until, "no program was held before exec");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The live processes whose command line mentions `marker`.
+fn mentioning(marker: &str) -> Vec<i32> {
+    pids()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .filter(|&pid| alive(pid))
+        .collect()
+}
+
+/// Kills the process group it names if the test fails while it is held (a program that ran
+/// after all, and what it started), so a failure leaves nothing behind.
+struct GroupKilledOnFailure(i32);
+
+impl Drop for GroupKilledOnFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", "--", &format!("-{}", self.0)])
+                .status();
+        }
+    }
+}
+
+/// #47 item 7: the race a program's start leaves open is forced, not waited for. A debug
+/// build holds every program between fork and exec before the step its
+/// `SFN_LOCAL_HOLD_BEFORE_EXEC` names, until sfn-local is gone; sfn-local is killed with
+/// SIGKILL there, and neither the program nor the grandchild it would start may run.
+#[test]
+fn run_or_resume_killed_between_a_programs_fork_and_exec_never_leaves_it_running() {
+    for (step, command) in [
+        ("pdeathsig", "run"),
+        ("listing", "run"),
+        ("parent-check", "run"),
+        ("pdeathsig", "resume"),
+    ] {
+        let sandbox = Sandbox::new()
+            .lease_ms(100)
+            .env("SFN_LOCAL_HOLD_BEFORE_EXEC", step);
+        let def = sandbox.write("m.json", TASK);
+        let script = sandbox.write("program.sh", STARTS_A_GRANDCHILD);
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let binding = format!("Work={}", script.display());
+        let mut runner = spawn_run(&sandbox, &def, "e", &binding);
+        if command == "resume" {
+            let pid = forked_not_execd(runner.id());
+            kill(&mut runner);
+            assert_gone(&[pid], "run");
+            std::thread::sleep(Duration::from_millis(200));
+            runner = sandbox.spawn(&["resume", "--execution-arn", "e"]);
+        }
+        let held = forked_not_execd(runner.id());
+        // The program leads its own group, whose id is its pid.
+        let _cleanup = GroupKilledOnFailure(held);
+        kill(&mut runner);
+        let what = format!("{command} killed before the program's {step}");
+        assert_gone(&[held], &what);
+        let left = mentioning(&script.display().to_string());
+        assert_gone(&left, &what);
+    }
 }

@@ -251,6 +251,33 @@ fn an_execution_that_kills_its_runner_twice_without_progress_is_quarantined() {
     assert_ne!(again.code, 0, "a failed execution is not resumed");
 }
 
+/// The limit of the fix below: a takeover counts as progress only when every lane waits, so a
+/// Parallel whose one branch waits while the other kills its runner is still quarantined.
+#[test]
+fn a_branch_that_waits_beside_one_that_kills_its_runner_does_not_save_it() {
+    let sb = Sandbox::new().lease_ms(100);
+    let program = kill_parent_program(&sb);
+    let machine = json!({"StartAt": "Both", "States": {"Both": {"Type": "Parallel", "End": true,
+    "Branches": [
+        {"StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 3600, "End": true}}},
+        {"StartAt": "Die", "States": {
+            "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
+        }}
+    ]}}});
+    run_killed(&sb, &machine, "poison", &[format!("Die={program}")]);
+    for resume in 1..=3 {
+        let out = sb.resume("poison");
+        assert_eq!(
+            out.code, -1,
+            "resume {resume} was not killed: {}",
+            out.stderr
+        );
+    }
+    let out = sb.resume("poison");
+    assert!(out.stderr.contains("stopped twice"), "{}", out.stderr);
+    assert_eq!(sb.status("poison").as_deref(), Some("FAILED"));
+}
+
 /// The other side of quarantine: runners killed as often, but each after the execution
 /// moved on (each Task kills its runner once, then answers), are resumed to the end.
 #[test]
@@ -341,4 +368,191 @@ fn an_execution_that_kills_serve_at_every_restart_is_quarantined() {
     );
     let events = sb.history("poison");
     assert_eq!(events.last().unwrap()["type"], "ExecutionFailed");
+}
+
+/// A Task program that waits for the file it is given, removes it, then kills its runner.
+const KILL_PARENT_ON_CUE: &str = "#!/bin/sh\n\
+    while [ ! -e \"$1\" ]; do sleep 0.02; done\n\
+    rm -f \"$1\"\n\
+    kill -9 $PPID\n\
+    sleep 5\n";
+
+/// The runner holding each of `executions` (ARNs) that is RUNNING, read from the database.
+fn owners(sb: &Sandbox, executions: &[String]) -> Vec<Option<String>> {
+    use rusqlite::OptionalExtension;
+    let db = rusqlite::Connection::open(sb.db()).expect("open the database");
+    let owner = |arn: &String| {
+        db.query_row(
+            "SELECT owner FROM executions WHERE execution_arn = ?1 AND status = 'RUNNING'",
+            [arn],
+            |row| row.get(0),
+        )
+        .optional()
+        .expect("owner")
+        .flatten()
+    };
+    executions.iter().map(owner).collect()
+}
+
+/// Waits until each of `executions` that was RUNNING `before` has another runner (or ended).
+fn taken_over(sb: &Sandbox, executions: &[String], before: &[Option<String>]) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while owners(sb, executions)
+        .iter()
+        .zip(before)
+        .any(|(now, then)| then.is_some() && now == then)
+    {
+        assert!(
+            Instant::now() < until,
+            "serve did not take {executions:?} over"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One action of `served`'s virtual clock (`POST /sfn-local/clock`); `settle` returns once
+/// every execution waits.
+fn clock(served: &common::served::Served, action: &str) {
+    let body = json!({ "action": action }).to_string();
+    let (status, answer) = common::served::curl(
+        served.port,
+        "localhost",
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            &body,
+        ],
+        "/sfn-local/clock",
+    );
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// Cues the poison's program, then waits until it killed `served` (true) or `poison` is no
+/// longer RUNNING (false: nothing ran the program, and the cue is taken back).
+fn cue_kills(served: &mut common::served::Served, sb: &Sandbox, cue: &std::path::Path) -> bool {
+    std::fs::write(cue, "").expect("cue");
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        if served.child.try_wait().expect("try_wait").is_some() {
+            return true;
+        }
+        if sb.status("poison").as_deref() != Some("RUNNING") {
+            let _ = std::fs::remove_file(cue);
+            return false;
+        }
+        assert!(
+            Instant::now() < until,
+            "serve neither died nor ended the poison"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Regression (#47, item 2's limit): the quarantine failed innocent executions. The store sees
+/// that the process died, not which execution killed it, so executions that only waited (a
+/// Wait, a task token) in the same serve crash loop found no new event at each takeover and were failed with
+/// the poison one, or a takeover before it. Now a takeover whose resumed execution replayed to
+/// its wait says so (one write), and only the execution being run when serve died counts stalls.
+#[test]
+fn executions_that_only_wait_through_a_serve_crash_loop_are_not_quarantined() {
+    let sb = Sandbox::new().lease_ms(300);
+    let program = sb.write("kill-on-cue.sh", KILL_PARENT_ON_CUE);
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let cue = sb.path("cue");
+    let binding = format!("Die={} {}", program.display(), cue.display());
+    let first = common::served::Served::serve(&sb, &["--clock", "virtual", "--task", &binding]);
+    let create = |name: &str, definition: Value| {
+        let (status, created) = first.call(
+            "CreateStateMachine",
+            json!({"name": name, "definition": definition.to_string(), "roleArn": "arn:aws:iam::123456789012:role/r"}),
+        );
+        assert_eq!(status, 200, "{created}");
+        created["stateMachineArn"].clone()
+    };
+    let waiter = create(
+        "Waiter",
+        json!({"StartAt": "Nap", "States": {
+            "Nap": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
+            "Done": {"Type": "Pass", "Result": "rested", "End": true}
+        }}),
+    );
+    let asker = create(
+        "Asker",
+        json!({"StartAt": "Ask", "States": {"Ask": {"Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"MessageBody": {"token.$": "$$.Task.Token"}}, "End": true}}}),
+    );
+    let poison = create(
+        "Poison",
+        json!({"StartAt": "Die", "States": {
+            "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
+        }}),
+    );
+    let start = |machine: &Value, name: &str| {
+        let (status, started) = first.call(
+            "StartExecution",
+            json!({"stateMachineArn": machine, "name": name}),
+        );
+        assert_eq!(status, 200, "{started}");
+        started["executionArn"].as_str().unwrap().to_owned()
+    };
+    let mut executions: Vec<String> = (1..=2)
+        .map(|i| start(&waiter, &format!("wait-{i}")))
+        .collect();
+    executions.push(start(&asker, "ask"));
+    executions.push(start(&poison, "poison"));
+    let mut serve = first;
+    clock(&serve, "settle");
+    let mut deaths = 0;
+    while deaths < 6 && cue_kills(&mut serve, &sb, &cue) {
+        deaths += 1;
+        let before = owners(&sb, &executions);
+        serve = common::served::Served::serve(&sb, &["--clock", "virtual"]);
+        taken_over(&sb, &executions, &before);
+        clock(&serve, "settle");
+    }
+    // As before: the first restart runs the Task again (progress), the next two find nothing
+    // new, the fourth fails it.
+    assert_eq!(deaths, 4, "serves killed");
+    let d = sb
+        .run(&["describe-execution", "--execution-arn", "poison"])
+        .json();
+    assert_eq!(d["status"], "FAILED", "{d}");
+    assert_eq!(
+        d["cause"],
+        sfn_local::engine::runner::QUARANTINE_CAUSE,
+        "{d}"
+    );
+    for waiter in &executions[..3] {
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", waiter])
+            .json();
+        assert_eq!(d["status"], "RUNNING", "{d}");
+    }
+    clock(&serve, "until-idle");
+    let tasks = sb.run(&["list-tasks", "--format", "json"]).json();
+    let token = tasks["tasks"][0]["taskToken"]
+        .as_str()
+        .expect("ask's token");
+    let sent = sb.send_success(token, r#""answered""#);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+    let until = Instant::now() + Duration::from_secs(60);
+    while sb.status("ask").as_deref() == Some("RUNNING") {
+        assert!(Instant::now() < until, "ask was never answered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (innocent, output) in executions[..3].iter().zip(["rested", "rested", "answered"]) {
+        let d = sb
+            .run(&["describe-execution", "--execution-arn", innocent])
+            .json();
+        assert_eq!(d["status"], "SUCCEEDED", "{d}");
+        assert_eq!(d["output"], json!(output).to_string(), "{d}");
+    }
 }

@@ -265,6 +265,12 @@ pub struct Engine {
     /// Whether the last event pushed was one a resume found recorded: a lane then goes on
     /// without giving the others a turn (they happened before the new events a lane writes).
     pub(crate) replayed_last: Cell<bool>,
+    /// How many lanes run that started no lanes of their own (see `engine::lanes`).
+    pub(crate) leaves: Cell<usize>,
+    /// How many of those wait durably (see [`Engine::parked`]).
+    pub(crate) parked: Cell<usize>,
+    /// Called once, the first time every lane waits durably (see [`Engine::on_settled`]).
+    pub(crate) settled: RefCell<Option<Box<dyn FnOnce()>>>,
 }
 
 impl Engine {
@@ -303,6 +309,9 @@ impl Engine {
             turns: RefCell::new(Vec::new()),
             abort_link: Cell::new(None),
             replayed_last: Cell::new(false),
+            leaves: Cell::new(1),
+            parked: Cell::new(0),
+            settled: RefCell::new(None),
         }
     }
 
@@ -311,6 +320,14 @@ impl Engine {
     /// [`Engine::new`] must then start after the last recorded event.
     pub fn with_replay(mut self, recorded: Vec<crate::store::EventRecord>) -> Self {
         self.replay = Some(Replay::new(recorded));
+        self
+    }
+
+    /// Calls `settled` once, the first time every lane of the execution waits durably (a Wait,
+    /// a retry interval, a task token with no local program running): a resume has then
+    /// replayed its history to where the execution stood without the process dying.
+    pub fn on_settled(self, settled: impl FnOnce() + 'static) -> Self {
+        *self.settled.borrow_mut() = Some(Box::new(settled));
         self
     }
 
@@ -1258,7 +1275,7 @@ impl Engine {
         // From the failure's event: a resumed execution does not wait the interval again.
         let deadline = self.last_ts.get() + self.clock.scale(delay).as_millis() as Millis;
         self.history.borrow_mut().submit();
-        self.clock.sleep_until(deadline).await;
+        self.parked(self.clock.sleep_until(deadline)).await;
         // A retry without an interval still lets the lanes beside it have a turn.
         self.turn().await;
     }

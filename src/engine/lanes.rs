@@ -15,6 +15,11 @@
 //! When one lane fails the state, the others are aborted in their order (branch or iteration
 //! index), their `*StateAborted` and `MapIterationAborted` events all pointing at the event
 //! that failed the state, as AWS links them.
+//!
+//! The engine also counts its leaves (lanes that started no lanes of their own) and how many of
+//! them wait durably ([`Engine::parked`]): when all do, a resume has replayed its history to where the
+//! execution stood, and the store is told once (see [`Engine::on_settled`]), so the quarantine
+//! does not count the next takeover against an execution that only waited.
 
 use crate::engine::execution::Engine;
 use crate::engine::history::EventId;
@@ -26,6 +31,7 @@ use std::task::{Context, Poll};
 
 /// One lane's future with its index; dropping its future aborts the lane.
 struct Slot<'a, T> {
+    engine: &'a Engine,
     index: usize,
     fut: Option<LocalBoxFuture<'a, T>>,
 }
@@ -39,6 +45,13 @@ impl<T> Future for Slot<'_, T> {
             Some(fut) => fut.as_mut().poll(cx).map(|t| (index, t)),
             None => Poll::Pending,
         }
+    }
+}
+
+impl<T> Drop for Slot<'_, T> {
+    fn drop(&mut self) {
+        let leaves = &self.engine.leaves;
+        leaves.set(leaves.get().saturating_sub(1));
     }
 }
 
@@ -57,6 +70,8 @@ impl<'a, T> Lanes<'a, T> {
         if side_by_side {
             engine.side_by_side.set(engine.side_by_side.get() + 1);
         }
+        // The lane starting these waits on them: a leaf no more until they end.
+        engine.leaves.set(engine.leaves.get().saturating_sub(1));
         Lanes {
             engine,
             running: FuturesUnordered::new(),
@@ -66,7 +81,9 @@ impl<'a, T> Lanes<'a, T> {
 
     /// Starts lane `index` (it runs from its first poll, after the lanes started before it).
     pub(crate) fn push(&mut self, index: usize, fut: LocalBoxFuture<'a, T>) {
+        self.engine.leaves.set(self.engine.leaves.get() + 1);
         self.running.push(Slot {
+            engine: self.engine,
             index,
             fut: Some(fut),
         });
@@ -128,6 +145,8 @@ impl<T> Drop for Lanes<'_, T> {
         // Lanes still running when their state is itself aborted (a sibling of an enclosing
         // Parallel or Map failed it) end in their order too.
         self.drop_in_order();
+        self.running.clear();
+        self.engine.leaves.set(self.engine.leaves.get() + 1);
         if self.side_by_side {
             self.engine
                 .side_by_side
@@ -162,7 +181,48 @@ impl Future for Turn<'_> {
     }
 }
 
+/// A lane's durable wait (a Wait, a retry interval, a bare task token), counted while it lasts.
+struct Parked<'a> {
+    engine: &'a Engine,
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        let parked = &self.engine.parked;
+        parked.set(parked.get().saturating_sub(1));
+    }
+}
+
 impl Engine {
+    /// Awaits `wait`, a durable wait (a Wait, a retry interval, a bare task token), counting
+    /// the running lane as parked from the first time it is pending (a deadline already passed
+    /// or an answer already there is no wait) until it ends.
+    pub(crate) async fn parked<F: Future>(&self, wait: F) -> F::Output {
+        let mut wait = std::pin::pin!(wait);
+        let mut parked = None;
+        std::future::poll_fn(|cx| match wait.as_mut().poll(cx) {
+            Poll::Pending => {
+                parked.get_or_insert_with(|| self.park());
+                Poll::Pending
+            }
+            ready => ready,
+        })
+        .await
+    }
+
+    /// Counts the running lane as waiting durably until the guard is dropped; the first time
+    /// every leaf does, calls the engine's `settled` hook.
+    fn park(&self) -> Parked<'_> {
+        self.parked.set(self.parked.get() + 1);
+        if self.parked.get() >= self.leaves.get() {
+            let settled = self.settled.borrow_mut().take();
+            if let Some(settled) = settled {
+                settled();
+            }
+        }
+        Parked { engine: self }
+    }
+
     /// Gives the other lanes running side by side a turn (see the module's overview); a
     /// no-op when no two lanes run side by side, and right after an event a resume found
     /// recorded (the lane catches up with its recording first).

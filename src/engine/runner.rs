@@ -492,6 +492,7 @@ fn build_engine(
     tasks.notice = crate::tasks::Notice(Some(notice.clone()));
     let clock = time.clock();
     let sink = StoreSink::new(store.clone(), &info.execution_arn).owned_by(owner);
+    let info_arn = info.execution_arn.clone();
     let history = History::new(next_id, Box::new(sink), options.max_history_events)
         .with_compat(options.compat);
     let broker = TokenBroker::new(
@@ -507,7 +508,13 @@ fn build_engine(
         .with_tokens(Rc::new(broker))
         .with_map_runs(Rc::new(journal));
     match recorded {
-        Some(events) => engine.with_replay(events),
+        Some(events) => {
+            let (store, arn, owner) = (store.clone(), info_arn, owner.to_owned());
+            engine.with_replay(events).on_settled(move || {
+                // Unrecorded, the next takeover only counts this one as a stall, as before.
+                let _ = store.settle_takeover(&arn, &owner);
+            })
+        }
         None => engine,
     }
 }

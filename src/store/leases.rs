@@ -64,6 +64,23 @@ pub(crate) fn acquire(
     .optional()
 }
 
+/// Records that `owner`'s takeover of the execution replayed its history to where the
+/// execution stood and waits there (durably): as good as progress, so the next takeover starts
+/// the count of stalled ones again. No-op once another runner holds it.
+pub(crate) fn settle(
+    tx: &Transaction<'_>,
+    execution_arn: &str,
+    owner: &str,
+) -> rusqlite::Result<()> {
+    // NULL matches no event id, so `acquire` counts 0 as after progress.
+    tx.execute_cached(
+        "UPDATE executions SET stalled_takeovers = 0, takeover_event_id = NULL \
+         WHERE execution_arn = ?1 AND owner = ?2 AND status = 'RUNNING'",
+        params![execution_arn, owner],
+    )?;
+    Ok(())
+}
+
 /// How long a lapsed runner's row is kept (for `list-executions` to show when it lapsed).
 const FORGET_RUNNERS_AFTER_MS: i64 = 24 * 3600 * 1000;
 

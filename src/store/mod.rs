@@ -604,6 +604,14 @@ impl Store {
         })
     }
 
+    /// Records that `owner`'s takeover of `execution_arn` reached where the execution stood
+    /// and waits there: the quarantine counts it as progress (see `leases::settle`).
+    pub fn settle_takeover(&self, execution_arn: &str, owner: &str) -> Result<()> {
+        self.write_now("record a settled takeover", |tx| {
+            leases::settle(tx, execution_arn, owner)
+        })
+    }
+
     /// Extends every lease `owner` holds on running executions to `expires_at`, with one write
     /// to its runner's lease row (see `leases`).
     pub fn renew_leases(&self, owner: &str, expires_at: i64) -> Result<()> {

@@ -788,6 +788,16 @@ fn takeovers_without_progress_are_counted_until_a_clean_stop() {
         .release_lease(&execution_arn, "runner-4")
         .expect("release");
     assert_eq!(stalled("runner-5", 300_001), 0, "runner-4 stopped cleanly");
+    assert_eq!(stalled("runner-6", 400_000), 1);
+    // A settle from a runner that no longer holds it changes nothing; the holder's does.
+    store
+        .settle_takeover(&execution_arn, "runner-5")
+        .expect("settle");
+    assert_eq!(stalled("runner-7", 500_000), 2);
+    store
+        .settle_takeover(&execution_arn, "runner-7")
+        .expect("settle");
+    assert_eq!(stalled("runner-8", 600_000), 0, "runner-7 reached its wait");
 }
 
 /// Regression (#38): a Map run's journal writes are background work, taken at most

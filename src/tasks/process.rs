@@ -151,20 +151,86 @@ fn forget(pgid: u32) {
 pub fn die_with_parent(command: &mut tokio::process::Command) {
     let parent = std::process::id();
     let reaper = reaper_fd();
+    let held = held_step();
     // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
-    // system calls (prctl, getpid, write, sigaction, getppid, kill): no allocation, no locks.
+    // system calls (prctl, getpid, write, sigaction, getppid, kill, and in a test's debug
+    // build nanosleep): no allocation, no locks.
     unsafe {
         command.pre_exec(move || {
+            hold(held, ExecStep::Pdeathsig, parent);
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            hold(held, ExecStep::Listing, parent);
             if let Some(fd) = reaper {
                 list_with_reaper(fd);
             }
+            hold(held, ExecStep::ParentCheck, parent);
             // The parent died before the prctl: nobody would send the signal.
             if std::os::unix::process::parent_id() != parent {
                 let _ = nix::sys::signal::raise(Signal::SIGKILL);
             }
             Ok(())
         });
+    }
+}
+
+/// The steps a program takes between fork and exec, each of which a test can hold it before
+/// (`SFN_LOCAL_HOLD_BEFORE_EXEC`, debug builds only: see [`held_step`]).
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExecStep {
+    /// Asking for `SIGKILL` at the parent's death (`PR_SET_PDEATHSIG`).
+    Pdeathsig,
+    /// Listing its group with the reaper.
+    Listing,
+    /// Checking that the parent is still the one that forked it.
+    ParentCheck,
+}
+
+/// In a debug build, the step `SFN_LOCAL_HOLD_BEFORE_EXEC` names (`pdeathsig`, `listing`,
+/// `parent-check`), read once, in sfn-local: every program is then held before that step
+/// until sfn-local is gone (at most [`HOLD_NAPS`] naps), so `tests/children_die.rs` can kill
+/// sfn-local in each window of the fork. A release build never holds.
+#[cfg(target_os = "linux")]
+fn held_step() -> Option<ExecStep> {
+    #[cfg(debug_assertions)]
+    {
+        static HELD: OnceLock<Option<ExecStep>> = OnceLock::new();
+        *HELD.get_or_init(
+            || match std::env::var("SFN_LOCAL_HOLD_BEFORE_EXEC").ok()?.as_str() {
+                "pdeathsig" => Some(ExecStep::Pdeathsig),
+                "listing" => Some(ExecStep::Listing),
+                "parent-check" => Some(ExecStep::ParentCheck),
+                _ => None,
+            },
+        )
+    }
+    #[cfg(not(debug_assertions))]
+    None
+}
+
+/// How many 10 ms naps a held program waits at most for its parent to die (10 s).
+#[cfg(target_os = "linux")]
+const HOLD_NAPS: u32 = 1000;
+
+/// Between fork and exec: when `step` is the `held` one, naps until `parent` is gone (or
+/// [`HOLD_NAPS`] ran out). Only nanosleep and getppid, both async-signal-safe.
+#[cfg(target_os = "linux")]
+fn hold(held: Option<ExecStep>, step: ExecStep, parent: u32) {
+    if held != Some(step) {
+        return;
+    }
+    let nap = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 10_000_000,
+    };
+    for _ in 0..HOLD_NAPS {
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+        // SAFETY: nanosleep reads `nap` and writes nothing (no remainder asked for).
+        unsafe {
+            nix::libc::nanosleep(&nap, std::ptr::null_mut());
+        }
     }
 }
 

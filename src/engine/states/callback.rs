@@ -252,10 +252,15 @@ impl Engine {
     ) -> Result<(Value, EventId), Failed> {
         let mut started_seen = !a.is_activity;
         loop {
-            let event = open
-                .next_event(self.clock.as_ref(), started_seen, worker)
-                .await
-                .map_err(|e| Failed::new(e, prev))?;
+            // A worker program this runner started may yet act: only a bare token is a
+            // durable wait.
+            let bare = worker.is_none();
+            let next = open.next_event(self.clock.as_ref(), started_seen, worker);
+            let event = match bare {
+                true => self.parked(next).await,
+                false => next.await,
+            }
+            .map_err(|e| Failed::new(e, prev))?;
             match event {
                 TokenEvent::Started { worker_name } => {
                     started_seen = true;

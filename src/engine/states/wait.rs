@@ -129,7 +129,7 @@ impl Engine {
         let deadline = now + self.clock.scale(declared).as_millis() as Millis;
         if deadline > now {
             self.history.borrow_mut().submit();
-            self.clock.sleep_until(deadline).await;
+            self.parked(self.clock.sleep_until(deadline)).await;
         }
         let output = match cx.state.query_language {
             QueryLanguage::Jsonata => {
