@@ -203,6 +203,18 @@ fn kill_parent_program(sb: &Sandbox) -> String {
     path.display().to_string()
 }
 
+/// Resumes `name` `times` times, each killed by its task program.
+fn resumes_killed(sb: &Sandbox, name: &str, times: usize) {
+    for resume in 1..=times {
+        let out = sb.resume(name);
+        assert_eq!(
+            out.code, -1,
+            "resume {resume} was not killed: {}",
+            out.stderr
+        );
+    }
+}
+
 /// Regression (#47, item 2): an execution that kills its runner was resumed at every restart
 /// and killed it again, a crash loop. Now a takeover that finds it, for the second time in a
 /// row, where the takeover before left it (no event committed since) fails it with
@@ -217,14 +229,7 @@ fn an_execution_that_kills_its_runner_twice_without_progress_is_quarantined() {
         "Die": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": true}
     }});
     run_killed(&sb, &machine, "poison", &[format!("Die={program}")]);
-    for resume in 1..=3 {
-        let out = sb.resume("poison");
-        assert_eq!(
-            out.code, -1,
-            "resume {resume} was not killed: {}",
-            out.stderr
-        );
-    }
+    resumes_killed(&sb, "poison", 3);
     let before = sb.history("poison").len();
     let out = sb.resume("poison");
     assert_ne!(out.code, 0, "{}", out.stderr);
@@ -265,14 +270,7 @@ fn a_branch_that_waits_beside_one_that_kills_its_runner_does_not_save_it() {
         }}
     ]}}});
     run_killed(&sb, &machine, "poison", &[format!("Die={program}")]);
-    for resume in 1..=3 {
-        let out = sb.resume("poison");
-        assert_eq!(
-            out.code, -1,
-            "resume {resume} was not killed: {}",
-            out.stderr
-        );
-    }
+    resumes_killed(&sb, "poison", 3);
     let out = sb.resume("poison");
     assert!(out.stderr.contains("stopped twice"), "{}", out.stderr);
     assert_eq!(sb.status("poison").as_deref(), Some("FAILED"));
@@ -298,14 +296,7 @@ fn an_execution_that_progresses_between_kills_is_resumed_every_time() {
         .map(|s| format!("{s}={program} {}", sb.path(s).display()))
         .collect();
     run_killed(&sb, &machine, "progressing", &bindings);
-    for resume in 1..=2 {
-        let out = sb.resume("progressing");
-        assert_eq!(
-            out.code, -1,
-            "resume {resume} was not killed: {}",
-            out.stderr
-        );
-    }
+    resumes_killed(&sb, "progressing", 2);
     let out = sb.resume("progressing");
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = sb.history("progressing");

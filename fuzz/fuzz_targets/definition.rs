@@ -3,31 +3,22 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sfn_local::asl::{
-    compile_text, load_text, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved,
-};
+use sfn_local::asl::{compile_text, MachineType, SourceFormat};
 use sfn_local::cli::report::{render, FileReport, Format};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let substitutions = Substitutions::new();
     for (format, path) in [
         (SourceFormat::Json, "machine.asl.json"),
         (SourceFormat::Yaml, "machine.asl.yaml"),
     ] {
-        let loaded = load_text(
-            text,
-            format,
-            LoadOptions {
-                machine_type: MachineType::Standard,
-                substitutions: &substitutions,
-                unresolved: Unresolved::StandIn,
-            },
-        );
+        let loaded = sfn_local_fuzz::load_standard(text, format);
         let file = FileReport {
             path,
+            logical_id: None,
+            template: None,
             text,
             diagnostics: &loaded.diagnostics,
         };

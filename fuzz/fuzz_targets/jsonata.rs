@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 static ALLOCATOR: sfn_local::memory::Metered<std::alloc::System> =
     sfn_local::memory::Metered(std::alloc::System);
 use sfn_local::asl::diagnostic::{Diagnostics, JsonPointer};
-use sfn_local::asl::jsonata::{JsonataScope, JsonataTemplate};
+use sfn_local::asl::jsonata::{JsonataScope, JsonataTemplate, Run};
 use sfn_local_fuzz::{context, text_and_value, variables};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,5 +26,8 @@ fuzz_target!(|data: &[u8]| {
     let context = context();
     let vars = variables(&input);
     let scope = JsonataScope::new(&input, &context, &vars).with_result(&input);
-    let _ = compiled.evaluate("Output", &scope);
+    // Each expression as the engine's first try evaluates it, on this thread.
+    for expression in compiled.expressions() {
+        let _ = expression.bind(&scope).evaluate(&Run::default());
+    }
 });

@@ -7,9 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use sfn_local::asl::{
-    load_text, LoadOptions, MachineType, SourceFormat, Substitutions, Unresolved,
-};
+use sfn_local::asl::SourceFormat;
 use sfn_local::clock::ManualClock;
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::{run_in_memory, EngineOptions};
@@ -62,7 +60,9 @@ fn nest(open: &str, middle: &str, close: &str, levels: usize) -> String {
 
 /// A one-Pass machine whose `Parameters` hold `field`.
 fn pass_with(field: &str) -> String {
-    format!(r#"{{"StartAt":"P","States":{{"P":{{"Type":"Pass","Parameters":{field},"End":true}}}}}}"#)
+    format!(
+        r#"{{"StartAt":"P","States":{{"P":{{"Type":"Pass","Parameters":{field},"End":true}}}}}}"#
+    )
 }
 
 fn jsonata_output(expression: &str) -> String {
@@ -73,7 +73,10 @@ fn jsonata_output(expression: &str) -> String {
 }
 
 fn path_field(path: &str) -> String {
-    pass_with(&format!(r#"{{"x.$":{}}}"#, serde_json::to_string(path).unwrap()))
+    pass_with(&format!(
+        r#"{{"x.$":{}}}"#,
+        serde_json::to_string(path).unwrap()
+    ))
 }
 
 /// A definition nesting `levels` deep in the way `shape` picks.
@@ -84,13 +87,21 @@ fn definition(shape: u8, levels: usize, leaf: &str) -> String {
         1 => path_field(&format!("$.a[?({}(@.b == 1))]", "!".repeat(levels))),
         2 => path_field(&nest("$.a[?(@.b", "", ")]", levels)),
         3 => pass_with(&nest(r#"{"a":"#, &leaf_json, "}", levels)),
-        4 => pass_with(&format!(r#"{{"r":{}}}"#, nest("[", &leaf_json, "]", levels))),
+        4 => pass_with(&format!(
+            r#"{{"r":{}}}"#,
+            nest("[", &leaf_json, "]", levels)
+        )),
         5 => path_field(&nest("States.Array(", "1", ")", levels)),
         6 => jsonata_output(&nest("(", "1", ")", levels)),
         7 => jsonata_output(&nest("[", "1", "]", levels)),
         8 => jsonata_output(&nest("{'a':", "1", "}", levels)),
         9 => {
-            let rule = nest(r#"{"Not":"#, r#"{"Variable":"$.x","IsPresent":true}"#, "}", levels);
+            let rule = nest(
+                r#"{"Not":"#,
+                r#"{"Variable":"$.x","IsPresent":true}"#,
+                "}",
+                levels,
+            );
             format!(
                 r#"{{"StartAt":"C","States":{{"C":{{"Type":"Choice","Choices":[{{"And":[{rule}],"Next":"E"}}],"Default":"E"}},"E":{{"Type":"Succeed"}}}}}}"#
             )
@@ -107,7 +118,10 @@ fn definition(shape: u8, levels: usize, leaf: &str) -> String {
                 r#"{{"StartAt":"P","States":{{"P":{{"Type":"Pass","Result":{leaf_json},"ResultPath":"$.{steps}","End":true}}}}}}"#
             )
         }
-        12 => format!("StartAt: P\nStates:\n  P:\n    Type: Pass\n    Result: {}\n    End: true\n", nest("[", "1", "]", levels)),
+        12 => format!(
+            "StartAt: P\nStates:\n  P:\n    Type: Pass\n    Result: {}\n    End: true\n",
+            nest("[", "1", "]", levels)
+        ),
         _ => {
             // A loop that nests its input `levels % 200` deeper each turn.
             let wrap = nest(r#"{"a":"#, r#"{"v.$":"$"}"#, "}", levels % 200);
@@ -128,17 +142,12 @@ fn input(shape: u8, levels: usize) -> String {
 }
 
 fn validate(text: &str, yaml: bool) -> Option<sfn_local::asl::StateMachine> {
-    let substitutions = Substitutions::new();
-    let format = if yaml { SourceFormat::Yaml } else { SourceFormat::Json };
-    let loaded = load_text(
-        text,
-        format,
-        LoadOptions {
-            machine_type: MachineType::Standard,
-            substitutions: &substitutions,
-            unresolved: Unresolved::StandIn,
-        },
-    );
+    let format = if yaml {
+        SourceFormat::Yaml
+    } else {
+        SourceFormat::Json
+    };
+    let loaded = sfn_local_fuzz::load_standard(text, format);
     let _ = loaded
         .diagnostics
         .iter()
@@ -159,7 +168,14 @@ fn run(machine: sfn_local::asl::StateMachine, input: &str) {
     let Ok(input) = serde_json::from_str::<Value>(input) else {
         return;
     };
-    let info = ExecutionInfo::new("us-east-1", "123456789012", "M", "e", None, 1_700_000_000_000);
+    let info = ExecutionInfo::new(
+        "us-east-1",
+        "123456789012",
+        "M",
+        "e",
+        None,
+        1_700_000_000_000,
+    );
     let options = EngineOptions {
         // Loops end by the history cap, not by time.
         max_history_events: 2_000,

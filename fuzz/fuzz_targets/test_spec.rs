@@ -52,9 +52,15 @@ fuzz_target!(|data: &[u8]| {
         specs: vec![spec_path],
         junit: None,
         jobs: Some(1),
-        time_scale: None,
+        update_snapshots: false,
+        clock: Default::default(),
         case_timeout: 5,
-        s3_dir: None,
+        substitutions: Default::default(),
+        s3: Default::default(),
         machines: Default::default(),
+        coverage: false,
+        coverage_format: Default::default(),
+        coverage_output: None,
+        coverage_fail_under: None,
     });
 });

@@ -8,6 +8,9 @@
 
 use arbitrary::Unstructured;
 use serde_json::{Map, Value};
+use sfn_local::asl::{
+    load_text, LoadOptions, LoadedDefinition, MachineType, SourceFormat, Substitutions, Unresolved,
+};
 
 /// Deepest arbitrary value built: AWS's payloads are shallow, and the evaluators' own depth
 /// limits are covered by the JSON text half.
@@ -108,4 +111,18 @@ pub fn variables(value: &Value) -> Map<String, Value> {
     m.insert("n".into(), Value::from(3));
     m.insert("s".into(), Value::from("text"));
     m
+}
+
+/// A STANDARD definition loaded as `validate` loads a file: no substitutions given, placeholders
+/// stood in for.
+pub fn load_standard(text: &str, format: SourceFormat) -> LoadedDefinition {
+    load_text(
+        text,
+        format,
+        LoadOptions {
+            machine_type: MachineType::Standard,
+            substitutions: &Substitutions::new(),
+            unresolved: Unresolved::StandIn,
+        },
+    )
 }
