@@ -115,7 +115,7 @@ pub fn parse_json(text: &str) -> Result<Value, SyntaxError> {
                 kind: SyntaxErrorKind::NotAnObject,
             })
         }
-        Err(serde_error) => Err(match Scanner::new(text).run() {
+        Err(serde_error) => Err(match Scanner::checking(text).run() {
             Err(scan_error) => scan_error.into_syntax_error(text),
             // The scanner accepts what serde_json refuses only in corners (nesting deeper than
             // serde_json's 127 levels, numbers beyond f64, lone surrogate escapes): report
@@ -780,6 +780,9 @@ struct Scanner<'t> {
     /// The node of the value about to be read.
     pending: NodeId,
     out: ScanOutput,
+    /// Whether to build the index (pointers, spans, duplicates); finding the first syntax
+    /// error needs none of it.
+    index: bool,
 }
 
 type Scan<T> = Result<T, ScanError>;
@@ -795,6 +798,16 @@ impl<'t> Scanner<'t> {
             stack: Vec::new(),
             pending: ROOT,
             out: ScanOutput::default(),
+            index: true,
+        }
+    }
+
+    /// A scanner that only checks the syntax: linear at any depth without an index's
+    /// allocations (a megabyte of nesting that serde_json refuses is explained at once).
+    fn checking(text: &'t str) -> Self {
+        Scanner {
+            index: false,
+            ..Scanner::new(text)
         }
     }
 
@@ -1349,7 +1362,7 @@ impl<'t> Scanner<'t> {
         self.pos += 1;
         let key = self.string(true)?;
         let key_span = start..self.pos;
-        let Some(frame) = self.stack.last() else {
+        let Some(frame) = self.stack.last().filter(|_| self.index) else {
             return Ok(Want::Colon);
         };
         let (node, replaced) = self
@@ -1366,6 +1379,9 @@ impl<'t> Scanner<'t> {
 
     /// Prepares the pointer of the next array element.
     fn begin_element(&mut self) {
+        if !self.index {
+            return;
+        }
         if let Some(frame) = self.stack.last_mut() {
             let (node, _) = self
                 .out
