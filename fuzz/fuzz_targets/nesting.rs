@@ -9,7 +9,6 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use sfn_local::asl::SourceFormat;
 use sfn_local::clock::ManualClock;
-use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::{run_in_memory, EngineOptions};
 use sfn_local::tasks::LocalTasks;
 use std::rc::Rc;
@@ -168,14 +167,7 @@ fn run(machine: sfn_local::asl::StateMachine, input: &str) {
     let Ok(input) = serde_json::from_str::<Value>(input) else {
         return;
     };
-    let info = ExecutionInfo::new(
-        "us-east-1",
-        "123456789012",
-        "M",
-        "e",
-        None,
-        1_700_000_000_000,
-    );
+    let info = sfn_local_fuzz::execution_info();
     let options = EngineOptions {
         // Loops end by the history cap, not by time.
         max_history_events: 2_000,

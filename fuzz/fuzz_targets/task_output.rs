@@ -17,7 +17,6 @@ static ALLOCATOR: sfn_local::memory::Metered<std::alloc::System> =
 use serde_json::{json, Value};
 use sfn_local::asl::{compile_text, MachineType, StateMachine};
 use sfn_local::clock::SystemClock;
-use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::{run_in_memory, EngineOptions};
 use sfn_local::tasks::mock::MockConfig;
 use sfn_local::tasks::LocalTasks;
@@ -130,14 +129,7 @@ fuzz_target!(|data: &[u8]| {
         mocks_only: true,
         ..LocalTasks::default()
     };
-    let info = ExecutionInfo::new(
-        "us-east-1",
-        "123456789012",
-        "M",
-        "e",
-        None,
-        1_700_000_000_000,
-    );
+    let info = sfn_local_fuzz::execution_info();
     RUNTIME.with(|rt| {
         let local = tokio::task::LocalSet::new();
         rt.block_on(local.run_until(run_in_memory(

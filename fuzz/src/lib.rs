@@ -126,3 +126,15 @@ pub fn load_standard(text: &str, format: SourceFormat) -> LoadedDefinition {
         },
     )
 }
+
+/// The one execution the engine targets run: its ARN, names and start time.
+pub fn execution_info() -> sfn_local::engine::context::ExecutionInfo {
+    sfn_local::engine::context::ExecutionInfo::new(
+        "us-east-1",
+        "123456789012",
+        "M",
+        "e",
+        None,
+        1_700_000_000_000,
+    )
+}
