@@ -875,12 +875,8 @@ impl Engine {
         state: &State,
         prev: EventId,
     ) -> Result<Payload, Failed> {
-        let payload = Payload::of(v).map_err(|too_deep| Failed {
-            error: too_deep_error(&state.name, too_deep),
-            prev,
-            terminal: true,
-            unfinished: None,
-        })?;
+        let payload =
+            Payload::of(v).map_err(|too_deep| too_deep_failure(&state.name, too_deep, prev))?;
         if payload.len > MAX_PAYLOAD_BYTES {
             return Err(Failed {
                 error: StatesError::new(
@@ -1112,12 +1108,7 @@ impl Engine {
             Ok(()) => Ok(value),
             Err(too_deep) => {
                 crate::depth::drop_flat(value);
-                Err(Failed {
-                    error: too_deep_error(&cx.state.name, too_deep),
-                    prev: cx.entered_id,
-                    terminal: true,
-                    unfinished: None,
-                })
+                Err(too_deep_failure(&cx.state.name, too_deep, cx.entered_id))
             }
         }
     }
@@ -1504,10 +1495,16 @@ impl Drop for AbortGuard<'_> {
     }
 }
 
-/// `States.Runtime` for a state whose input, output, parameters or variables nest past the depth
-/// budget: AWS documents no limit, so the cause names sfn-local's.
-pub(crate) fn too_deep_error(state: &str, too_deep: crate::depth::TooDeep) -> StatesError {
-    StatesError::runtime(format!(
-        "An error occurred while executing the state '{state}': {too_deep}"
-    ))
+/// The failure of a state whose input, output, parameters or variables nest past the depth
+/// budget, after `prev`: `States.Runtime`, terminal as every one, its cause naming sfn-local's
+/// limit (AWS documents none).
+fn too_deep_failure(state: &str, too_deep: crate::depth::TooDeep, prev: EventId) -> Failed {
+    Failed {
+        error: StatesError::runtime(format!(
+            "An error occurred while executing the state '{state}': {too_deep}"
+        )),
+        prev,
+        terminal: true,
+        unfinished: None,
+    }
 }

@@ -7,9 +7,9 @@
 //! like mini-redis's commands), which decodes it, calls the library and encodes the answer.
 //! Executions run in this process, many at once, on a small pool of threads ([`pool`]), in the
 //! same database as every CLI command, driven by the engine's own runner
-//! ([`crate::engine::runner::start_engine`]). On start, and a few times per lease period after, the
-//! server resumes executions whose runner is gone; on SIGINT/SIGTERM it stops taking requests, commits, and gives up its leases,
-//! so everything stays resumable.
+//! ([`crate::engine::runner::start_engine`]). On start, and a few times per lease period after,
+//! the server resumes executions whose runner is gone; on SIGINT/SIGTERM it stops taking
+//! requests, commits, and gives up its leases, so everything stays resumable.
 //!
 //! Connections go through [`crate::web`]: requests addressed to a name other than localhost,
 //! an IP address or one `--allow-host` names are refused (DNS rebinding), with timeouts and a
@@ -447,7 +447,7 @@ impl Server {
         };
         orphans
             .into_iter()
-            .filter(|record| self.resume(record.clone()))
+            .filter_map(|record| self.resume(record).then_some(()))
             .count()
     }
 
