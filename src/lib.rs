@@ -42,6 +42,7 @@ pub mod depth;
 pub mod engine;
 pub mod graph;
 pub mod limits;
+pub mod loader;
 pub mod lsp;
 pub mod memory;
 pub mod random;

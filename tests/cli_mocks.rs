@@ -228,12 +228,19 @@ fn a_delay_beyond_the_heartbeat_times_out_like_a_dead_worker() {
 #[test]
 fn test_cases_are_chosen_like_step_functions_local() {
     let Shop { sb, def, mocks } = Shop::new();
-    // SFN_MOCK_CONFIG and DEFINITION#CASE.
+    // SFN_MOCK_CONFIG and --test-case.
     let out = sb.run_env(
-        &["run", &format!("{def}#Declined"), "--name", "a"],
+        &["run", &def, "--test-case", "Declined", "--name", "a"],
         &[("SFN_MOCK_CONFIG", &mocks)],
     );
     out.assert_error(1, "Payment.Declined");
+    // `#` names a template's state machine on every door; after a definition it is an error
+    // that names the mock case's own spelling (it once chose the case in `run` alone).
+    let out = sb.run_env(
+        &["run", &format!("{def}#Declined"), "--name", "a2"],
+        &[("SFN_MOCK_CONFIG", &mocks)],
+    );
+    out.assert_error(2, "--test-case Declined");
     // An ARN with #CASE as the state machine name.
     let out = sb.run(&[
         "run",

@@ -905,7 +905,7 @@ fn graph_draws_a_templates_machine_by_logical_id_with_its_coverage() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let several = sb.run_in_sandbox(&["graph", "template.json"]);
-    several.assert_error(2, "choose one with --state-machine");
+    several.assert_error(2, "choose one as template.json#LogicalId");
     for args in [
         &["graph", "template.json#Second", "--coverage"][..],
         &[

@@ -526,14 +526,17 @@ fn serve_creates_every_state_machine_of_every_published_template() {
     let sb = Sandbox::new();
     let out = sb.run(&["validate", "--format", "json", &root.display().to_string()]);
     let mut machines: BTreeMap<String, (usize, bool)> = BTreeMap::new();
+    // A machine whose definition is a file of its own may have a second report: what its
+    // template gets wrong, in the template (same logical ID). Count each machine once.
+    let mut seen = std::collections::BTreeSet::new();
     for r in out.json().as_array().expect("reports") {
-        let Some(_) = r["logicalId"].as_str() else {
+        let Some(id) = r["logicalId"].as_str() else {
             continue;
         };
         let template = r["template"].as_str().or(r["file"].as_str()).unwrap();
         let failed = r["result"] == "FAIL";
         let entry = machines.entry(template.to_owned()).or_default();
-        entry.0 += 1;
+        entry.0 += usize::from(seen.insert((template.to_owned(), id.to_owned())));
         entry.1 |= failed;
     }
     // The template that does not parse has no report of a machine, only of the file.

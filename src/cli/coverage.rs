@@ -2,10 +2,11 @@
 //! definition files, a template's state machines, or every machine in the database; as a text
 //! table, JSON or LCOV, with `--fail-under` for CI.
 
-use crate::asl::{self, JsonPointer, MachineType, SourceFormat, Unresolved};
-use crate::cli::definition::{self, LoadedFile, SubstitutionArgs};
+use crate::asl::{self, JsonPointer, SourceFormat, Unresolved};
+use crate::cli::flags::SubstitutionArgs;
 use crate::cli::EXIT_USAGE;
 use crate::coverage::{self, report, Category, MachineCoverage, Placement, Target};
+use crate::loader::{self, LoadedFile, Reference};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -173,16 +174,11 @@ pub fn targets(paths: &[PathBuf], subs: &SubstitutionArgs) -> Result<Vec<Target>
     let subs = subs.substitutions()?;
     let mut out = Vec::new();
     for given in paths {
-        // `template.yaml#LogicalId` is that machine of the template.
-        let (path, id) = definition::split_logical_id(given);
-        let files = definition::load_any(&path, MachineType::Standard, &subs, Unresolved::StandIn)?;
-        let wanted = |f: &LoadedFile| id.is_none() || f.logical_id == id;
-        let before = out.len();
-        for file in files.into_iter().filter(wanted) {
-            out.push(target(&path, file)?);
-        }
-        if out.len() == before {
-            return Err(format!("{} holds no state machine", given.display()));
+        let reference = Reference::parse(given);
+        let options = loader::Options::new(&subs, Unresolved::StandIn);
+        let files = loader::load_all(&reference, options).map_err(|e| e.to_string())?;
+        for file in files {
+            out.push(target(&reference.path, file)?);
         }
     }
     Ok(out)
@@ -208,7 +204,7 @@ fn target(path: &Path, file: LoadedFile) -> Result<Target, String> {
     // As `run` and `serve` name it: the file's name, or the template machine's own.
     let machine_names = match &file.logical_id {
         Some(id) => vec![file.deployed_name.clone().unwrap_or_else(|| id.clone())],
-        None => vec![definition::machine_name(Path::new(&file.path))],
+        None => vec![loader::machine_name(Path::new(&file.path))],
     };
     let logical_id = file.logical_id.clone();
     // Inline in the template unless a DefinitionUri names a file of its own.

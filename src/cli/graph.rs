@@ -133,9 +133,10 @@ fn definition_picture(args: &GraphArgs, path: &std::path::Path) -> Result<Pictur
     // JSON or YAML, or a template's state machine, as every command reads a definition;
     // `${Name}` placeholders without a value get stand-ins, since a picture needs none.
     let subs = args.substitutions.substitutions().map_err(usage)?;
+    let reference = crate::loader::Reference::parse(path);
     let (file, name) =
-        crate::cli::definition::load_definition_or_template(path, &subs, asl::Unresolved::StandIn)
-            .map_err(usage)?;
+        crate::cli::flags::load_reference(&reference, &subs, asl::Unresolved::StandIn)
+            .map_err(|e| usage(e.to_string()))?;
     let shown = file.label();
     let Some(machine) = file.definition.machine else {
         let diags = &file.definition.diagnostics;

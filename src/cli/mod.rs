@@ -47,7 +47,6 @@ pub mod completions;
 pub mod console;
 pub mod coverage;
 pub mod db;
-pub mod definition;
 pub mod executions;
 pub mod flags;
 pub mod graph;

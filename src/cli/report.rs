@@ -76,6 +76,34 @@ struct Place {
     label: Option<String>,
 }
 
+impl crate::loader::LoadedFile {
+    /// Its report for `validate` and the other commands that show diagnostics.
+    pub fn report(&self) -> FileReport<'_> {
+        FileReport {
+            path: &self.path,
+            logical_id: self.logical_id.as_deref(),
+            template: self.template.as_deref(),
+            text: &self.text,
+            diagnostics: &self.definition.diagnostics,
+        }
+    }
+
+    /// Its report, then what its template gets wrong around it, placed in the template (when
+    /// its definition is a file of its own and the template has problems).
+    pub fn reports(&self) -> Vec<FileReport<'_>> {
+        let mut out = vec![self.report()];
+        if let Some(problems) = &self.template_problems {
+            if !problems.diagnostics.is_empty() {
+                out.push(FileReport {
+                    logical_id: self.logical_id.as_deref(),
+                    ..FileReport::new(&problems.path, &problems.text, &problems.diagnostics)
+                });
+            }
+        }
+        out
+    }
+}
+
 impl<'a> FileReport<'a> {
     /// The report of a definition file of its own.
     pub fn new(path: &'a str, text: &'a str, diagnostics: &'a Diagnostics) -> Self {

@@ -6,7 +6,6 @@
 
 use crate::api;
 use crate::asl;
-use crate::cli::definition::LoadedFile;
 use crate::cli::flags::{
     self, AccountArgs, BindingArgs, ClockArgs, DatabaseArgs, DefinitionArgs, EndpointArgs,
     FlagError, InputArgs, MachineArgs, MockArgs, RunOutputArgs, S3Args,
@@ -16,6 +15,7 @@ use crate::cli::EXIT_USAGE;
 use crate::engine::context::ExecutionInfo;
 use crate::engine::runner::{check_name, run_execution, RunError, RunRequest};
 use crate::engine::{EngineOptions, Status};
+use crate::loader::LoadedFile;
 use crate::store::Store;
 use crate::tasks::LocalTasks;
 use clap::Args;
@@ -182,7 +182,7 @@ fn lower(args: &RunArgs) -> Result<Plan, ExitCode> {
             )
         });
     let bound = checked.map_err(FlagError::exit)?;
-    warn_unused_mock_config(&mocks, &definition);
+    warn_unused_mock_config(&mocks);
     Ok(Plan {
         definition: text,
         machine,
@@ -212,12 +212,11 @@ fn split_machine_name(given: Option<&str>) -> (Option<String>, Option<String>) {
 }
 
 /// Step Functions Local mocks nothing without a test case; a silent no-op misleads.
-fn warn_unused_mock_config(mocks: &flags::MockCase, definition: &flags::Definition) {
+fn warn_unused_mock_config(mocks: &flags::MockCase) {
     if let Some(file) = mocks.unused_config() {
         errln!(
-            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME, or {}#NAME)",
+            "sfn-local: the mock config {} mocks nothing: no test case is chosen (--test-case NAME)",
             file.display(),
-            definition.shown_path().display()
         );
     }
 }

@@ -51,6 +51,7 @@ use crate::engine::test_state::{
     test_state_blocking, InspectionLevel, TestStateRequest, TestStateResponse,
 };
 use crate::engine::{run_in_memory, EngineOptions, Outcome};
+use crate::loader::Reference;
 use crate::tasks::mock::{MockConfig, Mocks};
 use crate::tasks::LocalTasks;
 use clap::Args;
@@ -173,7 +174,7 @@ fn find_specs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let is_spec = |p: &Path| p.to_string_lossy().ends_with(SPEC_SUFFIX);
     let mut specs = Vec::new();
     for path in paths {
-        if path.is_file() && !is_spec(path) && crate::cli::definition::is_template(path) {
+        if path.is_file() && !is_spec(path) && crate::loader::is_template(path) {
             specs.extend(specs_beside(path)?);
         } else {
             specs.extend(crate::cli::files_under(
@@ -338,7 +339,7 @@ fn spec_machine(
     base: &Path,
     suite: &str,
     cli: &asl::Substitutions,
-) -> Result<(PathBuf, crate::cli::definition::LoadedFile, String), String> {
+) -> Result<(PathBuf, crate::loader::LoadedFile, String), String> {
     let mut subs = asl::Substitutions::new();
     if let Some(Value::Object(values)) = spec.get("substitutions") {
         for (name, value) in values {
@@ -355,7 +356,7 @@ fn spec_machine(
         }
     }
     subs.extend(cli);
-    let (file, name) = match (spec["definition"].as_str(), spec["template"].as_str()) {
+    let reference = match (spec["definition"].as_str(), spec["template"].as_str()) {
         (Some(_), Some(_)) => {
             return Err(format!(
                 "{suite}: give \"definition\" or \"template\", not both"
@@ -366,16 +367,12 @@ fn spec_machine(
                 "{suite}: \"definition\" (a path) or \"template\" (a SAM/CloudFormation template, with \"stateMachine\" its logical ID) is required"
             ))
         }
-        (Some(rel), None) => {
-            crate::cli::definition::load_for_run(Some(&base.join(rel)), None, None, &subs)?
-        }
-        (None, Some(rel)) => crate::cli::definition::load_for_run(
-            None,
-            Some(&base.join(rel)),
-            spec["stateMachine"].as_str(),
-            &subs,
-        )?,
+        (Some(rel), None) => Reference::parse(&base.join(rel)),
+        (None, Some(rel)) => Reference::with_machine(&base.join(rel), spec["stateMachine"].as_str()),
     };
+    let (file, name) =
+        crate::cli::flags::load_reference(&reference, &subs, asl::Unresolved::Refuse)
+            .map_err(|e| format!("{suite}: {e}"))?;
     Ok((PathBuf::from(&file.path), file, name))
 }
 

@@ -124,8 +124,7 @@ pub fn run(args: TestStateArgs) -> ExitCode {
     };
     let mut tasks = LocalTasks {
         // A template's own functions run here, as the real function would for TestState.
-        functions: (args.template.template.as_deref())
-            .and_then(crate::cli::definition::template_functions),
+        functions: (args.template.template.as_deref()).and_then(crate::loader::template_functions),
         ..LocalTasks::default()
     };
     match args.endpoints.lower() {

@@ -1,9 +1,10 @@
 //! `sfn-local validate FILE_OR_DIR...`: a CI gate with AWS's verdicts at line and column.
 
 use crate::asl::{MachineType, Unresolved};
-use crate::cli::definition::{load_any, LoadedFile, SubstitutionArgs};
+use crate::cli::flags::SubstitutionArgs;
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
+use crate::loader::{self, LoadedFile, Reference};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -98,7 +99,9 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     let value = match value {
         Ok(v) => v,
         // A state machine that does not parse is a failure to report, never a skip.
-        Err(_) if looks_like_state_machine(&text) => return Ok(()),
+        Err(_) if loader::looks_like_template(&text) || loader::looks_like_definition(&text) => {
+            return Ok(())
+        }
         Err(why) => return Err(why),
     };
     let machine = value.get("States").is_some() && value.get("StartAt").is_some();
@@ -109,17 +112,6 @@ pub fn pick_definition(p: &Path) -> Result<(), String> {
     } else {
         Err("not a state machine (no top-level States and StartAt)".to_owned())
     }
-}
-
-/// Whether text that does not parse is recognisably a state machine: a template that names a
-/// Step Functions state machine type, or a definition with both `StartAt` and `States`.
-fn looks_like_state_machine(text: &str) -> bool {
-    let template = text.contains("Resources")
-        && crate::asl::cfn::STATE_MACHINE_TYPES
-            .iter()
-            .any(|t| text.contains(t));
-    let definition = text.contains("StartAt") && text.contains("States");
-    template || definition
 }
 
 /// Finds the definition files named by the arguments: files as given, folders walked for
@@ -145,7 +137,14 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let walk = match collect_files(&args.paths) {
+    // `T#LogicalId` and cloud assemblies are loaded as named; other files and folders walked.
+    let named_one = |p: &PathBuf| {
+        Reference::parse(p).machine.is_some()
+            || (p.is_dir() && loader::cdk::Assembly::open(p).is_some())
+    };
+    let (named, walked): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.paths.iter().cloned().partition(named_one);
+    let walk = match collect_files(&walked) {
         Ok(f) => f,
         Err(e) => {
             errln!("error: {e}");
@@ -158,14 +157,15 @@ pub fn run(args: ValidateArgs) -> ExitCode {
             errln!("skipped {}: {why}", p.display());
         }
     }
-    let files = walk.files;
+    let files: Vec<PathBuf> = named.into_iter().chain(walk.files).collect();
     if files.is_empty() {
         errln!("error: no state machine definitions found (*.asl.json, *.asl.yaml, or JSON/YAML with States and StartAt)");
         return ExitCode::from(EXIT_USAGE);
     }
+    let options = loader::Options::new(&subs, Unresolved::StandIn).typed(machine_type);
     let mut loaded = Vec::with_capacity(files.len());
     for f in &files {
-        match load_any(f, machine_type, &subs, Unresolved::StandIn) {
+        match load_in_context(f, options) {
             Ok(found) => loaded.extend(found),
             Err(e) => {
                 errln!("error: {e}");
@@ -176,12 +176,16 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     let mut loaded = once_per_state_machine(loaded);
     if args.strict {
         for file in &mut loaded {
-            for d in &mut file.definition.diagnostics.0 {
+            let problems = file
+                .template_problems
+                .iter_mut()
+                .flat_map(|p| &mut p.diagnostics.0);
+            for d in file.definition.diagnostics.0.iter_mut().chain(problems) {
                 d.severity = crate::asl::diagnostic::Severity::Error;
             }
         }
     }
-    let reports: Vec<FileReport<'_>> = loaded.iter().map(LoadedFile::report).collect();
+    let reports: Vec<FileReport<'_>> = loaded.iter().flat_map(LoadedFile::reports).collect();
     let out = match args.format {
         Format::Human => report::render_human(
             &reports,
@@ -200,11 +204,30 @@ pub fn run(args: ValidateArgs) -> ExitCode {
     if !out.ends_with('\n') && !out.is_empty() {
         let _ = stdout.write_all(b"\n");
     }
-    if loaded.iter().any(|l| l.definition.diagnostics.has_errors()) {
+    if reports.iter().any(|r| r.diagnostics.has_errors()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The state machines of one file or reference. A definition file that a template of its cloud
+/// assembly reads (a CDK `fromFile` asset) is checked as that template checks it, with the
+/// template's substitutions and type, as a folder walk and the language server check it.
+fn load_in_context(
+    given: &Path,
+    options: loader::Options<'_>,
+) -> Result<Vec<LoadedFile>, loader::LoadError> {
+    let reference = Reference::parse(given);
+    let owner = (reference.machine.is_none() && given.is_file() && !loader::is_template(given))
+        .then(|| loader::owning_template(given))
+        .flatten();
+    let Some(template) = owner else {
+        return loader::load_all(&reference, options);
+    };
+    let same = |p: &str| std::fs::canonicalize(p).ok() == std::fs::canonicalize(given).ok();
+    let all = loader::load_all(&Reference::parse(&template), options)?;
+    Ok(all.into_iter().filter(|f| same(&f.path)).collect())
 }
 
 /// Drops a definition file checked on its own when a template also names it (`DefinitionUri`):

@@ -13,13 +13,12 @@ pub type Published = Vec<(Uri, Vec<lsp_types::Diagnostic>)>;
 /// Checks the document at `uri` as `validate --type machine_type` would check its file.
 pub fn check(docs: &Documents, uri: &Uri, doc: &Document, machine_type: MachineType) -> Published {
     let kind = documents::kind(&documents::file_name(uri), &doc.text);
-    if let (Kind::Definition(_), Some((template, format))) = (kind, template::owner(docs, uri)) {
-        // A template's DefinitionUri file is checked as the template checks it.
-        let text = &docs
-            .get(template)
-            .map(|d| d.text.clone())
-            .unwrap_or_default();
-        return template::check(docs, template, text, format, machine_type);
+    if let (Kind::Definition(_), Some(template)) = (kind, template::owner(docs, uri)) {
+        // A template's DefinitionUri file (or CDK asset) is checked as the template checks it.
+        if let Some(text) = template::text_of(docs, &template) {
+            let format = SourceFormat::detect(Some(template.path().as_str()), &text);
+            return template::check(docs, &template, &text, format, machine_type);
+        }
     }
     match kind {
         Kind::Definition(format) => vec![(

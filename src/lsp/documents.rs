@@ -131,7 +131,8 @@ pub fn kind(name: &str, text: &str) -> Kind {
         Some(v) if v.get("States").is_some() && v.get("StartAt").is_some() => {
             Kind::Definition(format)
         }
-        // Mid-edit, a definition may not parse: keep checking it if it looks like one.
+        // Mid-edit, a template or a definition may not parse: keep checking what it looks like.
+        None if crate::loader::looks_like_template(text) => Kind::Template(format),
         None if text.contains("\"StartAt\"") || text.contains("StartAt:") => {
             Kind::Definition(format)
         }

@@ -1,19 +1,32 @@
-//! SAM and CloudFormation templates: every state machine inside is checked as `validate`
-//! checks the template. An inline `Definition` or a `DefinitionString` reports in the
-//! template, at its line; a `DefinitionUri` file reports on that file's own URI, at its line,
-//! with the template's substitutions and type (the editor's unsaved text of the file when it
-//! is open).
+//! SAM and CloudFormation templates, checked by the loader `validate` uses
+//! ([`crate::loader::template_machines`]), reading the editor's unsaved text of every open file:
+//! an inline `Definition` or a `DefinitionString` reports in the template, at its line; a
+//! `DefinitionUri` file or a CDK asset reports on that file's own URI; what the template gets
+//! wrong around it, in the template.
 
-use crate::asl::cfn::{self, DefinitionSource, TemplateMachine};
-use crate::asl::diagnostic::{Diagnostic, Location};
-use crate::asl::{self, JsonPointer, LoadOptions, MachineType, SourceFormat, Unresolved};
+use crate::asl::{self, MachineType, SourceFormat, Substitutions, Unresolved};
+use crate::loader::{self, LoadedFile, Reader};
 use crate::lsp::check::Published;
 use crate::lsp::diagnostics::Placer;
 use crate::lsp::documents::{self, Documents};
 use lsp_types::Uri;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// The diagnostics of a template open at `uri`: its own, then each definition file's.
+/// The loader's reader in the editor: an open document's text, else the file on disk.
+struct Overlay<'d>(&'d Documents);
+
+impl Reader for Overlay<'_> {
+    fn read(&self, path: &Path) -> Result<String, String> {
+        let open = documents::file_uri(path).and_then(|uri| self.0.get(&uri));
+        match open {
+            Some(doc) => Ok(doc.text.clone()),
+            None => loader::read_definition_text(path),
+        }
+    }
+}
+
+/// The diagnostics of a template open at `uri`: its own, then each definition file's. A
+/// template that no longer parses gets what `validate` says of it (the syntax error).
 pub fn check(
     docs: &Documents,
     uri: &Uri,
@@ -21,247 +34,77 @@ pub fn check(
     format: SourceFormat,
     default_type: MachineType,
 ) -> Published {
-    let value = match format {
-        SourceFormat::Yaml => asl::yaml::parse(text).ok().map(|d| d.value),
-        SourceFormat::Json => asl::source::parse_json(text).ok(),
+    let path = local_path(uri);
+    let Some(value) = loader::template_value(text, &path.to_string_lossy()) else {
+        let own = crate::lsp::check::definition(uri, text, format, default_type);
+        return vec![(uri.clone(), own)];
     };
-    let Some(value) = value else {
-        return vec![(uri.clone(), Vec::new())];
+    let subs = Substitutions::default();
+    let options = loader::Options {
+        reader: &Overlay(docs),
+        ..loader::Options::new(&subs, Unresolved::StandIn).typed(default_type)
     };
-    // Template diagnostics are all at pointers (a DefinitionString's are moved to its field).
-    let placer = Placer::new(text, format, &[]);
-    let mut own = Vec::new();
-    let mut files = Vec::new();
-    for machine in cfn::state_machines(&value) {
-        let machine_type = match machine.machine_type.as_deref() {
-            Some("EXPRESS") => MachineType::Express,
-            Some("STANDARD") => MachineType::Standard,
-            _ => default_type,
-        };
-        let (mut in_template, file) = machine_diagnostics(docs, uri, &machine, machine_type);
-        // A synthesized template's line means little to a CDK user: name the construct too.
-        if let Some(construct) = &machine.cdk_path {
-            for d in &mut in_template {
-                d.message = format!("{} (construct {construct})", d.message);
-            }
-        }
-        own.extend(in_template.iter().map(|d| placer.to_lsp(uri, d)));
-        own.extend(
-            template_checks(&machine)
-                .iter()
-                .map(|d| placer.to_lsp(uri, d)),
-        );
-        files.extend(file);
+    let files = loader::template_machines(&path, text, &value, options);
+    let mut out: Vec<(Uri, Vec<lsp_types::Diagnostic>)> = vec![(uri.clone(), Vec::new())];
+    for file in &files {
+        publish(&mut out, uri, &path, file);
     }
-    let mut out = vec![(uri.clone(), own)];
-    out.extend(files);
     out
 }
 
-/// The open template that names the definition file at `uri` in a `DefinitionUri`, if any:
-/// that file is checked in the template's context (its substitutions and type).
-pub fn owner<'d>(docs: &'d Documents, uri: &Uri) -> Option<(&'d Uri, SourceFormat)> {
-    docs.iter().find_map(|(t, doc)| {
-        let documents::Kind::Template(format) =
-            documents::kind(&documents::file_name(t), &doc.text)
+/// Adds one machine's diagnostics to what is published, each on the file it points into.
+fn publish(out: &mut Published, template: &Uri, template_path: &Path, file: &LoadedFile) {
+    // A file with nothing to say is published too: that clears what it had.
+    let mut add = |at: &Uri, text: &str, diagnostics: &asl::Diagnostics| {
+        let format = SourceFormat::detect(Some(at.path().as_str()), text);
+        let placer = Placer::new(text, format, &diagnostics.0);
+        let placed = diagnostics.iter().map(|d| placer.to_lsp(at, d));
+        match out.iter_mut().find(|(u, _)| u == at) {
+            Some((_, list)) => list.extend(placed),
+            None => out.push((at.clone(), placed.collect())),
+        }
+    };
+    let own_file = Path::new(&file.path) != template_path;
+    match (own_file, documents::file_uri(Path::new(&file.path))) {
+        (true, Some(at)) => add(&at, &file.text, &file.definition.diagnostics),
+        _ => add(template, &file.text, &file.definition.diagnostics),
+    }
+    if let Some(problems) = &file.template_problems {
+        add(template, &problems.text, &problems.diagnostics);
+    }
+}
+
+/// The path of a document's URI (its name alone for one that is not a local file).
+fn local_path(uri: &Uri) -> PathBuf {
+    documents::file_path(uri).unwrap_or_else(|| PathBuf::from(documents::file_name(uri)))
+}
+
+/// The template that reads the definition file at `uri` as its own, if any (an open
+/// template's `DefinitionUri`, or the CDK stack of the cloud assembly the file is in): that
+/// file is checked in the template's context (its substitutions and type). Returns the
+/// template's URI and, when the editor has it open, nothing else is needed.
+pub fn owner(docs: &Documents, uri: &Uri) -> Option<Uri> {
+    let path = documents::file_path(uri)?;
+    let subs = Substitutions::default();
+    let options = loader::Options {
+        reader: &Overlay(docs),
+        ..loader::Options::new(&subs, Unresolved::StandIn)
+    };
+    let same = |f: &LoadedFile| f.template.is_some() && Path::new(&f.path) == path;
+    let open = docs.iter().find_map(|(t, doc)| {
+        let documents::Kind::Template(_) = documents::kind(&documents::file_name(t), &doc.text)
         else {
             return None;
         };
-        let folder = documents::file_path(t)?.parent()?.to_path_buf();
-        let value = match format {
-            SourceFormat::Yaml => asl::yaml::parse(&doc.text).ok()?.value,
-            SourceFormat::Json => asl::source::parse_json(&doc.text).ok()?,
-        };
-        let names = cfn::state_machines(&value)
-            .into_iter()
-            .any(|m| match m.source {
-                DefinitionSource::File { uri: name, .. } => {
-                    documents::file_uri(&beside(&folder, &name)).as_ref() == Some(uri)
-                }
-                _ => false,
-            });
-        names.then_some((t, format))
-    })
+        let template_path = documents::file_path(t)?;
+        let value = loader::template_value(&doc.text, &template_path.to_string_lossy())?;
+        let files = loader::template_machines(&template_path, &doc.text, &value, options);
+        files.iter().any(same).then(|| t.clone())
+    });
+    open.or_else(|| documents::file_uri(&loader::owning_template(&path)?))
 }
 
-/// What one state machine's definition says: diagnostics at the template's pointers, and
-/// the published diagnostics of its `DefinitionUri` file when it has one.
-fn machine_diagnostics(
-    docs: &Documents,
-    template: &Uri,
-    machine: &TemplateMachine,
-    machine_type: MachineType,
-) -> (Vec<Diagnostic>, Option<(Uri, Vec<lsp_types::Diagnostic>)>) {
-    let options = LoadOptions {
-        machine_type,
-        substitutions: &machine.substitutions,
-        unresolved: Unresolved::StandIn,
-    };
-    match machine.source.clone() {
-        DefinitionSource::Inline { value, pointer } => (inline(value, &pointer, options), None),
-        DefinitionSource::Text { text, pointer } => (in_string(&text, &pointer, options), None),
-        DefinitionSource::File { uri, pointer } => {
-            match definition_file(docs, template, &uri, options) {
-                Ok(published) => (Vec::new(), Some(published)),
-                Err(e) => (
-                    vec![unreadable(&pointer, format!("DefinitionUri {uri}: {e}"))],
-                    None,
-                ),
-            }
-        }
-        DefinitionSource::Unreadable { why, pointer } => (vec![unreadable(&pointer, why)], None),
-        DefinitionSource::InS3 { what, pointer, .. } => {
-            let field = pointer.tokens().last().unwrap_or_default();
-            let message = format!("not checked: the definition is in S3 ({field} {what}); give sfn-local the local file (DefinitionUri: path/to/machine.asl.json) to check it");
-            (
-                vec![Diagnostic::warning(
-                    asl::Code::NotChecked,
-                    &pointer,
-                    message,
-                )],
-                None,
-            )
-        }
-    }
-}
-
-/// An inline `Definition`'s diagnostics, at the template's pointers.
-fn inline(
-    mut value: serde_json::Value,
-    at: &JsonPointer,
-    options: LoadOptions<'_>,
-) -> Vec<Diagnostic> {
-    let mut diags = asl::Diagnostics::default();
-    asl::substitution::apply(
-        &mut value,
-        options.substitutions,
-        options.unresolved,
-        &mut diags,
-    );
-    let loaded = asl::load_value(value, options.machine_type, diags);
-    loaded
-        .diagnostics
-        .0
-        .into_iter()
-        .map(|d| rebase(d, at))
-        .collect()
-}
-
-/// A `DefinitionString`'s diagnostics, at its field, the place inside named in the message.
-fn in_string(text: &str, at: &JsonPointer, options: LoadOptions<'_>) -> Vec<Diagnostic> {
-    let loaded = asl::load_text(text, SourceFormat::Json, options);
-    let moved = |mut d: Diagnostic| {
-        let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
-        d.message = format!("in DefinitionString at {inner}: {}", d.message);
-        d.location = Location::Pointer(at.clone());
-        d.related.clear();
-        d
-    };
-    loaded.diagnostics.0.into_iter().map(moved).collect()
-}
-
-/// A `DefinitionUri` file's diagnostics, on its own URI: the editor's text of it when open,
-/// else the file on disk.
-fn definition_file(
-    docs: &Documents,
-    template: &Uri,
-    name: &str,
-    options: LoadOptions<'_>,
-) -> Result<(Uri, Vec<lsp_types::Diagnostic>), String> {
-    let template_path = documents::file_path(template).ok_or("the template is not a local file")?;
-    let path = beside(template_path.parent().unwrap_or(Path::new("/")), name);
-    let uri = documents::file_uri(&path).ok_or("not a path a URI can name")?;
-    let text = match docs.get(&uri) {
-        Some(doc) => doc.text.clone(),
-        None => crate::limits::read_text_capped(&path, crate::limits::DEFINITION_FILE_BYTES)
-            .map_err(|e| e.to_string())?,
-    };
-    let format = SourceFormat::detect(Some(&path.to_string_lossy()), &text);
-    let loaded = asl::load_text(&text, format, options);
-    let placer = Placer::new(&text, format, &loaded.diagnostics.0);
-    let diagnostics = loaded
-        .diagnostics
-        .iter()
-        .map(|d| placer.to_lsp(&uri, d))
-        .collect();
-    Ok((uri, diagnostics))
-}
-
-/// `name` in the template's folder, `.` and `..` taken lexically (as the editor's URIs are).
-fn beside(folder: &Path, name: &str) -> PathBuf {
-    let mut out = folder.to_path_buf();
-    for part in Path::new(name).components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// What the template around a machine gets wrong, as `validate` reports it in the template:
-/// intrinsics naming what it does not declare, substitutions no placeholder uses.
-fn template_checks(machine: &TemplateMachine) -> Vec<Diagnostic> {
-    let mut out: Vec<Diagnostic> = machine
-        .unresolved
-        .iter()
-        .map(|r| {
-            Diagnostic::error(
-                asl::Code::UnresolvedReference,
-                &r.pointer,
-                r.message.clone(),
-            )
-        })
-        .collect();
-    let used: std::collections::BTreeSet<String> = match &machine.source {
-        DefinitionSource::Inline { value, .. } => {
-            asl::substitution::placeholder_names(&value.to_string())
-        }
-        DefinitionSource::Text { text, .. } => asl::substitution::placeholder_names(text),
-        // A file's placeholders are in the file; `validate` reads them there.
-        _ => return out,
-    }
-    .into_iter()
-    .collect();
-    let at = JsonPointer::root()
-        .key("Resources")
-        .key(&machine.logical_id)
-        .key("Properties")
-        .key("DefinitionSubstitutions");
-    let declared = machine
-        .substitutions
-        .known_names()
-        .filter(|n| !n.contains("::"));
-    for name in declared.filter(|n| !used.contains(*n)) {
-        let message = format!("DefinitionSubstitutions gives {name}, but no ${{{name}}} placeholder of the definition uses it");
-        out.push(Diagnostic::warning(
-            asl::Code::UnusedSubstitution,
-            &at.key(name),
-            message,
-        ));
-    }
-    out
-}
-
-/// An ERROR at the template's field that names a definition that cannot be read.
-fn unreadable(at: &JsonPointer, message: String) -> Diagnostic {
-    Diagnostic::error(asl::Code::UnreadableDefinition, at, message)
-}
-
-/// A diagnostic of an inline definition, moved to the template's pointers.
-fn rebase(mut d: Diagnostic, base: &JsonPointer) -> Diagnostic {
-    let join = |p: &JsonPointer| p.tokens().fold(base.clone(), |out, t| out.key(&t));
-    match &mut d.location {
-        Location::Pointer(p)
-        | Location::InString { pointer: p, .. }
-        | Location::Field { pointer: p, .. } => *p = join(p),
-        _ => {}
-    }
-    for (p, _) in &mut d.related {
-        *p = join(p);
-    }
-    d
+/// The text of the template at `uri`: the editor's when open, else the disk's.
+pub fn text_of(docs: &Documents, uri: &Uri) -> Option<String> {
+    Overlay(docs).read(&documents::file_path(uri)?).ok()
 }

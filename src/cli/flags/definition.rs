@@ -1,21 +1,23 @@
 //! The definition a command runs: a file (JSON or YAML, `file://PATH` as the AWS CLI spells
 //! it), a state machine of a SAM or CloudFormation template (`--template T --state-machine ID`),
-//! or one the database knows (`--state-machine-arn ARN`), with `${NAME}` placeholders filled
-//! (`--sub`, `--definition-substitutions`). `DEFINITION#CASE` and `ARN#CASE` also choose a mock
-//! test case, as Step Functions Local takes them.
+//! a CDK cloud assembly's (`cdk.out#LogicalId`), or one the database knows (`--state-machine-arn
+//! ARN`), with `${NAME}` placeholders filled (`--sub`, `--definition-substitutions`). Files are
+//! named as [`crate::loader::Reference`] says on every door; `ARN#CASE` also chooses a mock test
+//! case, as Step Functions Local takes it (a file's mock case is `--test-case`).
 
 use super::{Account, Database, FlagError, SubstitutionArgs};
 use crate::asl::{self, Substitutions};
 use crate::cli::db::OpenExistingError;
-use crate::cli::definition::LoadedFile;
 use crate::cli::tasks::exit;
+use crate::loader::{self, LoadedFile, Reference};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where the definition comes from.
 #[derive(Debug, Clone, Args)]
 pub struct DefinitionArgs {
-    /// The state machine definition (JSON or YAML).
+    /// The state machine: a definition file (JSON or YAML), TEMPLATE, TEMPLATE#LogicalId,
+    /// cdk.out, cdk.out#LogicalId or cdk.out#Stack/LogicalId.
     #[arg(required_unless_present_any = ["template", "state_machine_arn"])]
     pub definition: Option<PathBuf>,
     /// Run a state machine the database knows instead: one created through `serve`'s API (a
@@ -50,28 +52,34 @@ impl TemplateArgs {
         let Some(path) = &self.template else {
             return Ok(None);
         };
-        let loaded = crate::cli::definition::load_for_run(
-            None,
-            Some(path),
-            self.state_machine.as_deref(),
+        let reference = Reference::with_machine(path, self.state_machine.as_deref());
+        Ok(Some(load_reference(
+            &reference,
             subs,
-        )?;
-        Ok(Some(loaded))
+            asl::Unresolved::Refuse,
+        )?))
     }
+}
+
+/// The one state machine `reference` names, loaded; a `--sub` no placeholder uses is a warning.
+pub fn load_reference(
+    reference: &Reference,
+    subs: &Substitutions,
+    unresolved: asl::Unresolved,
+) -> Result<(LoadedFile, String), FlagError> {
+    let loaded = loader::load_one(reference, loader::Options::new(subs, unresolved))
+        .map_err(|e| e.to_string())?;
+    for warning in loader::unused_substitutions(subs, std::slice::from_ref(&loaded.0)) {
+        warnln!("warning: {warning}");
+    }
+    Ok(loaded)
 }
 
 /// Where a definition comes from, the AWS CLI's spellings undone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DefinitionSource {
-    /// A definition file.
-    File(PathBuf),
-    /// One state machine of a template (the only one when `logical_id` is not given).
-    Template {
-        /// The template file.
-        path: PathBuf,
-        /// `--state-machine`.
-        logical_id: Option<String>,
-    },
+    /// A definition file, or a state machine of a template or cloud assembly.
+    Reference(Reference),
     /// A state machine the database knows, by ARN (`#CASE` removed).
     Known(String),
 }
@@ -83,7 +91,7 @@ pub struct Definition {
     pub source: DefinitionSource,
     /// The placeholder values given on the command line.
     pub substitutions: Substitutions,
-    /// The mock test case `DEFINITION#CASE` or `ARN#CASE` chose.
+    /// The mock test case `ARN#CASE` chose.
     pub test_case: Option<String>,
 }
 
@@ -104,7 +112,7 @@ pub struct LoadedMachine {
 }
 
 impl DefinitionArgs {
-    /// Undoes `file://`, `DEFINITION#CASE` and `ARN#CASE`, and reads the substitutions.
+    /// Undoes `file://`, `FILE#LogicalId` and `ARN#CASE`, and reads the substitutions.
     pub fn lower(&self) -> Result<Definition, FlagError> {
         let mut test_case = None;
         let source = if let Some(arn) = &self.state_machine_arn {
@@ -117,14 +125,11 @@ impl DefinitionArgs {
                 None => DefinitionSource::Known(arn.clone()),
             }
         } else if let Some(path) = &self.template.template {
-            DefinitionSource::Template {
-                path: path.clone(),
-                logical_id: self.template.state_machine.clone(),
-            }
+            let id = self.template.state_machine.as_deref();
+            DefinitionSource::Reference(Reference::with_machine(path, id))
         } else {
-            let (path, case) = definition_path(self.definition.as_deref());
-            test_case = case;
-            DefinitionSource::File(path)
+            let given = self.definition.clone().unwrap_or_default();
+            DefinitionSource::Reference(Reference::parse(&given))
         };
         Ok(Definition {
             source,
@@ -134,38 +139,7 @@ impl DefinitionArgs {
     }
 }
 
-/// The definition file, `file://` removed (the AWS CLI's habit), and the case `FILE#CASE`
-/// names when the file itself has no `#` in its name.
-fn definition_path(given: Option<&Path>) -> (PathBuf, Option<String>) {
-    let Some(given) = given else {
-        return (PathBuf::new(), None);
-    };
-    let path = match given.to_str().and_then(|d| d.strip_prefix("file://")) {
-        Some(stripped) => PathBuf::from(stripped),
-        None => given.to_path_buf(),
-    };
-    if path.exists() {
-        return (path, None);
-    }
-    let text = path.to_string_lossy().into_owned();
-    match crate::tasks::mock::split_test_case(&text) {
-        (file, Some(case)) if !text.starts_with("arn:") => {
-            (PathBuf::from(file), Some(case.to_owned()))
-        }
-        _ => (path, None),
-    }
-}
-
 impl Definition {
-    /// The definition file or template, as the user named it (`DEFINITION` for a known
-    /// machine), for messages that suggest a spelling.
-    pub fn shown_path(&self) -> &Path {
-        match &self.source {
-            DefinitionSource::File(path) | DefinitionSource::Template { path, .. } => path,
-            DefinitionSource::Known(_) => Path::new("DEFINITION"),
-        }
-    }
-
     /// [`Definition::load`], but a placeholder without a value is no refusal when it is in a
     /// state `covered` says something else runs (a `--task` binding): it gets a stand-in, and
     /// `--sub` is asked for only where a Task still needs it.
@@ -185,30 +159,21 @@ impl Definition {
             errors.peek().is_some()
                 && errors.all(|d| {
                     d.code == asl::Code::UnresolvedSubstitution
-                        && crate::cli::definition::state_of(d).is_some_and(|s| covered(&s))
+                        && loader::state_of(d).is_some_and(|s| covered(&s))
                 })
         };
-        let (path, template, id) = match &self.source {
-            DefinitionSource::File(path) => (Some(path), None, None),
-            DefinitionSource::Template { path, logical_id } => {
-                (None, Some(path), logical_id.as_deref())
-            }
-            DefinitionSource::Known(_) => return Ok(loaded),
+        let DefinitionSource::Reference(reference) = &self.source else {
+            return Ok(loaded);
         };
         if !only_covered_holes(&loaded.file) {
             return Ok(loaded);
         }
-        let (mut file, default_name) = crate::cli::definition::load_for_run_as(
-            path.map(PathBuf::as_path),
-            template.map(PathBuf::as_path),
-            id,
-            &self.substitutions,
-            asl::Unresolved::StandIn,
-        )?;
+        let (mut file, default_name) =
+            load_reference(reference, &self.substitutions, asl::Unresolved::StandIn)?;
         // The bound states' stand-ins are no news: their binding runs them.
         file.definition.diagnostics.0.retain(|d| {
             d.code != asl::Code::UnresolvedSubstitution
-                || !crate::cli::definition::state_of(d).is_some_and(|s| covered(&s))
+                || !loader::state_of(d).is_some_and(|s| covered(&s))
         });
         Ok(LoadedMachine {
             file,
@@ -222,16 +187,8 @@ impl Definition {
     pub fn load(&self, db: &Database) -> Result<LoadedMachine, FlagError> {
         let (file, default_name) = match &self.source {
             DefinitionSource::Known(arn) => return known_machine(arn, db, &self.substitutions),
-            DefinitionSource::File(path) => {
-                crate::cli::definition::load_for_run(Some(path), None, None, &self.substitutions)?
-            }
-            DefinitionSource::Template { path, logical_id } => {
-                crate::cli::definition::load_for_run(
-                    None,
-                    Some(path),
-                    logical_id.as_deref(),
-                    &self.substitutions,
-                )?
+            DefinitionSource::Reference(reference) => {
+                load_reference(reference, &self.substitutions, asl::Unresolved::Refuse)?
             }
         };
         Ok(LoadedMachine {

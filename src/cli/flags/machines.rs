@@ -21,7 +21,7 @@ pub struct MachineArgs {
 }
 
 fn compile(name: &str, path: &Path) -> Result<KnownMachine, String> {
-    let text = crate::cli::definition::read_definition_text(path)
+    let text = crate::loader::read_definition_text(path)
         .map_err(|e| format!("the machine {name}: {e}"))?;
     let (machine, diags) = asl::compile_text(&text, MachineType::Standard);
     match machine {
@@ -70,7 +70,7 @@ impl MachineArgs {
                 if skipped {
                     continue;
                 }
-                let machine_name = crate::cli::definition::machine_name(&file);
+                let machine_name = crate::loader::machine_name(&file);
                 known.insert(machine_name.clone(), compile(&machine_name, &file)?);
             }
         }

@@ -14,7 +14,7 @@ pub struct MockArgs {
     /// A MockConfigFile (AWS Step Functions Local's format) holding mocked Task results.
     #[arg(long, value_name = "FILE", env = "SFN_MOCK_CONFIG")]
     pub mock_config: Option<PathBuf>,
-    /// The test case of the mock config to run (or `DEFINITION#CASE`, `--state-machine-name NAME#CASE`).
+    /// The test case of the mock config to run (or `--state-machine-name NAME#CASE`, `--state-machine-arn ARN#CASE`).
     #[arg(long, value_name = "NAME")]
     pub test_case: Option<String>,
 }

@@ -47,7 +47,9 @@ pub use account::{Account, AccountArgs};
 pub use bindings::{BindingArgs, Bindings, SupervisionArgs};
 pub use clock::{ClockArgs, ClockKind};
 pub use database::{Database, DatabaseArgs, DbArgs};
-pub use definition::{Definition, DefinitionArgs, DefinitionSource, LoadedMachine, TemplateArgs};
+pub use definition::{
+    load_reference, Definition, DefinitionArgs, DefinitionSource, LoadedMachine, TemplateArgs,
+};
 pub use endpoints::EndpointArgs;
 pub use input::InputArgs;
 pub use machines::MachineArgs;

@@ -4,7 +4,7 @@
 
 use super::{FlagError, SubstitutionArgs};
 use crate::asl::Unresolved;
-use crate::cli::definition::LoadedFile;
+use crate::loader::{self, LoadedFile, Reference};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -29,12 +29,16 @@ impl TemplatesArgs {
         let subs = self.substitutions.substitutions()?;
         let mut files = Vec::new();
         for path in &self.templates {
-            let found = crate::cli::definition::load_template(path, &subs, Unresolved::StandIn)
+            let options = loader::Options::new(&subs, Unresolved::StandIn);
+            let found = loader::load_all(&Reference::parse(path), options)
                 .map_err(|e| format!("--template {e}"))?;
+            if found.iter().all(|f| f.logical_id.is_none()) {
+                return Err(format!("--template {} is a state machine definition, not a SAM or CloudFormation template (or cdk.out): serve a definition with --machine NAME=FILE", path.display()).into());
+            }
             files.extend(found);
         }
-        if !self.templates.is_empty() {
-            crate::cli::definition::warn_unused(&subs, &files);
+        for warning in loader::unused_substitutions(&subs, &files) {
+            warnln!("warning: {warning}");
         }
         Ok(files)
     }
