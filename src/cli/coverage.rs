@@ -287,7 +287,14 @@ pub fn write_report(measured: &[MachineCoverage], args: &ReportOptions) -> ExitC
             t
         }
         CoverageFormat::Lcov => {
-            match report::lcov(measured) {
+            let placed = match formatted_copies(measured, args.output.as_deref()) {
+                Ok(placed) => placed,
+                Err(e) => {
+                    errln!("error: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            match report::lcov(&placed) {
                 Some(t) => t,
                 None => {
                     errln!("error: LCOV needs definition files: name them (or the template) as arguments");
@@ -315,6 +322,43 @@ pub fn write_report(measured: &[MachineCoverage], args: &ReportOptions) -> ExitC
         }
     }
     judge(measured, args.fail_under)
+}
+
+/// The folder formatted copies of one-line definitions are written to, beside the report.
+pub const COPIES_FOLDER: &str = "sfn-local-definitions";
+
+/// The machines as LCOV places them: one whose states share one line of its file (a
+/// template's `DefinitionString`) is placed on a formatted copy of its definition, written to
+/// [`COPIES_FOLDER`] beside the report (`--output`'s folder, else the current one) and named in
+/// `SF:`, one state per line.
+fn formatted_copies(
+    measured: &[MachineCoverage],
+    output: Option<&Path>,
+) -> Result<Vec<MachineCoverage>, String> {
+    let beside = output.and_then(Path::parent).unwrap_or(Path::new(""));
+    let folder = beside.join(COPIES_FOLDER);
+    let mut out = Vec::with_capacity(measured.len());
+    for m in measured {
+        let Some(text) = &m.formatted else {
+            out.push(m.clone());
+            continue;
+        };
+        let name: String = (m.label.rsplit('/').next().unwrap_or(&m.label).chars())
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '.'
+                }
+            })
+            .collect();
+        let copy = folder.join(format!("{name}.asl.json"));
+        std::fs::create_dir_all(&folder)
+            .and_then(|()| std::fs::write(&copy, text))
+            .map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+        out.push(m.on_formatted_copy(copy));
+    }
+    Ok(out)
 }
 
 /// `--fail-under`: exit 1, saying why, when a share is below its floor.

@@ -356,7 +356,15 @@ fn totals_line(files: &[FileReport<'_>]) -> String {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let in_templates = files.iter().any(|f| f.logical_id.is_some());
     if in_templates {
-        let machines = files.len();
+        // A machine's template problems are a report of their own, in its template, with
+        // its logical ID: count the machine once.
+        let mut machines: Vec<(&str, Option<&str>)> = files
+            .iter()
+            .map(|f| (f.template.unwrap_or(f.path), f.logical_id))
+            .collect();
+        machines.sort_unstable();
+        machines.dedup();
+        let machines = machines.len();
         format!(
             "{} file{}, {machines} state machine{}",
             read.len(),

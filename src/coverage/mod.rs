@@ -72,6 +72,10 @@ pub struct MachineCoverage {
     pub lines: Vec<Option<usize>>,
     /// Executions of this machine's name that ran another definition, not counted here.
     pub unmatched: Vec<Unmatched>,
+    /// The definition formatted one item per line, when its states share one line of `file`
+    /// (a template's `DefinitionString`): LCOV reports on a copy of it, so that no line holds
+    /// a state no execution entered beside one that ran.
+    pub formatted: Option<String>,
 }
 
 /// Executions of a machine's name that ran a definition other than the one measured.
@@ -121,6 +125,7 @@ impl MachineCoverage {
             hits,
             lines,
             unmatched: Vec::new(),
+            formatted: None,
         }
     }
 
@@ -131,7 +136,32 @@ impl MachineCoverage {
             Some(p) => lines(&coverable, p),
             None => vec![None; coverable.items.len()],
         };
-        MachineCoverage::new(target.label, target.file, coverable, lines)
+        let on_one_line = matches!(target.placement, Some(Placement::Field { .. }));
+        let formatted = on_one_line
+            .then(|| serde_json::to_string_pretty(&target.definition).ok())
+            .flatten();
+        MachineCoverage {
+            formatted,
+            ..MachineCoverage::new(target.label, target.file, coverable, lines)
+        }
+    }
+
+    /// The same machine placed on the lines of its formatted copy at `copy` (see
+    /// [`MachineCoverage::formatted`]); itself when it has none.
+    pub fn on_formatted_copy(&self, copy: PathBuf) -> Self {
+        let Some(text) = &self.formatted else {
+            return self.clone();
+        };
+        let placement = Placement::Text {
+            text: text.clone(),
+            yaml: false,
+            base: JsonPointer::root(),
+        };
+        MachineCoverage {
+            file: Some(copy),
+            lines: lines(&self.coverable, &placement),
+            ..self.clone()
+        }
     }
 
     /// Counts one execution's history (oldest event first); see [`Collector::add`].
