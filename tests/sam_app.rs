@@ -756,3 +756,43 @@ fn a_synthesized_cdk_app_with_from_file_and_payload_response_only_validates_and_
         declined.stderr
     );
 }
+
+/// Regression (#48 item 7): the why line printed a Lambda error's whole payload, stack trace
+/// included, on its one line. It says `errorType: errorMessage`; the handler's trace (file and
+/// line) is below it in `describe-execution --format text`.
+#[test]
+fn why_names_a_lambda_error_on_one_line_and_its_trace_below() {
+    let sb = app("sam_app");
+    let out = sb.run_in_sandbox(&[
+        "run",
+        "template.yaml",
+        "--input",
+        r#"{"orderId":"o"}"#,
+        "--name",
+        "k",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let why = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("failed at state"))
+        .unwrap();
+    assert_eq!(why.trim(), "failed at state 'Charge': KeyError: 'amount'");
+    let text = sb.run(&[
+        "describe-execution",
+        "--execution-arn",
+        "k",
+        "--format",
+        "text",
+    ]);
+    let below: Vec<&str> = text
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("why"))
+        .collect();
+    assert!(
+        below[1].starts_with("trace") && below[1].contains("functions/charge/app.py\", line 11"),
+        "{}",
+        text.stdout
+    );
+}

@@ -28,7 +28,9 @@ pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
     });
     match (&f.error, &f.cause, clock) {
         (Some(e), _, Some(clock)) => line.push_str(&format!(": {e}: {clock}")),
-        (Some(e), Some(c), None) if !c.is_empty() => line.push_str(&format!(": {e}: {c}")),
+        (Some(e), Some(c), None) if !c.is_empty() => {
+            line.push_str(&format!(": {}", one_line_cause(e, c)))
+        }
         (Some(e), _, None) => line.push_str(&format!(": {e}")),
         _ => line.push_str(" (a Fail state)"),
     }
@@ -36,6 +38,45 @@ pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
         line.push_str(&format!(" (caught; went on to '{to}')"));
     }
     Some(line)
+}
+
+/// A Lambda error's cause is its whole payload (`errorType`, `errorMessage`, `stackTrace`):
+/// the one line says `errorType: errorMessage` (the error alone when it is the type), and
+/// [`stack_trace`] the rest. Any other cause is kept, on one line.
+fn one_line_cause(error: &str, cause: &str) -> String {
+    let Some((kind, message)) = lambda_error(cause) else {
+        return format!("{error}: {}", shorten(cause, 300));
+    };
+    match kind == error {
+        true => format!("{error}: {}", shorten(&message, 300)),
+        false => format!("{error}: {kind}: {}", shorten(&message, 300)),
+    }
+}
+
+/// `errorType` and `errorMessage` of a Lambda error payload.
+fn lambda_error(cause: &str) -> Option<(String, String)> {
+    let payload: Value = serde_json::from_str(cause).ok()?;
+    let kind = payload.get("errorType")?.as_str()?.to_owned();
+    let message = payload
+        .get("errorMessage")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some((kind, message.to_owned()))
+}
+
+/// The stack trace of the root failure's Lambda error payload, one frame per line.
+fn stack_trace(events: &[EventRecord], time_scale: f64) -> Vec<String> {
+    let cause = root_failure(events, time_scale).and_then(|f| f.cause);
+    let payload: Option<Value> = cause.and_then(|c| serde_json::from_str(&c).ok());
+    let frames = payload
+        .as_ref()
+        .and_then(|p| p.get("stackTrace"))
+        .and_then(Value::as_array);
+    let frame = |f: &Value| match f {
+        Value::String(s) => s.trim_end().to_owned(),
+        other => other.to_string(),
+    };
+    frames.into_iter().flatten().map(frame).collect()
 }
 
 fn shorten(text: &str, max: usize) -> String {
@@ -87,6 +128,11 @@ pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord], time_scal
     }
     if let Some(why) = failure_line(events, time_scale) {
         line(format!("why        {why}"));
+        let trace = stack_trace(events, time_scale);
+        for (i, part) in trace.iter().flat_map(|f| f.lines()).enumerate() {
+            let label = if i == 0 { "trace" } else { "" };
+            line(format!("{label:<10} {part}"));
+        }
     }
     let states: Vec<String> = events
         .iter()
