@@ -309,7 +309,7 @@ fn definition_string(
 /// names them (`${X}`, `${X.Arn}`), so `--sub` reads the same for both forms; an
 /// `Fn::ImportValue` by its export's name, which stays when the definition changes; anything
 /// else by its kind and place (`${Select-X3}`).
-fn join_part_name(part: &Value, index: usize) -> String {
+pub(crate) fn join_part_name(part: &Value, index: usize) -> String {
     if let Some(name) = sub_name(part) {
         return name;
     }

@@ -24,6 +24,9 @@ pub struct LoadedFile {
     /// The definition's text as the template builds it (a `DefinitionString` that is an
     /// `Fn::Join`, its intrinsics as `${X}` placeholders), when it is not `text` itself.
     pub built_text: Option<String>,
+    /// The diagnostics of `built_text` as they point into it, before they were moved to the
+    /// template's field (the language server maps their fixes into the string).
+    pub built_diagnostics: Option<asl::Diagnostics>,
     /// The text of `path`.
     pub text: String,
     /// The definition, its diagnostics pointing into `text`.
@@ -56,6 +59,7 @@ impl LoadedFile {
             deployed_name: None,
             machine_type: MachineType::Standard,
             built_text: None,
+            built_diagnostics: None,
             text,
             definition,
             functions: None,

@@ -151,9 +151,10 @@ fn load_machine(
             text: definition_text,
             pointer,
         } => {
-            let definition = in_string(&definition_text, &pointer, options);
+            let (definition, inner) = in_string(&definition_text, &pointer, options);
             LoadedFile {
                 built_text: Some(definition_text),
+                built_diagnostics: Some(inner),
                 ..in_template(definition)
             }
         }
@@ -198,16 +199,21 @@ fn inline(
 }
 
 /// A `DefinitionString`: places inside the string are named in the message; the location is
-/// the template's field.
-fn in_string(text: &str, at: &asl::JsonPointer, options: Options<'_>) -> LoadedDefinition {
+/// the template's field. Also returns the diagnostics as they point into `text`.
+fn in_string(
+    text: &str,
+    at: &asl::JsonPointer,
+    options: Options<'_>,
+) -> (LoadedDefinition, asl::Diagnostics) {
     let mut definition = asl::load_text(text, SourceFormat::Json, options.asl());
+    let inner = definition.diagnostics.clone();
     for d in &mut definition.diagnostics.0 {
         let inner = d.location_text().unwrap_or_else(|| "/".to_owned());
         d.message = format!("in DefinitionString at {inner}: {}", d.message);
         d.location = Location::Pointer(at.clone());
         d.related.clear();
     }
-    definition
+    (definition, inner)
 }
 
 /// A definition in a file of its own that the template at `template` names, its diagnostics

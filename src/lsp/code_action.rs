@@ -25,6 +25,38 @@ struct Fix {
 /// that names none (`did you mean "X"?`), the near field name of a field it does not know, a
 /// `HeartbeatSeconds` moved below `TimeoutSeconds`.
 pub fn fix_data(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value> {
+    let (title, span, new_text) = fix_of(placer, d)?;
+    let range = placer.range(span);
+    serde_json::to_value(Fix {
+        title,
+        range,
+        new_text,
+    })
+    .ok()
+}
+
+/// [`fix_data`] for a definition written inside a template's string: the fix worked out on the
+/// built text (`placer`), its span mapped into the string and its text escaped for it; none
+/// when no one literal of the template holds the span.
+pub fn fix_data_in_string(
+    placer: &Placer<'_>,
+    d: &Diagnostic,
+    embedded: &crate::lsp::embedded::Embedded,
+    template: &crate::lsp::text::LineIndex<'_>,
+) -> Option<serde_json::Value> {
+    let (title, span, new_text) = fix_of(placer, d)?;
+    let range = template.range(embedded.to_template(span)?);
+    let new_text = crate::lsp::embedded::Embedded::escaped(&new_text);
+    serde_json::to_value(Fix {
+        title,
+        range,
+        new_text,
+    })
+    .ok()
+}
+
+/// A fix's title, the byte span it replaces and the text it writes there.
+fn fix_of(placer: &Placer<'_>, d: &Diagnostic) -> Option<(String, std::ops::Range<usize>, String)> {
     let pointer = d.pointer()?;
     if d.code == Code::SchemaValidationFailed && d.message.starts_with("Field '") {
         return misspelt_field(placer, d);
@@ -46,16 +78,14 @@ pub fn fix_data(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value
         }
         _ => return None,
     };
-    let fix = Fix {
-        title,
-        range: placer.range(value),
-        new_text,
-    };
-    serde_json::to_value(fix).ok()
+    Some((title, value, new_text))
 }
 
 /// A field `validate` does not know, renamed to the field it suggests (`Nxt` → `Next`).
-fn misspelt_field(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Value> {
+fn misspelt_field(
+    placer: &Placer<'_>,
+    d: &Diagnostic,
+) -> Option<(String, std::ops::Range<usize>, String)> {
     let near = near_name(&d.message)?;
     let key = placer.index().key_span(d.pointer()?)?;
     let raw = placer.index().text().get(key.clone())?;
@@ -65,12 +95,7 @@ fn misspelt_field(placer: &Placer<'_>, d: &Diagnostic) -> Option<serde_json::Val
     } else {
         key
     };
-    let fix = Fix {
-        title: format!("Rename to \"{near}\""),
-        range: placer.range(inner),
-        new_text: near.to_owned(),
-    };
-    serde_json::to_value(fix).ok()
+    Some((format!("Rename to \"{near}\""), inner, near.to_owned()))
 }
 
 /// The name in ` (did you mean "X"?)`.

@@ -16,16 +16,23 @@ use crate::lsp::documents::{self, Documents, Kind};
 use crate::lsp::fields;
 use crate::lsp::text::LineIndex;
 use crate::lsp::tree::{Spot, Tree};
+use crate::lsp::Opened;
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionParams, CompletionResponse, CompletionTextEdit,
     TextEdit,
 };
 use serde_json::Value;
 
+/// Maps a span of the tree's text to the document's range (`None`: no edit can be offered).
+type Ranges<'a> = &'a dyn Fn(std::ops::Range<usize>) -> Option<lsp_types::Range>;
+
 /// The completions at the cursor.
 pub fn completion(docs: &Documents, params: CompletionParams) -> Option<CompletionResponse> {
     let at = params.text_document_position;
     let uri = &at.text_document.uri;
+    if let Some(opened) = Opened::at(docs, uri, at.position).filter(Opened::is_embedded) {
+        return in_string(&opened, at.position);
+    }
     let doc = docs.get(uri)?;
     let (format, template) = match documents::kind(&documents::file_name(uri), &doc.text) {
         Kind::Definition(format) => (format, false),
@@ -43,30 +50,59 @@ pub fn completion(docs: &Documents, params: CompletionParams) -> Option<Completi
         None => Some(repair(&doc.text, offset, format)?),
     };
     let tree = read(repaired.as_deref().unwrap_or(&doc.text))?;
-    let items = match tree.spot(offset)? {
-        Spot::Value(p) => value_items(&tree, &lines, &p, format)?,
+    let items = items_at(&tree, offset, &|span| Some(lines.range(span)), format)?;
+    Some(CompletionResponse::Array(items))
+}
+
+/// Completions inside a definition written in a template's string: the same, on the built
+/// text, each edit mapped into the string and its text escaped for it (none where no one
+/// literal of the template holds the place).
+fn in_string(opened: &Opened<'_>, position: lsp_types::Position) -> Option<CompletionResponse> {
+    let offset = opened.offset(position)?;
+    let items = items_at(
+        &opened.tree,
+        offset,
+        &|span| opened.range(span),
+        SourceFormat::Json,
+    )?;
+    let escaped = items.into_iter().filter_map(|mut i| {
+        match &mut i.text_edit {
+            Some(CompletionTextEdit::Edit(e)) => e.new_text = opened.written(&e.new_text),
+            _ => return None,
+        }
+        Some(i)
+    });
+    Some(CompletionResponse::Array(escaped.collect()))
+}
+
+/// The completions at byte `offset` of the tree's text.
+fn items_at(
+    tree: &Tree<'_>,
+    offset: usize,
+    ranges: Ranges<'_>,
+    format: SourceFormat,
+) -> Option<Vec<CompletionItem>> {
+    match tree.spot(offset)? {
+        Spot::Value(p) => value_items(tree, ranges, &p, format),
         Spot::Key(p) => {
             let holder = p.parent();
-            let replace = lines.range(tree.inner(tree.key_span(&p)?));
-            field_items(&tree, &holder)?
-                .into_iter()
-                .map(|i| edit(i, replace))
-                .collect()
+            let replace = ranges(tree.inner(tree.key_span(&p)?))?;
+            let items = field_items(tree, &holder)?;
+            Some(items.into_iter().map(|i| edit(i, replace)).collect())
         }
-    };
-    Some(CompletionResponse::Array(items))
+    }
 }
 
 /// Completions inside a value: a name, an error, an intrinsic, an ARN, or a new field.
 fn value_items(
     tree: &Tree<'_>,
-    lines: &LineIndex<'_>,
+    ranges: Ranges<'_>,
     p: &JsonPointer,
     format: SourceFormat,
 ) -> Option<Vec<CompletionItem>> {
     let field = p.tokens().last().unwrap_or_default();
     let parent = p.parent().tokens().last().unwrap_or_default();
-    let replace = || Some(lines.range(tree.inner(tree.value_span(p)?)));
+    let replace = || ranges(tree.inner(tree.value_span(p)?));
     let named = |names: Vec<(String, String)>, kind| {
         let replace = replace()?;
         Some(

@@ -11,15 +11,15 @@ pub fn definition(
     params: GotoDefinitionParams,
 ) -> Option<GotoDefinitionResponse> {
     let at = params.text_document_position_params;
-    let opened = Opened::new(docs, &at.text_document.uri)?;
+    let opened = Opened::at(docs, &at.text_document.uri, at.position)?;
     let tree = &opened.tree;
-    let spot = tree.spot(opened.lines.offset(at.position))?;
+    let spot = tree.spot(opened.offset(at.position)?)?;
     let crate::lsp::tree::Spot::Value(pointer) = &spot else {
         return None;
     };
     let target = tree.targets.iter().find(|t| &t.at == pointer)?;
     let state = tree.state(target.scope, &target.name)?;
-    let range = opened.lines.range(tree.key_span(&state.at)?);
+    let range = opened.range(tree.key_span(&state.at)?)?;
     Some(GotoDefinitionResponse::Scalar(Location::new(
         at.text_document.uri,
         range,

@@ -15,6 +15,9 @@ pub struct Document {
     pub text: String,
     /// The editor's version of it.
     pub version: i32,
+    /// The definitions written inside its strings, when it is a JSON template (CDK's
+    /// `DefinitionString`s): what navigation and edits inside them run on.
+    pub embedded: Vec<crate::lsp::embedded::Embedded>,
 }
 
 /// What a document is to the server.
@@ -38,7 +41,20 @@ pub struct Documents {
 impl Documents {
     /// Records an opened document, or a new version of one.
     pub fn set(&mut self, uri: Uri, text: String, version: i32) {
-        self.open.insert(uri, Document { text, version });
+        let embedded = match kind(&file_name(&uri), &text) {
+            Kind::Template(SourceFormat::Json) => crate::asl::source::parse_json(&text)
+                .map(|value| crate::lsp::embedded::Embedded::of_template(&text, &value))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        self.open.insert(
+            uri,
+            Document {
+                text,
+                version,
+                embedded,
+            },
+        );
     }
 
     /// Forgets a closed document.

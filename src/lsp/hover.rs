@@ -12,9 +12,9 @@ use std::fmt::Write as _;
 /// The hover at the cursor.
 pub fn hover(docs: &Documents, params: HoverParams) -> Option<Hover> {
     let at = params.text_document_position_params;
-    let opened = Opened::new(docs, &at.text_document.uri)?;
+    let opened = Opened::at(docs, &at.text_document.uri, at.position)?;
     let tree = &opened.tree;
-    let spot = tree.spot(opened.lines.offset(at.position))?;
+    let spot = tree.spot(opened.offset(at.position)?)?;
     let (text, span) = match &spot {
         Spot::Key(p) if is_state(tree, p) => (state_card(tree, p)?, tree.key_span(p)?),
         Spot::Value(p) if tree.targets.iter().any(|t| &t.at == p) => {
@@ -33,7 +33,7 @@ pub fn hover(docs: &Documents, params: HoverParams) -> Option<Hover> {
             kind: MarkupKind::Markdown,
             value: text,
         }),
-        range: Some(opened.lines.range(span)),
+        range: opened.range(span),
     })
 }
 

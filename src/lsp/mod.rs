@@ -17,12 +17,15 @@
 //!   it hold more than [`transport::MESSAGE_BYTES`]; a document over
 //!   [`crate::limits::DEFINITION_FILE_BYTES`] is not kept (see [`server`]).
 
+use crate::asl;
+
 pub mod check;
 pub mod code_action;
 pub mod completion;
 pub mod definition;
 pub mod diagnostics;
 pub mod documents;
+pub mod embedded;
 pub mod fields;
 pub mod hover;
 pub mod references;
@@ -34,12 +37,15 @@ pub mod text;
 pub mod transport;
 pub mod tree;
 
-/// An open definition, indexed for a request: its scopes and source map, and its lines.
+/// An open definition, indexed for a request: its scopes and source map, its lines, and for a
+/// definition written inside a template's string, how its places map to the template's.
 pub struct Opened<'d> {
     /// Scopes, states, targets and the source map.
     pub tree: tree::Tree<'d>,
-    /// Byte offsets to and from LSP positions.
+    /// Byte offsets of the document to and from LSP positions.
     pub lines: text::LineIndex<'d>,
+    /// The string-encoded definition the tree is of, when it is one.
+    embedded: Option<&'d embedded::Embedded>,
 }
 
 impl<'d> Opened<'d> {
@@ -54,7 +60,62 @@ impl<'d> Opened<'d> {
         Some(Opened {
             tree,
             lines: text::LineIndex::new(&doc.text),
+            embedded: None,
         })
+    }
+
+    /// What a request at `position` runs on: the string-encoded definition of a template that
+    /// the position is inside, else the document itself ([`Opened::new`]).
+    pub fn at(
+        docs: &'d documents::Documents,
+        uri: &lsp_types::Uri,
+        position: lsp_types::Position,
+    ) -> Option<Self> {
+        let doc = docs.get(uri)?;
+        let lines = text::LineIndex::new(&doc.text);
+        let offset = lines.offset(position);
+        let inside = doc.embedded.iter().find(|e| e.to_built(offset).is_some());
+        let Some(embedded) = inside else {
+            return Self::new(docs, uri);
+        };
+        Some(Opened {
+            tree: tree::Tree::new(&embedded.text, asl::SourceFormat::Json)?,
+            lines,
+            embedded: Some(embedded),
+        })
+    }
+
+    /// Whether the tree is of a definition written inside a template's string.
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// The tree's byte offset at an LSP position of the document.
+    pub fn offset(&self, position: lsp_types::Position) -> Option<usize> {
+        let offset = self.lines.offset(position);
+        match self.embedded {
+            Some(e) => e.to_built(offset),
+            None => Some(offset),
+        }
+    }
+
+    /// The document's range of a span of the tree's text; `None` for a span no one literal of
+    /// a template wrote (an edit there could not be applied as meant).
+    pub fn range(&self, span: std::ops::Range<usize>) -> Option<lsp_types::Range> {
+        let span = match self.embedded {
+            Some(e) => e.to_template(span)?,
+            None => span,
+        };
+        Some(self.lines.range(span))
+    }
+
+    /// `text`, to be written in place of a span of the tree's text: escaped for the JSON string
+    /// it lands in when the tree is a string-encoded definition.
+    pub fn written(&self, text: &str) -> String {
+        match self.embedded {
+            Some(_) => embedded::Embedded::escaped(text),
+            None => text.to_owned(),
+        }
     }
 }
 

@@ -10,9 +10,9 @@ use lsp_types::{Location, ReferenceParams};
 pub fn references(docs: &Documents, params: ReferenceParams) -> Option<Vec<Location>> {
     let at = params.text_document_position;
     let uri = at.text_document.uri;
-    let opened = Opened::new(docs, &uri)?;
+    let opened = Opened::at(docs, &uri, at.position)?;
     let tree = &opened.tree;
-    let (scope, name) = tree.state_at(&tree.spot(opened.lines.offset(at.position))?)?;
+    let (scope, name) = tree.state_at(&tree.spot(opened.offset(at.position)?)?)?;
     let mut spans = Vec::new();
     if params.context.include_declaration {
         spans.extend(tree.state(scope, &name).and_then(|s| tree.key_span(&s.at)));
@@ -22,6 +22,6 @@ pub fn references(docs: &Documents, params: ReferenceParams) -> Option<Vec<Locat
         .iter()
         .filter(|t| t.scope == scope && t.name == name);
     spans.extend(named.filter_map(|t| tree.value_span(&t.at)));
-    let at = |span| Location::new(uri.clone(), opened.lines.range(span));
-    Some(spans.into_iter().map(at).collect())
+    let at = |span| Some(Location::new(uri.clone(), opened.range(span)?));
+    Some(spans.into_iter().filter_map(at).collect())
 }

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 pub fn rename(docs: &Documents, params: RenameParams) -> Option<WorkspaceEdit> {
     let at = params.text_document_position;
     let uri = at.text_document.uri;
-    let opened = Opened::new(docs, &uri)?;
+    let opened = Opened::at(docs, &uri, at.position)?;
     let tree = &opened.tree;
-    let (scope, name) = tree.state_at(&tree.spot(opened.lines.offset(at.position))?)?;
+    let (scope, name) = tree.state_at(&tree.spot(opened.offset(at.position)?)?)?;
     let state = tree.state(scope, &name)?;
     let mut spans = vec![tree.key_span(&state.at)?];
     let named = tree
@@ -21,18 +21,23 @@ pub fn rename(docs: &Documents, params: RenameParams) -> Option<WorkspaceEdit> {
         .filter(|t| t.scope == scope && t.name == name);
     spans.extend(named.filter_map(|t| tree.value_span(&t.at)));
     let text = tree.index.text();
+    // Every place or none: a rename that leaves one place behind breaks the machine.
     let edits = spans
         .into_iter()
         .map(|span| {
-            // Inside JSON quotes the name is written with JSON's escapes.
+            // Inside JSON quotes the name is written with JSON's escapes (and again for the
+            // template's string, when the definition is written inside one).
             let json = text.get(span.clone()).is_some_and(|t| t.starts_with('"'));
             let written = match json {
                 true => json_inner(&params.new_name),
                 false => params.new_name.clone(),
             };
-            TextEdit::new(opened.lines.range(tree.inner(span)), written)
+            Some(TextEdit::new(
+                opened.range(tree.inner(span))?,
+                opened.written(&written),
+            ))
         })
-        .collect();
+        .collect::<Option<Vec<_>>>()?;
     Some(WorkspaceEdit {
         changes: Some(HashMap::from([(uri, edits)])),
         ..Default::default()

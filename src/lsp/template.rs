@@ -9,6 +9,7 @@ use crate::loader::{self, LoadedFile, Reader};
 use crate::lsp::check::Published;
 use crate::lsp::diagnostics::Placer;
 use crate::lsp::documents::{self, Documents};
+use crate::lsp::embedded::Embedded;
 use lsp_types::Uri;
 use std::path::{Path, PathBuf};
 
@@ -45,32 +46,79 @@ pub fn check(
         ..loader::Options::new(&subs, Unresolved::StandIn).typed(default_type)
     };
     let files = loader::template_machines(&path, text, &value, options);
+    let embedded = match format {
+        SourceFormat::Json => Embedded::of_template(text, &value),
+        SourceFormat::Yaml => Vec::new(),
+    };
     let mut out: Vec<(Uri, Vec<lsp_types::Diagnostic>)> = vec![(uri.clone(), Vec::new())];
     for file in &files {
-        publish(&mut out, uri, &path, file);
+        publish(&mut out, uri, &path, file, &embedded);
     }
     out
 }
 
 /// Adds one machine's diagnostics to what is published, each on the file it points into.
-fn publish(out: &mut Published, template: &Uri, template_path: &Path, file: &LoadedFile) {
+fn publish(
+    out: &mut Published,
+    template: &Uri,
+    template_path: &Path,
+    file: &LoadedFile,
+    embedded: &[Embedded],
+) {
     // A file with nothing to say is published too: that clears what it had.
-    let mut add = |at: &Uri, text: &str, diagnostics: &asl::Diagnostics| {
-        let format = SourceFormat::detect(Some(at.path().as_str()), text);
-        let placer = Placer::new(text, format, &diagnostics.0);
-        let placed = diagnostics.iter().map(|d| placer.to_lsp(at, d));
-        match out.iter_mut().find(|(u, _)| u == at) {
-            Some((_, list)) => list.extend(placed),
-            None => out.push((at.clone(), placed.collect())),
-        }
+    let mut add = |at: &Uri, placed: Vec<lsp_types::Diagnostic>| match out
+        .iter_mut()
+        .find(|(u, _)| u == at)
+    {
+        Some((_, list)) => list.extend(placed),
+        None => out.push((at.clone(), placed)),
     };
     let own_file = Path::new(&file.path) != template_path;
-    match (own_file, documents::file_uri(Path::new(&file.path))) {
-        (true, Some(at)) => add(&at, &file.text, &file.definition.diagnostics),
-        _ => add(template, &file.text, &file.definition.diagnostics),
-    }
+    let at = match (own_file, documents::file_uri(Path::new(&file.path))) {
+        (true, Some(at)) => at,
+        _ => template.clone(),
+    };
+    let mut own = placed(&at, &file.text, &file.definition.diagnostics);
+    fixes_in_string(&mut own, file, embedded);
+    add(&at, own);
     if let Some(problems) = &file.template_problems {
-        add(template, &problems.text, &problems.diagnostics);
+        add(
+            template,
+            placed(template, &problems.text, &problems.diagnostics),
+        );
+    }
+}
+
+/// Diagnostics placed on the text they point into.
+fn placed(at: &Uri, text: &str, diagnostics: &asl::Diagnostics) -> Vec<lsp_types::Diagnostic> {
+    let format = SourceFormat::detect(Some(at.path().as_str()), text);
+    let placer = Placer::new(text, format, &diagnostics.0);
+    diagnostics.iter().map(|d| placer.to_lsp(at, d)).collect()
+}
+
+/// A `DefinitionString`'s diagnostics sit on the template's field (as `validate` places them),
+/// where a fix worked out on the field would replace the whole string: each gets instead the
+/// fix worked out on the definition inside, mapped into the string, or none when it cannot be
+/// (a YAML template, a span across an intrinsic or a `Fn::Join` delimiter).
+fn fixes_in_string(placed: &mut [lsp_types::Diagnostic], file: &LoadedFile, embedded: &[Embedded]) {
+    let (Some(built), Some(inner)) = (&file.built_text, &file.built_diagnostics) else {
+        return;
+    };
+    let field = file
+        .definition
+        .diagnostics
+        .iter()
+        .find_map(|d| d.pointer().cloned());
+    let mapped = embedded
+        .iter()
+        .find(|e| &e.text == built && Some(&e.field) == field.as_ref());
+    let placer = Placer::new(built, SourceFormat::Json, &inner.0);
+    let lines = crate::lsp::text::LineIndex::new(&file.text);
+    // The first diagnostics are the definition's own, in order; the template's checks follow.
+    for (i, d) in placed.iter_mut().enumerate().take(inner.0.len()) {
+        d.data = mapped.and_then(|e| {
+            crate::lsp::code_action::fix_data_in_string(&placer, &inner.0[i], e, &lines)
+        });
     }
 }
 

@@ -1,0 +1,246 @@
+//! Definitions written inside a JSON template's strings (`DefinitionString` as a string, an
+//! `Fn::Sub` string or the pieces of an `Fn::Join`, as CDK synthesizes them): the definition's
+//! text as the loader builds it, and where each of its bytes is written in the template,
+//! through the string's JSON escapes.
+//!
+//! Navigation and edits run on the built text like on any definition, and their places are
+//! mapped back: an edit is offered only when every byte it replaces comes from one literal of
+//! the template (never across an intrinsic, a `Fn::Join` delimiter or two pieces), and its new
+//! text is escaped for the string it lands in, so applying it leaves a template that parses.
+//! YAML templates' strings (plain, quoted, block scalars) are not mapped: no edits there.
+
+use crate::asl::source::SpanIndex;
+use crate::asl::JsonPointer;
+use serde_json::Value;
+use std::ops::Range;
+
+/// One string-encoded definition of a template.
+#[derive(Debug, Clone)]
+pub struct Embedded {
+    /// The definition's text, exactly as the loader builds it.
+    pub text: String,
+    /// The template's `DefinitionString` field.
+    pub field: JsonPointer,
+    /// Per byte of `text`, the template bytes that wrote it (an escape for `\"`); `None` for
+    /// bytes no single literal wrote (a delimiter, an intrinsic's placeholder).
+    written_at: Vec<Option<Range<usize>>>,
+}
+
+impl Embedded {
+    /// Every string-encoded definition of the JSON template `text` (parsed as `value`) whose
+    /// built text the loader would read the same.
+    pub fn of_template(text: &str, value: &Value) -> Vec<Embedded> {
+        let index = SpanIndex::new(text);
+        crate::asl::cfn::state_machines(value)
+            .into_iter()
+            .filter_map(|m| match m.source {
+                crate::asl::cfn::DefinitionSource::Text {
+                    text: built,
+                    pointer,
+                } => {
+                    let embedded = Self::build(&index, value.pointer(pointer.as_str())?, pointer)?;
+                    (embedded.text == built).then_some(embedded)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn build(index: &SpanIndex<'_>, field: &Value, at: JsonPointer) -> Option<Embedded> {
+        let mut out = Embedded {
+            text: String::new(),
+            field: at.clone(),
+            written_at: Vec::new(),
+        };
+        match field {
+            Value::String(_) => out.literal(index, &at)?,
+            Value::Object(map) if map.len() == 1 => match map.iter().next()? {
+                (name, Value::String(_)) if name == "Fn::Sub" => {
+                    out.literal(index, &at.key("Fn::Sub"))?
+                }
+                (name, Value::Array(_)) if name == "Fn::Sub" => {
+                    out.literal(index, &at.key("Fn::Sub").index(0))?
+                }
+                (name, Value::Array(items)) if name == "Fn::Join" => {
+                    out.join(index, items, &at.key("Fn::Join"))?
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+        Some(out)
+    }
+
+    fn join(&mut self, index: &SpanIndex<'_>, items: &[Value], at: &JsonPointer) -> Option<()> {
+        let delimiter = items.first()?.as_str()?;
+        for (i, part) in items.get(1)?.as_array()?.iter().enumerate() {
+            if i > 0 {
+                self.unmapped(delimiter);
+            }
+            match part {
+                Value::String(_) => self.literal(index, &at.index(1).index(i))?,
+                other => {
+                    let name = crate::asl::cfn::join_part_name(other, i);
+                    self.unmapped(&format!("${{{name}}}"));
+                }
+            }
+        }
+        Some(())
+    }
+
+    fn unmapped(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.written_at
+            .extend(std::iter::repeat_n(None, text.len()));
+    }
+
+    /// Appends the JSON string literal at `at`, decoded, each byte mapped to what wrote it.
+    fn literal(&mut self, index: &SpanIndex<'_>, at: &JsonPointer) -> Option<()> {
+        let span = index.value_span(at)?;
+        let raw = index.text().get(span.clone())?;
+        let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+        let base = span.start + 1;
+        let mut i = 0;
+        while i < inner.len() {
+            let (c, len) = decode_one(&inner[i..])?;
+            let mut buf = [0u8; 4];
+            let bytes = c.encode_utf8(&mut buf);
+            self.text.push_str(bytes);
+            let wrote = base + i..base + i + len;
+            self.written_at
+                .extend(std::iter::repeat_n(Some(wrote), bytes.len()));
+            i += len;
+        }
+        Some(())
+    }
+
+    /// The template span that wrote the built span `span`, when one literal wrote all of it
+    /// in order (an empty span: where an insertion there lands).
+    pub fn to_template(&self, span: Range<usize>) -> Option<Range<usize>> {
+        if span.is_empty() {
+            return match self.written_at.get(span.start) {
+                Some(Some(at)) => Some(at.start..at.start),
+                _ => self
+                    .written_at
+                    .get(span.start.checked_sub(1)?)?
+                    .clone()
+                    .map(|a| a.end..a.end),
+            };
+        }
+        let parts = self.written_at.get(span.clone())?;
+        let mut end = parts.first()?.as_ref()?.start;
+        let start = end;
+        for part in parts {
+            let part = part.as_ref()?;
+            // Bytes of one character share its escape; the next character starts where it ends.
+            if part.start != end && part.end != end {
+                return None;
+            }
+            end = part.end;
+        }
+        Some(start..end)
+    }
+
+    /// The built offset written at template offset `offset`, when a literal of this definition
+    /// holds it (its end counts: a cursor just after a name is on it).
+    pub fn to_built(&self, offset: usize) -> Option<usize> {
+        let inside = self.written_at.iter().position(|w| {
+            w.as_ref()
+                .is_some_and(|w| w.start <= offset && offset < w.end)
+        });
+        inside.or_else(|| {
+            let last = self
+                .written_at
+                .iter()
+                .position(|w| w.as_ref().is_some_and(|w| w.end == offset))?;
+            let len = self.text[last..].chars().next()?.len_utf8();
+            Some(last + len)
+        })
+    }
+
+    /// `text` as written inside the template's JSON string.
+    pub fn escaped(text: &str) -> String {
+        let quoted = serde_json::to_string(text).unwrap_or_default();
+        quoted[1..quoted.len() - 1].to_owned()
+    }
+}
+
+/// The first character of a JSON string's inner text and how many bytes wrote it.
+fn decode_one(s: &str) -> Option<(char, usize)> {
+    let mut chars = s.chars();
+    let c = chars.next()?;
+    if c != '\\' {
+        return Some((c, c.len_utf8()));
+    }
+    let simple = match chars.next()? {
+        '"' => '"',
+        '\\' => '\\',
+        '/' => '/',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'u' => return decode_unicode(s),
+        _ => return None,
+    };
+    Some((simple, 2))
+}
+
+/// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`.
+fn decode_unicode(s: &str) -> Option<(char, usize)> {
+    let unit = |at: usize| u32::from_str_radix(s.get(at + 2..at + 6)?, 16).ok();
+    let high = unit(0)?;
+    if (0xD800..0xDC00).contains(&high) {
+        let low = unit(6).filter(|l| (0xDC00..0xE000).contains(l) && s.get(6..8) == Some("\\u"))?;
+        let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+        return Some((c, 12));
+    }
+    Some((char::from_u32(high)?, 6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn embedded(template: &str) -> Embedded {
+        let value: Value = serde_json::from_str(template).unwrap();
+        Embedded::of_template(template, &value)
+            .pop()
+            .expect("one embedded definition")
+    }
+
+    const JOIN: &str = r#"{"Resources":{"M":{"Type":"AWS::StepFunctions::StateMachine","Properties":{"DefinitionString":{"Fn::Join":["",["{\"StartAt\":\"A\",\"States\":{\"A\":{\"Type\":\"Task\",\"Resource\":\"",{"Fn::GetAtt":["F","Arn"]},"\",\"Next\":\"Bé\"},\"Bé\":{\"Type\":\"Pass\",\"End\":true}}}"]]}}}}}"#;
+
+    #[test]
+    fn a_built_span_maps_back_through_escapes_within_one_piece() {
+        let e = embedded(JOIN);
+        let built = e.text.find("\"Bé\"}").unwrap();
+        let span = built..built + "\"Bé\"".len();
+        let raw = e.to_template(span).unwrap();
+        assert_eq!(&JOIN[raw.clone()], "\\\"Bé\\\"");
+        assert_eq!(e.to_built(raw.start + 2), Some(built + 1));
+    }
+
+    #[test]
+    fn a_span_across_an_intrinsic_maps_to_nothing() {
+        let e = embedded(JOIN);
+        let at = e.text.find("${F.Arn}").unwrap();
+        assert_eq!(e.to_template(at - 2..at + 3), None);
+    }
+
+    #[test]
+    fn escapes_decode_to_what_serde_reads() {
+        let template = r#"{"Resources":{"M":{"Type":"AWS::StepFunctions::StateMachine","Properties":{"DefinitionString":"{\"a\\u00e9\\ud83d\\ude00\\n\":1}"}}}}"#;
+        let e = embedded(template);
+        let value: Value = serde_json::from_str(template).unwrap();
+        assert_eq!(
+            e.text,
+            value
+                .pointer("/Resources/M/Properties/DefinitionString")
+                .unwrap()
+                .as_str()
+                .unwrap()
+        );
+    }
+}
