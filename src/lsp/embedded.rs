@@ -243,4 +243,163 @@ mod tests {
                 .unwrap()
         );
     }
+
+    mod every_offered_edit {
+        //! Property: on generated CDK-shaped templates (a definition split into `Fn::Join`
+        //! pieces at random places, an intrinsic inside, names that need escapes, non-ASCII
+        //! written as `\uXXXX` or not), every edit the server offers (the quick fix of a
+        //! misspelt `Next`, a rename of any state) leaves a template that parses, whose
+        //! definition still parses and says what the edit meant.
+        use crate::asl::MachineType;
+        use crate::lsp::documents::Documents;
+        use crate::lsp::text::LineIndex;
+        use lsp_types::{Position, Uri};
+        use proptest::prelude::*;
+        use serde_json::{json, Value};
+
+        fn names() -> impl Strategy<Value = Vec<String>> {
+            proptest::collection::btree_set("[A-Za-z][A-Za-z\"\\\\é😀 ]{2,8}", 2..5)
+                .prop_map(|s| s.into_iter().collect())
+        }
+
+        /// The template: states chained by `Next` (the last one's `Next` misspelt when
+        /// `typo`), a Task whose Resource is an intrinsic, the text split at `cuts`.
+        fn template(names: &[String], cuts: &[usize], ascii: bool, typo: bool) -> (String, String) {
+            let mut states = serde_json::Map::new();
+            for (i, name) in names.iter().enumerate() {
+                let mut next = names.get(i + 1).cloned().unwrap_or_else(|| "Task".into());
+                if typo && i == 0 {
+                    next = next.chars().skip(1).collect();
+                }
+                states.insert(name.clone(), json!({"Type": "Pass", "Next": next}));
+            }
+            states.insert(
+                "Task".into(),
+                json!({"Type": "Task", "Resource": "RES", "End": true}),
+            );
+            let definition = json!({"StartAt": names[0], "States": states}).to_string();
+            let (before, after) = definition.split_once("RES").unwrap();
+            let mut pieces: Vec<Value> = Vec::new();
+            let mut at = 0;
+            for &cut in cuts.iter().filter(|&&c| c < before.len()) {
+                let cut = (cut..before.len())
+                    .find(|&c| before.is_char_boundary(c))
+                    .unwrap();
+                if cut > at {
+                    pieces.push(json!(before[at..cut]));
+                    at = cut;
+                }
+            }
+            pieces.push(json!(before[at..]));
+            pieces.push(json!({"Fn::GetAtt": ["F", "Arn"]}));
+            pieces.push(json!(after));
+            let t = json!({"Resources": {"M": {"Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {"DefinitionString": {"Fn::Join": ["", pieces]}}}}});
+            let text = serde_json::to_string_pretty(&t).unwrap();
+            let text = match ascii {
+                true => text
+                    .chars()
+                    .map(|c| match c.is_ascii() {
+                        true => c.to_string(),
+                        false => c
+                            .encode_utf16(&mut [0; 2])
+                            .iter()
+                            .map(|u| format!("\\u{u:04x}"))
+                            .collect(),
+                    })
+                    .collect(),
+                false => text,
+            };
+            (text, definition)
+        }
+
+        /// The definition a template's Fn::Join builds, the intrinsic as `${F.Arn}`.
+        fn built(template: &str) -> Value {
+            let t: Value = serde_json::from_str(template).expect("the template parses");
+            let pieces = t
+                .pointer("/Resources/M/Properties/DefinitionString/Fn::Join/1")
+                .unwrap();
+            let text: String = pieces
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_str().map_or("${F.Arn}".to_owned(), str::to_owned))
+                .collect();
+            serde_json::from_str(&text).expect("the definition parses")
+        }
+
+        fn apply(text: &str, edits: &[(lsp_types::Range, String)]) -> String {
+            let lines = LineIndex::new(text);
+            let mut spans: Vec<_> = edits
+                .iter()
+                .map(|(r, t)| (lines.offset(r.start), lines.offset(r.end), t.clone()))
+                .collect();
+            spans.sort_by_key(|s| std::cmp::Reverse(s.0));
+            let mut out = text.to_owned();
+            for (a, b, t) in spans {
+                out.replace_range(a..b, &t);
+            }
+            out
+        }
+
+        fn docs_with(text: &str) -> (Documents, Uri) {
+            let uri: Uri = "file:///p/cdk.out/S.template.json".parse().unwrap();
+            let mut docs = Documents::default();
+            docs.set(uri.clone(), text.to_owned(), 1);
+            (docs, uri)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+            #[test]
+            fn quick_fixes_and_renames_leave_templates_that_parse(
+                names in names(),
+                cuts in proptest::collection::vec(0usize..400, 0..6),
+                ascii in any::<bool>(),
+                which in 0usize..4,
+                new_name in "[A-Za-z][A-Za-z\"\\\\é😀]{0,6}",
+            ) {
+                let (good, _) = template(&names, &cuts, ascii, false);
+                // The misspelt Next: the second name's first character dropped where the
+                // first state names it.
+                let (text, _) = template(&names, &cuts, ascii, true);
+                let wrong: String = names[1].chars().skip(1).collect();
+                prop_assume!(!names.contains(&wrong) && wrong.len() > 1);
+                let (docs, uri) = docs_with(&text);
+                let doc = docs.get(&uri).unwrap();
+                let published = crate::lsp::check::check(&docs, &uri, doc, MachineType::Standard);
+                for (_, diagnostics) in &published {
+                    for d in diagnostics {
+                        let Some(data) = &d.data else { continue };
+                        let range: lsp_types::Range = serde_json::from_value(data["range"].clone()).unwrap();
+                        let fixed = apply(&text, &[(range, data["newText"].as_str().unwrap().to_owned())]);
+                        let fixed = built(&fixed);
+                        prop_assert_eq!(&fixed["States"][&names[0]]["Next"], &json!(names[1]));
+                    }
+                }
+                // A rename of any state, from its key.
+                let name = &names[which % names.len()];
+                let key = serde_json::to_string(name).unwrap();
+                let escaped = serde_json::to_string(&key[..key.len()]).unwrap();
+                let needle = format!("{}:", &escaped[1..escaped.len() - 1]);
+                let (docs, uri) = docs_with(&good);
+                let Some(at) = good.find(&needle) else { return Ok(()) };
+                let position: Position = LineIndex::new(&good).position(at + 3);
+                let params = lsp_types::RenameParams {
+                    text_document_position: lsp_types::TextDocumentPositionParams {
+                        text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                        position,
+                    },
+                    new_name: new_name.clone(),
+                    work_done_progress_params: Default::default(),
+                };
+                if let Some(edit) = crate::lsp::rename::rename(&docs, params) {
+                    let edits: Vec<_> = edit.changes.unwrap().remove(&uri).unwrap()
+                        .into_iter().map(|e| (e.range, e.new_text)).collect();
+                    let renamed = built(&apply(&good, &edits));
+                    prop_assert!(renamed["States"].get(&new_name).is_some(), "{renamed}");
+                }
+            }
+        }
+    }
 }
