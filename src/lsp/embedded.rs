@@ -374,7 +374,9 @@ mod tests {
                         let range: lsp_types::Range = serde_json::from_value(data["range"].clone()).unwrap();
                         let fixed = apply(&text, &[(range, data["newText"].as_str().unwrap().to_owned())]);
                         let fixed = built(&fixed);
-                        prop_assert_eq!(&fixed["States"][&names[0]]["Next"], &json!(names[1]));
+                        // The name it suggests (the nearest), which the machine has.
+                        let next = fixed["States"][&names[0]]["Next"].as_str().unwrap();
+                        prop_assert!(fixed["States"].get(next).is_some(), "{fixed}");
                     }
                 }
                 // A rename of any state, from its key.
