@@ -5,7 +5,7 @@
 mod common;
 
 use common::deps_python_bin;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `tests/lsp/FILE` with pytest and returns its summary line; panics with pytest's
@@ -69,6 +69,156 @@ fn edits_inside_definition_strings_keep_templates_whole() {
     pytest("test_strings.py");
 }
 
+/// The book's Neovim recipes, copied from docs/src/editors.md: the one for 0.7 to 0.10 in
+/// Debian's Neovim (0.7, where the old recipe failed with `attempt to call field 'config'`),
+/// the 0.11 one (and the 0.7 one) in Neovim 0.11 from PyPI, headless. With `sfn-local` only in
+/// the project's `node_modules/.bin` (as `npm i -D` puts it), a definition with a misspelt
+/// `Next` gets `validate`'s diagnostic at `validate`'s line and column.
+#[test]
+fn the_books_neovim_recipes_show_validates_diagnostics() {
+    let debian = PathBuf::from("nvim");
+    let wheel = deps_python_bin("nvim");
+    for (nvim, recipe) in [
+        (&debian, "### Neovim 0.7 to 0.10"),
+        (&wheel, "### Neovim 0.11"),
+        (&wheel, "### Neovim 0.7 to 0.10"),
+    ] {
+        let got = neovim_diagnostics(nvim, recipe);
+        assert_eq!(
+            got.trim(),
+            "4:28:Missing 'Next' target: Chek (did you mean \"Check\"?)",
+            "{} with the recipe under {recipe}",
+            nvim.display()
+        );
+    }
+}
+
+/// The diagnostics `nvim`, set up by the book's recipe under `heading`, shows for a definition
+/// with a misspelt `Next` (`LINE:COLUMN:MESSAGE`, 1-based), after checking `validate` puts it
+/// at line 4, column 28.
+fn neovim_diagnostics(nvim: &Path, heading: &str) -> String {
+    let book =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/editors.md"))
+            .unwrap();
+    let section = &book[book.find(heading).expect("the recipe's heading")..];
+    let recipe = section
+        .split("```lua")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let at = |name: &str| project.path().join(name);
+    std::fs::write(at("package.json"), "{}").unwrap();
+    std::fs::create_dir_all(at("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink(common::bin(), at("node_modules/.bin/sfn-local")).unwrap();
+    std::fs::write(at("recipe.lua"), recipe).unwrap();
+    let machine = "{\n  \"StartAt\": \"A\",\n  \"States\": {\n    \"A\": { \"Type\": \"Pass\", \"Next\": \"Chek\" },\n    \"Check\": { \"Type\": \"Succeed\" }\n  }\n}\n";
+    std::fs::write(at("bad.asl.json"), machine).unwrap();
+    std::fs::write(at("probe.lua"), NEOVIM_PROBE).unwrap();
+    let run = Command::new(nvim)
+        .args([
+            "--headless",
+            "-u",
+            "recipe.lua",
+            "-i",
+            "NONE",
+            "-c",
+            "luafile probe.lua",
+        ])
+        .arg("bad.asl.json")
+        .current_dir(project.path())
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {} (.ci/deps installs it): {e}", nvim.display()));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let validate = Command::new(common::bin())
+        .args(["validate", "--format", "github", "bad.asl.json"])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&validate.stdout);
+    assert!(said.contains("line=4,col=28"), "{said}");
+    std::fs::read_to_string(at("diagnostics.txt")).expect("the probe wrote diagnostics")
+}
+
+/// Waits for the buffer's diagnostics and writes them as `LINE:COLUMN:MESSAGE`.
+const NEOVIM_PROBE: &str = r#"vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 50)
+local out = {}
+for _, d in ipairs(vim.diagnostic.get(0)) do
+  table.insert(out, string.format("%d:%d:%s", d.lnum + 1, d.col + 1, d.message))
+end
+vim.fn.writefile(out, "diagnostics.txt")
+vim.cmd("qa!")
+"#;
+
+/// The VS Code extension finds the `sfn-local` installed in the workspace by npm
+/// (`node_modules/.bin`), in a project venv or the activated one, before `PATH`, and says where
+/// it looked when there is none (it once ran `sfn-local` from `PATH` alone, and an editor
+/// started from a launcher showed nothing).
+#[test]
+fn the_vscode_extension_finds_a_binary_installed_in_the_workspace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = tempfile::tempdir().unwrap();
+    let exe = |p: &Path| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let npm = work.path().join("npm");
+    exe(&npm.join("node_modules/.bin/sfn-local"));
+    let venv = work.path().join("venv-active");
+    exe(&venv.join("bin/sfn-local"));
+    let empty = work.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let script = format!(
+        r#"const {{ findServer, notFound }} = require({find:?});
+const out = {{
+  npm: findServer("", [{npm:?}], {{ PATH: "/nowhere" }}).command,
+  venv: findServer(undefined, [{empty:?}], {{ VIRTUAL_ENV: {venv:?}, PATH: "" }}).command,
+  setting: findServer("/opt/x/sfn-local", [{npm:?}], {{}}).command,
+  none: findServer("", [{empty:?}], {{ PATH: "/nowhere" }}),
+}};
+out.message = notFound(out.none.looked);
+console.log(JSON.stringify(out));"#,
+        find = root.join("editors/vscode/find.js"),
+    );
+    let out = Command::new("node")
+        .args(["-e", &script])
+        .output()
+        .expect("node");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        got["npm"],
+        npm.join("node_modules/.bin/sfn-local")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        got["venv"],
+        venv.join("bin/sfn-local").display().to_string()
+    );
+    assert_eq!(got["setting"], "/opt/x/sfn-local");
+    assert!(got["none"]["command"].is_null());
+    let message = got["message"].as_str().unwrap();
+    assert!(
+        message.contains("npm i -D sfn-local") && message.contains("/nowhere"),
+        "{message}"
+    );
+}
+
 /// The VS Code extension (`editors/vscode`) packages to a `.vsix` with `@vscode/vsce`, offline:
 /// its dependencies come from `.ci/deps` (`.deps/vscode`), and the package holds the client,
 /// its manifest and vscode-languageclient.
@@ -118,6 +268,7 @@ fn the_vscode_extension_packages_to_a_vsix() {
     let names = String::from_utf8_lossy(&list.stdout);
     for want in [
         "extension/extension.js",
+        "extension/find.js",
         "extension/package.json",
         "extension/node_modules/vscode-languageclient/node.js",
     ] {

@@ -3,12 +3,18 @@
 // in CI always agree.
 const vscode = require("vscode");
 const { LanguageClient } = require("vscode-languageclient/node");
+const { findServer, notFound } = require("./find");
 
 let client;
 
 async function activate(context) {
   const config = vscode.workspace.getConfiguration("sfnLocal");
-  const command = config.get("path") || "sfn-local";
+  const folders = (vscode.workspace.workspaceFolders || []).map((f) => f.uri.fsPath);
+  const { command, looked } = findServer(config.get("path"), folders);
+  if (!command) {
+    vscode.window.showErrorMessage(notFound(looked));
+    return;
+  }
   const serverOptions = { command, args: ["lsp"] };
   const clientOptions = {
     // Definitions by name, and any JSON or YAML file: the server decides what is a
