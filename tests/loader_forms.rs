@@ -241,3 +241,64 @@ fn a_template_mistake_is_placed_at_the_templates_line() {
     );
     assert_eq!(in_template["logicalId"], "M");
 }
+
+/// The pytest plugin and Jest's global setup take `cdk.out` as a template (they failed with
+/// `Is a directory (os error 21)`): the CDK app's machine is served and runs its Lambda code.
+#[test]
+fn the_pytest_and_jest_helpers_serve_a_cdk_out() {
+    use std::process::Command;
+    let sb = project();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let arn = format!("arn:aws:states:us-east-1:123456789012:stateMachine:{ID}");
+    sb.write(
+        "pytest.ini",
+        "[pytest]\nsfn_local_templates = cdk.out\nsfn_local_time_scale = 0\n",
+    );
+    sb.write(
+        "test_cdk.py",
+        &format!(
+            "from sfn_local import start_and_wait\n\ndef test_ships(sfn_client):\n    done = start_and_wait(sfn_client, {arn:?}, {INPUT})\n    assert done['status'] == 'SUCCEEDED', done\n"
+        ),
+    );
+    let pytest = Command::new(common::deps_python_bin("python"))
+        .args([
+            "-m",
+            "pytest",
+            "-p",
+            "sfn_local.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+        ])
+        .current_dir(sb.dir.path())
+        .env("PYTHONPATH", root.join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run pytest");
+    let said = String::from_utf8_lossy(&pytest.stdout);
+    assert!(
+        pytest.status.success() && said.contains("1 passed"),
+        "{said}"
+    );
+    sb.write(
+        "jest.config.js",
+        "module.exports = { testEnvironment: 'node', globalSetup: 'sfn-local/jest-global-setup', globalTeardown: 'sfn-local/jest-global-teardown', globals: { sfnLocal: { timeScale: 0, templates: ['cdk.out'] } } };\n",
+    );
+    sb.write(
+        "cdk.test.js",
+        &format!(
+            "const {{ connect, startAndWait }} = require('sfn-local');\ntest('ships', async () => {{\n  const done = await startAndWait(connect().client(), {arn:?}, {INPUT});\n  expect(done.status).toBe('SUCCEEDED');\n}});\n"
+        ),
+    );
+    let node_path = std::env::join_paths([root.join("npm"), common::deps_node_modules()]).unwrap();
+    let jest = Command::new("node")
+        .arg(common::deps_node_modules().join("jest/bin/jest.js"))
+        .args(["--ci", "--colors=false"])
+        .current_dir(sb.dir.path())
+        .env("NODE_PATH", node_path)
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run jest");
+    let said = String::from_utf8_lossy(&jest.stderr);
+    assert!(jest.status.success() && said.contains("1 passed"), "{said}");
+}
