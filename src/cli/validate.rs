@@ -130,47 +130,24 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         TypeArg::Standard => MachineType::Standard,
         TypeArg::Express => MachineType::Express,
     };
+    let usage = |e: String| {
+        errln!("error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    };
     let subs = match args.substitutions.substitutions() {
         Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return usage(e),
     };
-    // `T#LogicalId` and cloud assemblies are loaded as named; other files and folders walked.
-    let named_one = |p: &PathBuf| {
-        Reference::parse(p).machine.is_some()
-            || (p.is_dir() && loader::cdk::Assembly::open(p).is_some())
+    let files = match files_to_check(&args.paths) {
+        Ok(files) => files,
+        Err(e) => return usage(e),
     };
-    let (named, walked): (Vec<PathBuf>, Vec<PathBuf>) =
-        args.paths.iter().cloned().partition(named_one);
-    let walk = match collect_files(&walked) {
-        Ok(f) => f,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    // `-v`: the files and folders a folder walk passed over, and why.
-    if crate::cli::ui::verbose() {
-        for (p, why) in &walk.skipped {
-            errln!("skipped {}: {why}", p.display());
-        }
-    }
-    let files: Vec<PathBuf> = named.into_iter().chain(walk.files).collect();
-    if files.is_empty() {
-        errln!("error: no state machine definitions found (*.asl.json, *.asl.yaml, or JSON/YAML with States and StartAt)");
-        return ExitCode::from(EXIT_USAGE);
-    }
     let options = loader::Options::new(&subs, Unresolved::StandIn).typed(machine_type);
     let mut loaded = Vec::with_capacity(files.len());
     for f in &files {
         match load_in_context(f, options) {
             Ok(found) => loaded.extend(found),
-            Err(e) => {
-                errln!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
+            Err(e) => return usage(e.to_string()),
         }
     }
     let mut loaded = once_per_state_machine(loaded);
@@ -186,28 +163,54 @@ pub fn run(args: ValidateArgs) -> ExitCode {
         }
     }
     let reports: Vec<FileReport<'_>> = loaded.iter().flat_map(LoadedFile::reports).collect();
+    print_reports(&reports, &args);
+    if reports.iter().any(|r| r.diagnostics.has_errors()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The files and references to check: `T#LogicalId` and cloud assemblies as named, other files
+/// as given, folders walked for state machines (`-v` says what a walk passed over, and why).
+fn files_to_check(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let named_one = |p: &PathBuf| {
+        Reference::parse(p).machine.is_some()
+            || (p.is_dir() && loader::cdk::Assembly::open(p).is_some())
+    };
+    let (named, walked): (Vec<PathBuf>, Vec<PathBuf>) = paths.iter().cloned().partition(named_one);
+    let walk = collect_files(&walked)?;
+    if crate::cli::ui::verbose() {
+        for (p, why) in &walk.skipped {
+            errln!("skipped {}: {why}", p.display());
+        }
+    }
+    let files: Vec<PathBuf> = named.into_iter().chain(walk.files).collect();
+    if files.is_empty() {
+        return Err("no state machine definitions found (*.asl.json, *.asl.yaml, or JSON/YAML with States and StartAt)".to_owned());
+    }
+    Ok(files)
+}
+
+/// Prints the reports in the format asked for.
+fn print_reports(reports: &[FileReport<'_>], args: &ValidateArgs) {
     let out = match args.format {
         Format::Human => report::render_human(
-            &reports,
+            reports,
             report::color_wanted(std::io::stdout().is_terminal()),
         ),
         Format::Json => {
             // A folder gives an array even when it holds one definition: one shape per command.
             let one_file = args.paths.len() == 1 && !args.paths[0].is_dir();
-            report::render_json_as(&reports, !one_file)
+            report::render_json_as(reports, !one_file)
         }
-        Format::JsonArray => report::render_json_as(&reports, true),
-        Format::Github => report::render_github(&reports),
+        Format::JsonArray => report::render_json_as(reports, true),
+        Format::Github => report::render_github(reports),
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.as_bytes());
     if !out.ends_with('\n') && !out.is_empty() {
         let _ = stdout.write_all(b"\n");
-    }
-    if reports.iter().any(|r| r.diagnostics.has_errors()) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
     }
 }
 
