@@ -877,3 +877,66 @@ fn a_running_serve_takes_over_the_executions_of_a_runner_that_stopped() {
     all_succeed(&taker, &arns, Duration::from_secs(30));
     kill(&mut frozen.child);
 }
+
+/// A database the previous release wrote (schema 15, every history chunk stored as text) opens,
+/// is brought to this build's schema, and its interrupted execution resumes to the end, its
+/// history whole: the chunks this build stores compressed (schema 16) are read beside the old
+/// text ones. Before the compressed chunks, the Map's history was stored as 11.3 MB of text.
+#[test]
+fn a_database_of_the_previous_release_opens_and_resumes() {
+    let sb = sandbox();
+    let machine = json!({
+        "StartAt": "Each",
+        "States": {
+            "Each": {"Type": "Map", "ItemsPath": "$.items", "ResultPath": "$.done",
+                     "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}},
+                     "Next": "Nap"},
+            "Nap": {"Type": "Wait", "Seconds": 2, "Next": "Last"},
+            "Last": {"Type": "Pass", "Result": 2, "ResultPath": "$.last", "End": true}
+        }
+    });
+    let def = sb.def(&machine);
+    let input = json!({"items": (0..200).collect::<Vec<_>>()}).to_string();
+    let reference = sb.run(&["run", &def, "--name", "reference", "--input", &input]);
+    assert_eq!(reference.code, 0, "{}", reference.stderr);
+    let child = sb.spawn(&["run", &def, "--name", "old", "--input", &input]);
+    let napping = |sb: &Sandbox| {
+        sb.history("old")
+            .iter()
+            .any(|e| e["type"] == "WaitStateEntered")
+    };
+    while !napping(&sb) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, "-INT");
+    assert_eq!(Output::of(child).code, 130);
+    // As the previous release wrote it: text chunks, schema 15.
+    let db = rusqlite::Connection::open(sb.db()).expect("open");
+    let blobs: Vec<(i64, i64, Vec<u8>)> = db
+        .prepare("SELECT execution_id, first_event_id, events FROM event_chunks WHERE typeof(events) = 'blob'")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!blobs.is_empty(), "this build compresses the Map's chunks");
+    for (execution, first, blob) in blobs {
+        let text =
+            String::from_utf8(lz4_flex::block::decompress_size_prepended(&blob).unwrap()).unwrap();
+        db.execute(
+            "UPDATE event_chunks SET events = ?1 WHERE execution_id = ?2 AND first_event_id = ?3",
+            rusqlite::params![text, execution, first],
+        )
+        .unwrap();
+    }
+    db.execute_batch("PRAGMA user_version = 15").unwrap();
+    drop(db);
+    let resumed = sb.resume("old");
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(resumed.stdout, reference.stdout);
+    assert_eq!(sb.history_types("old"), sb.history_types("reference"));
+    let version: i64 = rusqlite::Connection::open(sb.db())
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+        .unwrap();
+    assert_eq!(version, 16);
+}

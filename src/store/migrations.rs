@@ -75,6 +75,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 15,
         sql: include_str!("migrations/V15__running_by_owner.sql"),
     },
+    Migration {
+        version: 16,
+        sql: include_str!("migrations/V16__compressed_chunks.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes.

@@ -1,4 +1,4 @@
--- The schema migrations V1 to V15 build, for a fresh database in one step.
+-- The schema migrations V1 to V16 build, for a fresh database in one step.
 -- Generated: UPDATE_SCHEMA=1 cargo test --lib fresh_schema
 
 CREATE TABLE executions (
