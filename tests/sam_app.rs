@@ -23,25 +23,7 @@ fn notification() -> Value {
 
 /// A sandbox holding a copy of `tests/APP`.
 fn app(name: &str) -> Sandbox {
-    let sb = Sandbox::new().env("PYTHONDONTWRITEBYTECODE", "1");
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(name);
-    copy_dir(&from, sb.dir.path());
-    sb
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+    Sandbox::of_app(name)
 }
 
 #[test]
