@@ -173,44 +173,55 @@ pub async fn run(
     Ok(if legacy {
         payload
     } else {
-        lambda::invoke_response(payload)
+        lambda::invoke_response(payload, request.response_time())
     })
 }
 
 impl Function {
     /// One invocation: a warm process if one is idle, else a new one; the handler's logs go
     /// to `notice` (prefixed with the state's name) when it is over.
+    ///
+    /// The handler is outside work: a virtual clock holds while it runs (its function's
+    /// `Timeout` ends it). The request id is drawn, and a warm process taken or given back,
+    /// in the execution's turn, never when the handler happens to end: the same run draws the
+    /// same ids and starts the same processes.
     async fn invoke(
         self: &Arc<Self>,
         state: &str,
         event: Value,
         notice: Option<&NoticeSink>,
     ) -> Result<Value, StatesError> {
-        // The handler runs in wall time: a virtual clock flows until it answers.
-        let _busy = crate::clock::Busy::external();
         let forward = |logs: &[String]| {
             if let Some(notice) = notice {
                 logs.iter().for_each(|l| notice(&format!("[{state}] {l}")));
             }
         };
-        let worker = match self.take_idle() {
-            Some(w) => w,
-            None => self.cold_start(state, notice, &forward).await?,
-        };
         let request_id = crate::random::uuid().to_string();
+        let idle = self.take_idle();
         let timeout = Duration::from_secs(self.spec.timeout_seconds);
-        let line = json!({
-            "event": event,
-            "requestId": request_id,
-            "deadlineMs": crate::clock::system_now() + timeout.as_millis() as i64,
-            "invokedFunctionArn": self.arn(),
-        });
-        let (worker, answer) = on_blocking_pool(worker, timeout, move |w| w.invoke(&line))
-            .await
-            .map_err(|failure| match failure {
-                Failure::TimedOut => self.timed_out(&request_id),
-                Failure::Worker(e) => self.exited(&request_id, e),
-            })?;
+        let invocation = async {
+            let worker = match idle {
+                Some(w) => w,
+                None => {
+                    self.cold_start(state, &request_id, notice, &forward)
+                        .await?
+                }
+            };
+            let line = json!({
+                "event": event,
+                "requestId": request_id,
+                // The shim's remaining time counts in wall time, as the timeout does.
+                "deadlineMs": crate::clock::system_now() + timeout.as_millis() as i64,
+                "invokedFunctionArn": self.arn(),
+            });
+            on_blocking_pool(worker, timeout, move |w| w.invoke(&line))
+                .await
+                .map_err(|failure| match failure {
+                    Failure::TimedOut => self.timed_out(&request_id),
+                    Failure::Worker(e) => self.exited(&request_id, e),
+                })
+        };
+        let (worker, answer) = crate::clock::outside_bounded(invocation).await?;
         forward(&answer.logs);
         self.idle
             .lock()
@@ -223,11 +234,11 @@ impl Function {
     async fn cold_start(
         &self,
         state: &str,
+        request_id: &str,
         notice: Option<&NoticeSink>,
         forward: &impl Fn(&[String]),
     ) -> Result<Worker, StatesError> {
         let worker = self.start().map_err(|e| self.cannot_run(state, e))?;
-        let request_id = crate::random::uuid().to_string();
         let (worker, hello) = on_blocking_pool(worker, INIT_LIMIT, Worker::handshake)
             .await
             .map_err(|failure| {
@@ -238,7 +249,7 @@ impl Function {
                     )),
                     Failure::Worker(e) => e,
                 };
-                self.exited(&request_id, e)
+                self.exited(request_id, e)
             })?;
         forward(&hello.logs);
         self.check_version(&hello.reply, notice);
