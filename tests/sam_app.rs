@@ -222,6 +222,15 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
 #[test]
 fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
     let sb = app("sam_app");
+    let said = pytest(&sb, &[]);
+    assert!(said.contains("2 passed"), "{said}");
+    let said = jest(&sb, &[]);
+    assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
+}
+
+/// Runs the app's pytest suite through the plugin (from the repository's `python/`) with
+/// `extra` arguments; asserts it passed and returns what it printed.
+fn pytest(sb: &Sandbox, extra: &[&str]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pytest = Command::new(deps_python_bin("python"))
         .args([
@@ -232,21 +241,27 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
             "-p",
             "no:cacheprovider",
         ])
+        .args(extra)
         .current_dir(sb.dir.path())
         .env("PYTHONPATH", root.join("python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("SFN_LOCAL_BIN", common::bin())
         .output()
         .expect("run pytest");
-    let said = String::from_utf8_lossy(&pytest.stdout);
+    let said = String::from_utf8_lossy(&pytest.stdout).into_owned();
     assert!(
         pytest.status.success(),
         "{said}{}",
         String::from_utf8_lossy(&pytest.stderr)
     );
-    assert!(said.contains("2 passed"), "{said}");
-    // The package's folder stands in for node_modules/sfn-local; Jest and the AWS SDK come
-    // from .deps, as a project's dev dependencies.
+    said
+}
+
+/// Runs the app's Jest suite through the global setup (the repository's `npm/sfn-local`
+/// stands in for node_modules/sfn-local; Jest and the AWS SDK come from .deps, as a project's
+/// dev dependencies) with `env`; asserts it passed and returns what it printed.
+fn jest(sb: &Sandbox, env: &[(&str, &str)]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let node_path = std::env::join_paths([root.join("npm"), deps_node_modules()]).unwrap();
     let jest = Command::new("node")
         .arg(deps_node_modules().join("jest/bin/jest.js"))
@@ -254,15 +269,34 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
         .current_dir(sb.dir.path())
         .env("NODE_PATH", node_path)
         .env("SFN_LOCAL_BIN", common::bin())
+        .envs(env.iter().copied())
         .output()
         .expect("run jest");
-    let said = String::from_utf8_lossy(&jest.stderr);
+    let said = String::from_utf8_lossy(&jest.stderr).into_owned();
     assert!(
         jest.status.success(),
         "{said}{}",
         String::from_utf8_lossy(&jest.stdout)
     );
-    assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
+    said
+}
+
+// Regression: `--sfn-local-lcov out/sfn.lcov` into a folder that did not exist ended the
+// session with INTERNALERROR after a green run, and wrote nothing. (The Jest/Vitest setups'
+// `lcov` option, or SFN_LOCAL_LCOV, already created its folder; checked here too.)
+#[test]
+fn the_lcov_options_create_the_folder_they_write_into() {
+    let sb = app("sam_app");
+    let said = pytest(&sb, &["--sfn-local-lcov", "out/pytest/sfn.lcov"]);
+    assert!(!said.contains("INTERNALERROR"), "{said}");
+    jest(&sb, &[("SFN_LOCAL_LCOV", "out/jest/sfn.lcov")]);
+    for file in ["out/pytest/sfn.lcov", "out/jest/sfn.lcov"] {
+        let lcov = std::fs::read_to_string(sb.path(file)).unwrap_or_default();
+        assert!(
+            lcov.contains("order.asl.json") && lcov.contains("end_of_record"),
+            "{file}: {lcov}"
+        );
+    }
 }
 
 /// `sfn-local serve ARGS` from the sandbox's folder on a free port, once it is ready: the

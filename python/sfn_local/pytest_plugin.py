@@ -186,4 +186,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if files:
             subs = [a for name, value in options.substitutions.items() for a in ("--sub", f"{name}={value}")]
             parts.append(server.cli("coverage", "--format", "lcov", *files, *subs).stdout)
+    # Its folder is made as a report's is (`--junitxml out/junit.xml` makes out/).
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
     Path(target).write_text("".join(parts))
