@@ -222,15 +222,15 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
 #[test]
 fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
     let sb = app("sam_app");
-    let said = pytest(&sb, &[]);
-    assert!(said.contains("2 passed"), "{said}");
+    let (passed, said) = pytest(&sb, &[]);
+    assert!(passed && said.contains("2 passed"), "{said}");
     let said = jest(&sb, &[]);
     assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
 }
 
 /// Runs the app's pytest suite through the plugin (from the repository's `python/`) with
-/// `extra` arguments; asserts it passed and returns what it printed.
-fn pytest(sb: &Sandbox, extra: &[&str]) -> String {
+/// `extra` arguments; returns whether it passed and what it printed.
+fn pytest(sb: &Sandbox, extra: &[&str]) -> (bool, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pytest = Command::new(deps_python_bin("python"))
         .args([
@@ -248,13 +248,12 @@ fn pytest(sb: &Sandbox, extra: &[&str]) -> String {
         .env("SFN_LOCAL_BIN", common::bin())
         .output()
         .expect("run pytest");
-    let said = String::from_utf8_lossy(&pytest.stdout).into_owned();
-    assert!(
-        pytest.status.success(),
-        "{said}{}",
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&pytest.stdout),
         String::from_utf8_lossy(&pytest.stderr)
     );
-    said
+    (pytest.status.success(), said)
 }
 
 /// Runs the app's Jest suite through the global setup (the repository's `npm/sfn-local`
@@ -287,8 +286,8 @@ fn jest(sb: &Sandbox, env: &[(&str, &str)]) -> String {
 #[test]
 fn the_lcov_options_create_the_folder_they_write_into() {
     let sb = app("sam_app");
-    let said = pytest(&sb, &["--sfn-local-lcov", "out/pytest/sfn.lcov"]);
-    assert!(!said.contains("INTERNALERROR"), "{said}");
+    let (passed, said) = pytest(&sb, &["--sfn-local-lcov", "out/pytest/sfn.lcov"]);
+    assert!(passed && !said.contains("INTERNALERROR"), "{said}");
     jest(&sb, &[("SFN_LOCAL_LCOV", "out/jest/sfn.lcov")]);
     for file in ["out/pytest/sfn.lcov", "out/jest/sfn.lcov"] {
         let lcov = std::fs::read_to_string(sb.path(file)).unwrap_or_default();
@@ -296,6 +295,52 @@ fn the_lcov_options_create_the_folder_they_write_into() {
             lcov.contains("order.asl.json") && lcov.contains("end_of_record"),
             "{file}: {lcov}"
         );
+    }
+}
+
+// Regression (#49): a failing pytest test showed `assert 'FAILED' == 'SUCCEEDED'` and nothing of
+// why: not the execution's why line, not the handler's KeyError and its traceback; and a
+// `States.ALL`-like Catch hid the handler's error behind the name the test expected.
+#[test]
+fn a_failing_pytest_test_shows_why_its_executions_failed_with_the_handlers_traceback() {
+    let sb = app("sam_app");
+    // A typo in the charge function: a KeyError on every paid order.
+    let handler = sb.path("functions/charge/app.py");
+    let code = std::fs::read_to_string(&handler).unwrap();
+    std::fs::write(
+        &handler,
+        code.replace("event[\"amount\"]", "event[\"amount_in_cents\"]"),
+    )
+    .unwrap();
+    sb.write(
+        "tests/test_broken.py",
+        r#"from sfn_local import start_and_wait
+
+ORDERS = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
+
+
+def test_a_paid_order_succeeds(sfn_client):
+    done = start_and_wait(sfn_client, ORDERS, {"orderId": "o-9", "amount": 3, "card": "4111111111111111"})
+    assert done["status"] == "SUCCEEDED"
+
+
+def test_a_declined_card_is_not_what_fails(sfn_client):
+    done = start_and_wait(sfn_client, ORDERS, {"orderId": "o-8", "amount": 3, "card": "4000000000000000"})
+    assert done["error"] == "SomethingElse"
+"#,
+    );
+    let (passed, said) = pytest(&sb, &["tests/test_broken.py"]);
+    assert!(!passed, "{said}");
+    for shown in [
+        "sfn-local executions that failed or took a Catch",
+        "why: failed at state 'Charge': KeyError",
+        "KeyError: 'amount_in_cents'",
+        "app.py\", line 11, in lambda_handler",
+        "(caught; went on to 'Declined')",
+        "CardDeclined: card 4000000000000000 was declined",
+        "app.py\", line 10, in lambda_handler",
+    ] {
+        assert!(said.contains(shown), "{shown}:\n{said}");
     }
 }
 

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "ServeOptions",
@@ -31,10 +31,12 @@ __all__ = [
     "answer_task",
     "clock_now",
     "create_state_machine",
+    "explain_execution",
     "find_binary",
     "serve",
     "skip_to_next_deadline",
     "start_and_wait",
+    "take_ended",
     "wait_for_task_token",
 ]
 
@@ -44,6 +46,18 @@ PathLike = Union[str, "os.PathLike[str]"]
 ANY_ROLE = "arn:aws:iam::123456789012:role/sfn-local"
 
 TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+#: Executions the helpers saw end, as (endpoint, executionArn), since ``take_ended()`` last ran:
+#: the pytest plugin explains those of a failed test in its report.
+_ENDED: List[Tuple[str, str]] = []
+
+
+def take_ended() -> List[Tuple[str, str]]:
+    """The executions ``wait_for_execution`` and ``start_and_wait`` saw end since the last call,
+    as (endpoint, executionArn), oldest first; forgets them."""
+    ended = list(_ENDED)
+    del _ENDED[: len(ended)]
+    return ended
 
 
 class SfnLocalError(RuntimeError):
@@ -304,6 +318,9 @@ def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: 
         if described["status"] in TERMINAL:
             if "output" in described:
                 described["output_json"] = json.loads(described["output"])
+            endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
+            if endpoint:
+                _ENDED.append((endpoint, execution_arn))
             return described
         if time.monotonic() >= deadline:
             raise SfnLocalError(f"{execution_arn} is still {described['status']} after {timeout}s")
@@ -393,3 +410,34 @@ def answer_task(client, token: str, output: Any = None, error: Optional[str] = N
     else:
         text = output if isinstance(output, str) else json.dumps(output if output is not None else {})
         client.send_task_success(taskToken=token, output=text)
+
+
+def explain_execution(server: SfnLocal, execution_arn: str) -> Optional[str]:
+    """Why an execution failed or took a Catch, or None when nothing failed in it: its ``why`` line
+    (``describe-execution --format text``) and, when the error came from Lambda code, the
+    handler's error type, message and stack trace (file and line)."""
+    described = server.cli("describe-execution", "--execution-arn", execution_arn, "--format", "text",
+                           check=False).stdout.splitlines()
+    why = next((line[len("why"):].strip() for line in described if line.startswith("why ")), None)
+    if why is None:
+        return None
+    status = described[0].rsplit("(", 1)[-1].rstrip(")") if described else "?"
+    lines = [f"{execution_arn} ({status})", f"  why: {why}"]
+    lines += ["  " + line for line in _handler_error(why)]
+    return "\n".join(lines)
+
+
+def _handler_error(why: str) -> List[str]:
+    """The Lambda error payload in a why line (``errorType``, ``errorMessage``, and Python's
+    ``stackTrace`` or Node's ``trace``), one line each; none when there is none."""
+    start = why.find("{")
+    try:
+        payload, _ = json.JSONDecoder().raw_decode(why, start) if start >= 0 else (None, 0)
+    except ValueError:
+        return []
+    if not isinstance(payload, dict) or "errorType" not in payload:
+        return []
+    lines = [f"{payload['errorType']}: {payload.get('errorMessage', '')}"]
+    for frame in payload.get("stackTrace") or payload.get("trace") or []:
+        lines += str(frame).rstrip("\n").splitlines()
+    return lines
