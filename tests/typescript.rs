@@ -100,11 +100,7 @@ fn tsc(dir: &Path, files: &[PathBuf]) -> (bool, String) {
         .current_dir(dir)
         .output()
         .expect("run tsc");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&tsc.stdout),
-        String::from_utf8_lossy(&tsc.stderr)
-    );
+    let said = common::said(&tsc);
     (tsc.status.success(), said)
 }
 

@@ -103,4 +103,19 @@ export type ClockTarget = string | { endpoint: string } | SFNClient;
 export function clockNow(target: ClockTarget): Promise<ClockState>;
 export function advanceTime(target: ClockTarget, duration: string | number): Promise<ClockState>;
 export function skipToNextDeadline(target: ClockTarget): Promise<ClockState>;
+/**
+ * Why an execution failed or took a Catch (the `why` line of `describe-execution --format text`
+ * and, for Lambda code, the `handler` lines: error type, message, stack trace), or null when
+ * nothing failed in it. `binary` is sfn-local, `db` the server's database.
+ */
+export function explainExecution(binary: string, db: string, executionArn: string): string | null;
+/**
+ * The explanations of the executions the helpers saw end in a test, for those that failed or
+ * took a Catch (what `sfn-local/jest-environment` and `sfn-local/vitest-setup` add to a failed
+ * test's report); null when none did.
+ */
+export function explainEnded(
+  ended: { endpoint: string; executionArn: string }[],
+  servers?: Record<string, { db: string; binary: string }>,
+): string | null;
 export function answerTask(client: SFNClient, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;

@@ -413,31 +413,18 @@ def answer_task(client, token: str, output: Any = None, error: Optional[str] = N
 
 
 def explain_execution(server: SfnLocal, execution_arn: str) -> Optional[str]:
-    """Why an execution failed or took a Catch, or None when nothing failed in it: its ``why`` line
-    (``describe-execution --format text``) and, when the error came from Lambda code, the
-    handler's error type, message and stack trace (file and line)."""
+    """Why an execution failed or took a Catch, or None when nothing failed in it: the ``why`` line
+    of ``describe-execution --format text`` and, when Lambda code failed, the ``handler`` lines
+    under it (the handler's error type, message and stack trace, file and line)."""
     described = server.cli("describe-execution", "--execution-arn", execution_arn, "--format", "text",
                            check=False).stdout.splitlines()
-    why = next((line[len("why"):].strip() for line in described if line.startswith("why ")), None)
-    if why is None:
+    start = next((i for i, line in enumerate(described) if line.startswith("why ")), None)
+    if start is None:
         return None
-    status = described[0].rsplit("(", 1)[-1].rstrip(")") if described else "?"
-    lines = [f"{execution_arn} ({status})", f"  why: {why}"]
-    lines += ["  " + line for line in _handler_error(why)]
-    return "\n".join(lines)
-
-
-def _handler_error(why: str) -> List[str]:
-    """The Lambda error payload in a why line (``errorType``, ``errorMessage``, and Python's
-    ``stackTrace`` or Node's ``trace``), one line each; none when there is none."""
-    start = why.find("{")
-    try:
-        payload, _ = json.JSONDecoder().raw_decode(why, start) if start >= 0 else (None, 0)
-    except ValueError:
-        return []
-    if not isinstance(payload, dict) or "errorType" not in payload:
-        return []
-    lines = [f"{payload['errorType']}: {payload.get('errorMessage', '')}"]
-    for frame in payload.get("stackTrace") or payload.get("trace") or []:
-        lines += str(frame).rstrip("\n").splitlines()
-    return lines
+    block = [described[start]]
+    for line in described[start + 1:]:
+        if not line.startswith(("handler ", " ")):
+            break
+        block.append(line)
+    status = described[0].rsplit("(", 1)[-1].rstrip(")")
+    return "\n".join([f"{execution_arn} ({status})", *("  " + line for line in block)])

@@ -175,6 +175,15 @@ impl From<std::process::Output> for Output {
     }
 }
 
+/// What a finished process printed: its stdout, then its stderr.
+pub fn said(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// Copies the folder `from` to `to`, but for `__pycache__` and `node_modules` folders.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
