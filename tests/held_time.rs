@@ -167,3 +167,31 @@ fn a_command_past_its_timeout_seconds_times_out_at_its_virtual_deadline() {
     );
     assert_eq!(history[4]["timestamp"], "2030-01-01T00:00:01.000Z");
 }
+
+// Regression (seen in review of this change): a command with no TimeoutSeconds that ran past
+// the hold's patience let the clock jump to the next deadline while it still ran, so a
+// machine's hour-long TimeoutSeconds ended an execution whose command took a second. Past the
+// patience (shortened here), time flows at wall speed while the command runs, as while a
+// worker runs.
+#[test]
+fn a_long_command_without_timeout_seconds_lets_time_flow_not_jump() {
+    let sb = Sandbox::new().env("SFN_LOCAL_HOLD_PATIENCE_MS", "100");
+    let definition = serde_json::json!({
+        "TimeoutSeconds": 3600,
+        "StartAt": "Build",
+        "States": {"Build": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": "f"}, "End": true}}
+    });
+    let mut args = vec!["--task", "Build=sh -c 'sleep 1; echo {}'"];
+    args.extend(CLOCK);
+    let out = sb.run_definition(&definition, "build", &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let history = sb.history("build");
+    let last = history.last().unwrap();
+    assert_eq!(last["type"], "ExecutionSucceeded", "{history:?}");
+    let ended = last["timestamp"].as_str().unwrap();
+    assert!(
+        ended.starts_with("2030-01-01T00:00:0"),
+        "time flowed for about the command's second past the patience, no more: {ended}"
+    );
+}

@@ -303,14 +303,22 @@ impl Busy {
 
     /// Work outside this process (a child process, an HTTP call): time flows meanwhile.
     pub fn external() -> Busy {
+        let busy = Busy::external_unrung();
+        // A driver sleeping while frozen must start counting flowing time.
+        ring_all();
+        busy
+    }
+}
+
+impl Busy {
+    /// Work outside this process, counted by a clock's driver that looks again by itself (no
+    /// ring: it holds its activity's lock).
+    pub(super) fn external_unrung() -> Busy {
         let mut g = gate();
         if g.running == 0 {
             g.since = Some(Instant::now());
         }
         g.running += 1;
-        drop(g);
-        // A driver sleeping while frozen must start counting flowing time.
-        ring_all();
         Busy { external: true }
     }
 }

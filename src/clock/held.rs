@@ -13,7 +13,9 @@
 //! is the Task's `TimeoutSeconds`: work that runs past it in wall time stops holding, so the
 //! clock moves on and the Task times out at its virtual deadline. Work with no
 //! `TimeoutSeconds` that does not end by itself (a command) holds for [`HOLD_PATIENCE`] at
-//! most; a Lambda handler, which its function's `Timeout` ends, holds until it ends.
+//! most, and then counts as a worker does: time flows at wall speed while it runs (a jump
+//! could skip past a deadline the work would have met). A Lambda handler, which its
+//! function's `Timeout` ends, holds until it ends.
 //!
 //! Workers (a `--task` worker answering a token, a managed handler that heartbeats) are not
 //! units: their answers come through the store, and time flows while they run
@@ -28,11 +30,23 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long work with no `TimeoutSeconds` that does not end by itself holds a virtual clock:
-/// past it, time moves again, as it does while a worker runs (a command that never ends
-/// must not freeze a test, and work that waits for the clock's own executions, such as
-/// code calling `serve` back, must not wait for itself).
+/// How long work with no `TimeoutSeconds` that does not end by itself holds a virtual clock
+/// unless `SFN_LOCAL_HOLD_PATIENCE_MS` says otherwise (tests shorten it): past it, time flows
+/// again, as it does while a worker runs (a command that never ends must not freeze a test,
+/// and work that waits for the clock's own executions, such as code calling `serve` back, must
+/// not wait for itself).
 pub const HOLD_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The patience in force (see [`HOLD_PATIENCE`]).
+fn hold_patience() -> Duration {
+    static PATIENCE: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *PATIENCE.get_or_init(|| {
+        std::env::var("SFN_LOCAL_HOLD_PATIENCE_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(HOLD_PATIENCE, Duration::from_millis)
+    })
+}
 
 thread_local! {
     /// The activity of the virtual clock whose execution this thread is polling.
@@ -122,19 +136,11 @@ impl<F: Future> Outside<F> {
         }
     }
 
-    /// How long the unit may hold its clock in wall time (`None`: until it ends).
-    fn limit(&self) -> Option<Duration> {
-        match BUDGET.get().flatten() {
-            Some(budget) => Some(budget),
-            None if self.bounded => None,
-            None => Some(HOLD_PATIENCE),
-        }
-    }
-
     fn start(&mut self) {
         self.place = match POLLING.with_borrow(Clone::clone) {
             Some(activity) => {
-                let unit = activity.turns().start(self.limit());
+                let budget = BUDGET.get().flatten();
+                let unit = activity.turns().start(budget, self.bounded);
                 Place::Held { activity, unit }
             }
             None => Place::Flowing {
@@ -166,9 +172,12 @@ impl<F: Future> Future for Outside<F> {
         let Place::Held { activity, unit } = &this.place else {
             return Poll::Pending;
         };
-        if !activity.turns().take(*unit, cx.waker()) {
+        if !activity.turns().granted(*unit, cx.waker()) {
             return Poll::Pending;
         }
+        // Dropped once the lock is released: a flowing unit's guard rings the clocks.
+        let removed = activity.turns().remove(*unit);
+        drop(removed);
         this.place = Place::Done;
         this.output.take().map_or(Poll::Pending, Poll::Ready)
     }
@@ -177,7 +186,8 @@ impl<F: Future> Future for Outside<F> {
 impl<F: Future> Drop for Outside<F> {
     fn drop(&mut self) {
         if let Place::Held { activity, unit } = &self.place {
-            activity.turns().remove(*unit);
+            let removed = activity.turns().remove(*unit);
+            drop(removed);
             // The clock may have waited for this unit (a Task's timeout dropped it).
             activity.ring();
         }
@@ -192,9 +202,16 @@ pub(crate) struct Turns {
 }
 
 #[derive(Debug)]
-struct Unit {
+pub(crate) struct Unit {
     started: Instant,
-    limit: Option<Duration>,
+    /// The Task's `TimeoutSeconds`: past it, the unit neither holds the clock nor keeps later
+    /// work waiting.
+    budget: Option<Duration>,
+    /// For work with no budget that may not end by itself: past it, the unit counts as a
+    /// worker (`flowing`).
+    patience: Option<Duration>,
+    /// Past its patience: time flows while it runs.
+    flowing: Option<Busy>,
     finished: bool,
     granted: bool,
     waker: Option<Waker>,
@@ -220,11 +237,14 @@ impl Turns {
         }
     }
 
-    fn start(&mut self, limit: Option<Duration>) -> u64 {
+    /// A new unit, for a Task whose `TimeoutSeconds` is `budget`; `bounded` work ends by itself.
+    fn start(&mut self, budget: Option<Duration>, bounded: bool) -> u64 {
         self.next += 1;
         let unit = Unit {
             started: Instant::now(),
-            limit,
+            budget,
+            patience: (budget.is_none() && !bounded).then(hold_patience),
+            flowing: None,
             finished: false,
             granted: false,
             waker: None,
@@ -240,28 +260,26 @@ impl Turns {
         }
     }
 
-    /// True (and the unit forgotten) when it got its turn; else its waker is kept.
-    fn take(&mut self, unit: u64, waker: &Waker) -> bool {
+    /// True when the unit got its turn (or is gone); else its waker is kept.
+    fn granted(&mut self, unit: u64, waker: &Waker) -> bool {
         match self.units.get_mut(&unit) {
-            Some(u) if u.granted => {
-                self.units.remove(&unit);
-                true
-            }
-            Some(u) => {
+            Some(u) if !u.granted => {
                 u.waker = Some(waker.clone());
                 false
             }
-            None => true,
+            _ => true,
         }
     }
 
-    fn remove(&mut self, unit: u64) {
-        self.units.remove(&unit);
+    /// Forgets a unit; the caller drops it once the lock is released.
+    fn remove(&mut self, unit: u64) -> Option<Unit> {
+        self.units.remove(&unit)
     }
 
-    /// What the work lets the clock do at `now` (wall time).
-    pub(crate) fn look(&self, now: Instant) -> Turn {
-        for (id, unit) in &self.units {
+    /// What the work lets the clock do at `now` (wall time). A unit found past its patience
+    /// starts counting as a worker here.
+    pub(crate) fn look(&mut self, now: Instant) -> Turn {
+        for (id, unit) in &mut self.units {
             if unit.granted {
                 continue;
             }
@@ -269,11 +287,16 @@ impl Turns {
                 return Turn::Grant(*id);
             }
             let ran = now.saturating_duration_since(unit.started);
-            match unit.limit {
+            match (unit.budget, unit.patience) {
                 // Past its limit: it neither holds the clock nor keeps later work waiting.
-                Some(limit) if ran >= limit => continue,
-                Some(limit) => return Turn::Hold(limit - ran),
-                None => return Turn::Hold(Duration::from_secs(1)),
+                (Some(budget), _) if ran >= budget => continue,
+                (Some(budget), _) => return Turn::Hold(budget - ran),
+                (None, Some(patience)) if ran >= patience => {
+                    unit.flowing.get_or_insert_with(Busy::external_unrung);
+                    continue;
+                }
+                (None, Some(patience)) => return Turn::Hold(patience - ran),
+                (None, None) => return Turn::Hold(Duration::from_secs(1)),
             }
         }
         Turn::Free
@@ -295,10 +318,8 @@ mod tests {
     fn results_are_handed_on_in_the_order_the_work_started() {
         let mut turns = Turns::new();
         let now = Instant::now();
-        let (first, second) = (
-            turns.start(None),
-            turns.start(Some(Duration::from_secs(60))),
-        );
+        let first = turns.start(None, true);
+        let second = turns.start(Some(Duration::from_secs(60)), false);
         turns.finish(second, Waker::noop());
         assert_eq!(
             turns.look(now),
@@ -308,15 +329,16 @@ mod tests {
         turns.finish(first, Waker::noop());
         assert_eq!(turns.look(now), Turn::Grant(first));
         turns.grant(first);
-        assert!(turns.take(first, Waker::noop()));
+        assert!(turns.granted(first, Waker::noop()));
+        turns.remove(first);
         assert_eq!(turns.look(now), Turn::Grant(second));
     }
 
     #[test]
-    fn work_past_its_limit_neither_holds_nor_blocks() {
+    fn work_past_its_budget_neither_holds_nor_blocks() {
         let mut turns = Turns::new();
-        let slow = turns.start(Some(Duration::from_millis(10)));
-        let quick = turns.start(Some(Duration::from_secs(60)));
+        let slow = turns.start(Some(Duration::from_millis(10)), false);
+        let quick = turns.start(Some(Duration::from_secs(60)), false);
         let later = Instant::now() + Duration::from_millis(20);
         assert!(
             matches!(turns.look(later), Turn::Hold(_)),
@@ -326,5 +348,21 @@ mod tests {
         assert_eq!(turns.look(later), Turn::Grant(quick));
         turns.remove(quick);
         assert_eq!(turns.look(later), Turn::Free, "slow timed out: {slow}");
+    }
+
+    // Regression (seen in review): a command with no TimeoutSeconds past the patience let the
+    // clock jump to the next deadline (a machine's hour-long budget) while it still ran; it now
+    // counts as a worker, and time flows at wall speed until it ends.
+    #[test]
+    fn work_past_its_patience_counts_as_a_worker_until_it_ends() {
+        let mut turns = Turns::new();
+        let unit = turns.start(None, false);
+        let later = Instant::now() + hold_patience();
+        assert_eq!(turns.look(later), Turn::Free);
+        assert!(
+            super::super::activity::gate().flowing(),
+            "time flows while it runs"
+        );
+        assert!(turns.remove(unit).is_some_and(|u| u.flowing.is_some()));
     }
 }
