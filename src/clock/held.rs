@@ -58,10 +58,24 @@ thread_local! {
 
 /// Runs `f` with `activity` as the clock of the execution being polled (for [`outside`]).
 pub(super) fn polling<R>(activity: &Arc<Activity>, f: impl FnOnce() -> R) -> R {
-    let before = POLLING.replace(Some(activity.clone()));
-    let result = f();
-    POLLING.set(before);
-    result
+    let _restore = Restore::Polling(POLLING.replace(Some(activity.clone())));
+    f()
+}
+
+/// Puts a thread-local back as it was when dropped, even by a panicking poll: a stale clock or
+/// budget must not reach the next future this thread polls.
+enum Restore {
+    Polling(Option<Arc<Activity>>),
+    Budget(Option<Option<Duration>>),
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        match self {
+            Restore::Polling(before) => POLLING.set(before.take()),
+            Restore::Budget(before) => BUDGET.set(*before),
+        }
+    }
 }
 
 /// `fut`, the attempt of a Task whose `TimeoutSeconds` is `budget`: outside work it starts
@@ -83,10 +97,8 @@ impl<F: Future> Future for Budgeted<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let before = BUDGET.replace(Some(self.budget));
-        let polled = self.inner.as_mut().poll(cx);
-        BUDGET.set(before);
-        polled
+        let _restore = Restore::Budget(BUDGET.replace(Some(self.budget)));
+        self.inner.as_mut().poll(cx)
     }
 }
 
