@@ -195,3 +195,53 @@ fn a_long_command_without_timeout_seconds_lets_time_flow_not_jump() {
         "time flowed for about the command's second past the patience, no more: {ended}"
     );
 }
+
+// Regression: Parallel branches running commands were recorded in the order the commands
+// happened to end (the slow branch A after the quick B), at wall-clock milliseconds. Now A's
+// events come first, and two runs agree on every byte (a later `States.UUID()` and
+// `$$.Execution.StartTime` included).
+#[test]
+fn branches_that_end_at_one_instant_are_recorded_in_index_order() {
+    let branch = |state: &str| {
+        serde_json::json!({"StartAt": state, "States": {state: {"Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": state},
+            "TimeoutSeconds": 30, "End": true}}})
+    };
+    let definition = serde_json::json!({
+        "StartAt": "Both",
+        "States": {
+            "Both": {"Type": "Parallel", "Branches": [branch("A"), branch("B")], "Next": "Draw"},
+            "Draw": {"Type": "Pass", "End": true, "Parameters": {
+                "id.$": "States.UUID()", "start.$": "$$.Execution.StartTime"}}
+        }
+    });
+    let run = || {
+        let sb = Sandbox::new();
+        let mut args = vec![
+            "--task",
+            "A=sh -c 'sleep 0.4; echo {}'",
+            "--task",
+            "B=sh -c 'sleep 0.05; echo {}'",
+        ];
+        args.extend(CLOCK);
+        let out = sb.run_definition(&definition, "both", &args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        sb.history("both")
+    };
+    let (first, second) = (run(), run());
+    assert_eq!(first, second, "two runs differ");
+    let exited: Vec<&str> = first
+        .iter()
+        .filter(|e| e["type"] == "TaskStateExited")
+        .map(|e| e["stateExitedEventDetails"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(exited, ["A", "B"], "{first:?}");
+    let output = first.last().unwrap()["executionSucceededEventDetails"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        output.contains(r#""start":"2030-01-01T00:00:00.000Z""#),
+        "{output}"
+    );
+}
