@@ -15,7 +15,8 @@
 //! `TimeoutSeconds` that does not end by itself (a command) holds for [`HOLD_PATIENCE`] at
 //! most, and then counts as a worker does: time flows at wall speed while it runs (a jump
 //! could skip past a deadline the work would have met). A Lambda handler, which its
-//! function's `Timeout` ends, holds until it ends.
+//! function's `Timeout` ends, holds until it ends, but past the patience no longer keeps later
+//! results waiting (its code may be waiting for them).
 //!
 //! Workers (a `--task` worker answering a token, a managed handler that heartbeats) are not
 //! units: their answers come through the store, and time flows while they run
@@ -289,8 +290,11 @@ impl Turns {
     }
 
     /// What the work lets the clock do at `now` (wall time). A unit found past its patience
-    /// starts counting as a worker here.
+    /// starts counting as a worker here. A Lambda handler (bounded, no budget) running past the
+    /// patience still holds the clock but no longer keeps later results waiting: its code may
+    /// be waiting for them (a handler calling `serve` back, whose execution runs a handler).
     pub(crate) fn look(&mut self, now: Instant) -> Turn {
+        let mut holding = None;
         for (id, unit) in &mut self.units {
             if unit.granted {
                 continue;
@@ -308,10 +312,14 @@ impl Turns {
                     continue;
                 }
                 (None, Some(patience)) => return Turn::Hold(patience - ran),
-                (None, None) => return Turn::Hold(Duration::from_secs(1)),
+                (None, None) if ran >= hold_patience() => {
+                    holding = Some(Duration::from_secs(1));
+                    continue;
+                }
+                (None, None) => return Turn::Hold(hold_patience() - ran),
             }
         }
-        Turn::Free
+        holding.map_or(Turn::Free, Turn::Hold)
     }
 
     /// Gives `unit` its turn; returns the waker to wake (outside the lock).
@@ -333,9 +341,8 @@ mod tests {
         let first = turns.start(None, true);
         let second = turns.start(Some(Duration::from_secs(60)), false);
         turns.finish(second, Waker::noop());
-        assert_eq!(
-            turns.look(now),
-            Turn::Hold(Duration::from_secs(1)),
+        assert!(
+            matches!(turns.look(now), Turn::Hold(_)),
             "the second waits while the first runs"
         );
         turns.finish(first, Waker::noop());
@@ -376,5 +383,24 @@ mod tests {
             "time flows while it runs"
         );
         assert!(turns.remove(unit).is_some_and(|u| u.flowing.is_some()));
+    }
+
+    // A handler calling `serve` back waits for an execution whose own handler started after
+    // it: past the patience, the later result is handed on while the first still holds time.
+    #[test]
+    fn a_long_handler_holds_time_but_lets_later_results_through() {
+        let mut turns = Turns::new();
+        let calling_back = turns.start(None, true);
+        let called = turns.start(None, true);
+        turns.finish(called, Waker::noop());
+        assert!(matches!(turns.look(Instant::now()), Turn::Hold(_)));
+        let later = Instant::now() + hold_patience();
+        assert_eq!(turns.look(later), Turn::Grant(called));
+        turns.grant(called);
+        drop(turns.remove(called));
+        assert!(
+            matches!(turns.look(later), Turn::Hold(_)),
+            "still holds: {calling_back}"
+        );
     }
 }
