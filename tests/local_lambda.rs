@@ -33,6 +33,15 @@ Resources:
   Moved:
     Type: AWS::Serverless::Function
     Properties: {CodeUri: moved-away/}
+  Which:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: which/}
+  WhichNode:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: whichnode/, Runtime: nodejs20.x, Handler: index.handler}
+  Future:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: future/, Runtime: python3.99}
   Machine:
     Type: AWS::Serverless::StateMachine
     Properties:
@@ -44,12 +53,25 @@ Resources:
         Broken: !GetAtt Broken.Arn
         Java: !GetAtt Java.Arn
         Moved: !GetAtt Moved.Arn
+        Which: !GetAtt Which.Arn
+        WhichNode: !GetAtt WhichNode.Arn
+        Future: !GetAtt Future.Arn
 "#;
 
 fn app() -> Sandbox {
     let sb = Sandbox::new().env("PYTHONDONTWRITEBYTECODE", "1");
     sb.write("template.yaml", TEMPLATE);
-    for dir in ["counter", "thrower", "sleeper", "broken", "java"] {
+    for dir in [
+        "counter",
+        "thrower",
+        "sleeper",
+        "broken",
+        "java",
+        "which",
+        "whichnode",
+        "future",
+        "bin",
+    ] {
         std::fs::create_dir_all(sb.path(dir)).unwrap();
     }
     sb.write(
@@ -65,7 +87,38 @@ fn app() -> Sandbox {
         "import time\n\ndef handler(event, context):\n    time.sleep(30)\n",
     );
     sb.write("broken/app.py", "import not_a_module_anywhere\n");
+    sb.write(
+        "which/app.py",
+        "import os\n\ndef handler(event, context):\n    return os.environ.get('FAKE_INTERPRETER', 'python3')\n",
+    );
+    sb.write(
+        "whichnode/index.js",
+        "exports.handler = async () => process.env.FAKE_INTERPRETER || 'node';\n",
+    );
+    // A syntax error on any Python: with a Runtime newer than the interpreter, the message
+    // must say the interpreter may be too old.
+    sb.write("future/app.py", "def handler(event, context:\n    pass\n");
     sb
+}
+
+/// Puts a fake interpreter `name` into the sandbox's `bin/`: it runs `real`, saying through
+/// `FAKE_INTERPRETER` that it was the one started.
+fn fake_interpreter(sb: &Sandbox, name: &str, real: &str) {
+    let path = sb.write(
+        &format!("bin/{name}"),
+        &format!("#!/bin/sh\nFAKE_INTERPRETER={name} exec {real} \"$@\"\n"),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// PATH with the sandbox's `bin/` in front.
+fn path_with_fakes(sb: &Sandbox) -> String {
+    format!(
+        "{}:{}",
+        sb.path("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Runs a machine whose one Task calls `resource` (a substitution of the template).
@@ -213,6 +266,66 @@ fn a_function_that_cannot_run_here_names_the_state_and_how_to_bind_it() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains("moved-away/ is not there"),
+        "{}",
+        out.stderr
+    );
+}
+
+// Regression: every Python function ran on `python3`, even with `python3.12` on PATH for a
+// `Runtime: python3.12` function (and every Node.js one on `node`, with `node20` there).
+#[test]
+fn the_interpreter_follows_the_runtime_and_the_variables_override_it() {
+    let sb = app();
+    fake_interpreter(&sb, "python3.12", "python3");
+    fake_interpreter(&sb, "node20", "node");
+    fake_interpreter(&sb, "my-python", "python3");
+    let path = path_with_fakes(&sb);
+    let ran = |resource: &str, env: &[(&str, &str)]| {
+        let out = run_task(
+            &sb,
+            json!({"Type": "Task", "Resource": resource, "End": true}),
+            env,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()
+    };
+    assert_eq!(ran("${Which}", &[("PATH", &path)]), "python3.12");
+    assert_eq!(ran("${WhichNode}", &[("PATH", &path)]), "node20");
+    // Not on PATH: the plain interpreter.
+    assert_eq!(ran("${Which}", &[]), "python3");
+    assert_eq!(ran("${WhichNode}", &[]), "node");
+    // The variable wins over the Runtime's interpreter.
+    let mine = sb.path("bin/my-python");
+    let mine = mine.to_str().unwrap();
+    assert_eq!(
+        ran("${Which}", &[("PATH", &path), ("SFN_LOCAL_PYTHON", mine)]),
+        "my-python"
+    );
+}
+
+// Regression: code that needs a newer Python than the one it ran on failed with
+// `Runtime.ImportModuleError` and no word about the version.
+#[test]
+fn a_syntax_error_on_an_older_interpreter_names_both_versions() {
+    let sb = app();
+    let out = run_task(
+        &sb,
+        json!({"Type": "Task", "Resource": "${Future}", "End": true}),
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    for said in [
+        "Runtime.ImportModuleError",
+        "the function's Runtime is python3.99, but it ran on 3.",
+        "found as python3",
+        "put python3.99 on PATH or name an interpreter with SFN_LOCAL_PYTHON",
+    ] {
+        assert!(out.stderr.contains(said), "{said}: {}", out.stderr);
+    }
+    // The version warning came first.
+    assert!(
+        out.stderr
+            .contains("Future says Runtime python3.99; it runs on the 3."),
         "{}",
         out.stderr
     );

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{bin, deps_node_modules, deps_python_bin, Output};
+use common::{bin, copy_dir, deps_node_modules, deps_python_bin, Output};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -309,20 +309,6 @@ fn path_with(first: &Path) -> std::ffi::OsString {
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
     std::env::join_paths(paths).unwrap()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            if entry.file_name() != "__pycache__" && entry.file_name() != "node_modules" {
-                copy_dir(&entry.path(), &to.join(entry.file_name()));
-            }
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -23,12 +23,7 @@ fn notification() -> Value {
 
 /// A sandbox holding a copy of `tests/APP`.
 fn app(name: &str) -> Sandbox {
-    let sb = Sandbox::new().env("PYTHONDONTWRITEBYTECODE", "1");
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(name);
-    common::copy_dir(&from, sb.dir.path());
-    sb
+    Sandbox::of_app(name)
 }
 
 #[test]
@@ -227,6 +222,18 @@ fn a_spec_names_a_template_and_mistakes_are_explained() {
 #[test]
 fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
     let sb = app("sam_app");
+    let (passed, said) = pytest(&sb, &[]);
+    assert!(passed && said.contains("2 passed"), "{said}");
+    let (passed, said) = jest(&sb, &[], &[]);
+    assert!(
+        passed && said.contains("Tests:       2 passed, 2 total"),
+        "{said}"
+    );
+}
+
+/// Runs the app's pytest suite through the plugin (from the repository's `python/`) with
+/// `extra` arguments; returns whether it passed and what it printed.
+fn pytest(sb: &Sandbox, extra: &[&str]) -> (bool, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pytest = Command::new(deps_python_bin("python"))
         .args([
@@ -237,37 +244,193 @@ fn the_apps_pytest_and_jest_suites_drive_it_through_the_helpers() {
             "-p",
             "no:cacheprovider",
         ])
+        .args(extra)
         .current_dir(sb.dir.path())
         .env("PYTHONPATH", root.join("python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("SFN_LOCAL_BIN", common::bin())
         .output()
         .expect("run pytest");
-    let said = String::from_utf8_lossy(&pytest.stdout);
-    assert!(
-        pytest.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&pytest.stderr)
-    );
-    assert!(said.contains("2 passed"), "{said}");
-    // The package's folder stands in for node_modules/sfn-local; Jest and the AWS SDK come
-    // from .deps, as a project's dev dependencies.
+    let said = common::said(&pytest);
+    (pytest.status.success(), said)
+}
+
+/// Runs the app's Jest suite through the global setup (the repository's `npm/sfn-local`
+/// stands in for node_modules/sfn-local; Jest and the AWS SDK come from .deps, as a project's
+/// dev dependencies) with `extra` arguments and `env`; returns whether it passed and what it
+/// printed.
+fn jest(sb: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let node_path = std::env::join_paths([root.join("npm"), deps_node_modules()]).unwrap();
     let jest = Command::new("node")
         .arg(deps_node_modules().join("jest/bin/jest.js"))
         .args(["--ci", "--colors=false"])
+        .args(extra)
         .current_dir(sb.dir.path())
         .env("NODE_PATH", node_path)
         .env("SFN_LOCAL_BIN", common::bin())
+        .envs(env.iter().copied())
         .output()
         .expect("run jest");
-    let said = String::from_utf8_lossy(&jest.stderr);
-    assert!(
-        jest.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&jest.stdout)
+    let said = common::said(&jest);
+    (jest.status.success(), said)
+}
+
+// Regression: `--sfn-local-lcov out/sfn.lcov` into a folder that did not exist ended the
+// session with INTERNALERROR after a green run, and wrote nothing. (The Jest/Vitest setups'
+// `lcov` option, or SFN_LOCAL_LCOV, already created its folder; checked here too.)
+#[test]
+fn the_lcov_options_create_the_folder_they_write_into() {
+    let sb = app("sam_app");
+    let (passed, said) = pytest(&sb, &["--sfn-local-lcov", "out/pytest/sfn.lcov"]);
+    assert!(passed && !said.contains("INTERNALERROR"), "{said}");
+    let (passed, said) = jest(&sb, &[], &[("SFN_LOCAL_LCOV", "out/jest/sfn.lcov")]);
+    assert!(passed, "{said}");
+    for file in ["out/pytest/sfn.lcov", "out/jest/sfn.lcov"] {
+        let lcov = std::fs::read_to_string(sb.path(file)).unwrap_or_default();
+        assert!(
+            lcov.contains("order.asl.json") && lcov.contains("end_of_record"),
+            "{file}: {lcov}"
+        );
+    }
+}
+
+// Regression (#49): a failing pytest test showed `assert 'FAILED' == 'SUCCEEDED'` and nothing of
+// why: not the execution's why line, not the handler's KeyError and its traceback; and a
+// `States.ALL`-like Catch hid the handler's error behind the name the test expected.
+#[test]
+fn a_failing_pytest_test_shows_why_its_executions_failed_with_the_handlers_traceback() {
+    let sb = broken_app();
+    sb.write(
+        "tests/test_broken.py",
+        r#"from sfn_local import start_and_wait
+
+ORDERS = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
+
+
+def test_a_paid_order_succeeds(sfn_client):
+    done = start_and_wait(sfn_client, ORDERS, {"orderId": "o-9", "amount": 3, "card": "4111111111111111"})
+    assert done["status"] == "SUCCEEDED"
+
+
+def test_a_declined_card_is_not_what_fails(sfn_client):
+    done = start_and_wait(sfn_client, ORDERS, {"orderId": "o-8", "amount": 3, "card": "4000000000000000"})
+    assert done["error"] == "SomethingElse"
+"#,
     );
-    assert!(said.contains("Tests:       2 passed, 2 total"), "{said}");
+    let (passed, said) = pytest(&sb, &["tests/test_broken.py"]);
+    assert!(!passed, "{said}");
+    assert_explained(&said);
+}
+
+/// The SAM app with a typo in its charge function: a KeyError on every paid order.
+fn broken_app() -> Sandbox {
+    let sb = app("sam_app");
+    let handler = sb.path("functions/charge/app.py");
+    let code = std::fs::read_to_string(&handler).unwrap();
+    std::fs::write(
+        &handler,
+        code.replace("event[\"amount\"]", "event[\"amount_in_cents\"]"),
+    )
+    .unwrap();
+    sb
+}
+
+/// What a failed test's report must show of [`broken_app`]'s two executions: why each failed
+/// or took its Catch, and the handler's error with its file and line.
+fn assert_explained(said: &str) {
+    for shown in [
+        "sfn-local executions that failed or took a Catch",
+        "why        failed at state 'Charge': KeyError",
+        "handler    KeyError: 'amount_in_cents'",
+        "app.py\", line 11, in lambda_handler",
+        "(caught; went on to 'Declined')",
+        "handler    CardDeclined: card 4000000000000000 was declined",
+        "app.py\", line 10, in lambda_handler",
+    ] {
+        assert!(said.contains(shown), "{shown}:\n{said}");
+    }
+}
+
+// The same through Jest, with sfn-local's test environment (#49 item 4).
+#[test]
+fn a_failing_jest_test_shows_why_its_executions_failed_with_the_handlers_traceback() {
+    let sb = broken_app();
+    sb.write(
+        "broken.test.js",
+        r#"const { connect, startAndWait } = require("sfn-local");
+
+const ORDERS = "arn:aws:states:us-east-1:123456789012:stateMachine:orders";
+const sfn = connect().client();
+
+test("a paid order succeeds", async () => {
+  const done = await startAndWait(sfn, ORDERS, { orderId: "o-9", amount: 3, card: "4111111111111111" });
+  expect(done.status).toBe("SUCCEEDED");
+});
+
+test("a declined card is not what fails", async () => {
+  const done = await startAndWait(sfn, ORDERS, { orderId: "o-8", amount: 3, card: "4000000000000000" });
+  expect(done.error).toBe("SomethingElse");
+});
+"#,
+    );
+    let (passed, said) = jest(&sb, &["broken.test.js"], &[]);
+    assert!(!passed, "{said}");
+    assert_explained(&said);
+    // Each test's report holds its own execution only.
+    let paid = said.find("a paid order succeeds").unwrap();
+    let declined = said.rfind("a declined card is not what fails").unwrap();
+    assert!(said[paid..declined].contains("KeyError"), "{said}");
+    assert!(!said[paid..declined].contains("CardDeclined"), "{said}");
+}
+
+// The same through Vitest, with sfn-local's setup file (#49 item 4).
+#[test]
+fn a_failing_vitest_test_shows_why_its_executions_failed_with_the_handlers_traceback() {
+    let sb = broken_app();
+    // The project's node_modules: the repository's package, and Vitest from .deps.
+    let modules = sb.path("node_modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::os::unix::fs::symlink(root.join("npm/sfn-local"), modules.join("sfn-local")).unwrap();
+    std::os::unix::fs::symlink(deps_node_modules().join("vitest"), modules.join("vitest")).unwrap();
+    sb.write(
+        "vitest.config.mjs",
+        r#"process.env.SFN_LOCAL_OPTIONS = JSON.stringify({ templates: ["template.yaml"] });
+export default { test: { globals: true, include: ["broken.test.js"],
+  globalSetup: ["sfn-local/vitest-global-setup"], setupFiles: ["sfn-local/vitest-setup"] } };
+"#,
+    );
+    sb.write(
+        "broken.test.js",
+        r#"const { connect, startAndWait } = require("sfn-local");
+
+const ORDERS = "arn:aws:states:us-east-1:123456789012:stateMachine:orders";
+
+test("a paid order succeeds", async () => {
+  const done = await startAndWait(connect().client(), ORDERS, { orderId: "o-9", amount: 3, card: "4111111111111111" });
+  expect(done.status).toBe("SUCCEEDED");
+});
+
+test("a declined card is not what fails", async () => {
+  const done = await startAndWait(connect().client(), ORDERS, { orderId: "o-8", amount: 3, card: "4000000000000000" });
+  expect(done.error).toBe("SomethingElse");
+});
+"#,
+    );
+    let vitest = Command::new("node")
+        .arg(modules.join("vitest/vitest.mjs"))
+        .args(["run", "--color=false"])
+        .current_dir(sb.dir.path())
+        // sfn-local's own requires (the AWS SDK) resolve from .deps, as a project's would.
+        .env("NODE_PATH", deps_node_modules())
+        .env("SFN_LOCAL_BIN", common::bin())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run vitest");
+    let said = common::said(&vitest);
+    assert!(!vitest.status.success(), "{said}");
+    assert_explained(&said);
 }
 
 /// `sfn-local serve ARGS` from the sandbox's folder on a free port, once it is ready: the
@@ -759,7 +922,7 @@ fn a_synthesized_cdk_app_with_from_file_and_payload_response_only_validates_and_
 
 /// Regression (#48 item 7): the why line printed a Lambda error's whole payload, stack trace
 /// included, on its one line. It says `errorType: errorMessage`; the handler's trace (file and
-/// line) is below it in `describe-execution --format text`.
+/// line) is below it in `describe-execution --format text`, under `handler`.
 #[test]
 fn why_names_a_lambda_error_on_one_line_and_its_trace_below() {
     let sb = app("sam_app");
@@ -791,7 +954,12 @@ fn why_names_a_lambda_error_on_one_line_and_its_trace_below() {
         .skip_while(|l| !l.starts_with("why"))
         .collect();
     assert!(
-        below[1].starts_with("trace") && below[1].contains("functions/charge/app.py\", line 11"),
+        below[1].starts_with("handler") && below[1].ends_with("KeyError: 'amount'"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        below[2].contains("functions/charge/app.py\", line 11"),
         "{}",
         text.stdout
     );

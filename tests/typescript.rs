@@ -79,10 +79,9 @@ fn project(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-#[test]
-fn the_declarations_type_check_the_readmes_and_the_examples_code() {
-    let dir = tempfile::tempdir().unwrap();
-    let files = project(dir.path());
+/// Runs `tsc --noEmit` (strict, JavaScript checked) over `files` in `dir`, `sfn-local`
+/// resolved to the package's folder; returns whether it passed and what it said.
+fn tsc(dir: &Path, files: &[PathBuf]) -> (bool, String) {
     let modules = deps_node_modules();
     let config = serde_json::json!({
         "compilerOptions": {
@@ -94,18 +93,62 @@ fn the_declarations_type_check_the_readmes_and_the_examples_code() {
         },
         "files": files,
     });
-    std::fs::write(dir.path().join("tsconfig.json"), config.to_string()).unwrap();
+    std::fs::write(dir.join("tsconfig.json"), config.to_string()).unwrap();
     let tsc = Command::new("node")
         .arg(modules.join("typescript/bin/tsc"))
         .args(["--project", "tsconfig.json", "--pretty", "false"])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .output()
         .expect("run tsc");
-    let said = String::from_utf8_lossy(&tsc.stdout);
-    assert!(
-        tsc.status.success(),
-        "tsc --noEmit:\n{said}{}",
-        String::from_utf8_lossy(&tsc.stderr)
-    );
+    let said = common::said(&tsc);
+    (tsc.status.success(), said)
+}
+
+#[test]
+fn the_declarations_type_check_the_readmes_and_the_examples_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = project(dir.path());
+    let (passed, said) = tsc(dir.path(), &files);
+    assert!(passed, "tsc --noEmit:\n{said}");
     assert!(files.len() >= 6, "{files:?}");
+}
+
+// Regression (#49): the helpers returned `Promise<any>`, so a misspelt field of a finished
+// execution (`done.stauts`) compiled, and the test failed only when it ran.
+#[test]
+fn a_misspelt_field_of_a_finished_execution_does_not_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &str| {
+        let file = dir.path().join(name);
+        let code = format!(
+            "{PRELUDE}const {{ startAndWait, waitForExecution }} = require(\"sfn-local\");\n(async () => {{\n{body}}})();\n"
+        );
+        std::fs::write(&file, code).unwrap();
+        file
+    };
+    let good = write(
+        "good.js",
+        r#"const done = await startAndWait(sfn, "arn", {});
+/** @type {string | undefined} */
+const status = done.status;
+/** @type {Date | undefined} */
+const stopped = done.stopDate;
+const total = done.outputJson.total;
+const again = await waitForExecution(sfn, done.executionArn);
+console.log(status, stopped, total, again.output);
+"#,
+    );
+    let bad = write(
+        "bad.js",
+        "const done = await startAndWait(sfn, \"arn\", {});\nconsole.log(done.stauts);\n",
+    );
+    let (passed, said) = tsc(dir.path(), &[good, bad]);
+    assert!(!passed, "tsc accepted done.stauts:\n{said}");
+    assert!(
+        said.contains("bad.js(")
+            && said.contains("Property 'stauts' does not exist")
+            && said.contains("Did you mean 'status'?"),
+        "{said}"
+    );
+    assert!(!said.contains("good.js("), "{said}");
 }

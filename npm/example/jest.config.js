@@ -3,7 +3,9 @@
 // (advanceTime, skipToNextDeadline) or waits for an end (startAndWait skips it), so a day's Wait
 // takes no time and every deadline keeps AWS's order.
 module.exports = {
-  testEnvironment: "node",
+  // Node's environment; a failed test's report also explains its executions that failed or
+  // took a Catch (why, and a Lambda handler's error and stack trace).
+  testEnvironment: "sfn-local/jest-environment",
   globalSetup: "sfn-local/jest-global-setup",
   globalTeardown: "sfn-local/jest-global-teardown",
   globals: {

@@ -13,5 +13,7 @@ export default {
     // approval.test.js uses Jest's globals (test, expect); Vitest provides them with this.
     globals: true,
     globalSetup: ["sfn-local/vitest-global-setup"],
+    // A failed test's report also explains its executions that failed or took a Catch.
+    setupFiles: ["sfn-local/vitest-setup"],
   },
 };

@@ -1,4 +1,15 @@
 import type { ChildProcess } from "node:child_process";
+import type { DescribeExecutionCommandOutput, SFNClient } from "@aws-sdk/client-sfn";
+
+/**
+ * DescribeExecution's answer for an execution that ended (the AWS SDK's output type), with its
+ * `output` parsed: `outputJson` is absent when the execution gave no output. Name the output's
+ * shape with the type parameter (`startAndWait<{ orderId: string }>(...)`) to have it checked.
+ */
+export type FinishedExecution<Output = any> = DescribeExecutionCommandOutput & {
+  /** `output`, parsed as JSON. */
+  outputJson?: Output;
+};
 
 /** How `serve` runs; each field maps to a flag of `sfn-local serve`. */
 export interface ServeOptions {
@@ -55,7 +66,7 @@ export interface Server {
   log(): string;
   stop(timeoutMs?: number): Promise<number | null>;
   cli(...args: string[]): Promise<string>;
-  client(): import("@aws-sdk/client-sfn").SFNClient;
+  client(): SFNClient;
 }
 
 /** The server a global setup started, seen from a test (SFN_LOCAL_ENDPOINT, SFN_LOCAL_DB). */
@@ -65,15 +76,16 @@ export const ANY_ROLE: string;
 export function binaryPath(): string;
 export function serve(options?: ServeOptions): Promise<Server>;
 export function globalServer(options?: ServeOptions, rootDir?: string): Promise<{ server: Server; teardown(): Promise<void> }>;
-export function sfnClient(endpoint: string, region?: string): import("@aws-sdk/client-sfn").SFNClient;
-export function createStateMachine(client: any, name: string, definition: string | object, roleArn?: string): Promise<string>;
+export function sfnClient(endpoint: string, region?: string): SFNClient;
+/** Resolves to the new machine's ARN (CreateStateMachine's `stateMachineArn`). */
+export function createStateMachine(client: SFNClient, name: string, definition: string | object, roleArn?: string): Promise<string>;
 /**
  * ARNs are typed as the AWS SDK's outputs give them (`string | undefined`), so
  * `(await sfn.send(new StartExecutionCommand(...))).executionArn` passes as it is; a missing one
  * is refused at run time.
  */
-export function waitForExecution(client: any, executionArn: string | undefined, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
-export function startAndWait(client: any, stateMachineArn: string | undefined, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number; skipTime?: boolean }): Promise<any>;
+export function waitForExecution<Output = any>(client: SFNClient, executionArn: string | undefined, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<FinishedExecution<Output>>;
+export function startAndWait<Output = any>(client: SFNClient, stateMachineArn: string | undefined, input?: unknown, opts?: { name?: string; timeout?: number; poll?: number; skipTime?: boolean }): Promise<FinishedExecution<Output>>;
 export function waitForTaskToken(server: Pick<Server, "endpoint" | "cli">, executionArn: string | undefined, state: string, opts?: { timeout?: number; poll?: number; skipTime?: boolean }): Promise<string>;
 
 /** Where a server's clock stands (the sfn-local extension `POST /sfn-local/clock`). */
@@ -87,8 +99,23 @@ export interface ClockState {
   skippedTo?: string | null;
 }
 /** A server (`serve()`, `connect()`), an SFNClient pointed at one, or its endpoint URL. */
-export type ClockTarget = string | { endpoint: string } | import("@aws-sdk/client-sfn").SFNClient;
+export type ClockTarget = string | { endpoint: string } | SFNClient;
 export function clockNow(target: ClockTarget): Promise<ClockState>;
 export function advanceTime(target: ClockTarget, duration: string | number): Promise<ClockState>;
 export function skipToNextDeadline(target: ClockTarget): Promise<ClockState>;
-export function answerTask(client: any, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;
+/**
+ * Why an execution failed or took a Catch (the `why` line of `describe-execution --format text`
+ * and, for Lambda code, the `handler` lines: error type, message, stack trace), or null when
+ * nothing failed in it. `binary` is sfn-local, `db` the server's database.
+ */
+export function explainExecution(binary: string, db: string, executionArn: string): string | null;
+/**
+ * The explanations of the executions the helpers saw end in a test, for those that failed or
+ * took a Catch (what `sfn-local/jest-environment` and `sfn-local/vitest-setup` add to a failed
+ * test's report); null when none did.
+ */
+export function explainEnded(
+  ended: { endpoint: string; executionArn: string }[],
+  servers?: Record<string, { db: string; binary: string }>,
+): string | null;
+export function answerTask(client: SFNClient, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;

@@ -5,7 +5,7 @@
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { spawn, execFile } = require("node:child_process");
+const { spawn, execFile, execFileSync } = require("node:child_process");
 
 const ANY_ROLE = "arn:aws:iam::123456789012:role/sfn-local";
 const TERMINAL = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"];
@@ -91,6 +91,8 @@ async function serve(options = {}) {
     await sleep(20);
   }
   const ready = JSON.parse(fs.readFileSync(readyFile, "utf8"));
+  // Known by its endpoint to a test environment that explains a failed test's executions.
+  (globalThis.__sfnLocalServers ??= {})[ready.endpoint] = { db: ready.database, binary: options.binary ?? binaryPath() };
   const server = {
     endpoint: ready.endpoint,
     port: ready.port,
@@ -224,6 +226,7 @@ async function waitForExecution(client, executionArn, { timeout = 30000, poll = 
     const d = await client.send(new DescribeExecutionCommand({ executionArn }));
     if (TERMINAL.includes(d.status)) {
       if (d.output !== undefined) d.outputJson = JSON.parse(d.output);
+      (globalThis.__sfnLocalEnded ??= []).push({ endpoint: await endpointOf(client), executionArn });
       return d;
     }
     if (Date.now() > deadline) throw new Error(`${executionArn} is still ${d.status} after ${timeout} ms`);
@@ -279,6 +282,52 @@ async function answerTask(client, taskToken, output = {}, { error, cause } = {})
 }
 
 /**
+ * Why an execution failed or took a Catch, or null when nothing failed in it: the `why` line of
+ * `describe-execution --format text` and, when Lambda code failed, the `handler` lines under it
+ * (the handler's error type, message and stack trace, file and line).
+ */
+function explainExecution(binary, db, executionArn) {
+  let text;
+  try {
+    text = execFileSync(binary, ["describe-execution", "--execution-arn", executionArn, "--format", "text", "--db", db], { encoding: "utf8" });
+  } catch {
+    return null;
+  }
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.startsWith("why "));
+  if (start < 0) return null;
+  const block = [lines[start]];
+  for (const line of lines.slice(start + 1)) {
+    if (!line.startsWith("handler ") && !line.startsWith(" ")) break;
+    block.push(line);
+  }
+  const status = lines[0].slice(lines[0].lastIndexOf("(") + 1).replace(/\)$/, "");
+  return [`${executionArn} (${status})`, ...block.map((l) => `  ${l}`)].join("\n");
+}
+
+/**
+ * The explanations of the executions the helpers saw end in a test (`globalThis.__sfnLocalEnded`
+ * of its context), one block each, for those that failed or took a Catch; null when none did.
+ * `servers` maps endpoints to {db, binary} (serve() records its own; the global setup's comes
+ * from SFN_LOCAL_ENDPOINT and SFN_LOCAL_DB).
+ */
+function explainEnded(ended, servers = {}) {
+  const known = { ...servers };
+  if (process.env.SFN_LOCAL_ENDPOINT && process.env.SFN_LOCAL_DB) {
+    known[process.env.SFN_LOCAL_ENDPOINT] ??= { db: process.env.SFN_LOCAL_DB, binary: binaryPath() };
+  }
+  const trim = (e) => e.replace(/\/+$/, "");
+  const byEndpoint = Object.fromEntries(Object.entries(known).map(([e, s]) => [trim(e), s]));
+  const blocks = [];
+  for (const { endpoint, executionArn } of ended) {
+    const server = byEndpoint[trim(endpoint)];
+    const text = server && explainExecution(server.binary, server.db, executionArn);
+    if (text && !blocks.includes(text)) blocks.push(text);
+  }
+  return blocks.length ? `sfn-local executions that failed or took a Catch:\n\n${blocks.join("\n\n")}` : null;
+}
+
+/**
  * Writes to `target` the coverage (`sfn-local coverage --format lcov`) of the definition files
  * and templates given to the server (`subs`: their `--sub` flags), run in `rootDir` so the
  * tracefile names them as the project does.
@@ -331,6 +380,8 @@ async function globalServer(options = {}, rootDir = process.cwd()) {
 
 module.exports = {
   ANY_ROLE,
+  explainEnded,
+  explainExecution,
   globalServer,
   advanceTime,
   answerTask,

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "ServeOptions",
@@ -31,10 +31,12 @@ __all__ = [
     "answer_task",
     "clock_now",
     "create_state_machine",
+    "explain_execution",
     "find_binary",
     "serve",
     "skip_to_next_deadline",
     "start_and_wait",
+    "take_ended",
     "wait_for_task_token",
 ]
 
@@ -44,6 +46,18 @@ PathLike = Union[str, "os.PathLike[str]"]
 ANY_ROLE = "arn:aws:iam::123456789012:role/sfn-local"
 
 TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+#: Executions the helpers saw end, as (endpoint, executionArn), since ``take_ended()`` last ran:
+#: the pytest plugin explains those of a failed test in its report.
+_ENDED: List[Tuple[str, str]] = []
+
+
+def take_ended() -> List[Tuple[str, str]]:
+    """The executions ``wait_for_execution`` and ``start_and_wait`` saw end since the last call,
+    as (endpoint, executionArn), oldest first; forgets them."""
+    ended = list(_ENDED)
+    del _ENDED[: len(ended)]
+    return ended
 
 
 class SfnLocalError(RuntimeError):
@@ -304,6 +318,9 @@ def wait_for_execution(client, execution_arn: str, timeout: float = 30.0, poll: 
         if described["status"] in TERMINAL:
             if "output" in described:
                 described["output_json"] = json.loads(described["output"])
+            endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
+            if endpoint:
+                _ENDED.append((endpoint, execution_arn))
             return described
         if time.monotonic() >= deadline:
             raise SfnLocalError(f"{execution_arn} is still {described['status']} after {timeout}s")
@@ -393,3 +410,21 @@ def answer_task(client, token: str, output: Any = None, error: Optional[str] = N
     else:
         text = output if isinstance(output, str) else json.dumps(output if output is not None else {})
         client.send_task_success(taskToken=token, output=text)
+
+
+def explain_execution(server: SfnLocal, execution_arn: str) -> Optional[str]:
+    """Why an execution failed or took a Catch, or None when nothing failed in it: the ``why`` line
+    of ``describe-execution --format text`` and, when Lambda code failed, the ``handler`` lines
+    under it (the handler's error type, message and stack trace, file and line)."""
+    described = server.cli("describe-execution", "--execution-arn", execution_arn, "--format", "text",
+                           check=False).stdout.splitlines()
+    start = next((i for i, line in enumerate(described) if line.startswith("why ")), None)
+    if start is None:
+        return None
+    block = [described[start]]
+    for line in described[start + 1:]:
+        if not line.startswith(("handler ", " ")):
+            break
+        block.append(line)
+    status = described[0].rsplit("(", 1)[-1].rstrip(")")
+    return "\n".join([f"{execution_arn} ({status})", *("  " + line for line in block)])

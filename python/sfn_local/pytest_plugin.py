@@ -9,7 +9,9 @@
 - ``sfn_local_factory``: starts more servers inside one test, each with its own options; stopped
   at the test's end.
 
-A failing test that used a server gets the server's log of that test in its report. Servers stop
+A failing test that used a server gets the server's log of that test in its report, and each
+execution its helpers (``start_and_wait``, ``wait_for_execution``) saw end that failed or took a
+Catch: the why line and, for Lambda code, the handler's error and stack trace. Servers stop
 as Ctrl-C stops them (SIGTERM), so a stop is clean and the database stays readable.
 """
 
@@ -20,12 +22,13 @@ from typing import Any, Callable, Iterator, List, Mapping
 
 import pytest
 
-from . import ServeOptions, SfnLocal, serve
+from . import ServeOptions, SfnLocal, explain_execution, serve, take_ended
 
 _SCOPES = ("session", "package", "module", "class", "function")
 _SERVERS = pytest.StashKey[List[SfnLocal]]()  # every server of the session, for coverage
 _STARTED = pytest.StashKey[List[SfnLocal]]()  # the servers a test started with the factory
 _MARKS = pytest.StashKey[dict]()  # each server's log size when a test began
+_ENDED = pytest.StashKey[list]()  # the executions a test's helpers saw end: (endpoint, arn)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -132,7 +135,9 @@ def pytest_runtest_call(item: pytest.Item):
     # Where each server's log stood when the test began, to show only the test's part.
     servers = item.config.stash.get(_SERVERS, [])
     item.stash[_MARKS] = {id(s): s.log_size() for s in servers}
+    take_ended()  # executions of earlier tests are not this one's
     yield
+    item.stash[_ENDED] = take_ended()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -141,6 +146,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     if not report.failed:
         return
+    if report.when == "call":
+        _explain_executions(item, report)
     marks = item.stash.get(_MARKS, {})
     for server in item.config.stash.get(_SERVERS, []):
         if not _used_by(item, server):
@@ -151,6 +158,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             tail = "\n".join(server.log().strip().splitlines()[-50:])
             text = f"(nothing during this test; the log so far, {server.log_path}:)\n{tail}"
         report.sections.append((f"sfn-local serve log ({server.endpoint}, {report.when})", text))
+
+
+def _explain_executions(item: pytest.Item, report: pytest.TestReport) -> None:
+    # Each execution the test's helpers saw end that failed or took a Catch: why, and the
+    # handler's error. An `assert "FAILED" == "SUCCEEDED"` alone says nothing of either.
+    by_endpoint = {s.endpoint.rstrip("/"): s for s in item.config.stash.get(_SERVERS, [])}
+    explained = []
+    for endpoint, arn in item.stash.get(_ENDED, []):
+        server = by_endpoint.get(endpoint.rstrip("/"))
+        text = explain_execution(server, arn) if server is not None else None
+        if text and text not in explained:
+            explained.append(text)
+    if explained:
+        report.sections.append(("sfn-local executions that failed or took a Catch", "\n\n".join(explained)))
 
 
 def _used_by(item: pytest.Item, server: SfnLocal) -> bool:
@@ -186,4 +207,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if files:
             subs = [a for name, value in options.substitutions.items() for a in ("--sub", f"{name}={value}")]
             parts.append(server.cli("coverage", "--format", "lcov", *files, *subs).stdout)
+    # Its folder is made as a report's is (`--junitxml out/junit.xml` makes out/).
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
     Path(target).write_text("".join(parts))

@@ -4,7 +4,9 @@
 //! ([`crate::engine::diagnosis`]); this module only lays it out.
 
 use crate::clock::iso8601;
-use crate::engine::diagnosis::{details, recorded_time_scale, root_failure, TimeoutClock};
+use crate::engine::diagnosis::{
+    details, recorded_time_scale, root_failure, RootFailure, TimeoutClock,
+};
 use crate::engine::visits::Tree;
 use crate::store::{EventRecord, ExecutionRecord, Store};
 use serde_json::Value;
@@ -18,7 +20,11 @@ pub fn stored_failure_line(store: &Store, execution_arn: &str) -> Option<String>
 /// `failed at state 'Charge': CardDeclined: no funds (caught; went on to 'PaymentFailed')`;
 /// a timeout names its clock: `States.Timeout: HeartbeatSeconds of 'Work' ran out after 5 s`.
 pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
-    let f = root_failure(events, time_scale)?;
+    root_failure(events, time_scale).map(|f| line_of(&f))
+}
+
+/// The failure line of a root failure (see [`failure_line`]).
+fn line_of(f: &RootFailure) -> String {
     let mut line = format!("failed at state '{}'", f.state);
     let clock = f.clock.map(|clock| match clock {
         TimeoutClock::Heartbeat(s) => {
@@ -37,12 +43,34 @@ pub fn failure_line(events: &[EventRecord], time_scale: f64) -> Option<String> {
     if let Some(to) = &f.caught_to {
         line.push_str(&format!(" (caught; went on to '{to}')"));
     }
-    Some(line)
+    line
+}
+
+/// The Lambda handler's error in a failure's `cause`, when the cause is Lambda's error payload:
+/// `errorType: errorMessage`, then each line of Python's `stackTrace` or Node.js's `trace`
+/// (file and line of each frame). Empty for any other cause.
+pub fn handler_error(cause: &str) -> Vec<String> {
+    let Ok(Value::Object(payload)) = serde_json::from_str::<Value>(cause) else {
+        return Vec::new();
+    };
+    let Some(error_type) = payload.get("errorType").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let message = payload.get("errorMessage").and_then(Value::as_str);
+    let mut lines = vec![format!("{error_type}: {}", message.unwrap_or_default())];
+    let frames = payload.get("stackTrace").or_else(|| payload.get("trace"));
+    for frame in frames.and_then(Value::as_array).into_iter().flatten() {
+        let frame = frame
+            .as_str()
+            .map_or_else(|| frame.to_string(), str::to_owned);
+        lines.extend(frame.trim_end_matches('\n').lines().map(str::to_owned));
+    }
+    lines
 }
 
 /// A Lambda error's cause is its whole payload (`errorType`, `errorMessage`, `stackTrace`):
 /// the one line says `errorType: errorMessage` (the error alone when it is the type), and
-/// [`stack_trace`] the rest. Any other cause is kept, on one line.
+/// [`handler_error`] the rest, below it. Any other cause is kept, on one line.
 fn one_line_cause(error: &str, cause: &str) -> String {
     let Some((kind, message)) = lambda_error(cause) else {
         return format!("{error}: {}", shorten(cause, 300));
@@ -62,21 +90,6 @@ fn lambda_error(cause: &str) -> Option<(String, String)> {
         .and_then(Value::as_str)
         .unwrap_or_default();
     Some((kind, message.to_owned()))
-}
-
-/// The stack trace of the root failure's Lambda error payload, one frame per line.
-fn stack_trace(events: &[EventRecord], time_scale: f64) -> Vec<String> {
-    let cause = root_failure(events, time_scale).and_then(|f| f.cause);
-    let payload: Option<Value> = cause.and_then(|c| serde_json::from_str(&c).ok());
-    let frames = payload
-        .as_ref()
-        .and_then(|p| p.get("stackTrace"))
-        .and_then(Value::as_array);
-    let frame = |f: &Value| match f {
-        Value::String(s) => s.trim_end().to_owned(),
-        other => other.to_string(),
-    };
-    frames.into_iter().flatten().map(frame).collect()
 }
 
 fn shorten(text: &str, max: usize) -> String {
@@ -126,12 +139,17 @@ pub fn describe_text(record: &ExecutionRecord, events: &[EventRecord], time_scal
             shorten(record.cause.as_deref().unwrap_or("(none)"), 500)
         ));
     }
-    if let Some(why) = failure_line(events, time_scale) {
-        line(format!("why        {why}"));
-        let trace = stack_trace(events, time_scale);
-        for (i, part) in trace.iter().flat_map(|f| f.lines()).enumerate() {
-            let label = if i == 0 { "trace" } else { "" };
-            line(format!("{label:<10} {part}"));
+    if let Some(failure) = root_failure(events, time_scale) {
+        line(format!("why        {}", line_of(&failure)));
+        // Lambda code's own error under it, frame by frame: what a test report needs.
+        let handler = failure
+            .cause
+            .as_deref()
+            .map(handler_error)
+            .unwrap_or_default();
+        for (i, said) in handler.iter().enumerate() {
+            let label = if i == 0 { "handler" } else { "" };
+            line(format!("{label:<11}{said}"));
         }
     }
     let states: Vec<String> = events

@@ -10,10 +10,12 @@
 //! - the process's internal work ([`Busy::internal`]): a write queued for the store's writer
 //!   thread, an API request being answered. While any is in flight no clock jumps, so the same
 //!   run gives the same history.
-//! - the process's external work ([`Busy::external`]): a child process, an HTTP call, a Lambda
-//!   handler. Its answer comes in wall time, so while any runs an automatic virtual clock lets
-//!   time flow at wall speed (Temporal does the same while an activity runs), and deadlines that
-//!   come due meanwhile fire as they would on AWS.
+//! - the process's external work ([`Busy::external`]): a worker answering a token, a managed
+//!   handler. Its answer comes through the store in wall time, so while any runs an automatic
+//!   virtual clock lets time flow at wall speed, and deadlines that come due meanwhile fire as
+//!   they would on AWS.
+//! - each clock's outside work with a result (a command, a Lambda handler, an HTTP call): it
+//!   holds its clock, and its results come back in turn ([`super::held`]).
 //!
 //! The counts are atomics; a clock's driver sleeps on its own [`Activity`] and is rung when one
 //! of the counts it depends on falls to zero, so counting costs a real-time run two atomic
@@ -26,12 +28,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use super::held::{Turn, Turns};
+
 /// Work in flight that one clock (or the process) waits for, and where its waiters sleep.
 #[derive(Debug, Default)]
 pub struct Activity {
     busy: AtomicUsize,
     lock: Mutex<()>,
     changed: Condvar,
+    /// Its executions' outside work, which holds the clock (see [`super::held`]).
+    turns: Mutex<Turns>,
 }
 
 impl Activity {
@@ -40,7 +46,30 @@ impl Activity {
             busy: AtomicUsize::new(0),
             lock: Mutex::new(()),
             changed: Condvar::new(),
+            turns: Mutex::new(Turns::new()),
         }
+    }
+
+    /// Its executions' outside work.
+    pub(super) fn turns(&self) -> MutexGuard<'_, Turns> {
+        self.turns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands the result of the first outside work whose turn it is on, if any; true if it
+    /// did. Only when nothing of the clock runs (see [`Readiness::Turn`]).
+    pub(super) fn grant_turn(&self) -> bool {
+        let mut turns = self.turns();
+        // Looked at under the turns' lock, and the waker woken under it: a tracked waker
+        // counts as work at once, so a second grant (the driver's and a `settle`'s) never
+        // follows before the execution has dealt with this one.
+        if self.busy.load(Ordering::SeqCst) > 0 || PROCESS.busy.load(Ordering::SeqCst) > 0 {
+            return false;
+        }
+        let Turn::Grant(unit) = turns.look(Instant::now()) else {
+            return false;
+        };
+        turns.grant(unit).into_iter().for_each(Waker::wake);
+        true
     }
 
     /// A clock's activity, rung too when the process's work ends.
@@ -91,6 +120,11 @@ impl Activity {
         if self.busy.load(Ordering::SeqCst) > 0 || PROCESS.busy.load(Ordering::SeqCst) > 0 {
             return Readiness::Working;
         }
+        match self.turns().look(Instant::now()) {
+            Turn::Grant(_) => return Readiness::Turn,
+            Turn::Hold(left) => return Readiness::Held(left),
+            Turn::Free => {}
+        }
         let g = gate();
         if g.flowing() {
             return Readiness::Busy;
@@ -123,6 +157,12 @@ impl Activity {
                 Readiness::Idle => return true,
                 Readiness::Settling(left) => (left, patience),
                 Readiness::Working => (Duration::MAX, patience.max(INTERNAL_PATIENCE)),
+                // Handed on here (or by the driver); the execution's end of work rings.
+                Readiness::Turn => {
+                    self.grant_turn();
+                    (Duration::from_millis(10), patience.max(INTERNAL_PATIENCE))
+                }
+                Readiness::Held(left) => (left, patience.max(INTERNAL_PATIENCE)),
                 Readiness::Busy => (Duration::MAX, patience),
             };
             let left = (start + patience).saturating_duration_since(Instant::now());
@@ -140,6 +180,11 @@ pub(super) enum Readiness {
     /// Work inside the process is in flight: this clock's executions, a write, an API
     /// request. Unlike work outside (a worker may never end), it always ends.
     Working,
+    /// Nothing of the clock runs, and the result of outside work it holds for may be handed
+    /// on (see [`super::held`]).
+    Turn,
+    /// Outside work holds the clock, for this long at most unless it ends.
+    Held(Duration),
     /// Work outside the process is in flight.
     Busy,
     /// Work outside the process ended this long ago too recently: what it committed just
@@ -258,14 +303,22 @@ impl Busy {
 
     /// Work outside this process (a child process, an HTTP call): time flows meanwhile.
     pub fn external() -> Busy {
+        let busy = Busy::external_unrung();
+        // A driver sleeping while frozen must start counting flowing time.
+        ring_all();
+        busy
+    }
+}
+
+impl Busy {
+    /// Work outside this process, counted by a clock's driver that looks again by itself (no
+    /// ring: it holds its activity's lock).
+    pub(super) fn external_unrung() -> Busy {
         let mut g = gate();
         if g.running == 0 {
             g.since = Some(Instant::now());
         }
         g.running += 1;
-        drop(g);
-        // A driver sleeping while frozen must start counting flowing time.
-        ring_all();
         Busy { external: true }
     }
 }
@@ -371,7 +424,10 @@ impl<F: Future> Future for Tracked<F> {
         // counts anew, for the poll it schedules.
         let was = tracker.state.swap(IDLE, Ordering::SeqCst);
         let waker = Waker::from(tracker.clone());
-        let polled = self.inner.as_mut().poll(&mut Context::from_waker(&waker));
+        let inner = &mut self.inner;
+        let polled = super::held::polling(&tracker.activity, || {
+            inner.as_mut().poll(&mut Context::from_waker(&waker))
+        });
         if polled.is_ready() && tracker.state.swap(DONE, Ordering::SeqCst) == WOKEN {
             tracker.done();
         }

@@ -12,9 +12,11 @@
 //! map entries and one sleeping thread.
 
 pub mod activity;
+pub mod held;
 pub mod virtual_time;
 
 pub use activity::{tracked, yield_now, Busy};
+pub use held::{outside, outside_bounded, within_budget};
 pub use virtual_time::VirtualClock;
 
 use std::collections::BTreeMap;

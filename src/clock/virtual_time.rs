@@ -10,12 +10,14 @@
 //!
 //! Two ways to move it:
 //! - **automatic** (`run`, `test`): a driver thread jumps whenever the process is idle. While
-//!   external work runs (a command, a worker, an HTTP call) time flows at wall speed, so a
-//!   worker's answer lands at the instant it arrives, and a deadline that comes due meanwhile
-//!   fires as it would on AWS.
+//!   outside work with a result runs (a command, a Lambda handler, an HTTP call) time holds,
+//!   and the driver hands the results on in turn ([`super::held`]); while a worker runs, time
+//!   flows at wall speed, so its answer lands at the instant it arrives, and a deadline that
+//!   comes due meanwhile fires as it would on AWS.
 //! - **on request** (`serve`): time never moves on its own; a client moves it
 //!   ([`VirtualClock::advance`], [`VirtualClock::skip_to_next`]), so a test reads a token,
-//!   heartbeats and answers at leisure.
+//!   heartbeats and answers at leisure. Its driver thread only hands results of outside work
+//!   on.
 
 use super::activity::{gate, Activity, Readiness};
 use super::{checked_after, iso8601, Clock, Deadlines, Millis, LATEST};
@@ -81,13 +83,7 @@ struct State {
 impl VirtualClock {
     /// A clock standing at `start` that jumps by itself whenever the process is idle.
     pub fn automatic(start: Millis) -> VirtualClock {
-        let clock = VirtualClock::new(start, true);
-        let weak = Arc::downgrade(&clock.inner);
-        // No thread, no automatic jumps: the clock then moves only when asked.
-        let _ = std::thread::Builder::new()
-            .name("sfn-local-virtual-time".into())
-            .spawn(move || drive(weak));
-        clock
+        VirtualClock::new(start, true)
     }
 
     /// A clock standing at `start` that moves only when asked (`serve`).
@@ -95,7 +91,20 @@ impl VirtualClock {
         VirtualClock::new(start, false)
     }
 
+    /// The clock, and its driver: the thread that hands on the results of outside work (see
+    /// [`super::held`]) and, if `automatic`, jumps when the process is idle.
     fn new(start: Millis, automatic: bool) -> VirtualClock {
+        let clock = VirtualClock::standing(start, automatic);
+        let weak = Arc::downgrade(&clock.inner);
+        // No thread: the clock then moves, and hands results of outside work on, only when
+        // asked (`settle`).
+        let _ = std::thread::Builder::new()
+            .name("sfn-local-virtual-time".into())
+            .spawn(move || drive(weak));
+        clock
+    }
+
+    fn standing(start: Millis, automatic: bool) -> VirtualClock {
         let external_at_base = gate().elapsed();
         VirtualClock {
             inner: Arc::new(Inner {
@@ -314,6 +323,19 @@ impl Inner {
             (g.elapsed(), g.flowing())
         };
         let readiness = self.activity.readiness();
+        // Outside work holds the clock: neither a jump nor a deadline until its results, in
+        // turn, are dealt with (see [`super::held`]).
+        match readiness {
+            Readiness::Turn => {
+                self.activity.grant_turn();
+                return None;
+            }
+            Readiness::Held(left) => {
+                return Some(left.clamp(Duration::from_millis(1), Duration::from_secs(1)))
+            }
+            _ if !self.automatic => return Some(Duration::from_secs(1)),
+            _ => {}
+        }
         let idle = readiness == Readiness::Idle;
         let mut st = self.state();
         let now = self.now_at(&st, external);

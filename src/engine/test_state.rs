@@ -1077,6 +1077,7 @@ impl TestRun<'_> {
                     input: parameters,
                     execution_arn: engine.info.execution_arn.clone(),
                     retry_count: cx.retry_count.unwrap_or(0),
+                    virtual_time: engine.clock.virtual_clock().map(|clock| clock.now()),
                 };
                 // An HTTP Task is called here rather than through the runner, so that TRACE
                 // can show the request and response as they went over the wire.

@@ -560,7 +560,14 @@ impl Response {
     /// `SdkHttpMetadata` from the real response's headers.
     fn metadata(&self) -> Value {
         if self.headers.is_empty() {
-            return sdk_http_metadata("application/json", self.body.len(), &self.request_id());
+            // A service that sent no headers at all: dated now (what a real service sends is
+            // its own, and repeats only as far as the service does).
+            return sdk_http_metadata(
+                "application/json",
+                self.body.len(),
+                &self.request_id(),
+                crate::clock::system_now(),
+            );
         }
         let mut all = Map::new();
         let mut one = Map::new();
@@ -712,11 +719,21 @@ impl Http {
         &self,
         method: &str,
         path_and_query: &str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) -> Result<Response, StatesError> {
+        // The call is outside work: a virtual clock holds until it answers.
+        crate::clock::outside(self.call(method, path_and_query, headers, body)).await
+    }
+
+    /// The call of [`Http::send`].
+    async fn call(
+        &self,
+        method: &str,
+        path_and_query: &str,
         mut headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<Response, StatesError> {
-        // The call runs in wall time: a virtual clock flows until it answers.
-        let _busy = crate::clock::Busy::external();
         let url = format!("{}{}", self.base, path_and_query);
         let unreachable = |e: String| {
             StatesError::new(

@@ -199,9 +199,20 @@ impl CommandLine {
         request: &TaskRequest,
         notice: Option<crate::tasks::NoticeSink>,
     ) -> Result<Value, StatesError> {
+        // The program is outside work: a virtual clock holds while it runs. What the response
+        // draws from the clock and randomness is drawn after, in the execution's turn.
+        let printed = crate::clock::outside(self.run_program(request, notice)).await?;
+        let stand_in = crate::tasks::stand_in::StandIn::of(&request.resource);
+        Ok(stand_in.response(request, printed))
+    }
+
+    /// Runs the program and reads what it printed (see [`CommandLine::run`]).
+    async fn run_program(
+        &self,
+        request: &TaskRequest,
+        notice: Option<crate::tasks::NoticeSink>,
+    ) -> Result<Value, StatesError> {
         use crate::tasks::{lambda, stand_in::StandIn};
-        // The program runs in wall time: a virtual clock flows until it ends.
-        let _busy = crate::clock::Busy::external();
         let program = self.argv[0].as_str();
         let failed = |cause: String| StatesError::new(names::TASK_FAILED, cause);
         let stand_in = StandIn::of(&request.resource);
@@ -331,7 +342,7 @@ impl CommandLine {
                 ))
             })?
         };
-        Ok(stand_in.response(&request.input, result))
+        Ok(result)
     }
 }
 
@@ -602,6 +613,7 @@ mod tests {
             input: serde_json::json!({"FunctionName": "f", "Payload": {"a": 1}}),
             execution_arn: "arn".into(),
             retry_count: 0,
+            virtual_time: None,
         };
         assert_eq!(
             cmd.run(&req, None).await.unwrap()["Payload"],

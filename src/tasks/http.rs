@@ -344,8 +344,16 @@ pub async fn invoke(
     region: &str,
     access: &HttpAccess,
 ) -> (Result<Value, StatesError>, Option<Exchange>) {
-    // The call runs in wall time: a virtual clock flows until it answers.
-    let _busy = crate::clock::Busy::external();
+    // The call is outside work: a virtual clock holds until it answers.
+    crate::clock::outside(call(parameters, region, access)).await
+}
+
+/// The call of [`invoke`].
+async fn call(
+    parameters: &Value,
+    region: &str,
+    access: &HttpAccess,
+) -> (Result<Value, StatesError>, Option<Exchange>) {
     let sent = match build(parameters, region) {
         Ok(r) => r,
         Err(e) => return (Err(e), None),

@@ -87,16 +87,15 @@ fn request_id() -> String {
 
 /// Lambda's `Invoke` response as Step Functions hands it to a `lambda:invoke` state, around the
 /// function's result `payload` (AWS's key order and headers, as recorded on AWS).
-pub fn invoke_response(payload: Value) -> Value {
+/// `at` dates it (the `Date` header, the trace id's time).
+pub fn invoke_response(payload: Value, at: crate::clock::Millis) -> Value {
     let request_id = request_id();
     let length = payload.to_string().len().to_string();
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
+    let date = crate::tasks::http_date(at);
     let random: String = crate::random::uuid().simple().to_string();
     let trace = format!(
         "root=1-{:08x}-{};sampled=0",
-        chrono::Utc::now().timestamp(),
+        at.div_euclid(1000),
         &random[..24]
     );
     let metadata = json!({
@@ -208,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_response_wraps_the_payload_as_aws_does() {
-        let r = invoke_response(json!({"ok": true}));
+        let r = invoke_response(json!({"ok": true}), 0);
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
             keys,

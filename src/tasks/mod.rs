@@ -38,6 +38,25 @@ pub struct TaskRequest {
     pub execution_arn: String,
     /// 0 for the first attempt.
     pub retry_count: u64,
+    /// The instant the attempt started on a virtual clock (`None` on the real one): a time
+    /// its response carries (a `Date` header, a trace id) is this one, so that a history
+    /// repeats (a virtual clock holds while the attempt's work runs).
+    pub virtual_time: Option<crate::clock::Millis>,
+}
+
+impl TaskRequest {
+    /// The instant the attempt's response is dated: the virtual clock's, else now.
+    pub fn response_time(&self) -> crate::clock::Millis {
+        self.virtual_time.unwrap_or_else(crate::clock::system_now)
+    }
+}
+
+/// `at` as an HTTP `Date` header says it (`Sat, 05 Dec 2026 03:14:43 GMT`).
+pub fn http_date(at: crate::clock::Millis) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at)
+        .unwrap_or_default()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
 }
 
 /// The future a runner returns.

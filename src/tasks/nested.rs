@@ -181,10 +181,14 @@ pub fn start_request(
 }
 
 /// AWS's HTTP response metadata, as the Java SDK under its integrations reports it.
-pub fn sdk_http_metadata(content_type: &str, content_length: usize, request_id: &str) -> Value {
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
+/// `at` dates it.
+pub fn sdk_http_metadata(
+    content_type: &str,
+    content_length: usize,
+    request_id: &str,
+    at: Millis,
+) -> Value {
+    let date = crate::tasks::http_date(at);
     json!({
         "AllHttpHeaders": {
             "x-amzn-RequestId": [request_id],
@@ -212,7 +216,12 @@ pub fn start_response(started: &ChildStarted) -> Value {
     let body_len = started.execution_arn.len() + 47;
     json!({
         "ExecutionArn": started.execution_arn,
-        "SdkHttpMetadata": sdk_http_metadata("application/x-amz-json-1.0", body_len, &request_id),
+        "SdkHttpMetadata": sdk_http_metadata(
+            "application/x-amz-json-1.0",
+            body_len,
+            &request_id,
+            started.start_date,
+        ),
         "SdkResponseMetadata": { "RequestId": request_id },
         "StartDate": started.start_date,
     })

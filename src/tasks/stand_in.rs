@@ -20,6 +20,8 @@
 //! `MessageId`). A failing command names its error as any `--task` command does.
 
 use crate::asl::resource::{IntegrationPattern, Resource, ResourceKind};
+use crate::clock::Millis;
+use crate::tasks::TaskRequest;
 use serde_json::{json, Map, Value};
 
 /// The service a request/response Task's command stands in for.
@@ -74,11 +76,15 @@ impl StandIn {
         }
     }
 
-    /// The task's result from what the command printed (`Null` for nothing) and the request.
-    pub fn response(self, input: &Value, printed: Value) -> Value {
+    /// The task's result from what the command printed (`Null` for nothing) and the request
+    /// (its input, and the time the response is dated).
+    pub fn response(self, request: &TaskRequest, printed: Value) -> Value {
+        let (input, at) = (&request.input, request.response_time());
         let printed = match (self, printed) {
             (StandIn::Plain, printed) => return printed,
-            (StandIn::Function, printed) => return crate::tasks::lambda::invoke_response(printed),
+            (StandIn::Function, printed) => {
+                return crate::tasks::lambda::invoke_response(printed, at)
+            }
             (_, Value::Object(m)) => m,
             (_, Value::Null) => Map::new(),
             // Not an object: the service's answer is not ours to reshape.
@@ -90,7 +96,7 @@ impl StandIn {
                 let mut out = Map::new();
                 out.insert("MessageId".into(), json!(new_id()));
                 merge(&mut out, printed);
-                with_metadata(out, "text/xml")
+                with_metadata(out, "text/xml", at)
             }
             StandIn::SqsSendMessage => {
                 let body = match input.get("MessageBody") {
@@ -102,9 +108,9 @@ impl StandIn {
                 out.insert("MD5OfMessageBody".into(), json!(md5_hex(&body)));
                 out.insert("MessageId".into(), json!(new_id()));
                 merge(&mut out, printed);
-                with_metadata(out, "application/x-amz-json-1.0")
+                with_metadata(out, "application/x-amz-json-1.0", at)
             }
-            StandIn::DynamoDb => with_metadata(printed, "application/x-amz-json-1.0"),
+            StandIn::DynamoDb => with_metadata(printed, "application/x-amz-json-1.0", at),
             StandIn::PutEvents => {
                 let entries = input
                     .get("Entries")
@@ -148,12 +154,10 @@ fn md5_hex(text: &str) -> String {
 
 /// The SDK metadata optimized integrations add (`SdkHttpMetadata`, `SdkResponseMetadata`), in
 /// the shape recorded on AWS.
-fn with_metadata(mut out: Map<String, Value>, content_type: &str) -> Value {
+fn with_metadata(mut out: Map<String, Value>, content_type: &str, at: Millis) -> Value {
     let request_id = new_id();
     let length = Value::Object(out.clone()).to_string().len().to_string();
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
+    let date = crate::tasks::http_date(at);
     out.insert(
         "SdkHttpMetadata".into(),
         json!({
@@ -212,13 +216,26 @@ mod tests {
 
     #[test]
     fn sqs_gets_the_body_digest_and_an_id() {
-        let r = StandIn::SqsSendMessage.response(&json!({"MessageBody": "hello"}), Value::Null);
+        let request = |input: Value| TaskRequest {
+            state_name: "S".into(),
+            resource: Resource::parse("arn:aws:states:::sqs:sendMessage").unwrap(),
+            input,
+            execution_arn: "arn".into(),
+            retry_count: 0,
+            virtual_time: Some(0),
+        };
+        let r = StandIn::SqsSendMessage
+            .response(&request(json!({"MessageBody": "hello"})), Value::Null);
         assert_eq!(r["MD5OfMessageBody"], "5d41402abc4b2a76b9719d911017c592");
         assert!(r["MessageId"].is_string());
         assert_eq!(r["SdkHttpMetadata"]["HttpStatusCode"], 200);
-        let r = StandIn::SnsPublish.response(&json!({}), json!({"MessageId": "mine"}));
+        assert_eq!(
+            r["SdkHttpMetadata"]["HttpHeaders"]["Date"], "Thu, 01 Jan 1970 00:00:00 GMT",
+            "dated by the virtual clock"
+        );
+        let r = StandIn::SnsPublish.response(&request(json!({})), json!({"MessageId": "mine"}));
         assert_eq!(r["MessageId"], "mine");
-        let r = StandIn::PutEvents.response(&json!({"Entries": [{}, {}]}), Value::Null);
+        let r = StandIn::PutEvents.response(&request(json!({"Entries": [{}, {}]})), Value::Null);
         assert_eq!(r["Entries"].as_array().unwrap().len(), 2);
         assert_eq!(r["FailedEntryCount"], 0);
         assert!(r.get("SdkHttpMetadata").is_none());

@@ -45,20 +45,6 @@ pub fn deps_node_modules() -> PathBuf {
     deps_dir().join("node/node_modules")
 }
 
-/// Copies the folder `from` (its files and folders, recursively) to `to`.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Every `*.json` file in a folder, sorted by name.
 pub fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -189,6 +175,30 @@ impl From<std::process::Output> for Output {
     }
 }
 
+/// What a finished process printed: its stdout, then its stderr.
+pub fn said(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Copies the folder `from` to `to`, but for `__pycache__` and `node_modules` folders.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() != "__pycache__" && entry.file_name() != "node_modules" {
+                copy_dir(&entry.path(), &to.join(entry.file_name()));
+            }
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
 /// A temporary folder with its own database, for running the binary; what else the binary's
 /// environment holds depends on how the sandbox was made ([`Sandbox::new`],
 /// [`Sandbox::with_workers`], [`Sandbox::env`]).
@@ -211,6 +221,17 @@ impl Sandbox {
                 .map(|key| (key.to_owned(), None))
                 .collect(),
         }
+    }
+
+    /// A sandbox holding a copy of the app `tests/NAME`, run there as a user runs it in their
+    /// repository (Python writes no bytecode into it).
+    pub fn of_app(name: &str) -> Self {
+        let sb = Sandbox::new().env("PYTHONDONTWRITEBYTECODE", "1");
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(name);
+        copy_dir(&from, sb.dir.path());
+        sb
     }
 
     /// A sandbox for runs with worker processes: as [`Sandbox::new`], and `SFN_LOCAL` names

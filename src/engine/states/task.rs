@@ -465,6 +465,7 @@ impl Engine {
             input,
             execution_arn: self.info.execution_arn.clone(),
             retry_count: cx.retry_count.unwrap_or(0),
+            virtual_time: self.clock.virtual_clock().map(crate::clock::Clock::now),
         }
     }
 
@@ -508,6 +509,9 @@ impl Engine {
         timeout: Option<u64>,
         run: impl Future<Output = T>,
     ) -> Option<T> {
+        // Outside work the attempt starts holds a virtual clock no longer than this in wall
+        // time (see `clock::held`).
+        let run = crate::clock::within_budget(timeout.map(Duration::from_secs), run);
         let Some(secs) = timeout else {
             return Some(run.await);
         };

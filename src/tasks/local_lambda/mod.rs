@@ -2,8 +2,9 @@
 //!
 //! When a Task calls a function its template declares (a plain function ARN, `lambda:invoke`
 //! in any pattern; the ARN or name resolved from `!GetAtt Fn.Arn`/`!Ref Fn` by
-//! [`crate::asl::cfn::names`]), the handler runs in the interpreter on PATH (`python3`,
-//! `node`; `SFN_LOCAL_PYTHON` and `SFN_LOCAL_NODE` name others) through a small shim shipped
+//! [`crate::asl::cfn::names`]), the handler runs in the interpreter its `Runtime` names when
+//! it is on PATH (`python3.12`, `node20`), else the plain one (`python3`, `node`;
+//! `SFN_LOCAL_PYTHON` and `SFN_LOCAL_NODE` name others) through a small shim shipped
 //! in the binary ([`worker`]). As Lambda keeps a container warm, a function's process stays up
 //! between invocations (one per concurrent invocation, kept for the next); the handler gets
 //! the event, a context object (function name, request id, `get_remaining_time_in_millis`
@@ -47,8 +48,10 @@ pub struct Function {
     code_dir: Option<PathBuf>,
     /// Processes that finished an invocation and wait for the next.
     idle: Mutex<Vec<Worker>>,
-    /// Whether the interpreter's version was compared with `Runtime` (once per function).
-    version_checked: std::sync::atomic::AtomicBool,
+    /// The interpreter's version, from its first process (compared with `Runtime` once).
+    version: std::sync::OnceLock<String>,
+    /// The interpreter chosen for it when no variable names one.
+    interpreter: std::sync::OnceLock<String>,
 }
 
 /// The runtimes the shims speak.
@@ -98,7 +101,8 @@ impl LocalFunctions {
                     let function = Function {
                         code_dir,
                         idle: Mutex::new(Vec::new()),
-                        version_checked: Default::default(),
+                        version: Default::default(),
+                        interpreter: Default::default(),
                         spec,
                     };
                     (function.spec.name.clone(), Arc::new(function))
@@ -173,61 +177,72 @@ pub async fn run(
     Ok(if legacy {
         payload
     } else {
-        lambda::invoke_response(payload)
+        lambda::invoke_response(payload, request.response_time())
     })
 }
 
 impl Function {
     /// One invocation: a warm process if one is idle, else a new one; the handler's logs go
     /// to `notice` (prefixed with the state's name) when it is over.
+    ///
+    /// The handler is outside work: a virtual clock holds while it runs (its function's
+    /// `Timeout` ends it). The request id is drawn, and a warm process taken or given back,
+    /// in the execution's turn, never when the handler happens to end: the same run draws the
+    /// same ids and starts the same processes.
     async fn invoke(
         self: &Arc<Self>,
         state: &str,
         event: Value,
         notice: Option<&NoticeSink>,
     ) -> Result<Value, StatesError> {
-        // The handler runs in wall time: a virtual clock flows until it answers.
-        let _busy = crate::clock::Busy::external();
         let forward = |logs: &[String]| {
             if let Some(notice) = notice {
                 logs.iter().for_each(|l| notice(&format!("[{state}] {l}")));
             }
         };
-        let worker = match self.take_idle() {
-            Some(w) => w,
-            None => self.cold_start(state, notice, &forward).await?,
-        };
         let request_id = crate::random::uuid().to_string();
+        let idle = self.take_idle();
         let timeout = Duration::from_secs(self.spec.timeout_seconds);
-        let line = json!({
-            "event": event,
-            "requestId": request_id,
-            "deadlineMs": crate::clock::system_now() + timeout.as_millis() as i64,
-            "invokedFunctionArn": self.arn(),
-        });
-        let (worker, answer) = on_blocking_pool(worker, timeout, move |w| w.invoke(&line))
-            .await
-            .map_err(|failure| match failure {
-                Failure::TimedOut => self.timed_out(&request_id),
-                Failure::Worker(e) => self.exited(&request_id, e),
-            })?;
+        let invocation = async {
+            let worker = match idle {
+                Some(w) => w,
+                None => {
+                    self.cold_start(state, &request_id, notice, &forward)
+                        .await?
+                }
+            };
+            let line = json!({
+                "event": event,
+                "requestId": request_id,
+                // The shim's remaining time counts in wall time, as the timeout does.
+                "deadlineMs": crate::clock::system_now() + timeout.as_millis() as i64,
+                "invokedFunctionArn": self.arn(),
+            });
+            on_blocking_pool(worker, timeout, move |w| w.invoke(&line))
+                .await
+                .map_err(|failure| match failure {
+                    Failure::TimedOut => self.timed_out(&request_id),
+                    Failure::Worker(e) => self.exited(&request_id, e),
+                })
+        };
+        let (worker, answer) = crate::clock::outside_bounded(invocation).await?;
         forward(&answer.logs);
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(worker);
-        reply_result(answer.reply)
+        reply_result(self.with_version_note(answer.reply))
     }
 
     /// A new process, its handler loaded within Lambda's initialisation limit.
     async fn cold_start(
         &self,
         state: &str,
+        request_id: &str,
         notice: Option<&NoticeSink>,
         forward: &impl Fn(&[String]),
     ) -> Result<Worker, StatesError> {
         let worker = self.start().map_err(|e| self.cannot_run(state, e))?;
-        let request_id = crate::random::uuid().to_string();
         let (worker, hello) = on_blocking_pool(worker, INIT_LIMIT, Worker::handshake)
             .await
             .map_err(|failure| {
@@ -238,7 +253,7 @@ impl Function {
                     )),
                     Failure::Worker(e) => e,
                 };
-                self.exited(&request_id, e)
+                self.exited(request_id, e)
             })?;
         forward(&hello.logs);
         self.check_version(&hello.reply, notice);
@@ -282,11 +297,12 @@ impl Function {
             return Err(CannotRun::MissingCode(code_dir.clone()));
         }
         let handler = self.spec.handler.as_ref().ok_or(CannotRun::NoHandler)?;
-        let (variable, default, flag, shim) = match language {
-            Language::Python => ("SFN_LOCAL_PYTHON", "python3", "-c", PYTHON_SHIM),
-            Language::Node => ("SFN_LOCAL_NODE", "node", "-e", NODE_SHIM),
+        let (flag, shim) = match language {
+            Language::Python => ("-c", PYTHON_SHIM),
+            Language::Node => ("-e", NODE_SHIM),
         };
-        let program = std::env::var(variable).unwrap_or_else(|_| default.to_owned());
+        let variable = language.variable();
+        let program = self.interpreter(language);
         let mut command = std::process::Command::new(&program);
         command
             .args([flag, shim])
@@ -339,20 +355,47 @@ impl Function {
         env
     }
 
-    /// One line when the interpreter's version is not the template's `Runtime` (python3.12
-    /// run by 3.11): the run goes on, as on a laptop it must.
-    fn check_version(&self, hello: &Value, notice: Option<&NoticeSink>) {
-        use std::sync::atomic::Ordering;
-        if self.version_checked.swap(true, Ordering::Relaxed) {
-            return;
+    /// The interpreter this function runs on: the one `SFN_LOCAL_PYTHON`/`SFN_LOCAL_NODE`
+    /// names, else the one its `Runtime` names (`python3.12`, `node20`) if it is on PATH and
+    /// runs, else the plain one (`python3`, `node`). Chosen once per function.
+    fn interpreter(&self, language: Language) -> String {
+        if let Ok(program) = std::env::var(language.variable()) {
+            return program;
         }
-        let (Some(runtime), Some(actual)) = (&self.spec.runtime, hello["version"].as_str()) else {
-            return;
-        };
-        let wanted = runtime
+        self.interpreter
+            .get_or_init(|| {
+                self.runtime_version()
+                    .map(|version| format!("{}{version}", language.versioned_prefix()))
+                    .filter(|program| on_path(program) && answers(program))
+                    .unwrap_or_else(|| language.plain().to_owned())
+            })
+            .clone()
+    }
+
+    /// The version the template's `Runtime` names: `3.12` for python3.12, `20` for
+    /// nodejs20.x.
+    fn runtime_version(&self) -> Option<&str> {
+        let runtime = self.spec.runtime.as_deref()?;
+        let version = runtime
             .trim_start_matches("python")
             .trim_start_matches("nodejs")
             .trim_end_matches(".x");
+        (!version.is_empty() && version != runtime).then_some(version)
+    }
+
+    /// One line when the interpreter's version is not the template's `Runtime` (python3.12
+    /// run by 3.11): the run goes on, as on a laptop it must. The version is kept for
+    /// [`Function::with_version_note`].
+    fn check_version(&self, hello: &Value, notice: Option<&NoticeSink>) {
+        let Some(actual) = hello["version"].as_str() else {
+            return;
+        };
+        if self.version.set(actual.to_owned()).is_err() {
+            return;
+        }
+        let (Some(runtime), Some(wanted)) = (&self.spec.runtime, self.runtime_version()) else {
+            return;
+        };
         let same = actual == wanted || actual.starts_with(&format!("{wanted}."));
         if let (false, Some(notice)) = (same, notice) {
             notice(&format!(
@@ -360,6 +403,43 @@ impl Function {
                 self.spec.logical_id
             ));
         }
+    }
+
+    /// An import or syntax error on an interpreter older than the function's `Runtime` says
+    /// so, naming both versions: the code may be right and the interpreter too old for it
+    /// (an f-string of 3.12 read by 3.11).
+    fn with_version_note(&self, mut reply: Value) -> Value {
+        let Some(error) = reply.get_mut("error").and_then(Value::as_object_mut) else {
+            return reply;
+        };
+        let loading = matches!(
+            error.get("errorType").and_then(Value::as_str),
+            Some("Runtime.ImportModuleError" | "Runtime.UserCodeSyntaxError")
+        );
+        let (Some(runtime), Some(wanted), Some(actual)) = (
+            &self.spec.runtime,
+            self.runtime_version(),
+            self.version.get(),
+        ) else {
+            return reply;
+        };
+        if !loading || !older(actual, wanted) {
+            return reply;
+        }
+        let said = error
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let language = self.language().ok();
+        let (plain, variable) = language.map_or(("python3", "SFN_LOCAL_PYTHON"), |l| {
+            (l.plain(), l.variable())
+        });
+        let versioned = language.map_or("python", Language::versioned_prefix);
+        let note = format!(
+            "{said} (the function's Runtime is {runtime}, but it ran on {actual}, found as {plain}: the code may need the newer version; put {versioned}{wanted} on PATH or name an interpreter with {variable})"
+        );
+        error.insert("errorMessage".into(), Value::String(note));
+        reply
     }
 
     fn cannot_run(&self, state: &str, why: CannotRun) -> StatesError {
@@ -386,6 +466,63 @@ impl Function {
         });
         lambda::error_from_payload(payload.as_object().expect("an object"))
     }
+}
+
+impl Language {
+    /// The variable naming an interpreter for it.
+    fn variable(self) -> &'static str {
+        match self {
+            Language::Python => "SFN_LOCAL_PYTHON",
+            Language::Node => "SFN_LOCAL_NODE",
+        }
+    }
+
+    /// The interpreter's unversioned name.
+    fn plain(self) -> &'static str {
+        match self {
+            Language::Python => "python3",
+            Language::Node => "node",
+        }
+    }
+
+    /// What a versioned interpreter's name starts with (`python3.12`, `node20`).
+    fn versioned_prefix(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Node => "node",
+        }
+    }
+}
+
+/// Whether `program` is a file on PATH its owner, group or others may run.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Whether `program --version` succeeds: a pyenv shim for a version that is installed but
+/// not selected is on PATH and fails (exit 127), and the plain interpreter is then better.
+fn answers(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether version `actual` (`3.11.7`) is older than `wanted` (`3.12`), compared on
+/// `wanted`'s parts.
+fn older(actual: &str, wanted: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
+    let (actual, wanted) = (parts(actual), parts(wanted));
+    let actual: Vec<u64> = actual.into_iter().take(wanted.len()).collect();
+    !wanted.is_empty() && actual < wanted
 }
 
 /// Why an exchange with a worker gave nothing.
