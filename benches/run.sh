@@ -10,6 +10,9 @@
 #   map-10000          an inline Map over 10,000 items, three Pass states each using States.Format
 #   choice-loop-10000  a Choice loop counting to 10,000 with States.MathAdd
 #   validate-75        `sfn-local validate` on a 75-state definition
+#   one-state          a one-state Pass machine: the floor of a `run` (process, database, schema)
+# and the bytes the Map's database takes on disk (after a checkpoint), with BEFORE=path/to/an
+# older sfn-local the same for it beside.
 # Every run writes the full history to a fresh SQLite database. The Map and the Choice loop write
 # 80,000 and 40,000 events, past AWS's 25,000-event cap, so they run with --max-history-events 0
 # (AWS itself could not run them to the end).
@@ -85,6 +88,19 @@ measure pass-chain-1000   $BIN run $W/pass-chain-1000.asl.json --db "$TMP/db"
 measure map-10000         $BIN run $W/map-10000.asl.json --input-file $W/map-10000.input.json --db "$TMP/db" --max-history-events 0
 measure choice-loop-10000 $BIN run $W/choice-loop-10000.asl.json --db "$TMP/db" --max-history-events 0
 measure validate-75       $BIN validate $W/validate-75-states.asl.json
+measure one-state         $BIN run $W/one-state.asl.json --db "$TMP/db"
+
+# db_bytes BIN: the Map's database on disk, its WAL checkpointed into it first.
+db_bytes() {
+  rm -f "$TMP"/db*
+  "$1" run $W/map-10000.asl.json --input-file $W/map-10000.input.json --db "$TMP/db" \
+    --max-history-events 0 > /dev/null 2>&1
+  python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$TMP/db"
+  stat -c %s "$TMP/db"
+}
+printf '%-22s %9d bytes' map-10000-database "$(db_bytes "$BIN")"
+if [ -n "${BEFORE:-}" ]; then printf '   (%s: %d bytes)' "$BEFORE" "$(db_bytes "$BEFORE")"; fi
+echo
 
 if [ -n "${LOCAL_SFN:-}" ]; then
   echo "Alternating pairs with aws-local-stepfunctions ($LOCAL_SFN): each of N rounds runs"
