@@ -579,22 +579,6 @@ fn collisions(svg: &str) -> Vec<String> {
     found
 }
 
-/// Every machine of a file: `[file]`, or for a template of several, `file --state-machine ID`.
-fn machines_of(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
-    let path = file.to_string_lossy().into_owned();
-    let out = sandbox.run(&["graph", &path]);
-    if out.code == 0 {
-        return vec![vec![path]];
-    }
-    let Some((_, ids)) = out.stderr.split_once("#LogicalId): ") else {
-        return Vec::new();
-    };
-    ids.trim()
-        .split(", ")
-        .map(|id| vec![path.clone(), "--state-machine".into(), id.to_owned()])
-        .collect()
-}
-
 /// Regression (#36): the SVG of a real CDK machine drew a Choice's Default edge through
 /// another state's box with its label hidden under it, and cut an edge label off at the
 /// picture's right edge. Every bundled and every published definition is drawn and checked.
@@ -602,23 +586,11 @@ fn machines_of(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
 fn no_svg_of_a_bundled_or_published_definition_has_a_collision() {
     let sandbox = Sandbox::new();
     let mut files = bundled();
-    let mut stack = vec![common::realworld_dir()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.to_string_lossy().into_owned();
-            if path.is_dir() {
-                stack.push(path);
-            } else if [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e)) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
+    files.extend(common::definition_files(&common::realworld_dir()));
     let mut drawn = 0;
     let mut problems = Vec::new();
     for file in &files {
-        for args in machines_of(&sandbox, file) {
+        for args in common::graph_machines(&sandbox, file) {
             let mut command: Vec<&str> = vec!["graph"];
             command.extend(args.iter().map(String::as_str));
             let out = sandbox.run(&command);

@@ -20,6 +20,42 @@ pub fn realworld_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/realworld")
 }
 
+/// Every definition or template file (`.json`, `.yaml`, `.yml`) under `dir`, sorted.
+pub fn definition_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e)) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The `graph` arguments of every machine a file holds: `[file]`, or for a template of several,
+/// `[file, --state-machine, ID]` each; none for a file that holds no machine (metadata JSON).
+pub fn graph_machines(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
+    let path = file.to_string_lossy().into_owned();
+    let out = sandbox.run(&["graph", &path]);
+    if out.code == 0 {
+        return vec![vec![path]];
+    }
+    let Some((_, ids)) = out.stderr.split_once("#LogicalId): ") else {
+        return Vec::new();
+    };
+    ids.trim()
+        .split(", ")
+        .map(|id| vec![path.clone(), "--state-machine".into(), id.to_owned()])
+        .collect()
+}
+
 /// Where `.ci/deps` installed the real clients and peers (AWS CLI, boto3, moto, the JavaScript
 /// SDK): `$SFN_LOCAL_DEPS`, else `.deps/` in the repository. Tests of real clients need them;
 /// missing is a failure with the command that installs them, never a skip.
