@@ -494,10 +494,13 @@ fn drawn(svg: &str) -> Drawn {
         };
         let body = &g[..g.find("</g>").unwrap()];
         let d = attr(&body[body.find("<path").unwrap()..], "d").unwrap();
+        // Every point of the path data, a curve's control points too: a curve lies inside
+        // their hull, so the segments between them bound it.
         let points = d
             .split(' ')
             .map(|p| {
-                let (x, y) = p[1..].split_once(',').unwrap();
+                let p = p.trim_start_matches(char::is_alphabetic);
+                let (x, y) = p.split_once(',').unwrap();
                 (x.parse().unwrap(), y.parse().unwrap())
             })
             .collect();

@@ -8,6 +8,7 @@
 //! add no state of their own.
 
 pub mod dot;
+mod layout;
 pub mod mermaid;
 pub mod overlay;
 pub mod svg;

@@ -1,0 +1,173 @@
+//! Stage 2, order: each layer's items from left to right, with as few crossings as the
+//! heuristics find: barycentre sweeps (each item moved to the mean position of its neighbours
+//! in the layer just ordered), alternately down and up, each followed by transpositions of
+//! neighbours that cross less swapped; the best order seen is kept. The sweeps start from a few
+//! first orders, since a long edge on the wrong side needs many swaps at once to move.
+
+use super::rank::Layered;
+
+/// Sweeps down and up this many times (dot's default is 24; these graphs are small).
+const SWEEPS: usize = 16;
+/// At most this many passes of transpositions after a sweep.
+const TRANSPOSE_PASSES: usize = 24;
+
+/// Orders every layer of `l` in place: sweeps from each of a few first orders, the best kept.
+pub(super) fn order(l: &mut Layered) {
+    let (up, down) = neighbours(l);
+    let mut best: Option<(usize, Vec<Vec<usize>>)> = None;
+    for start in first_orders(l, &down) {
+        l.layers = start;
+        let found = sweeps(l, &up, &down);
+        if best.as_ref().is_none_or(|b| found.0 < b.0) {
+            best = Some(found);
+        }
+    }
+    l.layers = best.map(|b| b.1).unwrap_or_default();
+}
+
+/// The orders the sweeps start from: as ranked, its mirror, and the orders in which
+/// depth-first searches down from the top (children first to last, and last to first) meet
+/// the items.
+fn first_orders(l: &Layered, down: &[Vec<usize>]) -> Vec<Vec<Vec<usize>>> {
+    let mirrored = l
+        .layers
+        .iter()
+        .map(|r| r.iter().rev().copied().collect())
+        .collect();
+    let mut orders = vec![l.layers.clone(), mirrored];
+    for backwards in [false, true] {
+        let mut layers = vec![Vec::new(); l.layers.len()];
+        let mut seen = vec![false; l.items.len()];
+        let roots: Vec<usize> = l.layers.iter().flatten().copied().collect();
+        for root in roots {
+            let mut stack = vec![root];
+            while let Some(i) = stack.pop() {
+                if std::mem::replace(&mut seen[i], true) {
+                    continue;
+                }
+                layers[l.items[i].layer].push(i);
+                let next = down[i].iter().copied();
+                match backwards {
+                    true => stack.extend(next),
+                    false => stack.extend(next.rev()),
+                }
+            }
+        }
+        orders.push(layers);
+    }
+    orders
+}
+
+/// Barycentre sweeps with transpositions from the current order: the fewest crossings seen, and
+/// the order that had them.
+fn sweeps(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) -> (usize, Vec<Vec<usize>>) {
+    let mut best = (crossings(l), l.layers.clone());
+    for sweep in 0..SWEEPS {
+        if best.0 == 0 {
+            break;
+        }
+        let going_down = sweep % 2 == 0;
+        let rows: Vec<usize> = match going_down {
+            true => (1..l.layers.len()).collect(),
+            false => (0..l.layers.len().saturating_sub(1)).rev().collect(),
+        };
+        for r in rows {
+            sort_by_barycentre(l, r, if going_down { up } else { down });
+        }
+        transpose(l, up, down);
+        let now = crossings(l);
+        if now < best.0 {
+            best = (now, l.layers.clone());
+        }
+    }
+    best
+}
+
+/// Per item, its linked items in the layer above and in the layer below.
+fn neighbours(l: &Layered) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut up = vec![Vec::new(); l.items.len()];
+    let mut down = vec![Vec::new(); l.items.len()];
+    for link in &l.links {
+        up[link.lower].push(link.upper);
+        down[link.upper].push(link.lower);
+    }
+    (up, down)
+}
+
+/// Each item's index within its layer.
+fn positions(l: &Layered) -> Vec<usize> {
+    let mut pos = vec![0; l.items.len()];
+    for layer in &l.layers {
+        for (p, &i) in layer.iter().enumerate() {
+            pos[i] = p;
+        }
+    }
+    pos
+}
+
+/// Layer `r` sorted by the mean position of each item's neighbours in `fixed`; an item without
+/// any keeps its place.
+fn sort_by_barycentre(l: &mut Layered, r: usize, fixed: &[Vec<usize>]) {
+    let pos = positions(l);
+    let mut keyed: Vec<(f64, usize)> = l.layers[r]
+        .iter()
+        .map(|&i| {
+            let n = &fixed[i];
+            let key = match n.is_empty() {
+                true => pos[i] as f64,
+                false => n.iter().map(|&j| pos[j] as f64).sum::<f64>() / n.len() as f64,
+            };
+            (key, i)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    l.layers[r] = keyed.into_iter().map(|(_, i)| i).collect();
+}
+
+/// Crossings between the links of `a` and of `b` (in the same layer, `a` left of `b`) to the
+/// layer on one side (`side` lists each item's neighbours there).
+fn pair_crossings(a: usize, b: usize, side: &[Vec<usize>], pos: &[usize]) -> usize {
+    let mut n = 0;
+    for &x in &side[a] {
+        n += side[b].iter().filter(|&&y| pos[y] < pos[x]).count();
+    }
+    n
+}
+
+/// Swaps neighbours of a layer while that crosses less, until no swap helps.
+fn transpose(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) {
+    let mut pos = positions(l);
+    for _ in 0..TRANSPOSE_PASSES {
+        let mut improved = false;
+        for layer in &mut l.layers {
+            for p in 0..layer.len().saturating_sub(1) {
+                let (a, b) = (layer[p], layer[p + 1]);
+                let now = pair_crossings(a, b, up, &pos) + pair_crossings(a, b, down, &pos);
+                let swapped = pair_crossings(b, a, up, &pos) + pair_crossings(b, a, down, &pos);
+                if swapped < now {
+                    layer.swap(p, p + 1);
+                    (pos[a], pos[b]) = (pos[b], pos[a]);
+                    improved = true;
+                }
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+}
+
+/// Crossings between links of adjacent layers, over the whole cluster.
+pub(super) fn crossings(l: &Layered) -> usize {
+    let pos = positions(l);
+    let mut n = 0;
+    for (i, a) in l.links.iter().enumerate() {
+        for b in &l.links[i + 1..] {
+            let same_band = l.items[a.upper].layer == l.items[b.upper].layer;
+            let apart = a.upper != b.upper && a.lower != b.lower;
+            let inverted = (pos[a.upper] < pos[b.upper]) != (pos[a.lower] < pos[b.lower]);
+            n += usize::from(same_band && apart && inverted);
+        }
+    }
+    n
+}
