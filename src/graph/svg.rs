@@ -76,14 +76,18 @@ pub(super) fn label_width(label: &str) -> f64 {
     label.chars().count() as f64 * LABEL_SIZE * 0.62 + 4.0
 }
 
-/// An edge's label, line by line (none when it has no label): its rule or error names.
+/// An edge's label, line by line (none when it has no label): its rule or error names, and in a
+/// coverage picture "not taken" under an edge no execution took, as the coverage chapter says.
 pub(super) fn edge_label_lines(
     c: &Cluster,
     e: &super::Edge,
     overlay: Option<&Overlay>,
 ) -> Vec<String> {
-    let _ = (c, overlay);
-    e.label.iter().cloned().collect()
+    let mut lines: Vec<String> = e.label.iter().cloned().collect();
+    if overlay.and_then(|o| o.edge(c, e)) == Some(EdgeCoverage::Missed) {
+        lines.push("not taken".into());
+    }
+    lines
 }
 
 fn esc(s: &str) -> String {
