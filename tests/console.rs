@@ -47,6 +47,18 @@ fn http_with(
     body: Option<(&str, &str)>,
     extra: &str,
 ) -> (u16, String, String) {
+    let (status, head, raw) = http_bytes(port, method, path, body, extra);
+    (status, head, String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// [`http_with`], the body's bytes as they came (a PNG).
+fn http_bytes(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+    extra: &str,
+) -> (u16, String, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -97,8 +109,7 @@ fn http_with(
     } else {
         reader.read_to_end(&mut raw).unwrap();
     }
-    let body = String::from_utf8_lossy(&raw).into_owned();
-    (status, head, body)
+    (status, head, raw)
 }
 
 fn free_port() -> u16 {
@@ -319,6 +330,31 @@ fn pages_list_filter_and_answer_over_http() {
         page.contains("<svg") && page.contains("MapIterationSucceeded"),
         "{page}"
     );
+    // #51: the picture offered as a PNG download too, the SVG's picture at the SVG's size.
+    assert!(
+        page.contains(r#"href="/console/execution/graph.png?arn="#),
+        "{page}"
+    );
+    let (_, svg) = http(
+        port,
+        "GET",
+        "/console/execution/graph.svg?arn=order-1",
+        None,
+    );
+    let (status, head, png) = http_bytes(
+        port,
+        "GET",
+        "/console/execution/graph.png?arn=order-1",
+        None,
+        "",
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: image/png"),
+        "{head}"
+    );
+    assert_eq!(common::png_size(&png), common::svg_size(&svg));
     // Each event's step is the state it belongs to, read from the links (#36): a Parallel's
     // and a Map's own events name them, not the last state a branch entered.
     for (event, step) in [

@@ -631,3 +631,43 @@ fn the_collision_check_sees_an_edge_through_a_box_and_labels_that_overlap() {
         assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
     }
 }
+
+/// #51: `graph --format png` (or `--output x.png`) writes the SVG's picture as a PNG of the
+/// same size, fonts compiled in; without a file, the bytes go to a redirected stdout.
+#[test]
+fn png_of_a_definition_is_the_svg_rasterised() {
+    let sandbox = Sandbox::new();
+    let definition =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("definitions/order-pipeline.asl.json");
+    let definition = definition.to_str().unwrap();
+    let svg = sandbox.run(&["graph", definition]);
+    assert_eq!(svg.code, 0, "{}", svg.stderr);
+    let by_name = sandbox.path("order.png");
+    let out = sandbox.run(&["graph", definition, "--output", by_name.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let png = std::fs::read(&by_name).unwrap();
+    assert_eq!(common::png_size(&png), common::svg_size(&svg.stdout));
+    let piped = sandbox
+        .command()
+        .args(["graph", definition, "--format", "png"])
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    assert_eq!(
+        piped.stdout, png,
+        "the same picture by --format and by the file's name"
+    );
+    // An explicit format wins over the file's name.
+    let forced = sandbox.path("really-svg.png");
+    sandbox.run(&[
+        "graph",
+        definition,
+        "--format",
+        "svg",
+        "-o",
+        forced.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read_to_string(&forced)
+        .unwrap()
+        .starts_with("<svg"));
+}
