@@ -247,6 +247,59 @@ fn svg_of_a_sixty_state_machine_keeps_boxes_apart() {
     check_structure(&definition, &out.stdout);
 }
 
+/// `n` Tasks in a chain, every one catching into one Fail state: each Catch edge crosses every
+/// layer below its Task, so the edges cross about n²/2 layers in all.
+fn all_catch_into_one(n: usize) -> String {
+    let mut states = serde_json::Map::new();
+    for i in 0..n {
+        let next = if i + 1 == n {
+            "Done".to_owned()
+        } else {
+            format!("S{}", i + 1)
+        };
+        states.insert(
+            format!("S{i}"),
+            serde_json::json!({"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                "Next": next, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Oops"}]}),
+        );
+    }
+    states.insert("Done".into(), serde_json::json!({"Type": "Succeed"}));
+    states.insert("Oops".into(), serde_json::json!({"Type": "Fail"}));
+    serde_json::json!({"StartAt": "S0", "States": states}).to_string()
+}
+
+/// Regression (#51): the layered layout gave each layer an edge crosses an item of its own, so
+/// 200 Tasks all catching into one handler took 50 s and 400 far longer. Past 20,000 such
+/// items the edges into one state share theirs (one trunk), and past 500,000 crossed layers the
+/// picture is a note saying to use DOT or Mermaid; both come back at once.
+#[test]
+fn many_states_catching_into_one_handler_are_drawn_or_declined_at_once() {
+    let sandbox = Sandbox::new();
+    let shared = all_catch_into_one(250);
+    let file = sandbox.write("shared.asl.json", &shared);
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    check_structure(&shared, &out.stdout);
+    // Its PNG would be larger than a PNG may be: said, exit 1, no pixmap of gigabytes.
+    let png = sandbox.path("shared.png");
+    let out = sandbox.run(&["graph", file.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("too large for a PNG"), "{}", out.stderr);
+    let file = sandbox.write("huge.asl.json", &all_catch_into_one(1200));
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "too many to lay out (sfn-local's limit); graph --format dot or mermaid draws it"
+        ),
+        "{}",
+        &out.stdout[..out.stdout.len().min(400)]
+    );
+    let png = sandbox.path("huge.png");
+    let out = sandbox.run(&["graph", file.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 #[test]
 fn graph_of_an_invalid_definition_says_why_and_exits_2() {
     let sandbox = Sandbox::new();

@@ -13,6 +13,9 @@ const REGULAR: &[u8] = include_bytes!("../../assets/fonts/LiberationSans-Regular
 const BOLD: &[u8] = include_bytes!("../../assets/fonts/LiberationSans-Bold.ttf");
 /// The compiled-in fonts' family, given for Helvetica, Arial and sans-serif alike.
 const FAMILY: &str = "Liberation Sans";
+/// The largest PNG drawn: 40 million pixels take 160 MB while drawn (a 4,000-pixel-wide
+/// picture 10,000 pixels tall); the SVG of a larger picture is the way to see it.
+const MOST_PIXELS: u64 = 40_000_000;
 
 /// Why a picture could not be made a PNG.
 #[derive(Debug, thiserror::Error)]
@@ -20,8 +23,8 @@ pub enum PngError {
     /// The SVG did not parse (a bug: we wrote it).
     #[error("the picture's SVG does not parse: {0}")]
     Svg(#[from] resvg::usvg::Error),
-    /// Its size is zero or too large for a pixmap.
-    #[error("the picture is too large for a PNG ({0} × {1} pixels)")]
+    /// Its size is zero or too large for a PNG.
+    #[error("the picture is {0} × {1} pixels, too large for a PNG (at most 40 million pixels; the SVG has no such limit)")]
     Size(u32, u32),
     /// The encoder failed.
     #[error("cannot encode the PNG: {0}")]
@@ -37,6 +40,9 @@ pub fn render(svg: &str) -> Result<Vec<u8>, PngError> {
     };
     let tree = Tree::from_str(svg, &options)?;
     let size = tree.size().to_int_size();
+    if u64::from(size.width()) * u64::from(size.height()) > MOST_PIXELS {
+        return Err(PngError::Size(size.width(), size.height()));
+    }
     let mut pixmap = Pixmap::new(size.width(), size.height())
         .ok_or(PngError::Size(size.width(), size.height()))?;
     pixmap.fill(Color::WHITE);

@@ -4,7 +4,7 @@
 //! halo (a band of background under the glyphs, `paint-order="stroke"`). Each state and each
 //! label says where it is (`data-box`), so tests check the geometry without a browser.
 
-use super::layout::{layout, Laid, Rect, Route, Seg};
+use super::layout::{layout, Laid, Rect, Route, Seg, TooLarge};
 use super::overlay::{EdgeCoverage, Overlay, StateStatus};
 use super::{Cluster, EdgeKind, Graph, Node, NodeKind};
 use std::fmt::Write as _;
@@ -99,7 +99,10 @@ fn esc(s: &str) -> String {
 
 /// Renders the graph as a standalone SVG document, coloured by the overlay when one is given.
 pub fn render(graph: &Graph, overlay: Option<&Overlay>) -> String {
-    let laid = layout(&graph.root, overlay);
+    let laid = match layout(&graph.root, overlay) {
+        Ok(laid) => laid,
+        Err(too_large) => return too_large_to_draw(graph, too_large),
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -136,6 +139,21 @@ pub fn render(graph: &Graph, overlay: Option<&Overlay>) -> String {
     draw(&graph.root, &laid, 0.0, 0.0, overlay, &mut out);
     out.push_str("</svg>\n");
     out
+}
+
+/// The picture of a machine too large to lay out: a note saying so and what to use instead.
+fn too_large_to_draw(graph: &Graph, TooLarge(needed): TooLarge) -> String {
+    let note = format!(
+        "{} states, whose edges would cross {needed} layers: too many to lay out (sfn-local's \
+         limit); graph --format dot or mermaid draws it",
+        graph.states().len()
+    );
+    let w = text_width(&note, 13.0) + 32.0;
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="sfn-graph too-large" width="{w:.0}" height="48" viewBox="0 0 {w:.0} 48" font-family="Helvetica, Arial, sans-serif"><rect width="100%" height="100%" fill="#ffffff"/><text x="16" y="29" font-size="13">{}</text></svg>
+"##,
+        esc(&note)
+    )
 }
 
 const STYLE: &str = r#"<style>

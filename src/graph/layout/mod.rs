@@ -103,15 +103,17 @@ pub(super) struct Route {
     pub label: Option<Rect>,
 }
 
-/// Lays out one cluster (its inner clusters first).
-pub(super) fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
-    let (mut boxes, inner) = size_boxes(c, overlay);
+pub(super) use rank::TooLarge;
+
+/// Lays out one cluster (its inner clusters first), unless one of them is too large to.
+pub(super) fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Result<Laid, TooLarge> {
+    let (mut boxes, inner) = size_boxes(c, overlay)?;
     let labels: Vec<Vec<String>> = c
         .edges
         .iter()
         .map(|e| edge_label_lines(c, e, overlay))
         .collect();
-    let mut layered = rank::rank(c, &boxes, &labels);
+    let mut layered = rank::rank(c, &boxes, &labels)?;
     order::order(&mut layered);
     let placed = place::place(&layered);
     for (i, b) in boxes.iter_mut().enumerate() {
@@ -121,17 +123,17 @@ pub(super) fn layout(c: &Cluster, overlay: Option<&Overlay>) -> Laid {
     }
     let mut routes = route::route(c, &layered, &placed, &boxes);
     label::place_labels(c, &layered, &placed, &boxes, &labels, &mut routes);
-    Laid {
+    Ok(Laid {
         w: placed.width,
         h: placed.height,
         boxes,
         inner,
         routes,
-    }
+    })
 }
 
 /// Each node's size (inner clusters laid out first), and the inner clusters' places.
-fn size_boxes(c: &Cluster, overlay: Option<&Overlay>) -> (Vec<Rect>, Vec<Inner>) {
+fn size_boxes(c: &Cluster, overlay: Option<&Overlay>) -> Result<(Vec<Rect>, Vec<Inner>), TooLarge> {
     let mut boxes = vec![Rect::default(); c.nodes.len()];
     let mut inner: Vec<Inner> = Vec::with_capacity(c.nodes.len());
     for (i, node) in c.nodes.iter().enumerate() {
@@ -154,7 +156,7 @@ fn size_boxes(c: &Cluster, overlay: Option<&Overlay>) -> (Vec<Rect>, Vec<Inner>)
             let mut h: f64 = 0.0;
             let mut kids = Vec::new();
             for child in &node.children {
-                let laid = layout(child, overlay);
+                let laid = layout(child, overlay)?;
                 h = h.max(laid.h);
                 let w = laid.w;
                 kids.push((x, header, laid));
@@ -172,7 +174,7 @@ fn size_boxes(c: &Cluster, overlay: Option<&Overlay>) -> (Vec<Rect>, Vec<Inner>)
             inner.push(kids);
         }
     }
-    (boxes, inner)
+    Ok((boxes, inner))
 }
 
 /// The size of a label of these lines.

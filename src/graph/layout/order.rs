@@ -62,6 +62,7 @@ fn first_orders(l: &Layered, down: &[Vec<usize>]) -> Vec<Vec<Vec<usize>>> {
 /// the order that had them.
 fn sweeps(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) -> (usize, Vec<Vec<usize>>) {
     let mut best = (crossings(l), l.layers.clone());
+    let mut pos = positions(l);
     for sweep in 0..SWEEPS {
         if best.0 == 0 {
             break;
@@ -72,9 +73,9 @@ fn sweeps(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) -> (usize, Ve
             false => (0..l.layers.len().saturating_sub(1)).rev().collect(),
         };
         for r in rows {
-            sort_by_barycentre(l, r, if going_down { up } else { down });
+            sort_by_barycentre(l, r, if going_down { up } else { down }, &mut pos);
         }
-        transpose(l, up, down);
+        transpose(l, up, down, &mut pos);
         let now = crossings(l);
         if now < best.0 {
             best = (now, l.layers.clone());
@@ -106,9 +107,8 @@ fn positions(l: &Layered) -> Vec<usize> {
 }
 
 /// Layer `r` sorted by the mean position of each item's neighbours in `fixed`; an item without
-/// any keeps its place.
-fn sort_by_barycentre(l: &mut Layered, r: usize, fixed: &[Vec<usize>]) {
-    let pos = positions(l);
+/// any keeps its place. `pos` follows.
+fn sort_by_barycentre(l: &mut Layered, r: usize, fixed: &[Vec<usize>], pos: &mut [usize]) {
     let mut keyed: Vec<(f64, usize)> = l.layers[r]
         .iter()
         .map(|&i| {
@@ -122,6 +122,9 @@ fn sort_by_barycentre(l: &mut Layered, r: usize, fixed: &[Vec<usize>]) {
         .collect();
     keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
     l.layers[r] = keyed.into_iter().map(|(_, i)| i).collect();
+    for (p, &i) in l.layers[r].iter().enumerate() {
+        pos[i] = p;
+    }
 }
 
 /// Crossings between the links of `a` and of `b` (in the same layer, `a` left of `b`) to the
@@ -135,15 +138,14 @@ fn pair_crossings(a: usize, b: usize, side: &[Vec<usize>], pos: &[usize]) -> usi
 }
 
 /// Swaps neighbours of a layer while that crosses less, until no swap helps.
-fn transpose(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) {
-    let mut pos = positions(l);
+fn transpose(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>], pos: &mut [usize]) {
     for _ in 0..TRANSPOSE_PASSES {
         let mut improved = false;
         for layer in &mut l.layers {
             for p in 0..layer.len().saturating_sub(1) {
                 let (a, b) = (layer[p], layer[p + 1]);
-                let now = pair_crossings(a, b, up, &pos) + pair_crossings(a, b, down, &pos);
-                let swapped = pair_crossings(b, a, up, &pos) + pair_crossings(b, a, down, &pos);
+                let now = pair_crossings(a, b, up, pos) + pair_crossings(a, b, down, pos);
+                let swapped = pair_crossings(b, a, up, pos) + pair_crossings(b, a, down, pos);
                 if swapped < now {
                     layer.swap(p, p + 1);
                     (pos[a], pos[b]) = (pos[b], pos[a]);
@@ -157,16 +159,34 @@ fn transpose(l: &mut Layered, up: &[Vec<usize>], down: &[Vec<usize>]) {
     }
 }
 
-/// Crossings between links of adjacent layers, over the whole cluster.
+/// Crossings between links of adjacent layers, over the whole cluster: per layer, its links
+/// sorted by their upper ends, and the pairs whose lower ends are in the other order counted
+/// with a Fenwick tree (links that share an end never cross).
 pub(super) fn crossings(l: &Layered) -> usize {
     let pos = positions(l);
+    let mut by_layer: Vec<Vec<(usize, usize)>> = vec![Vec::new(); l.layers.len()];
+    for link in &l.links {
+        by_layer[l.items[link.upper].layer].push((pos[link.upper], pos[link.lower]));
+    }
     let mut n = 0;
-    for (i, a) in l.links.iter().enumerate() {
-        for b in &l.links[i + 1..] {
-            let same_band = l.items[a.upper].layer == l.items[b.upper].layer;
-            let apart = a.upper != b.upper && a.lower != b.lower;
-            let inverted = (pos[a.upper] < pos[b.upper]) != (pos[a.lower] < pos[b.lower]);
-            n += usize::from(same_band && apart && inverted);
+    for (r, mut pairs) in by_layer.into_iter().enumerate() {
+        pairs.sort_unstable();
+        let width = l.layers.get(r + 1).map_or(0, Vec::len);
+        // tree[i]: how many lower ends seen so far in a range ending at i (1-based).
+        let mut tree = vec![0usize; width + 1];
+        for (seen, &(_, lower)) in pairs.iter().enumerate() {
+            // Seen so far with a lower end at or left of this one.
+            let (mut at, mut not_right) = (lower + 1, 0);
+            while at > 0 {
+                not_right += tree[at];
+                at &= at - 1;
+            }
+            n += seen - not_right;
+            let mut at = lower + 1;
+            while at <= width {
+                tree[at] += 1;
+                at += at & at.wrapping_neg();
+            }
         }
     }
     n

@@ -1,8 +1,8 @@
 //! Stage 3, place: each item's x, and each layer's band of y.
 //!
 //! Every layer in turn, down then up, is pulled towards its neighbours: each item wants its
-//! anchor at the weighted mean of its neighbours' anchors in the layer just placed, and the
-//! layer keeps its order and its gaps. Keeping order with the least squared distance to what
+//! anchor at the weighted mean of its neighbours' anchors in the layer just placed (then, to
+//! settle, in both adjacent layers), and the layer keeps its order and its gaps. Keeping order with the least squared distance to what
 //! each item wants is isotonic regression, solved exactly by pooling adjacent violators. Links
 //! between dummies weigh most, so long edges run straight (dot's weights: 1, 2 and 8).
 
@@ -41,6 +41,21 @@ pub(super) fn place(l: &Layered) -> Placed {
             align(l, r, &down, &mut x);
         }
     }
+    // Then both sides at once: each layer's step lowers the sum of weighted squared lengths, so
+    // what one-sided sweeps leave drifting (a label beside a chain of states) settles.
+    let both: Weighted = up
+        .iter()
+        .zip(&down)
+        .map(|(u, d)| u.iter().chain(d).copied().collect())
+        .collect();
+    for _ in 0..ROUNDS {
+        for r in 0..l.layers.len() {
+            align(l, r, &both, &mut x);
+        }
+        for r in (0..l.layers.len()).rev() {
+            align(l, r, &both, &mut x);
+        }
+    }
     let left = x.iter().copied().fold(f64::INFINITY, f64::min);
     x.iter_mut().for_each(|v| *v += PAD - left);
     let right = (0..x.len())
@@ -72,9 +87,11 @@ type Weighted = Vec<Vec<(usize, f64)>>;
 fn weighted_neighbours(l: &Layered) -> (Weighted, Weighted) {
     let mut up = vec![Vec::new(); l.items.len()];
     let mut down = vec![Vec::new(); l.items.len()];
-    let is_node = |i: usize| matches!(l.items[i].kind, ItemKind::Node(_));
+    // A label's place weighs as a node: it joins a shared trunk from the side, and a pull as
+    // strong as the trunk's own would bend the trunk towards every join.
+    let is_point = |i: usize| matches!(l.items[i].kind, ItemKind::Dummy(_));
     for link in &l.links {
-        let weight = match (is_node(link.upper), is_node(link.lower)) {
+        let weight = match (!is_point(link.upper), !is_point(link.lower)) {
             (true, true) => 1.0,
             (false, false) => 8.0,
             _ => 2.0,

@@ -75,7 +75,11 @@ pub(super) struct Layered {
 }
 
 /// Ranks a cluster whose nodes have these boxes, its edges these label lines.
-pub(super) fn rank(c: &Cluster, boxes: &[Rect], labels: &[Vec<String>]) -> Layered {
+pub(super) fn rank(
+    c: &Cluster,
+    boxes: &[Rect],
+    labels: &[Vec<String>],
+) -> Result<Layered, TooLarge> {
     let back = back_edges(c);
     let layer = layers(c, &back, labels);
     let mut items: Vec<Item> = boxes
@@ -89,27 +93,81 @@ pub(super) fn rank(c: &Cluster, boxes: &[Rect], labels: &[Vec<String>]) -> Layer
             anchor: b.w / 2.0,
         })
         .collect();
+    let chains = chains(c, &back, &layer, labels, &mut items)?;
+    let mut layers = vec![Vec::new(); layer.iter().max().map_or(1, |m| m + 1)];
+    for (i, item) in items.iter().enumerate() {
+        layers[item.layer].push(i);
+    }
+    let links = links(&chains);
+    Ok(Layered {
+        items,
+        layers,
+        chains,
+        links,
+    })
+}
+
+/// Past this many dummies in one scope, long edges into the same node share theirs (they join
+/// one trunk, as dot's `concentrate` draws them): a hundred states that all catch into one
+/// handler would otherwise need a dummy per state per layer.
+const SHARE_ABOVE: usize = 20_000;
+/// The most items one scope may have, dummies shared, and the most layers its edges may cross
+/// in all (each crossing is a piece of a path); past either the picture is not laid out.
+const MOST_ITEMS: usize = 100_000;
+const MOST_CROSSED: usize = 500_000;
+
+/// A scope too large to lay out: the items it would need.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TooLarge(pub usize);
+
+/// Every edge's chain, its dummies added to `items` (shared between edges into one node when
+/// there would be too many).
+fn chains(
+    c: &Cluster,
+    back: &[bool],
+    layer: &[usize],
+    labels: &[Vec<String>],
+    items: &mut Vec<Item>,
+) -> Result<Vec<Option<Chain>>, TooLarge> {
+    let ends = |k: usize| match back[k] {
+        true => (c.edges[k].to, c.edges[k].from),
+        false => (c.edges[k].from, c.edges[k].to),
+    };
+    let needed: usize = (0..c.edges.len())
+        .map(&ends)
+        .map(|(top, bottom)| layer[bottom].saturating_sub(layer[top] + 1))
+        .sum();
+    if needed > MOST_CROSSED {
+        return Err(TooLarge(needed));
+    }
+    let share = needed > SHARE_ABOVE;
+    let mut trunks: std::collections::HashMap<(usize, usize), usize> = Default::default();
     let mut chains = Vec::with_capacity(c.edges.len());
     for (k, e) in c.edges.iter().enumerate() {
         if e.from == e.to {
             chains.push(None);
             continue;
         }
-        let (top, bottom) = if back[k] {
-            (e.to, e.from)
-        } else {
-            (e.from, e.to)
-        };
+        let (top, bottom) = ends(k);
         let mut chain = vec![top];
         for r in layer[top] + 1..layer[bottom] {
             // The label sits next to the edge's source: under it, or over it going back up.
-            let next_to_source = if back[k] {
-                r + 1 == layer[bottom]
-            } else {
-                r == layer[top] + 1
+            let label_here = match back[k] {
+                true => r + 1 == layer[bottom],
+                false => r == layer[top] + 1,
+            } && !labels[k].is_empty();
+            let fresh = items.len();
+            let at = match share && !label_here {
+                true => *trunks.entry((bottom, r)).or_insert(fresh),
+                false => fresh,
             };
-            chain.push(items.len());
-            items.push(dummy(k, r, next_to_source, &labels[k]));
+            if at == fresh {
+                items.push(dummy(k, r, label_here, &labels[k]));
+            }
+            if items.len() > MOST_ITEMS {
+                return Err(TooLarge(needed));
+            }
+            chain.push(at);
         }
         chain.push(bottom);
         chains.push(Some(Chain {
@@ -117,17 +175,7 @@ pub(super) fn rank(c: &Cluster, boxes: &[Rect], labels: &[Vec<String>]) -> Layer
             reversed: back[k],
         }));
     }
-    let mut layers = vec![Vec::new(); layer.iter().max().map_or(1, |m| m + 1)];
-    for (i, item) in items.iter().enumerate() {
-        layers[item.layer].push(i);
-    }
-    let links = links(&chains);
-    Layered {
-        items,
-        layers,
-        chains,
-        links,
-    }
+    Ok(chains)
 }
 
 /// Room right of node `i` for its edges back to itself, and their labels.
@@ -142,7 +190,7 @@ fn loop_room(c: &Cluster, i: usize, labels: &[Vec<String>]) -> f64 {
 
 /// A dummy of edge `k` in layer `r`: the label's place when it is the one next to the source.
 fn dummy(k: usize, r: usize, label_here: bool, label: &[String]) -> Item {
-    if label_here && !label.is_empty() {
+    if label_here {
         let (w, h) = label_size(label);
         return Item {
             kind: ItemKind::Label(k),
@@ -161,15 +209,19 @@ fn dummy(k: usize, r: usize, label_here: bool, label: &[String]) -> Item {
     }
 }
 
+/// The links of every chain, once each (edges that share dummies share links).
 fn links(chains: &[Option<Chain>]) -> Vec<Link> {
+    let mut seen = std::collections::HashSet::new();
     let mut links = Vec::new();
     for (edge, chain) in chains.iter().enumerate() {
         for pair in chain.iter().flat_map(|c| c.items.windows(2)) {
-            links.push(Link {
-                upper: pair[0],
-                lower: pair[1],
-                edge,
-            });
+            if seen.insert((pair[0], pair[1])) {
+                links.push(Link {
+                    upper: pair[0],
+                    lower: pair[1],
+                    edge,
+                });
+            }
         }
     }
     links

@@ -18,23 +18,29 @@ const PORT_STEP: f64 = 18.0;
 pub(super) fn route(c: &Cluster, l: &Layered, placed: &Placed, boxes: &[Rect]) -> Vec<Route> {
     let ports = ports(l, placed, boxes);
     let band_bottom = |r: usize| placed.band_top[r] + placed.band_height[r];
+    let link_of: std::collections::HashMap<(usize, usize), usize> = l
+        .links
+        .iter()
+        .enumerate()
+        .map(|(m, link)| ((link.upper, link.lower), m))
+        .collect();
     let mut routes = Vec::with_capacity(c.edges.len());
-    let mut link = 0;
     for (k, chain) in l.chains.iter().enumerate() {
         let Some(chain) = chain else {
             routes.push(self_loop(&boxes[c.edges[k].from]));
             continue;
         };
         let (top, bottom) = (chain.items[0], *chain.items.last().unwrap());
-        let first_port = ports[link].0;
+        let first_port = ports[link_of[&(top, chain.items[1])]].0;
         let mut route = Route {
             start: (first_port, boxes[top].y + boxes[top].h),
             ..Route::default()
         };
         let layer_of = |i: usize| l.items[i].layer;
         line_to(&mut route, (first_port, band_bottom(layer_of(top))));
-        for &lower in &chain.items[1..] {
-            let (x0, x1) = ports[link];
+        for pair in chain.items.windows(2) {
+            let lower = pair[1];
+            let (x0, x1) = ports[link_of[&(pair[0], lower)]];
             let (y0, y1) = (
                 band_bottom(layer_of(lower) - 1),
                 placed.band_top[layer_of(lower)],
@@ -46,7 +52,6 @@ pub(super) fn route(c: &Cluster, l: &Layered, placed: &Placed, boxes: &[Rect]) -
                 false => band_bottom(layer_of(lower)),
             };
             line_to(&mut route, (x1, end));
-            link += 1;
         }
         routes.push(if chain.reversed {
             reversed(&route)
