@@ -191,3 +191,57 @@ pub(super) fn crossings(l: &Layered) -> usize {
     }
     n
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::rank::{Item, ItemKind, Layered, Link};
+    use super::*;
+
+    /// Two layers of `n` items each, linked as `pairs` says (upper index, lower index).
+    fn two_layers(n: usize, pairs: &[(usize, usize)]) -> Layered {
+        let item = |layer: usize| Item {
+            kind: ItemKind::Dummy(0),
+            layer,
+            w: 6.0,
+            h: 0.0,
+            anchor: 3.0,
+        };
+        Layered {
+            items: (0..2 * n).map(|i| item(i / n)).collect(),
+            layers: vec![(0..n).collect(), (n..2 * n).collect()],
+            chains: Vec::new(),
+            links: pairs
+                .iter()
+                .map(|&(upper, lower)| Link {
+                    upper,
+                    lower: n + lower,
+                    edge: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// The Fenwick count is the pair-by-pair count: pairs whose ends are in opposite orders,
+    /// links that share an end never crossing.
+    #[test]
+    fn crossings_are_counted_as_pairs_in_opposite_orders() {
+        let mut seed = 7u64;
+        for _ in 0..200 {
+            let mut next = |m: usize| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 33) as usize % m
+            };
+            let n = 1 + next(6);
+            let pairs: Vec<(usize, usize)> = (0..next(12)).map(|_| (next(n), next(n))).collect();
+            let mut brute = 0;
+            for (i, a) in pairs.iter().enumerate() {
+                for b in &pairs[i + 1..] {
+                    brute += usize::from((a.0 < b.0 && a.1 > b.1) || (a.0 > b.0 && a.1 < b.1));
+                }
+            }
+            assert_eq!(crossings(&two_layers(n, &pairs)), brute, "{pairs:?}");
+        }
+    }
+}
