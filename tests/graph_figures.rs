@@ -69,11 +69,12 @@ fn dot_svg(dot: &str, to: &Path) {
     assert!(child.wait().unwrap().success(), "dot failed");
 }
 
-/// The figures of one machine (`args`: the `graph` arguments that pick it).
-fn measure(sandbox: &Sandbox, args: &[String]) -> Figures {
+/// The figures of one machine (`args`: the `graph` arguments that pick it), its files named
+/// after `slot`.
+fn measure(sandbox: &Sandbox, args: &[String], slot: usize) -> Figures {
     let mut command: Vec<&str> = vec!["graph"];
     command.extend(args.iter().map(String::as_str));
-    let ours = sandbox.path("ours.svg");
+    let ours = sandbox.path(&format!("ours-{slot}.svg"));
     let mut svg = command.clone();
     svg.extend(["--output", ours.to_str().unwrap()]);
     let out = sandbox.run(&svg);
@@ -82,7 +83,7 @@ fn measure(sandbox: &Sandbox, args: &[String]) -> Figures {
     dot.extend(["--format", "dot"]);
     let out = sandbox.run(&dot);
     assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
-    let theirs = sandbox.path("dot.svg");
+    let theirs = sandbox.path(&format!("dot-{slot}.svg"));
     dot_svg(&out.stdout, &theirs);
     let (ok, said) = check("svg_check.py", &ours, &["--labels"]);
     let root = common::realworld_dir();
@@ -101,16 +102,34 @@ fn measure(sandbox: &Sandbox, args: &[String]) -> Figures {
     }
 }
 
-/// Every machine of the real-world corpus, measured.
+/// Every machine of the real-world corpus, measured, two at a time (the processes it starts are
+/// most of the time).
 fn measure_corpus() -> Vec<Figures> {
     let sandbox = Sandbox::new();
-    let mut figures = Vec::new();
-    for file in common::definition_files(&common::realworld_dir()) {
-        for args in common::graph_machines(&sandbox, &file) {
-            figures.push(measure(&sandbox, &args));
-        }
-    }
-    figures
+    let machines: Vec<Vec<String>> = common::definition_files(&common::realworld_dir())
+        .iter()
+        .flat_map(|file| common::graph_machines(&sandbox, file))
+        .collect();
+    let half = machines.len().div_ceil(2);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = machines
+            .chunks(half.max(1))
+            .enumerate()
+            .map(|(slot, chunk)| {
+                let sandbox = &sandbox;
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|m| measure(sandbox, m, slot))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    })
 }
 
 /// The table: crossings side by side, then svg_check's word on ours.
