@@ -47,6 +47,18 @@ fn http_with(
     body: Option<(&str, &str)>,
     extra: &str,
 ) -> (u16, String, String) {
+    let (status, head, raw) = http_bytes(port, method, path, body, extra);
+    (status, head, String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// [`http_with`], the body's bytes as they came (a PNG).
+fn http_bytes(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+    extra: &str,
+) -> (u16, String, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -97,8 +109,7 @@ fn http_with(
     } else {
         reader.read_to_end(&mut raw).unwrap();
     }
-    let body = String::from_utf8_lossy(&raw).into_owned();
-    (status, head, body)
+    (status, head, raw)
 }
 
 fn free_port() -> u16 {
@@ -319,6 +330,31 @@ fn pages_list_filter_and_answer_over_http() {
         page.contains("<svg") && page.contains("MapIterationSucceeded"),
         "{page}"
     );
+    // #51: the picture offered as a PNG download too, the SVG's picture at the SVG's size.
+    assert!(
+        page.contains(r#"href="/console/execution/graph.png?arn="#),
+        "{page}"
+    );
+    let (_, svg) = http(
+        port,
+        "GET",
+        "/console/execution/graph.svg?arn=order-1",
+        None,
+    );
+    let (status, head, png) = http_bytes(
+        port,
+        "GET",
+        "/console/execution/graph.png?arn=order-1",
+        None,
+        "",
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: image/png"),
+        "{head}"
+    );
+    assert_eq!(common::png_size(&png), common::svg_size(&svg));
     // Each event's step is the state it belongs to, read from the links (#36): a Parallel's
     // and a Map's own events name them, not the last state a branch entered.
     for (event, step) in [
@@ -545,6 +581,99 @@ fn screenshots(sandbox: &Sandbox) -> PathBuf {
         }
         None => sandbox.dir.path().to_owned(),
     }
+}
+
+/// Runs a published definition once (it fails at its first Task: nothing is bound), its
+/// `${Name}` placeholders given ARNs, so the console has its picture to show.
+fn run_published(sandbox: &Sandbox, path: &str, name: &str) {
+    let file = common::realworld_dir().join(path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut args = vec!["run".to_owned(), file.to_string_lossy().into_owned()];
+    args.extend(["--name".to_owned(), name.to_owned()]);
+    for part in text.split("${").skip(1) {
+        let placeholder = &part[..part.find('}').unwrap()];
+        let value =
+            format!("{placeholder}=arn:aws:lambda:us-east-1:123456789012:function:{placeholder}");
+        args.extend(["--sub".to_owned(), value]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = sandbox.run(&args);
+    assert!(out.stderr.contains("FAILED"), "{name}: {}", out.stderr);
+}
+
+/// Run in the page: where the browser drew each state's shape, its texts, the edge labels and
+/// the cluster labels, against the boxes the layout gave them (`data-box`); the problems found.
+const SAME_GEOMETRY: &str = r#"
+const svg = document.querySelector(arguments[0]);
+const problems = [];
+const boxOf = el => el.dataset.box.split(' ').map(Number);
+const within = (r, b) => r.x >= b[0] - 0.5 && r.y >= b[1] - 0.5
+    && r.x + r.width <= b[0] + b[2] + 0.5 && r.y + r.height <= b[1] + b[3] + 0.5;
+for (const g of svg.querySelectorAll('g[data-box]')) {
+  const b = boxOf(g), r = g.querySelector('.shape').getBBox();
+  if ([r.x - b[0], r.y - b[1], r.width - b[2], r.height - b[3]].some(d => Math.abs(d) > 1))
+    problems.push(`${g.dataset.name} drawn at ${[r.x, r.y, r.width, r.height]}, laid out at ${b}`);
+  for (const t of g.querySelectorAll(':scope > text'))
+    if (!within(t.getBBox(), b)) problems.push(`'${t.textContent}' overflows the box of ${g.dataset.name}`);
+}
+for (const e of svg.querySelectorAll('g.edge')) {
+  const lines = [...e.querySelectorAll('text')];
+  for (const t of lines)
+    if (!within(t.getBBox(), boxOf(lines[0]))) problems.push(`edge label '${t.textContent}' overflows its place`);
+}
+for (const t of svg.querySelectorAll('text.cluster-label'))
+  if (!within(t.getBBox(), boxOf(t))) problems.push(`cluster label '${t.textContent}' overflows its place`);
+return [svg.querySelectorAll('g[data-box]').length, problems];
+"#;
+
+/// #51: three published pictures (a Parallel with a Catch, a distributed Map, and the largest
+/// published definition, 27 states) opened in the console in headless Chromium: every shape is
+/// drawn where the layout put it, and every text the browser sets (with its own fonts) stays in
+/// the place the layout measured for it. Screenshots go where `SFN_LOCAL_SCREENSHOTS` says.
+#[test]
+fn published_pictures_in_chromium_keep_the_layouts_geometry() {
+    let sandbox = Sandbox::new();
+    let pictures = [
+        (
+            "parallel-with-catch",
+            "idempotent-workflow-sam/statemachine/statemachine.asl.json",
+        ),
+        (
+            "distributed-map",
+            "distributed-data-stream-aggregator/statemachine/statemachine.asl.json",
+        ),
+        (
+            "largest-published",
+            "bedrock-evaluations-sam/statemachine/statemachine.asl.json",
+        ),
+    ];
+    for (name, path) in pictures {
+        run_published(&sandbox, path, name);
+    }
+    let (_console, port) = console(&sandbox);
+    let (_driver, driver_port) = chromedriver();
+    let shots = screenshots(&sandbox);
+    let browser = Browser::open(driver_port, &sandbox.path("chromium-profile"));
+    let base = format!("http://127.0.0.1:{port}/console/execution");
+    for (name, _) in pictures {
+        // On the execution's page, and alone (the download), each in full for its screenshot.
+        for (url, svg) in [
+            (format!("{base}?arn={name}"), ".graph svg"),
+            (format!("{base}/graph.svg?arn={name}"), "svg"),
+        ] {
+            browser.go(&url);
+            let script = json!({"script": SAME_GEOMETRY, "args": [svg]});
+            let found = browser.call("POST", "/execute/sync", script);
+            assert!(found[0].as_u64().unwrap() > 5, "{name}: {found}");
+            assert_eq!(found[1], json!([]), "{url}");
+        }
+        let size = "const s = document.querySelector('svg'); return [s.width.baseVal.value, s.height.baseVal.value];";
+        let size = browser.call("POST", "/execute/sync", json!({"script": size, "args": []}));
+        let rect = json!({"width": size[0].as_f64().unwrap() + 40.0, "height": size[1].as_f64().unwrap() + 160.0});
+        browser.call("POST", "/window/rect", rect);
+        browser.screenshot(&shots.join(format!("console-graph-{name}.png")));
+    }
+    browser.close();
 }
 
 #[test]

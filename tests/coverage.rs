@@ -328,6 +328,71 @@ fn transitions_are_coloured_taken_or_missed(svg: &str, mermaid: &str, dot: &str)
     assert!(svg.contains("<title>not taken by any execution</title>"));
 }
 
+/// Regression (#51): the coverage chapter promised untaken edges labelled "not taken", but the
+/// SVG only dashed them (the words were in a hover title). After one `gift` order, the `small`
+/// rule's label reads "not taken" under its rule, as does the Default's, Charge's `Next` (no
+/// label of its own) reads "not taken" alone, the taken `gift` rule does not, and the picture still passes the geometric check.
+#[test]
+fn an_untaken_edge_is_labelled_not_taken_in_the_svg() {
+    let sb = Sandbox::new();
+    run_order(&sb, ORDERS, "gift", None, &[]);
+    let svg_file = sb.path("coverage.svg");
+    let out = sb.run(&[
+        "graph",
+        ORDERS,
+        "--coverage",
+        "-o",
+        svg_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let svg = std::fs::read_to_string(&svg_file).unwrap();
+    let labels_of = |class: &str| -> Vec<Vec<String>> {
+        svg.split(&format!("<g class=\"{class}\""))
+            .skip(1)
+            .map(|g| {
+                let g = &g[..g.find("</g>").unwrap()];
+                g.split("<text")
+                    .skip(1)
+                    .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].to_owned())
+                    .collect()
+            })
+            .collect()
+    };
+    let missed = labels_of("edge missed");
+    assert!(
+        missed
+            .iter()
+            .any(|l| l.len() == 2 && l[0].contains("small") && l[1] == "not taken"),
+        "{missed:?}"
+    );
+    assert!(
+        missed.iter().any(|l| l == &["Default", "not taken"]),
+        "{missed:?}"
+    );
+    assert!(
+        missed.iter().any(|l| l == &["not taken"]),
+        "Charge's Next: {missed:?}"
+    );
+    assert!(labels_of("edge catch missed")
+        .iter()
+        .all(|l| l.last().map(String::as_str) == Some("not taken")));
+    let taken = labels_of("edge taken");
+    assert!(
+        taken.iter().flatten().all(|l| l != "not taken"),
+        "{taken:?}"
+    );
+    let check = std::process::Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/svg_check.py"))
+        .args([svg_file.as_os_str(), "--labels".as_ref()])
+        .output()
+        .expect("python3");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

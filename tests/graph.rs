@@ -247,6 +247,59 @@ fn svg_of_a_sixty_state_machine_keeps_boxes_apart() {
     check_structure(&definition, &out.stdout);
 }
 
+/// `n` Tasks in a chain, every one catching into one Fail state: each Catch edge crosses every
+/// layer below its Task, so the edges cross about n²/2 layers in all.
+fn all_catch_into_one(n: usize) -> String {
+    let mut states = serde_json::Map::new();
+    for i in 0..n {
+        let next = if i + 1 == n {
+            "Done".to_owned()
+        } else {
+            format!("S{}", i + 1)
+        };
+        states.insert(
+            format!("S{i}"),
+            serde_json::json!({"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+                "Next": next, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Oops"}]}),
+        );
+    }
+    states.insert("Done".into(), serde_json::json!({"Type": "Succeed"}));
+    states.insert("Oops".into(), serde_json::json!({"Type": "Fail"}));
+    serde_json::json!({"StartAt": "S0", "States": states}).to_string()
+}
+
+/// Regression (#51): the layered layout gave each layer an edge crosses an item of its own, so
+/// 200 Tasks all catching into one handler took 50 s and 400 far longer. Past 20,000 such
+/// items the edges into one state share theirs (one trunk), and past 500,000 crossed layers the
+/// picture is a note saying to use DOT or Mermaid; both come back at once.
+#[test]
+fn many_states_catching_into_one_handler_are_drawn_or_declined_at_once() {
+    let sandbox = Sandbox::new();
+    let shared = all_catch_into_one(250);
+    let file = sandbox.write("shared.asl.json", &shared);
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    check_structure(&shared, &out.stdout);
+    // Its PNG would be larger than a PNG may be: said, exit 1, no pixmap of gigabytes.
+    let png = sandbox.path("shared.png");
+    let out = sandbox.run(&["graph", file.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("too large for a PNG"), "{}", out.stderr);
+    let file = sandbox.write("huge.asl.json", &all_catch_into_one(1200));
+    let out = sandbox.run(&["graph", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "too many to lay out (sfn-local's limit); graph --format dot or mermaid draws it"
+        ),
+        "{}",
+        &out.stdout[..out.stdout.len().min(400)]
+    );
+    let png = sandbox.path("huge.png");
+    let out = sandbox.run(&["graph", file.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 #[test]
 fn graph_of_an_invalid_definition_says_why_and_exits_2() {
     let sandbox = Sandbox::new();
@@ -494,10 +547,13 @@ fn drawn(svg: &str) -> Drawn {
         };
         let body = &g[..g.find("</g>").unwrap()];
         let d = attr(&body[body.find("<path").unwrap()..], "d").unwrap();
+        // Every point of the path data, a curve's control points too: a curve lies inside
+        // their hull, so the segments between them bound it.
         let points = d
             .split(' ')
             .map(|p| {
-                let (x, y) = p[1..].split_once(',').unwrap();
+                let p = p.trim_start_matches(char::is_alphabetic);
+                let (x, y) = p.split_once(',').unwrap();
                 (x.parse().unwrap(), y.parse().unwrap())
             })
             .collect();
@@ -579,22 +635,6 @@ fn collisions(svg: &str) -> Vec<String> {
     found
 }
 
-/// Every machine of a file: `[file]`, or for a template of several, `file --state-machine ID`.
-fn machines_of(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
-    let path = file.to_string_lossy().into_owned();
-    let out = sandbox.run(&["graph", &path]);
-    if out.code == 0 {
-        return vec![vec![path]];
-    }
-    let Some((_, ids)) = out.stderr.split_once("#LogicalId): ") else {
-        return Vec::new();
-    };
-    ids.trim()
-        .split(", ")
-        .map(|id| vec![path.clone(), "--state-machine".into(), id.to_owned()])
-        .collect()
-}
-
 /// Regression (#36): the SVG of a real CDK machine drew a Choice's Default edge through
 /// another state's box with its label hidden under it, and cut an edge label off at the
 /// picture's right edge. Every bundled and every published definition is drawn and checked.
@@ -602,23 +642,11 @@ fn machines_of(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
 fn no_svg_of_a_bundled_or_published_definition_has_a_collision() {
     let sandbox = Sandbox::new();
     let mut files = bundled();
-    let mut stack = vec![common::realworld_dir()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.to_string_lossy().into_owned();
-            if path.is_dir() {
-                stack.push(path);
-            } else if [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e)) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
+    files.extend(common::definition_files(&common::realworld_dir()));
     let mut drawn = 0;
     let mut problems = Vec::new();
     for file in &files {
-        for args in machines_of(&sandbox, file) {
+        for args in common::graph_machines(&sandbox, file) {
             let mut command: Vec<&str> = vec!["graph"];
             command.extend(args.iter().map(String::as_str));
             let out = sandbox.run(&command);
@@ -655,4 +683,44 @@ fn the_collision_check_sees_an_edge_through_a_box_and_labels_that_overlap() {
     ] {
         assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
     }
+}
+
+/// #51: `graph --format png` (or `--output x.png`) writes the SVG's picture as a PNG of the
+/// same size, fonts compiled in; without a file, the bytes go to a redirected stdout.
+#[test]
+fn png_of_a_definition_is_the_svg_rasterised() {
+    let sandbox = Sandbox::new();
+    let definition =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("definitions/order-pipeline.asl.json");
+    let definition = definition.to_str().unwrap();
+    let svg = sandbox.run(&["graph", definition]);
+    assert_eq!(svg.code, 0, "{}", svg.stderr);
+    let by_name = sandbox.path("order.png");
+    let out = sandbox.run(&["graph", definition, "--output", by_name.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let png = std::fs::read(&by_name).unwrap();
+    assert_eq!(common::png_size(&png), common::svg_size(&svg.stdout));
+    let piped = sandbox
+        .command()
+        .args(["graph", definition, "--format", "png"])
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    assert_eq!(
+        piped.stdout, png,
+        "the same picture by --format and by the file's name"
+    );
+    // An explicit format wins over the file's name.
+    let forced = sandbox.path("really-svg.png");
+    sandbox.run(&[
+        "graph",
+        definition,
+        "--format",
+        "svg",
+        "-o",
+        forced.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read_to_string(&forced)
+        .unwrap()
+        .starts_with("<svg"));
 }

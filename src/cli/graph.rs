@@ -1,9 +1,9 @@
-//! `graph`: draw a definition (or an execution on its definition) as SVG, Mermaid or DOT.
+//! `graph`: draw a definition (or an execution on its definition) as SVG, PNG, Mermaid or DOT.
 
 use crate::asl;
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
-use crate::graph::{dot, mermaid, svg, ExecutionPicture, Graph};
+use crate::graph::{dot, mermaid, png, svg, ExecutionPicture, Graph};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +18,8 @@ pub enum GraphFormat {
     Mermaid,
     /// Graphviz DOT.
     Dot,
+    /// The SVG as a PNG (fonts compiled in, nothing read from the machine).
+    Png,
 }
 
 /// Arguments of `graph`.
@@ -45,9 +47,9 @@ pub struct GraphArgs {
     /// (by content) reached, and what none did.
     #[arg(long, requires = "definition")]
     pub coverage: bool,
-    /// svg, mermaid or dot.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: GraphFormat,
+    /// svg, png, mermaid or dot [default: png for an --output ending in .png, else svg].
+    #[arg(long, value_enum)]
+    pub format: Option<GraphFormat>,
     /// Write to this file instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -79,21 +81,56 @@ pub fn run(args: GraphArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let picture = match args.format {
-        GraphFormat::Svg => svg::render(&graph, overlay.as_ref()),
-        GraphFormat::Mermaid => mermaid::render(&graph, overlay.as_ref()),
-        GraphFormat::Dot => dot::render(&graph, &name, overlay.as_ref()),
+    let format = args
+        .format
+        .unwrap_or_else(|| format_of(args.output.as_deref()));
+    let picture = match format {
+        GraphFormat::Svg => svg::render(&graph, overlay.as_ref()).into_bytes(),
+        GraphFormat::Mermaid => mermaid::render(&graph, overlay.as_ref()).into_bytes(),
+        GraphFormat::Dot => dot::render(&graph, &name, overlay.as_ref()).into_bytes(),
+        GraphFormat::Png => match png::render(&svg::render(&graph, overlay.as_ref())) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
     };
-    match &args.output {
+    write_picture(args.output.as_deref(), format, &picture)
+}
+
+/// PNG when the output file's name ends in `.png`, else SVG.
+fn format_of(output: Option<&std::path::Path>) -> GraphFormat {
+    let png = output
+        .and_then(|f| f.extension())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if png {
+        GraphFormat::Png
+    } else {
+        GraphFormat::Svg
+    }
+}
+
+/// Writes the picture to the file, or to stdout (never a PNG's bytes to a terminal).
+fn write_picture(
+    output: Option<&std::path::Path>,
+    format: GraphFormat,
+    picture: &[u8],
+) -> ExitCode {
+    use std::io::{IsTerminal as _, Write as _};
+    match output {
         Some(file) => {
             if let Err(e) = std::fs::write(file, picture) {
                 errln!("error: cannot write {}: {e}", file.display());
                 return ExitCode::from(EXIT_USAGE);
             }
         }
+        None if format == GraphFormat::Png && std::io::stdout().is_terminal() => {
+            errln!("error: a PNG is binary: give --output FILE.png, or redirect stdout");
+            return ExitCode::from(EXIT_USAGE);
+        }
         None => {
-            use std::io::Write as _;
-            let _ = std::io::stdout().lock().write_all(picture.as_bytes());
+            let _ = std::io::stdout().lock().write_all(picture);
         }
     }
     ExitCode::SUCCESS

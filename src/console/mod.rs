@@ -52,6 +52,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/console/execution", get(execution))
         .route("/console/execution/live", get(execution_live))
         .route("/console/execution/graph.svg", get(execution_svg))
+        .route("/console/execution/graph.png", get(execution_png))
         .route("/console/assets/console.css", get(css))
         .route("/console/assets/console.js", get(js))
         .merge(writes)
@@ -218,6 +219,19 @@ async fn execution_svg(State(console): Shared, Query(q): Query<ExecutionQuery>) 
         )
             .into_response(),
         Err(r) => *r,
+    }
+}
+
+/// The same picture as a PNG, for a pull request or a wiki.
+async fn execution_png(State(console): Shared, Query(q): Query<ExecutionQuery>) -> Response {
+    let (p, _, _) = match picture(&console.store, &q.arn) {
+        Ok(found) => found,
+        Err(r) => return *r,
+    };
+    let svg = crate::graph::svg::render(&p.graph, Some(&p.overlay));
+    match crate::graph::png::render(&svg) {
+        Ok(png) => ([(header::CONTENT_TYPE, "image/png")], png).into_response(),
+        Err(e) => failure(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 

@@ -296,7 +296,12 @@ pub fn live(
             s.as_str().replace('-', " ")
         );
     }
-    out.push_str(r#"</p><div class="graph">"#);
+    let arn = url_encode(&e.execution_arn);
+    let _ = write!(
+        out,
+        r#"</p><p class="downloads">Download: <a href="/console/execution/graph.svg?arn={arn}" download="{name}.svg">SVG</a> · <a href="/console/execution/graph.png?arn={arn}" download="{name}.png">PNG</a></p><div class="graph">"#,
+        name = esc(&e.name)
+    );
     out.push_str(&svg::render(&p.graph, Some(&p.overlay)));
     out.push_str("</div></section><section>");
     out.push_str(&tasks(&e.execution_arn, tokens, now, csrf));

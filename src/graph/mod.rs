@@ -1,5 +1,6 @@
 //! Pictures of a state machine: one graph model built from the parsed [`StateMachine`], then
-//! three renderers ([`mermaid`], [`dot`], [`svg`]) that only draw it.
+//! three renderers ([`mermaid`], [`dot`], [`svg`]) that only draw it, and [`png`], which
+//! rasterises the SVG.
 //!
 //! The model mirrors the definition's scopes: a [`Cluster`] is the top level, a Parallel branch
 //! or a Map's item processor, holding its states as [`Node`]s (a Parallel or Map node holds its
@@ -8,8 +9,10 @@
 //! add no state of their own.
 
 pub mod dot;
+mod layout;
 pub mod mermaid;
 pub mod overlay;
+pub mod png;
 pub mod svg;
 
 use crate::asl::model::{

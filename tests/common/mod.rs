@@ -20,6 +20,65 @@ pub fn realworld_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpora/realworld")
 }
 
+/// Every definition or template file (`.json`, `.yaml`, `.yml`) under `dir`, sorted.
+pub fn definition_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if [".json", ".yaml", ".yml"].iter().any(|e| name.ends_with(e)) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The `graph` arguments of every machine a file holds: `[file]`, or for a template of several,
+/// `[file, --state-machine, ID]` each; none for a file that holds no machine (metadata JSON).
+pub fn graph_machines(sandbox: &Sandbox, file: &Path) -> Vec<Vec<String>> {
+    let path = file.to_string_lossy().into_owned();
+    let out = sandbox.run(&["graph", &path]);
+    if out.code == 0 {
+        return vec![vec![path]];
+    }
+    let Some((_, ids)) = out.stderr.split_once("#LogicalId): ") else {
+        return Vec::new();
+    };
+    ids.trim()
+        .split(", ")
+        .map(|id| vec![path.clone(), "--state-machine".into(), id.to_owned()])
+        .collect()
+}
+
+/// A PNG's width and height from its header, after checking its signature.
+pub fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "not a PNG: {:?}",
+        &png[..png.len().min(16)]
+    );
+    assert_eq!(&png[12..16], b"IHDR", "the PNG's first chunk is its header");
+    let number = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    (number(16), number(20))
+}
+
+/// An SVG picture's width and height, rounded up to whole pixels as a rasteriser does.
+pub fn svg_size(svg: &str) -> (u32, u32) {
+    let tag = &svg[..svg.find('>').unwrap()];
+    let number = |name: &str| -> u32 {
+        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        let value: f64 = tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap();
+        value.ceil() as u32
+    };
+    (number("width"), number("height"))
+}
+
 /// Where `.ci/deps` installed the real clients and peers (AWS CLI, boto3, moto, the JavaScript
 /// SDK): `$SFN_LOCAL_DEPS`, else `.deps/` in the repository. Tests of real clients need them;
 /// missing is a failure with the command that installs them, never a skip.
