@@ -46,6 +46,7 @@ pub mod loader;
 pub mod lsp;
 pub mod memory;
 pub mod random;
+pub mod replayer;
 pub mod serve;
 pub mod store;
 pub mod suggest;

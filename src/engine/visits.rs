@@ -337,6 +337,11 @@ impl Tree {
             .map(|v| &self.visits[v])
     }
 
+    /// The id of the visit an event (by its index in the events given) belongs to.
+    pub fn owner_id(&self, event: usize) -> Option<VisitId> {
+        self.owners.get(event).copied().flatten()
+    }
+
     /// The visit entered after `visit` in its lane.
     pub fn next(&self, visit: VisitId) -> Option<&Visit> {
         let lane = &self.lanes[self.visits[visit].lane].visits;

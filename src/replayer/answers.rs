@@ -1,0 +1,215 @@
+//! The outside world as the recording saw it: a [`TaskRunner`] that answers each Task attempt
+//! of the re-run with what the recording says that attempt got, found by the attempt's place
+//! (its `*Scheduled` event's, see [`super::places`]), never by call order: Map iterations and
+//! Parallel branches run concurrently, on AWS and here.
+//!
+//! An answer takes as long on the virtual clock as it took in the recording (its `*Started`
+//! to its end), so timeouts, Waits and back-off see the same time. A recorded timeout is left
+//! to the state's own TimeoutSeconds/HeartbeatSeconds; should the definition no longer time
+//! out, the attempt fails with `States.Timeout` a second after the recorded instant. An
+//! attempt the recording never made fails with [`NOT_RECORDED`], one whose answer the
+//! recording masked with [`MASKED`]; the comparison then names the event.
+
+use super::history::RecordedEvent;
+use super::places::Places;
+use crate::asl::error::StatesError;
+use crate::clock::{Clock, Millis};
+use crate::engine::history::HistoryEvent;
+use crate::engine::visits::EventView;
+use crate::tasks::{JobContext, TaskFuture, TaskRequest, TaskRunner};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The error of an attempt the recording never made.
+pub const NOT_RECORDED: &str = "Replay.NotRecorded";
+/// The error of an attempt whose recorded answer was masked (truncated by AWS).
+pub const MASKED: &str = "Replay.Masked";
+/// Where an answer the recording never gave is waited for: far past any Wait.
+const OPEN_HORIZON_MS: Millis = 400 * 24 * 3600 * 1000;
+
+/// How a recorded attempt ended.
+#[derive(Debug, Clone)]
+enum End {
+    Succeeded(Value),
+    Failed(StatesError),
+    TimedOut,
+    /// The recording truncated the result: it is named, never guessed.
+    Masked(String),
+    /// The recording ends before the attempt did.
+    Open,
+}
+
+/// One recorded attempt.
+#[derive(Debug, Clone)]
+struct Answer {
+    end: End,
+    /// From its `*Started` (or `*Scheduled`) to its end, ms.
+    took_ms: Millis,
+    /// `TaskSubmitted`'s output (`.sync`, callbacks), if recorded.
+    submitted: Option<Value>,
+}
+
+/// Every recorded attempt by the place of its `*Scheduled` event.
+pub struct RecordedAnswers {
+    by_place: HashMap<String, Answer>,
+    clock: Arc<dyn Clock>,
+    /// The re-run's events so far (the engine commits them before a Task's effects).
+    rerun: Rc<RefCell<Vec<HistoryEvent>>>,
+    /// Places of the re-run's events, read again when more events came.
+    cache: RefCell<Option<(usize, Rc<Places>)>>,
+}
+
+impl RecordedAnswers {
+    /// The answers of `recorded` (with its places), for a re-run writing to `rerun`.
+    pub fn new(
+        recorded: &[RecordedEvent],
+        places: &Places,
+        clock: Arc<dyn Clock>,
+        rerun: Rc<RefCell<Vec<HistoryEvent>>>,
+    ) -> Self {
+        let mut by_place = HashMap::new();
+        for (i, e) in recorded.iter().enumerate() {
+            if e.event_type.ends_with("Scheduled") {
+                by_place.insert(places.event(i).to_owned(), answer(recorded, places, i));
+            }
+        }
+        RecordedAnswers {
+            by_place,
+            clock,
+            rerun,
+            cache: RefCell::new(None),
+        }
+    }
+
+    /// The place of the re-run's event with replay key `key`.
+    fn place_of(&self, key: &str) -> Option<String> {
+        let events = self.rerun.borrow();
+        let index = events
+            .iter()
+            .rposition(|e| e.replay_key.as_deref() == Some(key))?;
+        let mut cache = self.cache.borrow_mut();
+        let fresh = matches!(&*cache, Some((n, _)) if *n == events.len());
+        if !fresh {
+            let views: Vec<EventView<'_>> = events.iter().map(EventView::from).collect();
+            *cache = Some((events.len(), Rc::new(Places::of(&views))));
+        }
+        cache.as_ref().map(|(_, p)| p.event(index).to_owned())
+    }
+}
+
+/// The attempt whose `*Scheduled` event is at `scheduled`: the events of its visit after it,
+/// up to its end.
+fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usize) -> Answer {
+    let owner = places.tree.owner_id(scheduled);
+    let mut start = recorded[scheduled].timestamp_ms;
+    let mut submitted = None;
+    for (i, e) in recorded.iter().enumerate().skip(scheduled + 1) {
+        if places.tree.owner_id(i) != owner {
+            continue;
+        }
+        let ty = e.event_type.as_str();
+        let d = e.details_value();
+        let took_ms = (e.timestamp_ms - start).max(0);
+        let end = if ty.ends_with("Started") {
+            start = e.timestamp_ms;
+            continue;
+        } else if ty == "TaskSubmitted" {
+            submitted = payload(&d, "output").ok();
+            continue;
+        } else if ty.ends_with("Succeeded") {
+            match payload(&d, "output") {
+                Ok(v) => End::Succeeded(v),
+                Err(why) => End::Masked(format!("the result of event {} ({ty}) {why}", e.id)),
+            }
+        } else if ty.ends_with("TimedOut") {
+            End::TimedOut
+        } else if ty.ends_with("Failed") {
+            End::Failed(StatesError {
+                error: d["error"].as_str().map(str::to_owned),
+                cause: d["cause"].as_str().map(str::to_owned),
+                heartbeat: false,
+            })
+        } else {
+            break;
+        };
+        return Answer {
+            end,
+            took_ms,
+            submitted,
+        };
+    }
+    Answer {
+        end: End::Open,
+        took_ms: 0,
+        submitted,
+    }
+}
+
+/// A payload field (`input`, `output`) of recorded details as JSON: an error when AWS
+/// truncated it or it is not JSON.
+pub fn payload(details: &Value, field: &str) -> Result<Value, String> {
+    if details[format!("{field}Details")]["truncated"] == Value::Bool(true) {
+        return Err("was truncated by AWS (over 256 KiB)".into());
+    }
+    match &details[field] {
+        Value::String(text) => serde_json::from_str(text).map_err(|e| format!("is not JSON ({e})")),
+        Value::Null => Ok(Value::Null),
+        other => Ok(other.clone()),
+    }
+}
+
+impl TaskRunner for RecordedAnswers {
+    fn run(&self, request: TaskRequest) -> TaskFuture {
+        let state = request.state_name;
+        Box::pin(async move {
+            Err(StatesError::new(
+                NOT_RECORDED,
+                format!("the Task {state} ran without its place in the execution"),
+            ))
+        })
+    }
+
+    fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
+        let place = self.place_of(&job.task_key).unwrap_or_default();
+        let Some(answer) = self.by_place.get(&place).cloned() else {
+            let why = format!(
+                "the recording has no attempt {} of {} here ({place})",
+                request.retry_count + 1,
+                request.state_name
+            );
+            return Box::pin(async move { Err(StatesError::new(NOT_RECORDED, why)) });
+        };
+        if let (Some(tx), Some(response)) = (job.submitted, answer.submitted.clone()) {
+            let _ = tx.send(response);
+        }
+        let clock = self.clock.clone();
+        Box::pin(async move {
+            let now = clock.now();
+            match answer.end {
+                End::Succeeded(v) => {
+                    clock.sleep_until(now + answer.took_ms).await;
+                    Ok(v)
+                }
+                End::Failed(e) => {
+                    clock.sleep_until(now + answer.took_ms).await;
+                    Err(e)
+                }
+                End::TimedOut => {
+                    clock.sleep_until(now + answer.took_ms + 1000).await;
+                    Err(StatesError::new(
+                        crate::asl::error::names::TIMEOUT,
+                        "the recording timed out here; this definition did not",
+                    ))
+                }
+                End::Masked(why) => Err(StatesError::new(MASKED, why)),
+                End::Open => {
+                    clock.sleep_until(now + OPEN_HORIZON_MS).await;
+                    Err(StatesError::new(NOT_RECORDED, "the recording ends here"))
+                }
+            }
+        })
+    }
+}
