@@ -1,0 +1,327 @@
+//! `sfn-local replay`: a history of sfn-local's own run (a Map whose iterations call a
+//! Lambda-like command, one of them retried; a Task whose error a Catch handles) replays
+//! `identical` against its definition, read from one page, several concatenated pages, in
+//! reverse order or as a bare list; a changed Choice rule, Retry, Catch, ResultPath or
+//! Parameters is reported at the event where the definition first does something else, with
+//! the path that led there; masked and malformed histories are named.
+
+mod common;
+
+use common::Sandbox;
+use serde_json::{json, Value};
+
+/// A Map over three items whose Task (a Lambda invoke, bound to a command) fails once for
+/// item 2 and is retried; a Choice on the first result; a Task that always fails, caught.
+fn machine() -> Value {
+    json!({
+      "StartAt": "Init",
+      "States": {
+        "Init": {"Type": "Pass", "Result": {"items": [{"n": 1}, {"n": 2}, {"n": 3}]}, "Next": "Each"},
+        "Each": {
+          "Type": "Map", "ItemsPath": "$.items", "ResultPath": "$.results",
+          "ItemProcessor": {"StartAt": "Work", "States": {
+            "Work": {
+              "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+              "Parameters": {"FunctionName": "work", "Payload.$": "$"},
+              "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 2, "MaxAttempts": 2}],
+              "ResultSelector": {"v.$": "$.Payload.v"},
+              "ResultPath": "$.r",
+              "End": true
+            }
+          }},
+          "Next": "Check"
+        },
+        "Check": {"Type": "Choice",
+          "Choices": [{"Variable": "$.results[0].r.v", "NumericEquals": 10, "Next": "Charge"}],
+          "Default": "Bad"},
+        "Charge": {
+          "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+          "Parameters": {"FunctionName": "charge", "Payload": {"total.$": "$.results[2].r.v"}},
+          "Catch": [{"ErrorEquals": ["Declined"], "ResultPath": "$.error", "Next": "Recover"}],
+          "Next": "Done"
+        },
+        "Recover": {"Type": "Pass", "ResultPath": "$.recovered", "Result": true, "Next": "Done"},
+        "Done": {"Type": "Succeed"},
+        "Bad": {"Type": "Fail", "Error": "Bad"}
+      }
+    })
+}
+
+const WORK: &str = r#"#!/bin/sh
+x=$(cat)
+n=$(printf '%s' "$x" | sed 's/.*"n": *\([0-9]*\).*/\1/')
+if [ "$n" = 2 ] && [ ! -f "$(dirname "$0")/flaked" ]; then
+  touch "$(dirname "$0")/flaked"
+  echo '{"Error":"Flaky","Cause":"once"}' >&2
+  exit 1
+fi
+echo "{\"v\": $((n * 10))}"
+"#;
+
+const CHARGE: &str = r#"#!/bin/sh
+cat >/dev/null
+echo '{"Error":"Declined","Cause":"card expired"}' >&2
+exit 1
+"#;
+
+/// Runs the machine once in `sandbox` and returns its history as `get-execution-history`
+/// prints it (written to `history.json`).
+fn recorded(sandbox: &Sandbox) -> Value {
+    for (name, text) in [("work.sh", WORK), ("charge.sh", CHARGE)] {
+        let path = sandbox.write(name, text);
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).unwrap();
+    }
+    let work = format!("Work={}", sandbox.path("work.sh").display());
+    let charge = format!("Charge={}", sandbox.path("charge.sh").display());
+    let flags = ["--clock", "virtual", "--task", &work, "--task", &charge];
+    let out = sandbox.run_definition(&machine(), "shop", &flags);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let history = json!({ "events": sandbox.history("shop") });
+    sandbox.write("history.json", &history.to_string());
+    history
+}
+
+/// `replay HISTORY --definition DEF --format json`.
+fn replay(sandbox: &Sandbox, history: &str, definition: &Value) -> (i32, Value) {
+    let def = sandbox.write("changed.asl.json", &definition.to_string());
+    let out = sandbox.run(&[
+        "replay",
+        sandbox.path(history).to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    (out.code, out.json())
+}
+
+/// The id of the first recorded event of `type` (for `state`, when given).
+fn event_id(history: &Value, event_type: &str, state: Option<&str>) -> i64 {
+    history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["type"] == event_type
+                && state.is_none_or(|s| {
+                    e.as_object()
+                        .unwrap()
+                        .values()
+                        .any(|d| d.get("name").and_then(Value::as_str) == Some(s))
+                })
+        })
+        .and_then(|e| e["id"].as_i64())
+        .unwrap_or_else(|| panic!("no {event_type} for {state:?}"))
+}
+
+#[test]
+fn own_run_with_a_map_a_retry_and_a_catch_replays_identical() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let types: Vec<&str> = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(types.contains(&"MapIterationStarted") && types.contains(&"TaskFailed"));
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let out = sandbox.run(&[
+        "replay",
+        sandbox.path("history.json").to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (out.code, out.stdout.trim()),
+        (0, "identical"),
+        "{}",
+        out.stderr
+    );
+    let (code, verdict) = replay(&sandbox, "history.json", &machine());
+    assert_eq!(code, 0);
+    assert_eq!(verdict["identical"], true);
+    assert_eq!(verdict["recordedEvents"], verdict["replayedEvents"]);
+}
+
+#[test]
+fn several_pages_concatenated_reversed_or_a_bare_list_are_read_whole() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let events = history["events"].as_array().unwrap();
+    let mut pages = String::new();
+    for (i, chunk) in events.chunks(7).rev().enumerate() {
+        let page =
+            json!({"events": chunk.iter().rev().collect::<Vec<_>>(), "nextToken": format!("t{i}")});
+        pages.push_str(&serde_json::to_string_pretty(&page).unwrap());
+        pages.push('\n');
+    }
+    sandbox.write("pages.json", &pages);
+    sandbox.write("bare.json", &Value::Array(events.clone()).to_string());
+    for file in ["pages.json", "bare.json"] {
+        let (code, verdict) = replay(&sandbox, file, &machine());
+        assert_eq!(
+            (code, &verdict["identical"]),
+            (0, &json!(true)),
+            "{file}: {verdict}"
+        );
+        assert_eq!(verdict["recordedEvents"], events.len(), "{file}");
+    }
+    // A page left out is named, not guessed.
+    let mut missing = String::new();
+    for chunk in events.chunks(7).skip(1) {
+        missing.push_str(&json!({"events": chunk}).to_string());
+    }
+    sandbox.write("missing.json", &missing);
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let out = sandbox.run(&[
+        "replay",
+        sandbox.path("missing.json").to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+    ]);
+    out.assert_error(2, "events 1 to 7 are missing (a page left out?)");
+}
+
+#[test]
+fn a_changed_choice_rule_is_reported_where_the_choice_went_elsewhere() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let mut def = machine();
+    def["States"]["Check"]["Choices"][0]["NumericEquals"] = json!(20);
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(code, 1, "{verdict}");
+    let d = &verdict["divergence"];
+    assert_eq!(
+        d["event"],
+        event_id(&history, "TaskStateEntered", Some("Charge")),
+        "{d}"
+    );
+    assert_eq!(d["state"], "Charge");
+    assert!(
+        d["replayed"]
+            .as_str()
+            .unwrap()
+            .starts_with("FailStateEntered Bad"),
+        "{d}"
+    );
+    assert_eq!(d["path"], json!(["Init", "Each", "Check", "Charge"]));
+}
+
+#[test]
+fn a_changed_retry_is_reported_at_the_retried_attempt() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let mut def = machine();
+    def["States"]["Each"]["ItemProcessor"]["States"]["Work"]["Retry"][0]["ErrorEquals"] =
+        json!(["Other"]);
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(code, 1, "{verdict}");
+    let d = &verdict["divergence"];
+    let failed = event_id(&history, "TaskFailed", None);
+    assert_eq!(
+        d["what"],
+        format!("after event {failed} the definition did something else"),
+        "{d}"
+    );
+    assert!(
+        d["recorded"].as_str().unwrap().starts_with("TaskScheduled"),
+        "{d}"
+    );
+    assert_eq!(d["path"], json!(["Init", "Each", "[iteration 1]", "Work"]));
+}
+
+#[test]
+fn a_changed_catch_or_result_path_is_reported_at_its_event() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let exited = event_id(&history, "TaskStateExited", Some("Charge"));
+    let mut def = machine();
+    def["States"]["Charge"]["Catch"][0]["ResultPath"] = json!("$.failure");
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(
+        (code, &verdict["divergence"]["event"]),
+        (1, &json!(exited)),
+        "{verdict}"
+    );
+    assert_eq!(verdict["divergence"]["what"], "its output differs");
+    let mut def = machine();
+    def["States"]["Charge"]["Catch"][0]["ErrorEquals"] = json!(["Other"]);
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(
+        (code, &verdict["divergence"]["event"]),
+        (1, &json!(exited)),
+        "{verdict}"
+    );
+    assert!(verdict["divergence"]["replayed"]
+        .as_str()
+        .unwrap()
+        .starts_with("ExecutionFailed"));
+    assert_eq!(verdict["status"], "FAILED");
+}
+
+#[test]
+fn a_task_called_with_parameters_the_recording_never_saw_is_a_divergence() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let mut def = machine();
+    def["States"]["Charge"]["Parameters"]["FunctionName"] = json!("charge-v2");
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(code, 1, "{verdict}");
+    let d = &verdict["divergence"];
+    assert_eq!(d["event"], charge_scheduled(&history));
+    assert_eq!(
+        d["what"],
+        "the definition called the Task with parameters the recording never saw"
+    );
+    assert!(d["replayed"].as_str().unwrap().contains("charge-v2"), "{d}");
+}
+
+/// The id of Charge's `TaskScheduled`.
+fn charge_scheduled(history: &Value) -> i64 {
+    let entered = event_id(history, "TaskStateEntered", Some("Charge"));
+    history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "TaskScheduled" && e["previousEventId"] == entered)
+        .and_then(|e| e["id"].as_i64())
+        .unwrap()
+}
+
+#[test]
+fn a_masked_input_is_named_not_guessed() {
+    let sandbox = Sandbox::new();
+    let mut history = recorded(&sandbox);
+    history["events"][0]["executionStartedEventDetails"]["inputDetails"]["truncated"] = json!(true);
+    sandbox.write("masked.json", &history.to_string());
+    let (code, verdict) = replay(&sandbox, "masked.json", &machine());
+    assert_eq!(code, 1);
+    assert_eq!(verdict["identical"], false);
+    assert!(
+        verdict["masked"]
+            .as_str()
+            .unwrap()
+            .contains("input (event 1) was truncated"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn a_history_that_is_not_one_is_a_clear_error() {
+    let sandbox = Sandbox::new();
+    sandbox.write("bad.json", r#"{"executions": []}"#);
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let out = sandbox.run(&[
+        "replay",
+        sandbox.path("bad.json").to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+    ]);
+    out.assert_error(
+        2,
+        "bad.json: the history, at page 1: an object without an \"events\" list",
+    );
+}
