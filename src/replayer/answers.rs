@@ -6,7 +6,7 @@
 //! An answer takes as long on the virtual clock as it took in the recording (its `*Started`
 //! to its end), so timeouts, Waits and back-off see the same time. A recorded timeout is left
 //! to the state's own TimeoutSeconds/HeartbeatSeconds; should the definition no longer time
-//! out, the attempt fails with `States.Timeout` a second after the recorded instant. An
+//! out, the attempt fails with `States.Timeout` at a far horizon. An
 //! attempt the recording never made fails with [`NOT_RECORDED`], one whose answer the
 //! recording masked with [`MASKED`]; the comparison then names the event.
 
@@ -172,6 +172,10 @@ impl TaskRunner for RecordedAnswers {
         })
     }
 
+    fn answers_callbacks(&self) -> bool {
+        true
+    }
+
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
         let place = self.place_of(&job.task_key).unwrap_or_default();
         let Some(answer) = self.by_place.get(&place).cloned() else {
@@ -198,7 +202,8 @@ impl TaskRunner for RecordedAnswers {
                     Err(e)
                 }
                 End::TimedOut => {
-                    clock.sleep_until(now + answer.took_ms + 1000).await;
+                    // The state's own TimeoutSeconds/HeartbeatSeconds end it, as they did.
+                    clock.sleep_until(now + OPEN_HORIZON_MS).await;
                     Err(StatesError::new(
                         crate::asl::error::names::TIMEOUT,
                         "the recording timed out here; this definition did not",
