@@ -325,3 +325,63 @@ fn a_history_that_is_not_one_is_a_clear_error() {
         "bad.json: the history, at page 1: an object without an \"events\" list",
     );
 }
+
+#[test]
+fn the_written_test_of_an_identical_replay_passes_and_a_divergent_one_is_not_written() {
+    let sandbox = Sandbox::new();
+    recorded(&sandbox);
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let history = sandbox.path("history.json");
+    let dir = sandbox.path("regression");
+    let out = sandbox.run(&[
+        "replay",
+        history.to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+        "--write-test",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("recorded.sfntest.json"),
+        "{}",
+        out.stderr
+    );
+    let mocks = common::read_json(&dir.join("recorded.mocks.json"));
+    let work = &mocks["MockedResponses"]["Work (recorded)"];
+    assert_eq!(
+        work.as_object().unwrap().len(),
+        4,
+        "three items, one retried: {work}"
+    );
+    let spec = common::read_json(&dir.join("recorded.sfntest.json"));
+    assert_eq!(spec["cases"][0]["expect"]["status"], "SUCCEEDED");
+    assert_eq!(spec["cases"][0]["expect"]["output"]["recovered"], true);
+    let test = sandbox.run(&["test", dir.to_str().unwrap()]);
+    assert_eq!(test.code, 0, "{}\n{}", test.stdout, test.stderr);
+    assert!(
+        test.stdout.contains("1 passed, 0 failed"),
+        "{}",
+        test.stdout
+    );
+
+    let mut changed = machine();
+    changed["States"]["Check"]["Choices"][0]["NumericEquals"] = json!(20);
+    let changed = sandbox.write("changed.asl.json", &changed.to_string());
+    let other = sandbox.path("not-written");
+    let out = sandbox.run(&[
+        "replay",
+        history.to_str().unwrap(),
+        "--definition",
+        changed.to_str().unwrap(),
+        "--write-test",
+        other.to_str().unwrap(),
+    ]);
+    out.assert_error(1, "no test written: the replay is not identical");
+    assert!(
+        out.stdout.starts_with("diverged at event"),
+        "{}",
+        out.stdout
+    );
+    assert!(!other.exists());
+}

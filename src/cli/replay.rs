@@ -7,6 +7,7 @@ use crate::asl;
 use crate::cli::report::{self, FileReport};
 use crate::cli::EXIT_USAGE;
 use crate::loader::Reference;
+use crate::replayer::test_case::{self, DefinitionRef};
 use crate::replayer::{self, history::parse_history, Replay, Verdict};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
@@ -63,7 +64,7 @@ fn replay(args: &ReplayArgs) -> Result<ExitCode, String> {
     let recorded = parse_history(&text).map_err(|e| format!("{}: {e}", args.history.display()))?;
     let subs = args.substitutions.substitutions()?;
     let reference = Reference::parse(&args.definition);
-    let (file, _name) =
+    let (file, name) =
         crate::cli::flags::load_reference(&reference, &subs, asl::Unresolved::Refuse)
             .map_err(|e| e.to_string())?;
     let Some(machine) = file.definition.machine.clone() else {
@@ -80,9 +81,50 @@ fn replay(args: &ReplayArgs) -> Result<ExitCode, String> {
             serde_json::to_string_pretty(&as_json(&result)).unwrap_or_default()
         ),
     }
+    if let Some(dir) = &args.write_test {
+        write_test(dir, &file, name, &recorded, &result)?;
+    }
     Ok(match result.verdict {
         Verdict::Identical => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
+    })
+}
+
+/// `--write-test DIR`: an identical replay is written; otherwise it says why not (the
+/// verdict's exit status stands).
+fn write_test(
+    dir: &std::path::Path,
+    file: &crate::loader::LoadedFile,
+    name: String,
+    recorded: &[replayer::history::RecordedEvent],
+    result: &Replay,
+) -> Result<(), String> {
+    let definition = definition_ref(file, name)?;
+    match test_case::write(dir, &definition, recorded, result) {
+        Ok(spec) => errln!(
+            "wrote {} (run it: sfn-local test {})",
+            spec.display(),
+            dir.display()
+        ),
+        Err(e @ test_case::WriteTestError::NotIdentical) => errln!("{e}"),
+        Err(e) => return Err(e.to_string()),
+    }
+    Ok(())
+}
+
+/// The loaded definition as the written spec names it: absolute, so the test runs from
+/// anywhere.
+fn definition_ref(file: &crate::loader::LoadedFile, name: String) -> Result<DefinitionRef, String> {
+    let shown = file
+        .template
+        .as_deref()
+        .filter(|_| file.logical_id.is_some())
+        .unwrap_or(&file.path);
+    let path = std::fs::canonicalize(shown).map_err(|e| format!("{shown}: {e}"))?;
+    Ok(DefinitionRef {
+        path,
+        logical_id: file.logical_id.clone(),
+        machine_name: name,
     })
 }
 

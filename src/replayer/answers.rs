@@ -17,7 +17,7 @@ use crate::clock::{Clock, Millis};
 use crate::engine::history::HistoryEvent;
 use crate::engine::visits::EventView;
 use crate::tasks::{JobContext, TaskFuture, TaskRequest, TaskRunner};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -32,7 +32,7 @@ const OPEN_HORIZON_MS: Millis = 400 * 24 * 3600 * 1000;
 
 /// How a recorded attempt ended.
 #[derive(Debug, Clone)]
-enum End {
+pub(crate) enum End {
     Succeeded(Value),
     Failed(StatesError),
     TimedOut,
@@ -44,12 +44,31 @@ enum End {
 
 /// One recorded attempt.
 #[derive(Debug, Clone)]
-struct Answer {
+pub(crate) struct Answer {
     end: End,
     /// From its `*Started` (or `*Scheduled`) to its end, ms.
     took_ms: Millis,
     /// `TaskSubmitted`'s output (`.sync`, callbacks), if recorded.
     submitted: Option<Value>,
+}
+
+impl Answer {
+    /// The attempt as an entry of a MockConfigFile response (`Return`, `Throw` or
+    /// `NeverAnswers`, with its recorded `Delay`), or why it cannot be one.
+    pub(crate) fn mock_entry(&self) -> Result<Value, String> {
+        let delay = self.took_ms as f64 / 1000.0;
+        let mut entry = match &self.end {
+            End::Succeeded(v) => json!({ "Return": v }),
+            End::Failed(e) => json!({ "Throw": { "Error": e.error, "Cause": e.cause } }),
+            End::TimedOut => return Ok(json!({ "NeverAnswers": true })),
+            End::Masked(why) => return Err(why.clone()),
+            End::Open => return Err("the recording ends before this attempt did".into()),
+        };
+        if delay > 0.0 {
+            entry["Delay"] = json!(delay);
+        }
+        Ok(entry)
+    }
 }
 
 /// Every recorded attempt by the place of its `*Scheduled` event.
@@ -102,7 +121,7 @@ impl RecordedAnswers {
 
 /// The attempt whose `*Scheduled` event is at `scheduled`: the events of its visit after it,
 /// up to its end.
-fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usize) -> Answer {
+pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usize) -> Answer {
     let owner = places.tree.owner_id(scheduled);
     let mut start = recorded[scheduled].timestamp_ms;
     let mut submitted = None;

@@ -31,6 +31,7 @@ pub mod answers;
 pub mod compare;
 pub mod history;
 pub mod places;
+pub mod test_case;
 
 use crate::asl::StateMachine;
 use crate::clock::{Timekeeping, VirtualClock};
