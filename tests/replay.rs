@@ -385,3 +385,48 @@ fn the_written_test_of_an_identical_replay_passes_and_a_divergent_one_is_not_wri
     );
     assert!(!other.exists());
 }
+
+/// Past 40 iterations an inline Map starts each new iteration when an earlier one's work
+/// ends, linked to that event: which one ended first is scheduling, so a replay whose
+/// answers take their own time still matches.
+#[test]
+fn a_map_wider_than_its_concurrency_window_replays_identical() {
+    let sandbox = Sandbox::new();
+    let def = json!({"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "ItemsPath": "$.items",
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": {
+            "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": "f", "Payload.$": "$"}, "End": true}}},
+        "End": true}}});
+    let mocks = json!({
+        "StateMachines": {"wide": {"TestCases": {"T": {"Work": "R"}}}},
+        "MockedResponses": {"R": {"0-99": {"Return": {"Payload": 1}}}}
+    });
+    let mocks = sandbox.write("mocks.json", &mocks.to_string());
+    let items: Vec<u32> = (0..90).collect();
+    let input = json!({ "items": items }).to_string();
+    let flags = [
+        "--clock",
+        "virtual",
+        "--mock-config",
+        mocks.to_str().unwrap(),
+        "--test-case",
+        "T",
+        "--input",
+        &input,
+    ];
+    let out = sandbox.run_definition(&def, "wide", &flags);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let history = json!({ "events": sandbox.history("wide") });
+    let late_start = history["events"].as_array().unwrap().iter().any(|e| {
+        e["type"] == "MapIterationStarted" && e["mapIterationStartedEventDetails"]["index"] == 60
+    });
+    assert!(late_start);
+    sandbox.write("history.json", &history.to_string());
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{verdict}"
+    );
+}

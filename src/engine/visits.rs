@@ -301,25 +301,32 @@ impl Tree {
         order.sort_by_key(|&i| events[i].id);
         let by_id: std::collections::HashMap<i64, usize> =
             order.iter().map(|&i| (events[i].id, i)).collect();
+        let mut tree = Tree::empty();
+        tree.owners = vec![None; events.len()];
         let mut builder = Builder {
             events,
             by_id,
-            tree: Tree {
-                visits: Vec::new(),
-                lanes: vec![Lane {
-                    kind: LaneKind::Root,
-                    parent: None,
-                    visits: Vec::new(),
-                    iteration_end: None,
-                }],
-                owners: vec![None; events.len()],
-            },
+            tree,
             contexts: vec![None; events.len()],
         };
         for i in order {
             builder.event(i);
         }
         builder.tree
+    }
+
+    /// A tree of no events: the top-level lane alone.
+    fn empty() -> Tree {
+        Tree {
+            visits: Vec::new(),
+            lanes: vec![Lane {
+                kind: LaneKind::Root,
+                parent: None,
+                visits: Vec::new(),
+                iteration_end: None,
+            }],
+            owners: Vec::new(),
+        }
     }
 
     /// Reads a stored history.
@@ -375,6 +382,49 @@ impl Tree {
             }
         }
         at
+    }
+}
+
+/// A tree read while its history grows (a run in progress): each event is read once, when
+/// it is first given, so reading a history event by event costs what reading it whole does.
+#[derive(Debug, Clone)]
+pub struct GrowingTree {
+    tree: Tree,
+    contexts: Vec<Option<Context>>,
+    by_id: std::collections::HashMap<i64, usize>,
+}
+
+impl Default for GrowingTree {
+    fn default() -> Self {
+        GrowingTree {
+            tree: Tree::empty(),
+            contexts: Vec::new(),
+            by_id: Default::default(),
+        }
+    }
+}
+
+impl GrowingTree {
+    /// Reads the events of `events` past those given before (which must come first in it,
+    /// unchanged; new events in id order) and returns the tree of them all.
+    pub fn extend(&mut self, events: &[EventView<'_>]) -> &Tree {
+        let start = self.contexts.len().min(events.len());
+        let mut builder = Builder {
+            events,
+            by_id: std::mem::take(&mut self.by_id),
+            tree: std::mem::replace(&mut self.tree, Tree::empty()),
+            contexts: std::mem::take(&mut self.contexts),
+        };
+        builder.tree.owners.resize(events.len(), None);
+        builder.contexts.resize(events.len(), None);
+        for (i, event) in events.iter().enumerate().skip(start) {
+            builder.by_id.insert(event.id, i);
+            builder.event(i);
+        }
+        self.by_id = builder.by_id;
+        self.tree = builder.tree;
+        self.contexts = builder.contexts;
+        &self.tree
     }
 }
 

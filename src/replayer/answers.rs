@@ -11,11 +11,11 @@
 //! recording masked with [`MASKED`]; the comparison then names the event.
 
 use super::history::RecordedEvent;
-use super::places::Places;
+use super::places::{visit_place, Places};
 use crate::asl::error::StatesError;
 use crate::clock::{Clock, Millis};
 use crate::engine::history::HistoryEvent;
-use crate::engine::visits::EventView;
+use crate::engine::visits::{EventView, GrowingTree};
 use crate::tasks::{JobContext, TaskFuture, TaskRequest, TaskRunner};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -77,8 +77,8 @@ pub struct RecordedAnswers {
     clock: Arc<dyn Clock>,
     /// The re-run's events so far (the engine commits them before a Task's effects).
     rerun: Rc<RefCell<Vec<HistoryEvent>>>,
-    /// Places of the re-run's events, read again when more events came.
-    cache: RefCell<Option<(usize, Rc<Places>)>>,
+    /// The re-run's visits, read as its events come.
+    tree: RefCell<GrowingTree>,
 }
 
 impl RecordedAnswers {
@@ -99,23 +99,27 @@ impl RecordedAnswers {
             by_place,
             clock,
             rerun,
-            cache: RefCell::new(None),
+            tree: RefCell::default(),
         }
     }
 
-    /// The place of the re-run's event with replay key `key`.
+    /// The place of the re-run's `*Scheduled` event with replay key `key`, read from the
+    /// re-run's events so far (each read once, see [`GrowingTree`]).
     fn place_of(&self, key: &str) -> Option<String> {
         let events = self.rerun.borrow();
         let index = events
             .iter()
             .rposition(|e| e.replay_key.as_deref() == Some(key))?;
-        let mut cache = self.cache.borrow_mut();
-        let fresh = matches!(&*cache, Some((n, _)) if *n == events.len());
-        if !fresh {
-            let views: Vec<EventView<'_>> = events.iter().map(EventView::from).collect();
-            *cache = Some((events.len(), Rc::new(Places::of(&views))));
-        }
-        cache.as_ref().map(|(_, p)| p.event(index).to_owned())
+        let views: Vec<EventView<'_>> = events.iter().map(EventView::from).collect();
+        let mut growing = self.tree.borrow_mut();
+        let tree = growing.extend(&views);
+        let visit = tree.owner_id(index)?;
+        let attempt = tree.visits[visit].attempts.len().saturating_sub(1);
+        Some(format!(
+            "{} {}#{attempt}",
+            visit_place(tree, visit),
+            events[index].event_type.as_str()
+        ))
     }
 }
 
@@ -211,18 +215,27 @@ impl TaskRunner for RecordedAnswers {
         let clock = self.clock.clone();
         Box::pin(async move {
             let now = clock.now();
+            // An answer that took no time needs no timer (a timer costs the clock a jump).
+            let pause = |ms: Millis| {
+                let clock = clock.clone();
+                async move {
+                    if ms > 0 {
+                        clock.sleep_until(now + ms).await;
+                    }
+                }
+            };
             match answer.end {
                 End::Succeeded(v) => {
-                    clock.sleep_until(now + answer.took_ms).await;
+                    pause(answer.took_ms).await;
                     Ok(v)
                 }
                 End::Failed(e) => {
-                    clock.sleep_until(now + answer.took_ms).await;
+                    pause(answer.took_ms).await;
                     Err(e)
                 }
                 End::TimedOut => {
                     // The state's own TimeoutSeconds/HeartbeatSeconds end it, as they did.
-                    clock.sleep_until(now + OPEN_HORIZON_MS).await;
+                    pause(OPEN_HORIZON_MS).await;
                     Err(StatesError::new(
                         crate::asl::error::names::TIMEOUT,
                         "the recording timed out here; this definition did not",
@@ -230,7 +243,7 @@ impl TaskRunner for RecordedAnswers {
                 }
                 End::Masked(why) => Err(StatesError::new(MASKED, why)),
                 End::Open => {
-                    clock.sleep_until(now + OPEN_HORIZON_MS).await;
+                    pause(OPEN_HORIZON_MS).await;
                     Err(StatesError::new(NOT_RECORDED, "the recording ends here"))
                 }
             }

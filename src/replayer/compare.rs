@@ -90,7 +90,7 @@ pub fn first_divergence(
     let mut cut_short = None;
     for i in 0..recorded.events.len() {
         let found = by_place.get(recorded.places.event(i)).copied();
-        if let Some(j) = found.filter(|&j| recorded.previous_place(i) == rerun.previous_place(j)) {
+        if let Some(j) = found.filter(|&j| same_predecessor(recorded, i, rerun, j)) {
             matched.insert(j);
             let (r, n) = (&recorded.events[i], &rerun.events[j]);
             if let Some(what) = details_differ(r, n, masked) {
@@ -128,6 +128,14 @@ pub fn first_divergence(
         replayed: describe(e),
         path: rerun.places.path_to(extra),
     })
+}
+
+/// Whether the recorded event `i` and the re-run's `j` follow the same event. A Map
+/// iteration started when a slot freed follows whichever iteration's work ended first, which
+/// is scheduling, not behaviour: its place already names its Map visit and index.
+fn same_predecessor(recorded: &Side<'_>, i: usize, rerun: &Side<'_>, j: usize) -> bool {
+    recorded.events[i].event_type == "MapIterationStarted"
+        || recorded.previous_place(i) == rerun.previous_place(j)
 }
 
 /// Whether an event type closes an execution.

@@ -9,7 +9,7 @@
 //! An event's place is its visit's, its type, a Map iteration's index, and `#N` for the
 //! N-th such event there (a Task's attempts: `TaskScheduled#0`, `#1`, ...).
 
-use crate::engine::visits::{EventView, LaneKind, Tree};
+use crate::engine::visits::{EventView, LaneKind, Tree, VisitId};
 use std::collections::HashMap;
 
 /// The places of one history's visits and events.
@@ -103,6 +103,71 @@ impl Places {
     }
 }
 
+/// The place of one visit, as [`Places::of`] names it, read alone (a run in progress asks
+/// for one at a time).
+pub fn visit_place(tree: &Tree, visit: VisitId) -> String {
+    let v = &tree.visits[visit];
+    let lane = &tree.lanes[v.lane];
+    let occurrence = lane
+        .visits
+        .iter()
+        .take_while(|&&x| x != visit)
+        .filter(|&&x| tree.visits[x].state == v.state)
+        .count();
+    let parent = lane
+        .parent
+        .map(|p| visit_place(tree, p))
+        .unwrap_or_default();
+    format!(
+        "{parent}{}/{}#{occurrence}",
+        lane_label(tree, v.lane),
+        v.state
+    )
+}
+
+/// One lane's label, as [`lane_labels`] gives it.
+fn lane_label(tree: &Tree, lane: usize) -> String {
+    let base = base_label(tree, lane);
+    let Some(parent) = tree.lanes[lane].parent else {
+        return base;
+    };
+    let earlier = tree.visits[parent]
+        .lanes
+        .iter()
+        .take_while(|&&l| l != lane)
+        .filter(|&&l| same_base(tree, l, lane))
+        .count();
+    match earlier {
+        0 => base,
+        n => format!("{base}~{n}"),
+    }
+}
+
+/// Whether two lanes have the same [`base_label`] (without writing it: a Map's thousands of
+/// iterations are compared for each Task call).
+fn same_base(tree: &Tree, a: usize, b: usize) -> bool {
+    let first = |l: usize| tree.lanes[l].visits.first().map(|&v| &tree.visits[v].state);
+    match (tree.lanes[a].kind, tree.lanes[b].kind) {
+        (LaneKind::Branch, LaneKind::Branch) => first(a) == first(b),
+        (x, y) => x == y,
+    }
+}
+
+/// A lane's label before attempts are told apart.
+fn base_label(tree: &Tree, lane: usize) -> String {
+    match tree.lanes[lane].kind {
+        LaneKind::Root => String::new(),
+        LaneKind::Iteration(i) => format!("[{i}]"),
+        LaneKind::Branch => {
+            let first = tree.lanes[lane].visits.first();
+            format!(
+                "{{{}}}",
+                first.map_or("", |&v| tree.visits[v].state.as_str())
+            )
+        }
+    }
+}
+
 /// `[index]` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`).
 fn iteration_index(e: &EventView<'_>) -> String {
     e.details
@@ -115,18 +180,7 @@ fn iteration_index(e: &EventView<'_>) -> String {
 /// Each lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for a
 /// branch, with `~N` when an earlier attempt of the same Map or Parallel had a lane so named.
 fn lane_labels(tree: &Tree) -> Vec<String> {
-    let base = |lane: usize| match tree.lanes[lane].kind {
-        LaneKind::Root => String::new(),
-        LaneKind::Iteration(i) => format!("[{i}]"),
-        LaneKind::Branch => {
-            let first = tree.lanes[lane].visits.first();
-            format!(
-                "{{{}}}",
-                first.map_or("", |&v| tree.visits[v].state.as_str())
-            )
-        }
-    };
-    let mut labels: Vec<String> = (0..tree.lanes.len()).map(base).collect();
+    let mut labels: Vec<String> = (0..tree.lanes.len()).map(|l| base_label(tree, l)).collect();
     for visit in &tree.visits {
         let mut seen: HashMap<String, usize> = HashMap::new();
         for &lane in &visit.lanes {
