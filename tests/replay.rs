@@ -430,3 +430,61 @@ fn a_map_wider_than_its_concurrency_window_replays_identical() {
         "{verdict}"
     );
 }
+
+/// `replay(history, definition)` of the pytest and Jest/Vitest helpers: a parsed history (the
+/// SDKs' events) against a definition object, and files; the verdict as `--format json` has it.
+#[test]
+fn the_python_and_node_helpers_replay_a_history() {
+    let sandbox = Sandbox::new();
+    recorded(&sandbox);
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let mut changed = machine();
+    changed["States"]["Check"]["Choices"][0]["NumericEquals"] = json!(20);
+    let changed = sandbox.write("changed.asl.json", &changed.to_string());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = r#"
+import json, sys
+from sfn_local import replay
+history = json.load(open(sys.argv[1]))
+same = replay(history["events"], json.load(open(sys.argv[2])))
+other = replay(sys.argv[1], sys.argv[3])
+print(json.dumps([same["identical"], other["identical"], other["divergence"]["state"]]))
+"#;
+    let node = r#"
+const fs = require("node:fs");
+// `node -e SCRIPT A B...`: process.argv is [node, A, B, ...].
+const [, helpers, historyFile, definition, changed] = process.argv;
+const { replay } = require(helpers);
+(async () => {
+  const history = JSON.parse(fs.readFileSync(historyFile, "utf8"));
+  const same = await replay(history.events, JSON.parse(fs.readFileSync(definition, "utf8")));
+  const other = await replay(historyFile, changed);
+  console.log(JSON.stringify([same.identical, other.identical, other.divergence.state]));
+})().catch((e) => { console.error(e); process.exit(1); });
+"#;
+    let history = sandbox.path("history.json");
+    let files = [history.as_path(), def.as_path(), changed.as_path()];
+    let py = std::process::Command::new(common::deps_python_bin("python"))
+        .arg("-c")
+        .arg(python)
+        .args(files)
+        .env("PYTHONPATH", root.join("python"))
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run python");
+    let js = std::process::Command::new("node")
+        .arg("-e")
+        .arg(node)
+        .arg(root.join("npm/sfn-local/index.js"))
+        .args(files)
+        .env("SFN_LOCAL_BIN", common::bin())
+        .output()
+        .expect("run node");
+    for (name, out) in [("python", py), ("node", js)] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        let verdicts: Value = serde_json::from_str(stdout.trim()).expect(name);
+        assert_eq!(verdicts, json!([true, false, "Charge"]), "{name}: {stderr}");
+    }
+}
