@@ -13,10 +13,9 @@
 
 mod common;
 
-use common::conformance::known_failures;
-use common::{conformance_cases, definition_text, json_files, read_json};
+use common::conformance::{compile_case, known_failures};
+use common::{conformance_cases, json_files, read_json};
 use serde_json::{json, Map, Value};
-use sfn_local::asl::{compile_text, MachineType};
 use sfn_local::replayer::{history::parse_history, replay, Verdict};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,13 +82,7 @@ fn replay_case(case: &Value) -> Result<(), String> {
     let history = aws_history(case)?;
     let text = history.to_string().replace("arn:<partition>:", "arn:aws:");
     let recorded = parse_history(&text).map_err(|e| e.to_string())?;
-    let machine_type = match case["state_machine_type"].as_str() {
-        Some("EXPRESS") => MachineType::Express,
-        _ => MachineType::Standard,
-    };
-    let definition = definition_text(case).ok_or("no definition")?;
-    let (machine, diags) = compile_text(&definition, machine_type);
-    let machine = machine.ok_or_else(|| format!("definition rejected: {diags:?}"))?;
+    let (machine, _) = compile_case(case)?;
     let result = replay(&recorded, Arc::new(machine)).map_err(|e| e.to_string())?;
     match result.verdict {
         Verdict::Identical => Ok(()),
