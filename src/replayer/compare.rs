@@ -84,6 +84,9 @@ pub fn first_divergence(
             .or_default()
             .push(j);
     }
+    let recorded_places: HashSet<&str> = (0..recorded.events.len())
+        .map(|i| recorded.places.event(i))
+        .collect();
     let mut matched = HashSet::new();
     // An event the re-run never reached because a branch or iteration elsewhere ended the
     // Map or Parallel first is reported only when nothing the re-run did differently is found.
@@ -98,16 +101,14 @@ pub fn first_divergence(
             }
             continue;
         }
-        let instead = following
-            .get(recorded.previous_place(i))
-            .into_iter()
-            .flatten()
-            .copied()
-            .find(|&j| rerun.places.event(j) != recorded.places.event(i));
-        match instead {
-            Some(j) => return Some(missing(recorded, rerun, i, Some(j))),
-            None if cut_short.is_none() => cut_short = Some(missing(recorded, rerun, i, None)),
-            None => {}
+        let instead = instead_of(recorded, rerun, &following, i, &recorded_places);
+        match (instead, found) {
+            (Some(j), _) => return Some(missing(recorded, rerun, i, Some(j))),
+            (None, Some(j)) => return Some(relinked(recorded, rerun, i, j)),
+            (None, None) if cut_short.is_none() => {
+                cut_short = Some(missing(recorded, rerun, i, None))
+            }
+            (None, None) => {}
         }
     }
     if cut_short.is_some() {
@@ -128,6 +129,22 @@ pub fn first_divergence(
         replayed: describe(e),
         path: rerun.places.path_to(extra),
     })
+}
+
+/// What the re-run did after the event the recorded event `i` follows, in its place: an event
+/// the recording never had.
+fn instead_of(
+    recorded: &Side<'_>,
+    rerun: &Side<'_>,
+    following: &HashMap<&str, Vec<usize>>,
+    i: usize,
+    recorded_places: &HashSet<&str>,
+) -> Option<usize> {
+    following
+        .get(recorded.previous_place(i))?
+        .iter()
+        .find(|&&j| !recorded_places.contains(rerun.places.event(j)))
+        .copied()
 }
 
 /// Whether the recorded event `i` and the re-run's `j` follow the same event. A Map
@@ -161,6 +178,23 @@ fn missing(recorded: &Side<'_>, rerun: &Side<'_>, i: usize, instead: Option<usiz
         p => format!("after event {p} the definition did something else"),
     };
     divergence(recorded, i, what, describe(r), replayed)
+}
+
+/// The recorded event `i` and the re-run's `j` are the same event in the same place, but
+/// follow different events (AWS's `previousEventId` chain differs).
+fn relinked(recorded: &Side<'_>, rerun: &Side<'_>, i: usize, j: usize) -> Divergence {
+    let after = |side: &Side<'_>, k: usize| match side.events[k].previous_event_id {
+        0 => "nothing".to_owned(),
+        p => format!("{} (its event {p})", side.events[p as usize - 1].event_type),
+    };
+    let was = format!(
+        "{} after {}",
+        describe(&recorded.events[i]),
+        after(recorded, i)
+    );
+    let did = format!("{} after {}", describe(&rerun.events[j]), after(rerun, j));
+    let what = "the event follows another event than recorded".to_owned();
+    divergence(recorded, i, what, was, did)
 }
 
 fn divergence(recorded: &Side<'_>, i: usize, what: String, was: String, did: String) -> Divergence {
@@ -252,7 +286,7 @@ pub fn describe(e: &RecordedEvent) -> String {
     if let Some(name) = d["name"].as_str() {
         line.push_str(&format!(" {name}"));
     }
-    for field in ["error", "cause"] {
+    for field in ["resource", "error", "cause"] {
         if let Some(text) = d[field].as_str() {
             line.push_str(&format!(" {field} {}", shorten(text)));
         }
