@@ -15,7 +15,7 @@ use super::places::{visit_place, Places};
 use crate::asl::error::StatesError;
 use crate::clock::{Clock, Millis};
 use crate::engine::history::HistoryEvent;
-use crate::engine::visits::{EventView, GrowingTree};
+use crate::engine::visits::GrowingTree;
 use crate::tasks::{JobContext, TaskFuture, TaskRequest, TaskRunner};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -110,9 +110,8 @@ impl RecordedAnswers {
         let index = events
             .iter()
             .rposition(|e| e.replay_key.as_deref() == Some(key))?;
-        let views: Vec<EventView<'_>> = events.iter().map(EventView::from).collect();
         let mut growing = self.tree.borrow_mut();
-        let tree = growing.extend(&views);
+        let tree = growing.extend(&events[..]);
         let visit = tree.owner_id(index)?;
         let attempt = tree.visits[visit].attempts.len().saturating_sub(1);
         Some(format!(
@@ -140,10 +139,10 @@ pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usi
             start = e.timestamp_ms;
             continue;
         } else if ty == "TaskSubmitted" {
-            submitted = payload(&d, "output").ok();
+            submitted = payload(d, "output").ok();
             continue;
         } else if ty.ends_with("Succeeded") {
-            match payload(&d, "output") {
+            match payload(d, "output") {
                 Ok(v) => End::Succeeded(v),
                 Err(why) => End::Masked(format!("the result of event {} ({ty}) {why}", e.id)),
             }

@@ -225,7 +225,10 @@ fn details_differ(
         }
     }
     for field in PAYLOADS {
-        let theirs = match payload(&rd, field) {
+        if rd[field] == nd[field] && rd[format!("{field}Details")]["truncated"] != true {
+            continue; // the same text: nothing to parse
+        }
+        let theirs = match payload(rd, field) {
             Ok(v) => v,
             Err(why) => {
                 masked.push(format!(
@@ -235,7 +238,7 @@ fn details_differ(
                 continue;
             }
         };
-        let ours = payload(&nd, field).unwrap_or(Value::Null);
+        let ours = payload(nd, field).unwrap_or(Value::Null);
         if normalised(theirs) != normalised(ours) {
             return Some(match (*field, r.event_type.as_str()) {
                 ("parameters", _) => {

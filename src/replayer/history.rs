@@ -23,6 +23,8 @@ pub struct RecordedEvent {
     pub timestamp_ms: Millis,
     /// The `*EventDetails` object as JSON text, when the event has one.
     pub details: Option<String>,
+    /// The same, parsed once (an empty object when there are none).
+    parsed: Value,
 }
 
 impl RecordedEvent {
@@ -39,11 +41,8 @@ impl RecordedEvent {
     }
 
     /// The details, parsed (an empty object when there are none).
-    pub fn details_value(&self) -> Value {
-        self.details
-            .as_deref()
-            .and_then(|d| serde_json::from_str(d).ok())
-            .unwrap_or_else(|| Value::Object(Default::default()))
+    pub fn details_value(&self) -> &Value {
+        &self.parsed
     }
 }
 
@@ -55,6 +54,11 @@ impl From<&HistoryEvent> for RecordedEvent {
             event_type: e.event_type.as_str().to_owned(),
             timestamp_ms: e.timestamp,
             details: e.details.clone(),
+            parsed: e
+                .details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok())
+                .unwrap_or_else(empty),
         }
     }
 }
@@ -152,17 +156,22 @@ fn event(raw: &Value) -> Result<RecordedEvent, String> {
         Some(t) => timestamp(t).ok_or_else(|| format!("event {id}: unreadable timestamp {t}"))?,
         None => return Err(format!("event {id} has no \"timestamp\"")),
     };
-    let details = m
+    let parsed = m
         .iter()
         .find(|(k, v)| k.ends_with("EventDetails") && v.is_object())
-        .map(|(_, v)| v.to_string());
+        .map(|(_, v)| v.clone());
     Ok(RecordedEvent {
         id,
         previous_event_id,
         event_type,
         timestamp_ms,
-        details,
+        details: parsed.as_ref().map(Value::to_string),
+        parsed: parsed.unwrap_or_else(empty),
     })
+}
+
+fn empty() -> Value {
+    Value::Object(Default::default())
 }
 
 /// An ISO 8601 timestamp (the AWS CLI's and ours) or epoch seconds (the CLI with

@@ -16,7 +16,7 @@
 //! let recorded = parse_history(r#"{"events":[
 //!  {"id":1,"previousEventId":0,"type":"ExecutionStarted","timestamp":0,
 //!   "executionStartedEventDetails":{"input":"{}"}},
-//!  {"id":2,"previousEventId":1,"type":"PassStateEntered","timestamp":0,
+//!  {"id":2,"previousEventId":0,"type":"PassStateEntered","timestamp":0,
 //!   "stateEnteredEventDetails":{"name":"P","input":"{}"}},
 //!  {"id":3,"previousEventId":2,"type":"PassStateExited","timestamp":0,
 //!   "stateExitedEventDetails":{"name":"P","output":"2"}},
@@ -102,7 +102,7 @@ pub fn replay(
         why: "it holds no events".into(),
     })?;
     let details = started.details_value();
-    let input = match answers::payload(&details, "input") {
+    let input = match answers::payload(details, "input") {
         Ok(v) => v,
         Err(why) => {
             return Ok(masked_input(
@@ -113,7 +113,7 @@ pub fn replay(
     };
     let views: Vec<_> = recorded.iter().map(RecordedEvent::view).collect();
     let recorded_places = Places::of(&views);
-    let (outcome, rerun) = rerun(recorded, &recorded_places, &details, &input, machine)?;
+    let (outcome, rerun) = rerun(recorded, &recorded_places, details, &input, machine)?;
     let rerun_views: Vec<_> = rerun.iter().map(RecordedEvent::view).collect();
     let rerun_places = Places::of(&rerun_views);
     let mut masked = Vec::new();
