@@ -488,3 +488,44 @@ const { replay } = require(helpers);
         assert_eq!(verdicts, json!([true, false, "Charge"]), "{name}: {stderr}");
     }
 }
+
+/// A Task result AWS truncated (over 256 KiB) stops the replay at that Task, named; a
+/// truncated state output is left out of the comparison with a note.
+#[test]
+fn a_truncated_task_result_is_named_and_a_truncated_output_is_not_compared() {
+    let sandbox = Sandbox::new();
+    let mut history = recorded(&sandbox);
+    let events = history["events"].as_array_mut().unwrap();
+    let exited = events
+        .iter_mut()
+        .find(|e| e["type"] == "PassStateExited")
+        .unwrap();
+    exited["stateExitedEventDetails"]["outputDetails"]["truncated"] = json!(true);
+    exited["stateExitedEventDetails"]["output"] = json!("{\"items\": [{\"n\": 1}, {\"n\"");
+    sandbox.write("output-masked.json", &history.to_string());
+    let (code, verdict) = replay(&sandbox, "output-masked.json", &machine());
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{verdict}"
+    );
+    let note = verdict["notCompared"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("the output of event 3 (PassStateExited) was truncated"),
+        "{note}"
+    );
+
+    let events = history["events"].as_array_mut().unwrap();
+    let succeeded = events
+        .iter_mut()
+        .find(|e| e["type"] == "TaskSucceeded")
+        .unwrap();
+    let id = succeeded["id"].clone();
+    succeeded["taskSucceededEventDetails"]["outputDetails"]["truncated"] = json!(true);
+    sandbox.write("result-masked.json", &history.to_string());
+    let (code, verdict) = replay(&sandbox, "result-masked.json", &machine());
+    assert_eq!(code, 1, "{verdict}");
+    let masked = verdict["masked"].as_str().unwrap();
+    let want = format!("the result of event {id} (TaskSucceeded) was truncated by AWS");
+    assert!(masked.contains(&want), "{masked}");
+}
