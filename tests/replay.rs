@@ -529,3 +529,37 @@ fn a_truncated_task_result_is_named_and_a_truncated_output_is_not_compared() {
     let want = format!("the result of event {id} (TaskSucceeded) was truncated by AWS");
     assert!(masked.contains(&want), "{masked}");
 }
+
+/// A Map retried as a whole opens its iterations again under the same indices: each attempt's
+/// iterations are places of their own.
+#[test]
+fn a_retried_map_replays_identical() {
+    let sandbox = Sandbox::new();
+    let def = json!({"StartAt": "Each", "States": {"Each": {
+        "Type": "Map", "ItemsPath": "$.items",
+        "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2}],
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": {"Type": "Fail", "Error": "X"}}},
+        "End": true}}});
+    let out = sandbox.run_definition(
+        &def,
+        "retried",
+        &["--clock", "virtual", "--input", r#"{"items": [1, 2]}"#],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let history = json!({ "events": sandbox.history("retried") });
+    let starts = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "MapStateStarted")
+        .count();
+    assert_eq!(starts, 3);
+    sandbox.write("history.json", &history.to_string());
+    let (code, verdict) = replay(&sandbox, "history.json", &def);
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{verdict}"
+    );
+    assert_eq!(verdict["status"], "FAILED");
+}

@@ -193,3 +193,83 @@ fn lane_labels(tree: &Tree) -> Vec<String> {
     }
     labels
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Parallel of two branches, then a Map whose first attempt fails and is retried: the
+    /// lanes are told apart by first state, index and attempt, and a visit named alone
+    /// ([`visit_place`], as the replay's runner does) gets the name [`Places::of`] gives.
+    #[test]
+    fn places_name_branches_iterations_and_attempts_alike_alone_and_in_bulk() {
+        let raw: &[(i64, i64, &str, &str)] = &[
+            (1, 0, "ExecutionStarted", "{}"),
+            (2, 0, "ParallelStateEntered", r#"{"name":"Both"}"#),
+            (3, 2, "ParallelStateStarted", "{}"),
+            (4, 3, "TaskStateEntered", r#"{"name":"Left"}"#),
+            (5, 3, "TaskStateEntered", r#"{"name":"Right"}"#),
+            (6, 4, "TaskStateExited", r#"{"name":"Left"}"#),
+            (7, 5, "TaskStateExited", r#"{"name":"Right"}"#),
+            (8, 7, "ParallelStateSucceeded", "{}"),
+            (9, 8, "ParallelStateExited", r#"{"name":"Both"}"#),
+            (10, 9, "MapStateEntered", r#"{"name":"Each"}"#),
+            (11, 10, "MapStateStarted", r#"{"length":1}"#),
+            (
+                12,
+                11,
+                "MapIterationStarted",
+                r#"{"name":"Each","index":0}"#,
+            ),
+            (13, 12, "FailStateEntered", r#"{"name":"Work"}"#),
+            (14, 13, "MapIterationFailed", r#"{"name":"Each","index":0}"#),
+            // A Retry of the Map: its next attempt starts from the failure, as sfn-local and
+            // AWS link it.
+            (15, 13, "MapStateStarted", r#"{"length":1}"#),
+            (
+                16,
+                15,
+                "MapIterationStarted",
+                r#"{"name":"Each","index":0}"#,
+            ),
+            (17, 16, "FailStateEntered", r#"{"name":"Work"}"#),
+        ];
+        let events: Vec<EventView<'_>> = raw
+            .iter()
+            .map(|&(id, prev, ty, d)| EventView {
+                id,
+                previous_event_id: prev,
+                event_type: ty,
+                timestamp_ms: 0,
+                details: Some(d),
+                replay_key: None,
+            })
+            .collect();
+        let places = Places::of(&events);
+        let named: Vec<&str> = [3, 4, 12, 16]
+            .iter()
+            .map(|&i| places.visit_of(i).unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "/Both#0{Left}/Left#0",
+                "/Both#0{Right}/Right#0",
+                "/Each#0[0]/Work#0",
+                "/Each#0[0]~1/Work#0"
+            ]
+        );
+        for i in 0..events.len() {
+            if let Some(v) = places.tree.owner_id(i) {
+                assert_eq!(
+                    places.visit_of(i),
+                    Some(visit_place(&places.tree, v).as_str()),
+                    "event {}",
+                    i + 1
+                );
+            }
+        }
+        assert_eq!(places.event(11), "/Each#0 MapIterationStarted[0]#0");
+        assert_eq!(places.event(15), "/Each#0 MapIterationStarted[0]#1");
+    }
+}
