@@ -563,3 +563,26 @@ fn a_retried_map_replays_identical() {
     );
     assert_eq!(verdict["status"], "FAILED");
 }
+
+/// A history fetched while the execution still ran is compared as far as it goes, and says so.
+#[test]
+fn a_recording_of_a_running_execution_is_compared_as_far_as_it_goes() {
+    let sandbox = Sandbox::new();
+    let history = recorded(&sandbox);
+    let head: Vec<Value> = history["events"].as_array().unwrap()[..20].to_vec();
+    sandbox.write("running.json", &json!({ "events": head }).to_string());
+    let def = sandbox.write("shop.asl.json", &machine().to_string());
+    let out = sandbox.run(&[
+        "replay",
+        sandbox.path("running.json").to_str().unwrap(),
+        "--definition",
+        def.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout.trim(),
+        "identical as far as the recording goes (it ends at event 20, before the execution ended)"
+    );
+    let (_, verdict) = replay(&sandbox, "running.json", &machine());
+    assert_eq!(verdict["recordingComplete"], false);
+}

@@ -133,7 +133,11 @@ fn print_text(result: &Replay) {
         warnln!("note: not compared: {m}");
     }
     match &result.verdict {
-        Verdict::Identical => outln!("identical"),
+        Verdict::Identical if result.recording_complete => outln!("identical"),
+        Verdict::Identical => outln!(
+            "identical as far as the recording goes (it ends at event {}, before the execution ended)",
+            result.recorded_events
+        ),
         Verdict::Masked(why) => outln!("cannot tell: {why}"),
         Verdict::Diverged(d) => {
             let state = d
@@ -163,6 +167,7 @@ fn as_json(result: &Replay) -> Value {
         "masked": masked,
         "notCompared": result.masked,
         "recordedEvents": result.recorded_events,
+        "recordingComplete": result.recording_complete,
         "replayedEvents": result.replayed_events,
         "status": result.outcome.status.as_str(),
     })

@@ -83,6 +83,9 @@ pub struct Replay {
     pub input: Value,
     /// How many events the recording holds.
     pub recorded_events: usize,
+    /// Whether the recording ends with the execution's end (a history fetched while the
+    /// execution ran is compared as far as it goes).
+    pub recording_complete: bool,
     /// How many the re-run wrote.
     pub replayed_events: usize,
     /// Masked parts of the recording the comparison skipped.
@@ -140,6 +143,9 @@ pub fn replay(
         outcome,
         input,
         recorded_events: recorded.len(),
+        recording_complete: recorded
+            .last()
+            .is_some_and(|e| compare::ends_execution(&e.event_type)),
         replayed_events: rerun.len(),
         masked,
         rerun,
@@ -165,6 +171,7 @@ fn masked_input(recorded: &[RecordedEvent], why: String) -> Replay {
         },
         input: Value::Null,
         recorded_events: recorded.len(),
+        recording_complete: false,
         replayed_events: 0,
         masked: Vec::new(),
         rerun: Vec::new(),
