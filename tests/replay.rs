@@ -83,6 +83,30 @@ fn recorded(sandbox: &Sandbox) -> Value {
     history
 }
 
+/// `replay HISTORY --definition DEF EXTRA...` (files of the sandbox), as printed.
+fn replay_files(
+    sandbox: &Sandbox,
+    history: &str,
+    definition: &str,
+    extra: &[&str],
+) -> common::Output {
+    let history = sandbox.path(history);
+    let definition = sandbox.path(definition);
+    let mut args = vec![
+        "replay",
+        history.to_str().unwrap(),
+        "--definition",
+        definition.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    sandbox.run(&args)
+}
+
+/// The machine written as `shop.asl.json`, for [`replay_files`].
+fn write_machine(sandbox: &Sandbox) {
+    sandbox.write("shop.asl.json", &machine().to_string());
+}
+
 /// `replay HISTORY --definition DEF --format json`.
 fn replay(sandbox: &Sandbox, history: &str, definition: &Value) -> (i32, Value) {
     let def = sandbox.write("changed.asl.json", &definition.to_string());
@@ -127,13 +151,8 @@ fn own_run_with_a_map_a_retry_and_a_catch_replays_identical() {
         .filter_map(|e| e["type"].as_str())
         .collect();
     assert!(types.contains(&"MapIterationStarted") && types.contains(&"TaskFailed"));
-    let def = sandbox.write("shop.asl.json", &machine().to_string());
-    let out = sandbox.run(&[
-        "replay",
-        sandbox.path("history.json").to_str().unwrap(),
-        "--definition",
-        def.to_str().unwrap(),
-    ]);
+    write_machine(&sandbox);
+    let out = replay_files(&sandbox, "history.json", "shop.asl.json", &[]);
     assert_eq!(
         (out.code, out.stdout.trim()),
         (0, "identical"),
@@ -175,13 +194,8 @@ fn several_pages_concatenated_reversed_or_a_bare_list_are_read_whole() {
         missing.push_str(&json!({"events": chunk}).to_string());
     }
     sandbox.write("missing.json", &missing);
-    let def = sandbox.write("shop.asl.json", &machine().to_string());
-    let out = sandbox.run(&[
-        "replay",
-        sandbox.path("missing.json").to_str().unwrap(),
-        "--definition",
-        def.to_str().unwrap(),
-    ]);
+    write_machine(&sandbox);
+    let out = replay_files(&sandbox, "missing.json", "shop.asl.json", &[]);
     out.assert_error(2, "events 1 to 7 are missing (a page left out?)");
 }
 
@@ -313,13 +327,8 @@ fn a_masked_input_is_named_not_guessed() {
 fn a_history_that_is_not_one_is_a_clear_error() {
     let sandbox = Sandbox::new();
     sandbox.write("bad.json", r#"{"executions": []}"#);
-    let def = sandbox.write("shop.asl.json", &machine().to_string());
-    let out = sandbox.run(&[
-        "replay",
-        sandbox.path("bad.json").to_str().unwrap(),
-        "--definition",
-        def.to_str().unwrap(),
-    ]);
+    write_machine(&sandbox);
+    let out = replay_files(&sandbox, "bad.json", "shop.asl.json", &[]);
     out.assert_error(
         2,
         "bad.json: the history, at page 1: an object without an \"events\" list",
@@ -330,17 +339,14 @@ fn a_history_that_is_not_one_is_a_clear_error() {
 fn the_written_test_of_an_identical_replay_passes_and_a_divergent_one_is_not_written() {
     let sandbox = Sandbox::new();
     recorded(&sandbox);
-    let def = sandbox.write("shop.asl.json", &machine().to_string());
-    let history = sandbox.path("history.json");
+    write_machine(&sandbox);
     let dir = sandbox.path("regression");
-    let out = sandbox.run(&[
-        "replay",
-        history.to_str().unwrap(),
-        "--definition",
-        def.to_str().unwrap(),
-        "--write-test",
-        dir.to_str().unwrap(),
-    ]);
+    let out = replay_files(
+        &sandbox,
+        "history.json",
+        "shop.asl.json",
+        &["--write-test", dir.to_str().unwrap()],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("recorded.sfntest.json"),
@@ -367,16 +373,14 @@ fn the_written_test_of_an_identical_replay_passes_and_a_divergent_one_is_not_wri
 
     let mut changed = machine();
     changed["States"]["Check"]["Choices"][0]["NumericEquals"] = json!(20);
-    let changed = sandbox.write("changed.asl.json", &changed.to_string());
+    sandbox.write("changed.asl.json", &changed.to_string());
     let other = sandbox.path("not-written");
-    let out = sandbox.run(&[
-        "replay",
-        history.to_str().unwrap(),
-        "--definition",
-        changed.to_str().unwrap(),
-        "--write-test",
-        other.to_str().unwrap(),
-    ]);
+    let out = replay_files(
+        &sandbox,
+        "history.json",
+        "changed.asl.json",
+        &["--write-test", other.to_str().unwrap()],
+    );
     out.assert_error(1, "no test written: the replay is not identical");
     assert!(
         out.stdout.starts_with("diverged at event"),
@@ -571,13 +575,8 @@ fn a_recording_of_a_running_execution_is_compared_as_far_as_it_goes() {
     let history = recorded(&sandbox);
     let head: Vec<Value> = history["events"].as_array().unwrap()[..20].to_vec();
     sandbox.write("running.json", &json!({ "events": head }).to_string());
-    let def = sandbox.write("shop.asl.json", &machine().to_string());
-    let out = sandbox.run(&[
-        "replay",
-        sandbox.path("running.json").to_str().unwrap(),
-        "--definition",
-        def.to_str().unwrap(),
-    ]);
+    write_machine(&sandbox);
+    let out = replay_files(&sandbox, "running.json", "shop.asl.json", &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout.trim(),
