@@ -18,6 +18,8 @@
 //!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
+//! - [`replayer`]: a recorded history (AWS's or ours) re-run against a definition with the
+//!   recording's input, Task answers and time, and compared event by event (`sfn-local replay`).
 //! - [`cli`]: the commands; no logic that the library does not own.
 //! - [`lsp`]: the language server (`sfn-local lsp`): `validate`'s diagnostics, navigation and
 //!   edits in the editor, from the same validator and source maps.
@@ -46,6 +48,7 @@ pub mod loader;
 pub mod lsp;
 pub mod memory;
 pub mod random;
+pub mod replayer;
 pub mod serve;
 pub mod store;
 pub mod suggest;

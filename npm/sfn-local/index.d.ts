@@ -119,3 +119,29 @@ export function explainEnded(
   servers?: Record<string, { db: string; binary: string }>,
 ): string | null;
 export function answerTask(client: SFNClient, taskToken: string, output?: unknown, failure?: { error?: string; cause?: string }): Promise<void>;
+
+/** Where a replay first did something else than the recording (`sfn-local replay`). */
+export interface Divergence {
+  /** The recorded event's id. */
+  event: number;
+  state: string | null;
+  /** What differs, in a sentence. */
+  what: string;
+  recorded: string;
+  replayed: string;
+  /** The states that led there, outermost first. */
+  path: string[];
+}
+/** The verdict of `replay`. */
+export interface ReplayVerdict {
+  identical: boolean;
+  divergence: Divergence | null;
+  /** Why the replay could not go on (a part of the recording AWS masked), if so. */
+  masked: string | null;
+  notCompared: string[];
+  recordedEvents: number;
+  replayedEvents: number;
+  status: string;
+}
+/** Replays a recorded history (a file, `{events}` or the events) against a definition (a file or an object). */
+export function replay(history: string | object | any[], definition: string | object, opts?: { writeTest?: string }): Promise<ReplayVerdict>;

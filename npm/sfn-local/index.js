@@ -378,6 +378,39 @@ async function globalServer(options = {}, rootDir = process.cwd()) {
   return { server, teardown };
 }
 
+/** A path as it is; a parsed value (an object, or a list of events) written as JSON in `dir`. */
+function asFile(value, dir, name) {
+  if (typeof value === "string") return value;
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(Array.isArray(value) ? { events: value } : value));
+  return file;
+}
+
+/**
+ * Replays a recorded execution against `definition` (`sfn-local replay --format json`): the
+ * verdict `{identical, divergence: {event, state, what, recorded, replayed, path} | null, ...}`.
+ * `history`: a file (the AWS CLI's get-execution-history output, pages concatenated), or the
+ * parsed history (`{events: [...]}` or the events, e.g. the SDK's GetExecutionHistory pages'
+ * events); `definition`: a file, `template.yaml#LogicalId`, `cdk.out#LogicalId`, or the
+ * definition as an object. `writeTest`: a folder to keep an identical replay in as a test.
+ */
+async function replay(history, definition, { writeTest } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sfn-local-replay-"));
+  try {
+    const args = ["replay", asFile(history, dir, "history.json")];
+    args.push("--definition", asFile(definition, dir, "definition.asl.json"), "--format", "json");
+    if (writeTest) args.push("--write-test", writeTest);
+    const stdout = await new Promise((resolve, reject) => {
+      execFile(binaryPath(), args, { maxBuffer: 64 * 1024 * 1024 }, (err, out, stderr) =>
+        err && err.code !== 1 ? reject(new Error(`sfn-local replay: ${stderr || err.message}`)) : resolve(out),
+      );
+    });
+    return JSON.parse(stdout);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 module.exports = {
   ANY_ROLE,
   explainEnded,
@@ -389,6 +422,7 @@ module.exports = {
   clockNow,
   connect,
   createStateMachine,
+  replay,
   serve,
   sfnClient,
   skipToNextDeadline,

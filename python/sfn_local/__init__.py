@@ -33,6 +33,7 @@ __all__ = [
     "create_state_machine",
     "explain_execution",
     "find_binary",
+    "replay",
     "serve",
     "skip_to_next_deadline",
     "start_and_wait",
@@ -428,3 +429,46 @@ def explain_execution(server: SfnLocal, execution_arn: str) -> Optional[str]:
         block.append(line)
     status = described[0].rsplit("(", 1)[-1].rstrip(")")
     return "\n".join([f"{execution_arn} ({status})", *("  " + line for line in block)])
+
+
+def replay(history: Union[PathLike, Mapping[str, Any], Sequence[Any], str],
+           definition: Union[PathLike, Mapping[str, Any]], binary: Optional[PathLike] = None,
+           write_test: Optional[PathLike] = None) -> Dict[str, Any]:
+    """Replays a recorded execution against ``definition`` (``sfn-local replay --format json``).
+
+    ``history``: a file (``aws stepfunctions get-execution-history --output json``, pages
+    concatenated, or sfn-local's own), or the parsed history (``{"events": [...]}`` or the list of
+    events, e.g. boto3's ``get_execution_history(...)["events"]``). ``definition``: a file,
+    ``template.yaml#LogicalId``, ``cdk.out#LogicalId``, or the definition itself as a dict.
+    Returns the verdict: ``{"identical": bool, "divergence": {"event", "state", "what",
+    "recorded", "replayed", "path"} or None, "masked", "notCompared", ...}``. With
+    ``write_test``, an identical replay is also written there as a ``sfn-local test`` suite.
+    Raises ``SfnLocalError`` when the history or the definition cannot be read."""
+    with tempfile.TemporaryDirectory(prefix="sfn-local-replay-") as scratch:
+        history_path = _as_file(history, Path(scratch, "history.json"))
+        definition_path = _as_file(definition, Path(scratch, "definition.asl.json"))
+        args = [find_binary(binary), "replay", history_path, "--definition", definition_path,
+                "--format", "json"]
+        if write_test is not None:
+            args += ["--write-test", str(write_test)]
+        done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SfnLocalError(f"sfn-local replay: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def _as_file(value: Any, scratch: Path) -> str:
+    """A path as it is; a parsed value (dict, list, or boto3's datetimes inside) written as JSON."""
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    if isinstance(value, list):
+        value = {"events": value}
+    scratch.write_text(json.dumps(value, default=_json_default))
+    return str(scratch)
+
+
+def _json_default(value: Any) -> Any:
+    """boto3 returns timestamps as datetimes; the history keeps them as ISO 8601 text."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

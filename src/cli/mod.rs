@@ -56,6 +56,7 @@ pub mod output;
 pub mod param;
 pub mod progress;
 pub mod redrive;
+pub mod replay;
 pub mod report;
 pub mod resume;
 pub mod run;
@@ -99,6 +100,8 @@ pub enum Command {
     StartExecution(start::StartArgs),
     /// Continue RUNNING executions whose runner is gone (killed, crashed, Ctrl-C).
     Resume(resume::ResumeArgs),
+    /// Re-run a recorded execution (AWS's or sfn-local's history) against a definition; print `identical` or the first divergence.
+    Replay(replay::ReplayArgs),
     /// Continue a FAILED, TIMED_OUT or ABORTED execution from what did not succeed (AWS's RedriveExecution).
     RedriveExecution(redrive::RedriveArgs),
     /// Print an execution as AWS's DescribeExecution does.
@@ -151,6 +154,7 @@ impl Command {
             Command::StartExecution(args) => start::run(args),
             Command::Resume(args) => resume::run(args),
             Command::RedriveExecution(args) => redrive::run(args),
+            Command::Replay(args) => replay::run(args),
             Command::DescribeExecution(args) => executions::describe(args),
             Command::GetExecutionHistory(args) => executions::history(args),
             Command::ListExecutions(args) => executions::list(args),

@@ -45,12 +45,27 @@ pub async fn run_in_memory(
     options: EngineOptions,
 ) -> (Outcome, Vec<HistoryEvent>) {
     let sink = MemorySink::default();
+    let outcome = run_into(&sink, machine, info, input, clock, tasks, options).await;
+    let events = sink.events.take();
+    (outcome, events)
+}
+
+/// [`run_in_memory`] writing to `sink`, which others may read while the run goes on (the
+/// engine hands it every event before a Task's effects).
+pub async fn run_into(
+    sink: &MemorySink,
+    machine: Arc<StateMachine>,
+    info: ExecutionInfo,
+    input: serde_json::Value,
+    clock: Arc<dyn Clock>,
+    tasks: Rc<dyn TaskRunner>,
+    options: EngineOptions,
+) -> Outcome {
     let history = History::new(1, Box::new(sink.clone()), options.max_history_events)
         .with_compat(options.compat);
     let engine = Engine::new(machine, info, input, history, clock, tasks);
     let outcome = engine.run().await;
     let _ = engine.committed().await;
     drop(engine);
-    let events = sink.events.take();
-    (outcome, events)
+    outcome
 }

@@ -301,25 +301,32 @@ impl Tree {
         order.sort_by_key(|&i| events[i].id);
         let by_id: std::collections::HashMap<i64, usize> =
             order.iter().map(|&i| (events[i].id, i)).collect();
+        let mut tree = Tree::empty();
+        tree.owners = vec![None; events.len()];
         let mut builder = Builder {
             events,
             by_id,
-            tree: Tree {
-                visits: Vec::new(),
-                lanes: vec![Lane {
-                    kind: LaneKind::Root,
-                    parent: None,
-                    visits: Vec::new(),
-                    iteration_end: None,
-                }],
-                owners: vec![None; events.len()],
-            },
+            tree,
             contexts: vec![None; events.len()],
         };
         for i in order {
             builder.event(i);
         }
         builder.tree
+    }
+
+    /// A tree of no events: the top-level lane alone.
+    fn empty() -> Tree {
+        Tree {
+            visits: Vec::new(),
+            lanes: vec![Lane {
+                kind: LaneKind::Root,
+                parent: None,
+                visits: Vec::new(),
+                iteration_end: None,
+            }],
+            owners: Vec::new(),
+        }
     }
 
     /// Reads a stored history.
@@ -335,6 +342,11 @@ impl Tree {
             .copied()
             .flatten()
             .map(|v| &self.visits[v])
+    }
+
+    /// The id of the visit an event (by its index in the events given) belongs to.
+    pub fn owner_id(&self, event: usize) -> Option<VisitId> {
+        self.owners.get(event).copied().flatten()
     }
 
     /// The visit entered after `visit` in its lane.
@@ -373,14 +385,84 @@ impl Tree {
     }
 }
 
-struct Builder<'e, 'a> {
-    events: &'e [EventView<'a>],
+/// A tree read while its history grows (a run in progress): each event is read once, when
+/// it is first given, so reading a history event by event costs what reading it whole does.
+#[derive(Debug, Clone)]
+pub struct GrowingTree {
+    tree: Tree,
+    contexts: Vec<Option<Context>>,
+    by_id: std::collections::HashMap<i64, usize>,
+}
+
+impl Default for GrowingTree {
+    fn default() -> Self {
+        GrowingTree {
+            tree: Tree::empty(),
+            contexts: Vec::new(),
+            by_id: Default::default(),
+        }
+    }
+}
+
+impl GrowingTree {
+    /// Reads the events of `events` past those given before (which must come first in it,
+    /// unchanged; new events in id order) and returns the tree of them all.
+    pub fn extend<E: EventList + ?Sized>(&mut self, events: &E) -> &Tree {
+        let start = self.contexts.len().min(events.count());
+        let mut builder = Builder {
+            events,
+            by_id: std::mem::take(&mut self.by_id),
+            tree: std::mem::replace(&mut self.tree, Tree::empty()),
+            contexts: std::mem::take(&mut self.contexts),
+        };
+        builder.tree.owners.resize(events.count(), None);
+        builder.contexts.resize(events.count(), None);
+        for i in start..events.count() {
+            builder.by_id.insert(events.at(i).id, i);
+            builder.event(i);
+        }
+        self.by_id = builder.by_id;
+        self.tree = builder.tree;
+        self.contexts = builder.contexts;
+        &self.tree
+    }
+}
+
+/// Events read by index: views already made, or the engine's own events (a run in progress
+/// is read without making views of its whole history at each look).
+pub trait EventList {
+    /// The event at `i`.
+    fn at(&self, i: usize) -> EventView<'_>;
+    /// How many there are.
+    fn count(&self) -> usize;
+}
+
+impl EventList for [EventView<'_>] {
+    fn at(&self, i: usize) -> EventView<'_> {
+        self[i]
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl EventList for [crate::engine::history::HistoryEvent] {
+    fn at(&self, i: usize) -> EventView<'_> {
+        EventView::from(&self[i])
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+struct Builder<'e, E: EventList + ?Sized> {
+    events: &'e E,
     by_id: std::collections::HashMap<i64, usize>,
     tree: Tree,
     contexts: Vec<Option<Context>>,
 }
 
-impl Builder<'_, '_> {
+impl<E: EventList + ?Sized> Builder<'_, E> {
     /// The context the event at `i` points at (the top level for none).
     fn before(&self, i: usize) -> (Option<usize>, Context) {
         let root = Context {
@@ -388,13 +470,16 @@ impl Builder<'_, '_> {
             visit: None,
             opens: None,
         };
-        let prev = self.by_id.get(&self.events[i].previous_event_id).copied();
+        let prev = self
+            .by_id
+            .get(&self.events.at(i).previous_event_id)
+            .copied();
         let context = prev.and_then(|p| self.contexts[p]).unwrap_or(root);
         (prev, context)
     }
 
     fn event(&mut self, i: usize) {
-        let ty = self.events[i].event_type;
+        let ty = self.events.at(i).event_type;
         let (prev, before) = self.before(i);
         let context = if ty.starts_with("Execution") {
             Context {
@@ -419,11 +504,11 @@ impl Builder<'_, '_> {
     /// The visit an `EvaluationFailed` is about: AWS points it at what its state's Entered
     /// points at, and names the state.
     fn evaluating(&self, i: usize) -> Option<Context> {
-        let event = &self.events[i];
-        let state = details(event).state?;
+        let event = self.events.at(i);
+        let state = details(&event).state?;
         let v = (0..self.tree.visits.len()).rev().find(|&v| {
             let visit = &self.tree.visits[v];
-            let entered = &self.events[visit.entered];
+            let entered = self.events.at(visit.entered);
             visit.state == state
                 && visit.phase != Phase::Closed
                 && entered.previous_event_id == event.previous_event_id
@@ -437,9 +522,9 @@ impl Builder<'_, '_> {
 
     /// A state entered: a new visit in the lane its predecessor leaves it in.
     fn entered(&mut self, i: usize, prev: Option<usize>, before: Context) -> Context {
-        let event = &self.events[i];
-        let d = details(event);
-        let prev_type = prev.map(|p| self.events[p].event_type);
+        let event = self.events.at(i);
+        let d = details(&event);
+        let prev_type = prev.map(|p| self.events.at(p).event_type);
         let lane = match (prev_type, before.opens) {
             (_, Some(opened)) => opened,
             (Some("ParallelStateStarted"), _) => match before.visit {
@@ -502,10 +587,10 @@ impl Builder<'_, '_> {
                 ..before
             };
         };
-        let event = &self.events[i];
+        let event = self.events.at(i);
         let ty = event.event_type;
         if ty.ends_with("Scheduled") {
-            let d = details(event);
+            let d = details(&event);
             let visit = &mut self.tree.visits[v];
             visit.failure = None;
             visit.attempts.push(Attempt {
@@ -533,7 +618,7 @@ impl Builder<'_, '_> {
 
     /// `*StateExited` and `*StateAborted` close a visit.
     fn closing(&mut self, v: VisitId, i: usize) {
-        let ty = self.events[i].event_type;
+        let ty = self.events.at(i).event_type;
         let ending = if ty.ends_with("StateExited") {
             Ending::Exited
         } else if ty.ends_with("StateAborted") {
@@ -543,7 +628,7 @@ impl Builder<'_, '_> {
         };
         let visit = &mut self.tree.visits[v];
         visit.ending = ending;
-        visit.ended_ms = Some(self.events[i].timestamp_ms);
+        visit.ended_ms = Some(self.events.at(i).timestamp_ms);
         visit.phase = Phase::Closed;
     }
 
@@ -551,9 +636,9 @@ impl Builder<'_, '_> {
     /// iteration failure (which carry none) the failure it points at.
     fn failure_at(&self, i: usize) -> Failure {
         let mut at = i;
-        for _ in 0..self.events.len() {
-            let event = &self.events[at];
-            let d = details(event);
+        for _ in 0..self.events.count() {
+            let event = self.events.at(at);
+            let d = details(&event);
             let carries_none = d.error.is_none()
                 && event.event_type != "FailStateEntered"
                 && family(event.event_type).is_some();
@@ -575,7 +660,7 @@ impl Builder<'_, '_> {
     }
 }
 
-impl Builder<'_, '_> {
+impl<E: EventList + ?Sized> Builder<'_, E> {
     /// A `Parallel*`, `Map*` or `MapIteration*` event: the nearest visit of its family,
     /// walking up from its predecessor, that can take it now.
     fn container_event(
@@ -585,8 +670,8 @@ impl Builder<'_, '_> {
         before: Context,
         family: Family,
     ) -> Context {
-        let ty = self.events[i].event_type;
-        let name = details(&self.events[i]).name;
+        let ty = self.events.at(i).event_type;
+        let name = details(&self.events.at(i)).name;
         let start = match before.visit {
             // A closed visit (its Exited) sends what follows to its lane's parent.
             Some(v) if self.tree.visits[v].phase != Phase::Closed => Some(v),
@@ -648,7 +733,7 @@ impl Builder<'_, '_> {
 
     /// What a container event does to its visit; returns the lane it opens, if any.
     fn container_effect(&mut self, v: VisitId, i: usize, ty: &str) -> Option<LaneId> {
-        let event = &self.events[i];
+        let event = self.events.at(i);
         match lifecycle(ty) {
             Lifecycle::Start => {
                 let (at_ms, previous) = (event.timestamp_ms, self.tree.visits[v].phase);
@@ -692,7 +777,7 @@ impl Builder<'_, '_> {
 
     /// `MapIterationStarted` opens an iteration lane; the others end one.
     fn iteration_event(&mut self, v: VisitId, i: usize, ty: &str) -> Option<LaneId> {
-        let index = details(&self.events[i]).index.unwrap_or_default();
+        let index = details(&self.events.at(i)).index.unwrap_or_default();
         if ty == "MapIterationStarted" {
             return Some(self.open_lane(v, LaneKind::Iteration(index)));
         }

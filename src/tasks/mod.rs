@@ -118,6 +118,13 @@ pub trait TaskRunner {
         None
     }
 
+    /// Whether this runner answers `.waitForTaskToken` attempts itself, as their worker would
+    /// (a replay answers them from the recording): the engine then hands out a token without
+    /// a token broker.
+    fn answers_callbacks(&self) -> bool {
+        false
+    }
+
     /// Whether a local command is bound to `state` (it then runs the state whatever its
     /// resource: TestState asks before it calls an HTTP Task's API itself).
     fn binds(&self, state: &str) -> bool {

@@ -5,7 +5,7 @@
 
 use super::{conformance_cases, definition_text, json_files, read_json};
 use serde_json::Value;
-use sfn_local::asl::{compile_text, MachineType};
+use sfn_local::asl::{compile_text, MachineType, StateMachine};
 use sfn_local::clock::{system_now, Clock, Millis};
 use sfn_local::engine::context::ExecutionInfo;
 use sfn_local::engine::history::{History, HistoryEvent, MemorySink, MAX_HISTORY_EVENTS};
@@ -154,7 +154,8 @@ pub fn hint<'a>(case: &'a Value, key: &str, default: &'a str) -> &'a str {
     case["context_hints"][key].as_str().unwrap_or(default)
 }
 
-pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> {
+/// The case's definition, compiled as its `state_machine_type`, and that type.
+pub fn compile_case(case: &Value) -> Result<(StateMachine, MachineType), String> {
     let machine_type = match case["state_machine_type"].as_str() {
         Some("EXPRESS") => MachineType::Express,
         _ => MachineType::Standard,
@@ -162,6 +163,11 @@ pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> 
     let text = definition_text(case).ok_or("the case has no definition")?;
     let (machine, diags) = compile_text(&text, machine_type);
     let machine = machine.ok_or_else(|| format!("definition rejected: {diags:?}"))?;
+    Ok((machine, machine_type))
+}
+
+pub fn run_case(case: &Value, tasks: Rc<dyn TaskRunner>) -> Result<Run, String> {
+    let (machine, machine_type) = compile_case(case)?;
     let start = system_now();
     let region = hint(case, "region", "<region>");
     let account = hint(case, "account", "111111111111");

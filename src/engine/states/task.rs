@@ -258,13 +258,14 @@ impl Engine {
         let kind = &t.resource.kind;
         let scheduled_key = self.peek_key();
         let sync_token = self.sync_token(cx, kind, &scheduled_key)?;
-        let parameters = match &sync_token {
-            Some((token, _)) => {
-                self.arguments_with(cx, &t.io, effective, set_task_token(token))
-                    .await?
-            }
-            None => self.arguments(cx, &t.io, effective).await?,
-        };
+        let parameters = self
+            .attempt_parameters(
+                cx,
+                t,
+                effective,
+                sync_token.as_ref().map(|(token, _)| token),
+            )
+            .await?;
         self.check_parameters(cx, t, &parameters)?;
         let (timeout, heartbeat) = self.task_clocks(cx, t, effective).await?;
         let events = TaskEvents::of(kind);
@@ -294,6 +295,28 @@ impl Engine {
         };
         self.task_result(cx, t, raw_input, job_prev.get(), &events, result)
             .await
+    }
+
+    /// The attempt's Parameters, with `$$.Task.Token` set to the `.sync` child's token, or to
+    /// a fresh one when the runner answers `.waitForTaskToken` attempts itself (a replay).
+    async fn attempt_parameters(
+        &self,
+        cx: &StateCx<'_>,
+        t: &Task,
+        effective: &Value,
+        sync_token: Option<&TaskToken>,
+    ) -> Result<Value, Failed> {
+        let callback_token = match t.resource.waits_for_token() && self.tasks.answers_callbacks() {
+            true => Some(TaskToken::generate().map_err(|e| Failed::new(e, cx.attempt_prev))?),
+            false => None,
+        };
+        match sync_token.or(callback_token.as_ref()) {
+            Some(token) => {
+                self.arguments_with(cx, &t.io, effective, set_task_token(token))
+                    .await
+            }
+            None => self.arguments(cx, &t.io, effective).await,
+        }
     }
 
     /// The token broker, when this attempt waits for a worker's answer through it

@@ -1,0 +1,251 @@
+//! The outside world as the recording saw it: a [`TaskRunner`] that answers each Task attempt
+//! of the re-run with what the recording says that attempt got, found by the attempt's place
+//! (its `*Scheduled` event's, see [`super::places`]), never by call order: Map iterations and
+//! Parallel branches run concurrently, on AWS and here.
+//!
+//! An answer takes as long on the virtual clock as it took in the recording (its `*Started`
+//! to its end), so timeouts, Waits and back-off see the same time. A recorded timeout is left
+//! to the state's own TimeoutSeconds/HeartbeatSeconds; should the definition no longer time
+//! out, the attempt fails with `States.Timeout` at a far horizon. An
+//! attempt the recording never made fails with [`NOT_RECORDED`], one whose answer the
+//! recording masked with [`MASKED`]; the comparison then names the event.
+
+use super::history::RecordedEvent;
+use super::places::{visit_place, Places};
+use crate::asl::error::StatesError;
+use crate::clock::{Clock, Millis};
+use crate::engine::history::HistoryEvent;
+use crate::engine::visits::GrowingTree;
+use crate::tasks::{JobContext, TaskFuture, TaskRequest, TaskRunner};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The error of an attempt the recording never made.
+pub const NOT_RECORDED: &str = "Replay.NotRecorded";
+/// The error of an attempt whose recorded answer was masked (truncated by AWS).
+pub const MASKED: &str = "Replay.Masked";
+/// Where an answer the recording never gave is waited for: far past any Wait.
+const OPEN_HORIZON_MS: Millis = 400 * 24 * 3600 * 1000;
+
+/// How a recorded attempt ended.
+#[derive(Debug, Clone)]
+pub(crate) enum End {
+    Succeeded(Value),
+    Failed(StatesError),
+    TimedOut,
+    /// The recording truncated the result: it is named, never guessed.
+    Masked(String),
+    /// The recording ends before the attempt did.
+    Open,
+}
+
+/// One recorded attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    end: End,
+    /// From its `*Started` (or `*Scheduled`) to its end, ms.
+    took_ms: Millis,
+    /// `TaskSubmitted`'s output (`.sync`, callbacks), if recorded.
+    submitted: Option<Value>,
+}
+
+impl Answer {
+    /// The attempt as an entry of a MockConfigFile response (`Return`, `Throw` or
+    /// `NeverAnswers`, with its recorded `Delay`), or why it cannot be one.
+    pub(crate) fn mock_entry(&self) -> Result<Value, String> {
+        let delay = self.took_ms as f64 / 1000.0;
+        let mut entry = match &self.end {
+            End::Succeeded(v) => json!({ "Return": v }),
+            End::Failed(e) => json!({ "Throw": { "Error": e.error, "Cause": e.cause } }),
+            End::TimedOut => return Ok(json!({ "NeverAnswers": true })),
+            End::Masked(why) => return Err(why.clone()),
+            End::Open => return Err("the recording ends before this attempt did".into()),
+        };
+        if delay > 0.0 {
+            entry["Delay"] = json!(delay);
+        }
+        Ok(entry)
+    }
+}
+
+/// Every recorded attempt by the place of its `*Scheduled` event.
+pub struct RecordedAnswers {
+    by_place: HashMap<String, Answer>,
+    clock: Arc<dyn Clock>,
+    /// The re-run's events so far (the engine commits them before a Task's effects).
+    rerun: Rc<RefCell<Vec<HistoryEvent>>>,
+    /// The re-run's visits, read as its events come.
+    tree: RefCell<GrowingTree>,
+}
+
+impl RecordedAnswers {
+    /// The answers of `recorded` (with its places), for a re-run writing to `rerun`.
+    pub fn new(
+        recorded: &[RecordedEvent],
+        places: &Places,
+        clock: Arc<dyn Clock>,
+        rerun: Rc<RefCell<Vec<HistoryEvent>>>,
+    ) -> Self {
+        let mut by_place = HashMap::new();
+        for (i, e) in recorded.iter().enumerate() {
+            if e.event_type.ends_with("Scheduled") {
+                by_place.insert(places.event(i).to_owned(), answer(recorded, places, i));
+            }
+        }
+        RecordedAnswers {
+            by_place,
+            clock,
+            rerun,
+            tree: RefCell::default(),
+        }
+    }
+
+    /// The place of the re-run's `*Scheduled` event with replay key `key`, read from the
+    /// re-run's events so far (each read once, see [`GrowingTree`]).
+    fn place_of(&self, key: &str) -> Option<String> {
+        let events = self.rerun.borrow();
+        let index = events
+            .iter()
+            .rposition(|e| e.replay_key.as_deref() == Some(key))?;
+        let mut growing = self.tree.borrow_mut();
+        let tree = growing.extend(&events[..]);
+        let visit = tree.owner_id(index)?;
+        let attempt = tree.visits[visit].attempts.len().saturating_sub(1);
+        Some(format!(
+            "{} {}#{attempt}",
+            visit_place(tree, visit),
+            events[index].event_type.as_str()
+        ))
+    }
+}
+
+/// The attempt whose `*Scheduled` event is at `scheduled`: the events of its visit after it,
+/// up to its end.
+pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usize) -> Answer {
+    let owner = places.tree.owner_id(scheduled);
+    let mut start = recorded[scheduled].timestamp_ms;
+    let mut submitted = None;
+    for (i, e) in recorded.iter().enumerate().skip(scheduled + 1) {
+        if places.tree.owner_id(i) != owner {
+            continue;
+        }
+        let ty = e.event_type.as_str();
+        let d = e.details_value();
+        let took_ms = (e.timestamp_ms - start).max(0);
+        let end = if ty.ends_with("Started") {
+            start = e.timestamp_ms;
+            continue;
+        } else if ty == "TaskSubmitted" {
+            submitted = payload(d, "output").ok();
+            continue;
+        } else if ty.ends_with("Succeeded") {
+            match payload(d, "output") {
+                Ok(v) => End::Succeeded(v),
+                Err(why) => End::Masked(format!("the result of event {} ({ty}) {why}", e.id)),
+            }
+        } else if ty.ends_with("TimedOut") {
+            End::TimedOut
+        } else if ty.ends_with("Failed") {
+            End::Failed(StatesError {
+                error: d["error"].as_str().map(str::to_owned),
+                cause: d["cause"].as_str().map(str::to_owned),
+                heartbeat: false,
+            })
+        } else {
+            break;
+        };
+        return Answer {
+            end,
+            took_ms,
+            submitted,
+        };
+    }
+    Answer {
+        end: End::Open,
+        took_ms: 0,
+        submitted,
+    }
+}
+
+/// A payload field (`input`, `output`) of recorded details as JSON: an error when AWS
+/// truncated it or it is not JSON.
+pub fn payload(details: &Value, field: &str) -> Result<Value, String> {
+    if details[format!("{field}Details")]["truncated"] == Value::Bool(true) {
+        return Err("was truncated by AWS (over 256 KiB)".into());
+    }
+    match &details[field] {
+        Value::String(text) => serde_json::from_str(text).map_err(|e| format!("is not JSON ({e})")),
+        Value::Null => Ok(Value::Null),
+        other => Ok(other.clone()),
+    }
+}
+
+impl TaskRunner for RecordedAnswers {
+    fn run(&self, request: TaskRequest) -> TaskFuture {
+        let state = request.state_name;
+        Box::pin(async move {
+            Err(StatesError::new(
+                NOT_RECORDED,
+                format!("the Task {state} ran without its place in the execution"),
+            ))
+        })
+    }
+
+    fn answers_callbacks(&self) -> bool {
+        true
+    }
+
+    fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
+        let place = self.place_of(&job.task_key).unwrap_or_default();
+        let Some(answer) = self.by_place.get(&place).cloned() else {
+            let why = format!(
+                "the recording has no attempt {} of {} here ({place})",
+                request.retry_count + 1,
+                request.state_name
+            );
+            return Box::pin(async move { Err(StatesError::new(NOT_RECORDED, why)) });
+        };
+        if let (Some(tx), Some(response)) = (job.submitted, answer.submitted.clone()) {
+            let _ = tx.send(response);
+        }
+        let clock = self.clock.clone();
+        Box::pin(async move {
+            let now = clock.now();
+            // An answer that took no time needs no timer (a timer costs the clock a jump).
+            let pause = |ms: Millis| {
+                let clock = clock.clone();
+                async move {
+                    if ms > 0 {
+                        clock.sleep_until(now + ms).await;
+                    }
+                }
+            };
+            match answer.end {
+                End::Succeeded(v) => {
+                    pause(answer.took_ms).await;
+                    Ok(v)
+                }
+                End::Failed(e) => {
+                    pause(answer.took_ms).await;
+                    Err(e)
+                }
+                End::TimedOut => {
+                    // The state's own TimeoutSeconds/HeartbeatSeconds end it, as they did.
+                    pause(OPEN_HORIZON_MS).await;
+                    Err(StatesError::new(
+                        crate::asl::error::names::TIMEOUT,
+                        "the recording timed out here; this definition did not",
+                    ))
+                }
+                End::Masked(why) => Err(StatesError::new(MASKED, why)),
+                End::Open => {
+                    pause(OPEN_HORIZON_MS).await;
+                    Err(StatesError::new(NOT_RECORDED, "the recording ends here"))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,311 @@
+//! Comparing a re-run with its recording, event by event in the recording's order, each
+//! event matched by its place (see [`super::places`]): its type and state, the event it
+//! follows (the chain AWS links with `previousEventId`), and the details that say what
+//! happened (inputs, outputs, parameters, errors and causes, resources, timeouts). Not
+//! compared: timestamps, ids themselves, task tokens, the run's ARNs, request IDs.
+
+use super::answers::payload;
+use super::history::RecordedEvent;
+use super::places::Places;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// The details fields compared, as AWS names them; payloads are compared as JSON.
+const COMPARED: &[&str] = &[
+    "name",
+    "error",
+    "cause",
+    "resource",
+    "resourceType",
+    "timeoutInSeconds",
+    "heartbeatInSeconds",
+    "length",
+    "index",
+];
+/// Payload fields: JSON text inside a string, with `<field>Details.truncated`.
+const PAYLOADS: &[&str] = &["input", "output", "parameters"];
+
+/// The first place where the re-run did not do what the recording did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Divergence {
+    /// The recorded event's id (for an event the recording lacks, the id it would have had
+    /// after the last recorded event it follows).
+    pub event: i64,
+    /// The state it concerns, if any.
+    pub state: Option<String>,
+    /// What differs, in a sentence.
+    pub what: String,
+    /// What the recording holds there.
+    pub recorded: String,
+    /// What the definition did there.
+    pub replayed: String,
+    /// The states that led there, outermost first.
+    pub path: Vec<String>,
+}
+
+/// One side of the comparison: events in id order and their places.
+pub struct Side<'a> {
+    /// The events.
+    pub events: &'a [RecordedEvent],
+    /// Their places.
+    pub places: &'a Places,
+}
+
+impl Side<'_> {
+    /// The place of the event `index` follows ("start" for none).
+    fn previous_place(&self, index: usize) -> &str {
+        match self.events[index].previous_event_id {
+            0 => "start",
+            id => self.places.event(id as usize - 1),
+        }
+    }
+
+    fn state(&self, index: usize) -> Option<String> {
+        let v = self.places.tree.owner_id(index)?;
+        Some(self.places.tree.visits[v].state.clone())
+    }
+}
+
+/// Compares `rerun` with `recorded`; `None` when they agree. `masked` collects the parts the
+/// recording masked that were skipped.
+pub fn first_divergence(
+    recorded: &Side<'_>,
+    rerun: &Side<'_>,
+    masked: &mut Vec<String>,
+) -> Option<Divergence> {
+    let by_place: HashMap<&str, usize> = (0..rerun.events.len())
+        .map(|j| (rerun.places.event(j), j))
+        .collect();
+    let mut following: HashMap<&str, Vec<usize>> = HashMap::new();
+    for j in 0..rerun.events.len() {
+        following
+            .entry(rerun.previous_place(j))
+            .or_default()
+            .push(j);
+    }
+    let recorded_places: HashSet<&str> = (0..recorded.events.len())
+        .map(|i| recorded.places.event(i))
+        .collect();
+    let mut matched = HashSet::new();
+    // An event the re-run never reached because a branch or iteration elsewhere ended the
+    // Map or Parallel first is reported only when nothing the re-run did differently is found.
+    let mut cut_short = None;
+    for i in 0..recorded.events.len() {
+        let found = by_place.get(recorded.places.event(i)).copied();
+        if let Some(j) = found.filter(|&j| same_predecessor(recorded, i, rerun, j)) {
+            matched.insert(j);
+            let (r, n) = (&recorded.events[i], &rerun.events[j]);
+            if let Some(what) = details_differ(r, n, masked) {
+                return Some(divergence(recorded, i, what, describe(r), describe(n)));
+            }
+            continue;
+        }
+        let instead = instead_of(recorded, rerun, &following, i, &recorded_places);
+        match (instead, found) {
+            (Some(j), _) => return Some(missing(recorded, rerun, i, Some(j))),
+            (None, Some(j)) => return Some(relinked(recorded, rerun, i, j)),
+            (None, None) if cut_short.is_none() => {
+                cut_short = Some(missing(recorded, rerun, i, None))
+            }
+            (None, None) => {}
+        }
+    }
+    if cut_short.is_some() {
+        return cut_short;
+    }
+    let last = recorded.events.last()?;
+    if !ends_execution(&last.event_type) {
+        // The recording stops while the execution ran on: what came after is not known.
+        return None;
+    }
+    let extra = (0..rerun.events.len()).find(|j| !matched.contains(j))?;
+    let e = &rerun.events[extra];
+    Some(Divergence {
+        event: recorded.events.len() as i64 + 1,
+        state: rerun.state(extra),
+        what: "the definition went on after the recorded execution ended".into(),
+        recorded: format!("the execution ended ({})", last.event_type),
+        replayed: describe(e),
+        path: rerun.places.path_to(extra),
+    })
+}
+
+/// What the re-run did after the event the recorded event `i` follows, in its place: an event
+/// the recording never had.
+fn instead_of(
+    recorded: &Side<'_>,
+    rerun: &Side<'_>,
+    following: &HashMap<&str, Vec<usize>>,
+    i: usize,
+    recorded_places: &HashSet<&str>,
+) -> Option<usize> {
+    following
+        .get(recorded.previous_place(i))?
+        .iter()
+        .find(|&&j| !recorded_places.contains(rerun.places.event(j)))
+        .copied()
+}
+
+/// Whether the recorded event `i` and the re-run's `j` follow the same event. A Map
+/// iteration started when a slot freed follows whichever iteration's work ended first, which
+/// is scheduling, not behaviour: its place already names its Map visit and index.
+fn same_predecessor(recorded: &Side<'_>, i: usize, rerun: &Side<'_>, j: usize) -> bool {
+    recorded.events[i].event_type == "MapIterationStarted"
+        || recorded.previous_place(i) == rerun.previous_place(j)
+}
+
+/// Whether an event type closes an execution.
+pub fn ends_execution(event_type: &str) -> bool {
+    matches!(
+        event_type,
+        "ExecutionSucceeded" | "ExecutionFailed" | "ExecutionAborted" | "ExecutionTimedOut"
+    )
+}
+
+/// The recorded event `i` has no counterpart in the re-run (or one that follows something
+/// else); `instead` is what the definition did after the event `i` follows, if anything.
+fn missing(recorded: &Side<'_>, rerun: &Side<'_>, i: usize, instead: Option<usize>) -> Divergence {
+    let r = &recorded.events[i];
+    let replayed = match instead {
+        Some(j) => describe(&rerun.events[j]),
+        None => {
+            "nothing: a branch or iteration elsewhere, or the execution, had ended first".into()
+        }
+    };
+    let what = match r.previous_event_id {
+        0 => "the execution started differently".to_owned(),
+        p => format!("after event {p} the definition did something else"),
+    };
+    divergence(recorded, i, what, describe(r), replayed)
+}
+
+/// The recorded event `i` and the re-run's `j` are the same event in the same place, but
+/// follow different events (AWS's `previousEventId` chain differs).
+fn relinked(recorded: &Side<'_>, rerun: &Side<'_>, i: usize, j: usize) -> Divergence {
+    let after = |side: &Side<'_>, k: usize| match side.events[k].previous_event_id {
+        0 => "nothing".to_owned(),
+        p => format!("{} (its event {p})", side.events[p as usize - 1].event_type),
+    };
+    let was = format!(
+        "{} after {}",
+        describe(&recorded.events[i]),
+        after(recorded, i)
+    );
+    let did = format!("{} after {}", describe(&rerun.events[j]), after(rerun, j));
+    let what = "the event follows another event than recorded".to_owned();
+    divergence(recorded, i, what, was, did)
+}
+
+fn divergence(recorded: &Side<'_>, i: usize, what: String, was: String, did: String) -> Divergence {
+    Divergence {
+        event: recorded.events[i].id,
+        state: recorded.state(i),
+        what,
+        recorded: was,
+        replayed: did,
+        path: recorded.places.path_to(i),
+    }
+}
+
+/// Which compared detail differs, in a sentence; masked payloads are noted and skipped.
+fn details_differ(
+    r: &RecordedEvent,
+    n: &RecordedEvent,
+    masked: &mut Vec<String>,
+) -> Option<String> {
+    if r.event_type == "ExecutionStarted" {
+        return None;
+    }
+    let (rd, nd) = (r.details_value(), n.details_value());
+    for field in COMPARED {
+        if rd[field] != nd[field] && !(*field == "cause" && same_json_text(&rd[field], &nd[field]))
+        {
+            return Some(format!("its {field} differs"));
+        }
+    }
+    for field in PAYLOADS {
+        if rd[field] == nd[field] && rd[format!("{field}Details")]["truncated"] != true {
+            continue; // the same text: nothing to parse
+        }
+        let theirs = match payload(rd, field) {
+            Ok(v) => v,
+            Err(why) => {
+                masked.push(format!(
+                    "the {field} of event {} ({}) {why}",
+                    r.id, r.event_type
+                ));
+                continue;
+            }
+        };
+        let ours = payload(nd, field).unwrap_or(Value::Null);
+        if normalised(theirs) != normalised(ours) {
+            return Some(match (*field, r.event_type.as_str()) {
+                ("parameters", _) => {
+                    "the definition called the Task with parameters the recording never saw".into()
+                }
+                (f, _) => format!("its {f} differs"),
+            });
+        }
+    }
+    None
+}
+
+/// Causes are often JSON text whose spacing differs between writers.
+fn same_json_text(a: &Value, b: &Value) -> bool {
+    let parse = |v: &Value| {
+        v.as_str()
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+    };
+    matches!((parse(a), parse(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// A payload with what differs between runs masked: task tokens and the run's ARNs.
+fn normalised(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    if k.ends_with("Token") || k.ends_with("token") {
+                        (k, Value::String("<token>".into()))
+                    } else {
+                        (k, normalised(v))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(normalised).collect()),
+        Value::String(s) if s.contains(":execution:") || s.contains(":express:") => {
+            Value::String("<execution-arn>".into())
+        }
+        other => other,
+    }
+}
+
+/// An event in a line: its type, state and the details that matter, shortened.
+pub fn describe(e: &RecordedEvent) -> String {
+    let d = e.details_value();
+    let mut line = e.event_type.clone();
+    if let Some(name) = d["name"].as_str() {
+        line.push_str(&format!(" {name}"));
+    }
+    for field in ["resource", "error", "cause"] {
+        if let Some(text) = d[field].as_str() {
+            line.push_str(&format!(" {field} {}", shorten(text)));
+        }
+    }
+    for field in PAYLOADS {
+        if let Some(text) = d[*field].as_str() {
+            line.push_str(&format!(" {field} {}", shorten(text)));
+        }
+    }
+    line
+}
+
+fn shorten(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_owned(),
+    }
+}

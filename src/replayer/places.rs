@@ -1,0 +1,275 @@
+//! Places: where in an execution a visit or an event happened, named the same way in every run
+//! of it however its Map iterations and Parallel branches interleaved. Ids and order differ
+//! between a recording and a re-run (AWS runs iterations concurrently); places do not, so
+//! answers are keyed and events matched by place.
+//!
+//! A visit's place is the path of visits that hold it: `/Process#0[3]/Charge#1` is the second
+//! visit of `Charge` in iteration 3 of the first visit of `Process`. A branch lane is named by
+//! its first state (`{Left}`); a lane of a retried Map or Parallel gets `~N` for its attempt.
+//! An event's place is its visit's, its type, a Map iteration's index, and `#N` for the
+//! N-th such event there (a Task's attempts: `TaskScheduled#0`, `#1`, ...).
+
+use crate::engine::visits::{EventView, LaneKind, Tree, VisitId};
+use std::collections::HashMap;
+
+/// The places of one history's visits and events.
+#[derive(Debug)]
+pub struct Places {
+    /// The visit tree they were read from.
+    pub tree: Tree,
+    /// Per visit (by [`crate::engine::visits::VisitId`]), its place.
+    visits: Vec<String>,
+    /// Per event (by index in the events given), its place.
+    events: Vec<String>,
+}
+
+impl Places {
+    /// Reads the places of `events` (in id order).
+    pub fn of(events: &[EventView<'_>]) -> Places {
+        let tree = Tree::build(events);
+        let lanes = lane_labels(&tree);
+        let mut visits: Vec<String> = Vec::with_capacity(tree.visits.len());
+        let mut seen: HashMap<(usize, &str), usize> = HashMap::new();
+        for visit in &tree.visits {
+            let lane = &tree.lanes[visit.lane];
+            let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
+            let parent = lane.parent.map(|p| visits[p].as_str()).unwrap_or("");
+            visits.push(format!(
+                "{parent}{}/{}#{occurrence}",
+                lanes[visit.lane], visit.state
+            ));
+            *occurrence += 1;
+        }
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        let events = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut name = match tree.owner_id(i) {
+                    Some(v) => format!("{} {}", visits[v], e.event_type),
+                    None => format!("execution {}", e.event_type),
+                };
+                if e.event_type.starts_with("MapIteration") {
+                    name.push_str(&format!("[{}]", iteration_index(e)));
+                }
+                let n = counts.entry(name.clone()).or_insert(0);
+                name.push_str(&format!("#{n}"));
+                *n += 1;
+                name
+            })
+            .collect();
+        Places {
+            tree,
+            visits,
+            events,
+        }
+    }
+
+    /// The place of the event at `index`.
+    pub fn event(&self, index: usize) -> &str {
+        &self.events[index]
+    }
+
+    /// The place of the visit the event at `index` belongs to, if any.
+    pub fn visit_of(&self, index: usize) -> Option<&str> {
+        self.tree.owner_id(index).map(|v| self.visits[v].as_str())
+    }
+
+    /// The states that led to the event at `index`: every visit before it in its lane, and
+    /// the same for the Map or Parallel around it, outermost first.
+    pub fn path_to(&self, index: usize) -> Vec<String> {
+        let Some(mut visit) = self.tree.owner_id(index) else {
+            return Vec::new();
+        };
+        let mut path = Vec::new();
+        loop {
+            let v = &self.tree.visits[visit];
+            let lane = &self.tree.lanes[v.lane];
+            let upto = lane.visits.iter().position(|&x| x == visit).unwrap_or(0);
+            let mut segment: Vec<String> = lane.visits[..=upto]
+                .iter()
+                .map(|&x| self.tree.visits[x].state.clone())
+                .collect();
+            if let LaneKind::Iteration(i) = lane.kind {
+                segment.insert(0, format!("[iteration {i}]"));
+            }
+            segment.extend(path);
+            path = segment;
+            match lane.parent {
+                Some(p) => visit = p,
+                None => return path,
+            }
+        }
+    }
+}
+
+/// The place of one visit, as [`Places::of`] names it, read alone (a run in progress asks
+/// for one at a time).
+pub fn visit_place(tree: &Tree, visit: VisitId) -> String {
+    let v = &tree.visits[visit];
+    let lane = &tree.lanes[v.lane];
+    let occurrence = lane
+        .visits
+        .iter()
+        .take_while(|&&x| x != visit)
+        .filter(|&&x| tree.visits[x].state == v.state)
+        .count();
+    let parent = lane
+        .parent
+        .map(|p| visit_place(tree, p))
+        .unwrap_or_default();
+    format!(
+        "{parent}{}/{}#{occurrence}",
+        lane_label(tree, v.lane),
+        v.state
+    )
+}
+
+/// One lane's label, as [`lane_labels`] gives it.
+fn lane_label(tree: &Tree, lane: usize) -> String {
+    let base = base_label(tree, lane);
+    let Some(parent) = tree.lanes[lane].parent else {
+        return base;
+    };
+    let earlier = tree.visits[parent]
+        .lanes
+        .iter()
+        .take_while(|&&l| l != lane)
+        .filter(|&&l| same_base(tree, l, lane))
+        .count();
+    match earlier {
+        0 => base,
+        n => format!("{base}~{n}"),
+    }
+}
+
+/// Whether two lanes have the same [`base_label`] (without writing it: a Map's thousands of
+/// iterations are compared for each Task call).
+fn same_base(tree: &Tree, a: usize, b: usize) -> bool {
+    let first = |l: usize| tree.lanes[l].visits.first().map(|&v| &tree.visits[v].state);
+    match (tree.lanes[a].kind, tree.lanes[b].kind) {
+        (LaneKind::Branch, LaneKind::Branch) => first(a) == first(b),
+        (x, y) => x == y,
+    }
+}
+
+/// A lane's label before attempts are told apart.
+fn base_label(tree: &Tree, lane: usize) -> String {
+    match tree.lanes[lane].kind {
+        LaneKind::Root => String::new(),
+        LaneKind::Iteration(i) => format!("[{i}]"),
+        LaneKind::Branch => {
+            let first = tree.lanes[lane].visits.first();
+            format!(
+                "{{{}}}",
+                first.map_or("", |&v| tree.visits[v].state.as_str())
+            )
+        }
+    }
+}
+
+/// `[index]` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`).
+fn iteration_index(e: &EventView<'_>) -> String {
+    e.details
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .and_then(|v| v["index"].as_u64())
+        .map(|i| i.to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Each lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for a
+/// branch, with `~N` when an earlier attempt of the same Map or Parallel had a lane so named.
+fn lane_labels(tree: &Tree) -> Vec<String> {
+    let mut labels: Vec<String> = (0..tree.lanes.len()).map(|l| base_label(tree, l)).collect();
+    for visit in &tree.visits {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for &lane in &visit.lanes {
+            let n = seen.entry(labels[lane].clone()).or_insert(0);
+            if *n > 0 {
+                labels[lane] = format!("{}~{n}", labels[lane]);
+            }
+            *n += 1;
+        }
+    }
+    labels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Parallel of two branches, then a Map whose first attempt fails and is retried: the
+    /// lanes are told apart by first state, index and attempt, and a visit named alone
+    /// ([`visit_place`], as the replay's runner does) gets the name [`Places::of`] gives.
+    #[test]
+    fn places_name_branches_iterations_and_attempts_alike_alone_and_in_bulk() {
+        let raw: &[(i64, i64, &str, &str)] = &[
+            (1, 0, "ExecutionStarted", "{}"),
+            (2, 0, "ParallelStateEntered", r#"{"name":"Both"}"#),
+            (3, 2, "ParallelStateStarted", "{}"),
+            (4, 3, "TaskStateEntered", r#"{"name":"Left"}"#),
+            (5, 3, "TaskStateEntered", r#"{"name":"Right"}"#),
+            (6, 4, "TaskStateExited", r#"{"name":"Left"}"#),
+            (7, 5, "TaskStateExited", r#"{"name":"Right"}"#),
+            (8, 7, "ParallelStateSucceeded", "{}"),
+            (9, 8, "ParallelStateExited", r#"{"name":"Both"}"#),
+            (10, 9, "MapStateEntered", r#"{"name":"Each"}"#),
+            (11, 10, "MapStateStarted", r#"{"length":1}"#),
+            (
+                12,
+                11,
+                "MapIterationStarted",
+                r#"{"name":"Each","index":0}"#,
+            ),
+            (13, 12, "FailStateEntered", r#"{"name":"Work"}"#),
+            (14, 13, "MapIterationFailed", r#"{"name":"Each","index":0}"#),
+            // A Retry of the Map: its next attempt starts from the failure, as sfn-local and
+            // AWS link it.
+            (15, 13, "MapStateStarted", r#"{"length":1}"#),
+            (
+                16,
+                15,
+                "MapIterationStarted",
+                r#"{"name":"Each","index":0}"#,
+            ),
+            (17, 16, "FailStateEntered", r#"{"name":"Work"}"#),
+        ];
+        let events: Vec<EventView<'_>> = raw
+            .iter()
+            .map(|&(id, prev, ty, d)| EventView {
+                id,
+                previous_event_id: prev,
+                event_type: ty,
+                timestamp_ms: 0,
+                details: Some(d),
+                replay_key: None,
+            })
+            .collect();
+        let places = Places::of(&events);
+        let named: Vec<&str> = [3, 4, 12, 16]
+            .iter()
+            .map(|&i| places.visit_of(i).unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "/Both#0{Left}/Left#0",
+                "/Both#0{Right}/Right#0",
+                "/Each#0[0]/Work#0",
+                "/Each#0[0]~1/Work#0"
+            ]
+        );
+        for i in 0..events.len() {
+            if let Some(v) = places.tree.owner_id(i) {
+                assert_eq!(
+                    places.visit_of(i),
+                    Some(visit_place(&places.tree, v).as_str()),
+                    "event {}",
+                    i + 1
+                );
+            }
+        }
+        assert_eq!(places.event(11), "/Each#0 MapIterationStarted[0]#0");
+        assert_eq!(places.event(15), "/Each#0 MapIterationStarted[0]#1");
+    }
+}
