@@ -130,9 +130,13 @@ fn stored(text: &str) -> ToSqlOutput<'_> {
     if text.len() < COMPRESS_FROM_BYTES {
         return ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes()));
     }
-    ToSqlOutput::Owned(rusqlite::types::Value::Blob(
-        lz4_flex::block::compress_prepend_size(text.as_bytes()),
-    ))
+    let mut blob = lz4_flex::block::compress_prepend_size(text.as_bytes());
+    // The buffer is allocated for the worst case (a little more than the text). Stored as it
+    // is, a resumed Map run of 4,000 children peaked at 77 MiB instead of 31, and one letting
+    // its results go at 77 instead of 47 (tests/distributed_map.rs): the spare room is given
+    // back at once.
+    blob.shrink_to_fit();
+    ToSqlOutput::Owned(rusqlite::types::Value::Blob(blob))
 }
 
 /// A stored chunk's text (see [`stored`]): TEXT as it is (every chunk of an older build), a
