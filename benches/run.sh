@@ -20,18 +20,7 @@
 # If LOCAL_SFN points at aws-local-stepfunctions' `local-sfn` (npm i aws-local-stepfunctions@3.0.0,
 # on node 22 first on PATH), the three run workloads then run again in alternating pairs with
 # it (one run of each in turn, N rounds), for the comparison in the README.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-N="${N:-7}"
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN=target/release/sfn-local
-fi
-W=benches/workloads
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+source "$(dirname "$0")/common.sh"
 
 # measure NAME CMD...: prints "NAME median_seconds peak_MB". Times come from runs of the bare
 # command (a wrapper like /usr/bin/time costs a few ms of its own); peak memory from one more run

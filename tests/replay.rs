@@ -585,3 +585,82 @@ fn a_recording_of_a_running_execution_is_compared_as_far_as_it_goes() {
     let (_, verdict) = replay(&sandbox, "running.json", &machine());
     assert_eq!(verdict["recordingComplete"], false);
 }
+
+/// Regression (#52): a callback whose worker went silent past HeartbeatSeconds was recorded as
+/// `TaskTimedOut`; its replay waited for TimeoutSeconds that never came and failed the attempt
+/// with `TaskFailed`. It now runs out of heartbeat as the recording did.
+#[test]
+fn a_recorded_heartbeat_timeout_replays_as_a_timeout() {
+    let sandbox = Sandbox::new();
+    let definition = json!({"StartAt": "Send", "States": {"Send": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "HeartbeatSeconds": 5,
+        "Parameters": {"QueueUrl": "q", "MessageBody": {"TaskToken.$": "$$.Task.Token"}},
+        "End": true}}});
+    let sqs = json!({"resource": "sendMessage.waitForTaskToken", "resourceType": "sqs"});
+    let with = |extra: Value| {
+        let mut d = sqs.clone();
+        d.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        d
+    };
+    let parameters = json!({"QueueUrl": "q", "MessageBody": {"TaskToken": "t"}}).to_string();
+    let events = [
+        (
+            "ExecutionStarted",
+            "executionStartedEventDetails",
+            json!({"input": "{}"}),
+            0,
+        ),
+        (
+            "TaskStateEntered",
+            "stateEnteredEventDetails",
+            json!({"name": "Send", "input": "{}"}),
+            0,
+        ),
+        (
+            "TaskScheduled",
+            "taskScheduledEventDetails",
+            with(json!({"heartbeatInSeconds": 5, "parameters": parameters, "region": "us-east-1"})),
+            0,
+        ),
+        ("TaskStarted", "taskStartedEventDetails", sqs.clone(), 0),
+        (
+            "TaskSubmitted",
+            "taskSubmittedEventDetails",
+            with(json!({"output": "{\"MessageId\":\"m\"}"})),
+            0,
+        ),
+        (
+            "TaskTimedOut",
+            "taskTimedOutEventDetails",
+            with(json!({"error": "States.Timeout"})),
+            5,
+        ),
+        (
+            "ExecutionFailed",
+            "executionFailedEventDetails",
+            json!({"error": "States.Timeout"}),
+            5,
+        ),
+    ];
+    let events: Vec<Value> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, (ty, key, details, at))| {
+            // AWS links the first state's entry to nothing.
+            let previous = if i == 1 { 0 } else { i };
+            json!({"id": i + 1, "previousEventId": previous, "type": ty,
+                   "timestamp": 1_704_067_200 + at, key: details})
+        })
+        .collect();
+    sandbox.write("heartbeat.json", &json!({ "events": events }).to_string());
+    let (code, verdict) = replay(&sandbox, "heartbeat.json", &definition);
+    assert_eq!(verdict["divergence"], Value::Null, "{verdict}");
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{verdict}"
+    );
+}

@@ -5,8 +5,11 @@
 //!
 //! An answer takes as long on the virtual clock as it took in the recording (its `*Started`
 //! to its end), so timeouts, Waits and back-off see the same time. A recorded timeout is left
-//! to the state's own TimeoutSeconds/HeartbeatSeconds; should the definition no longer time
-//! out, the attempt fails with `States.Timeout` at a far horizon. An
+//! to the state's own TimeoutSeconds; one the heartbeat caused (the attempt had
+//! HeartbeatSeconds and ended before its TimeoutSeconds) goes silent for this definition's
+//! HeartbeatSeconds and then reports the heartbeat's expiry, which the engine records as
+//! `*TimedOut`. Should the definition no longer time out, the attempt fails with
+//! `States.Timeout` at a far horizon. An
 //! attempt the recording never made fails with [`NOT_RECORDED`], one whose answer the
 //! recording masked with [`MASKED`]; the comparison then names the event.
 
@@ -35,7 +38,10 @@ const OPEN_HORIZON_MS: Millis = 400 * 24 * 3600 * 1000;
 pub(crate) enum End {
     Succeeded(Value),
     Failed(StatesError),
-    TimedOut,
+    TimedOut {
+        /// Whether HeartbeatSeconds ran out (rather than TimeoutSeconds).
+        heartbeat: bool,
+    },
     /// The recording truncated the result: it is named, never guessed.
     Masked(String),
     /// The recording ends before the attempt did.
@@ -60,7 +66,7 @@ impl Answer {
         let mut entry = match &self.end {
             End::Succeeded(v) => json!({ "Return": v }),
             End::Failed(e) => json!({ "Throw": { "Error": e.error, "Cause": e.cause } }),
-            End::TimedOut => return Ok(json!({ "NeverAnswers": true })),
+            End::TimedOut { .. } => return Ok(json!({ "NeverAnswers": true })),
             End::Masked(why) => return Err(why.clone()),
             End::Open => return Err("the recording ends before this attempt did".into()),
         };
@@ -104,8 +110,9 @@ impl RecordedAnswers {
     }
 
     /// The place of the re-run's `*Scheduled` event with replay key `key`, read from the
-    /// re-run's events so far (each read once, see [`GrowingTree`]).
-    fn place_of(&self, key: &str) -> Option<String> {
+    /// re-run's events so far (each read once, see [`GrowingTree`]), and the attempt's
+    /// HeartbeatSeconds in this definition, in ms.
+    fn place_of(&self, key: &str) -> Option<(String, Option<Millis>)> {
         let events = self.rerun.borrow();
         let index = events
             .iter()
@@ -114,11 +121,12 @@ impl RecordedAnswers {
         let tree = growing.extend(&events[..]);
         let visit = tree.owner_id(index)?;
         let attempt = tree.visits[visit].attempts.len().saturating_sub(1);
-        Some(format!(
+        let place = format!(
             "{} {}#{attempt}",
             visit_place(tree, visit),
             events[index].event_type.as_str()
-        ))
+        );
+        Some((place, heartbeat_ms(events[index].details.as_deref())))
     }
 }
 
@@ -147,7 +155,9 @@ pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usi
                 Err(why) => End::Masked(format!("the result of event {} ({ty}) {why}", e.id)),
             }
         } else if ty.ends_with("TimedOut") {
-            End::TimedOut
+            End::TimedOut {
+                heartbeat: heartbeat_ran_out(&recorded[scheduled], took_ms),
+            }
         } else if ty.ends_with("Failed") {
             End::Failed(StatesError {
                 error: d["error"].as_str().map(str::to_owned),
@@ -168,6 +178,20 @@ pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usi
         took_ms: 0,
         submitted,
     }
+}
+
+/// Whether a recorded timeout `took_ms` after its attempt started was the heartbeat's: the
+/// attempt had HeartbeatSeconds and ended before its TimeoutSeconds.
+fn heartbeat_ran_out(scheduled: &RecordedEvent, took_ms: Millis) -> bool {
+    let d = scheduled.details_value();
+    let timeout_ms = d["timeoutInSeconds"].as_i64().map(|s| s * 1000);
+    d["heartbeatInSeconds"].is_i64() && timeout_ms.is_none_or(|t| took_ms < t)
+}
+
+/// `heartbeatInSeconds` of a `*Scheduled` event's details text, in ms.
+fn heartbeat_ms(details: Option<&str>) -> Option<Millis> {
+    let d: Value = serde_json::from_str(details?).ok()?;
+    d["heartbeatInSeconds"].as_i64().map(|s| s * 1000)
 }
 
 /// A payload field (`input`, `output`) of recorded details as JSON: an error when AWS
@@ -199,7 +223,7 @@ impl TaskRunner for RecordedAnswers {
     }
 
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
-        let place = self.place_of(&job.task_key).unwrap_or_default();
+        let (place, heartbeat) = self.place_of(&job.task_key).unwrap_or_default();
         let Some(answer) = self.by_place.get(&place).cloned() else {
             let why = format!(
                 "the recording has no attempt {} of {} here ({place})",
@@ -232,8 +256,15 @@ impl TaskRunner for RecordedAnswers {
                     pause(answer.took_ms).await;
                     Err(e)
                 }
-                End::TimedOut => {
-                    // The state's own TimeoutSeconds/HeartbeatSeconds end it, as they did.
+                End::TimedOut {
+                    heartbeat: was_heartbeat,
+                } => {
+                    // The worker goes silent: this definition's heartbeat runs out, or its
+                    // TimeoutSeconds ends the attempt, as they did.
+                    if let (true, Some(ms)) = (was_heartbeat, heartbeat) {
+                        pause(ms).await;
+                        return Err(StatesError::heartbeat_timeout());
+                    }
                     pause(OPEN_HORIZON_MS).await;
                     Err(StatesError::new(
                         crate::asl::error::names::TIMEOUT,

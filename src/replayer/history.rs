@@ -9,6 +9,7 @@ use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
 use crate::engine::visits::EventView;
 use serde_json::Value;
+use std::sync::OnceLock;
 
 /// One recorded event, its details kept as JSON text as the engine writes them.
 #[derive(Debug, Clone)]
@@ -21,10 +22,11 @@ pub struct RecordedEvent {
     pub event_type: String,
     /// `timestamp`, ms since the Unix epoch.
     pub timestamp_ms: Millis,
-    /// The `*EventDetails` object as JSON text, when the event has one.
+    /// The `*EventDetails` object as compact JSON text, when the event has one.
     pub details: Option<String>,
-    /// The same, parsed once (an empty object when there are none).
-    parsed: Value,
+    /// The same, parsed once, when first asked for (an empty object when there are none): a
+    /// re-run's events whose text is the recording's are never parsed.
+    parsed: OnceLock<Value>,
 }
 
 impl RecordedEvent {
@@ -42,7 +44,12 @@ impl RecordedEvent {
 
     /// The details, parsed (an empty object when there are none).
     pub fn details_value(&self) -> &Value {
-        &self.parsed
+        self.parsed.get_or_init(|| {
+            self.details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok())
+                .unwrap_or_else(empty)
+        })
     }
 }
 
@@ -54,11 +61,7 @@ impl From<&HistoryEvent> for RecordedEvent {
             event_type: e.event_type.as_str().to_owned(),
             timestamp_ms: e.timestamp,
             details: e.details.clone(),
-            parsed: e
-                .details
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok())
-                .unwrap_or_else(empty),
+            parsed: OnceLock::new(),
         }
     }
 }
@@ -73,9 +76,9 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
             at: format!("page {}", page + 1),
             why: format!("not JSON: {e}"),
         })?;
-        let list = match &document {
+        let list = match document {
             Value::Array(list) => list,
-            Value::Object(m) => match m.get("events") {
+            Value::Object(mut m) => match m.remove("events") {
                 Some(Value::Array(list)) => list,
                 _ => {
                     return Err(ReplayError::History {
@@ -91,7 +94,7 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
                 })
             }
         };
-        for (i, raw) in list.iter().enumerate() {
+        for (i, raw) in list.into_iter().enumerate() {
             let at = || format!("page {}, event {}", page + 1, i + 1);
             events.push(event(raw).map_err(|why| ReplayError::History { at: at(), why })?);
         }
@@ -137,8 +140,10 @@ fn check_ids(events: &[RecordedEvent]) -> Result<(), ReplayError> {
 
 /// One event in AWS's shape: `id`, `previousEventId`, `type`, `timestamp` and one
 /// `*EventDetails` object.
-fn event(raw: &Value) -> Result<RecordedEvent, String> {
-    let m = raw.as_object().ok_or("an event that is not an object")?;
+fn event(raw: Value) -> Result<RecordedEvent, String> {
+    let Value::Object(mut m) = raw else {
+        return Err("an event that is not an object".into());
+    };
     let id = m
         .get("id")
         .and_then(Value::as_i64)
@@ -156,17 +161,19 @@ fn event(raw: &Value) -> Result<RecordedEvent, String> {
         Some(t) => timestamp(t).ok_or_else(|| format!("event {id}: unreadable timestamp {t}"))?,
         None => return Err(format!("event {id} has no \"timestamp\"")),
     };
-    let parsed = m
+    // Taken, not copied: the document is dropped page by page.
+    let key = m
         .iter()
         .find(|(k, v)| k.ends_with("EventDetails") && v.is_object())
-        .map(|(_, v)| v.clone());
+        .map(|(k, _)| k.clone());
+    let parsed = key.and_then(|k| m.swap_remove(&k));
     Ok(RecordedEvent {
         id,
         previous_event_id,
         event_type,
         timestamp_ms,
         details: parsed.as_ref().map(Value::to_string),
-        parsed: parsed.unwrap_or_else(empty),
+        parsed: OnceLock::from(parsed.unwrap_or_else(empty)),
     })
 }
 

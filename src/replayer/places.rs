@@ -12,6 +12,10 @@
 use crate::engine::visits::{EventView, LaneKind, Tree, VisitId};
 use std::collections::HashMap;
 
+/// What names an event within its visit: the visit (none for the execution's own events),
+/// its type and, for a Map iteration's event, the iteration's index if it has one.
+type EventKey<'a> = (Option<VisitId>, &'a str, Option<Option<u64>>);
+
 /// The places of one history's visits and events.
 #[derive(Debug)]
 pub struct Places {
@@ -40,22 +44,26 @@ impl Places {
             ));
             *occurrence += 1;
         }
-        let mut counts: HashMap<String, usize> = HashMap::new();
+        // Counted by what names an event (its visit, type and iteration), not by its name:
+        // no string is built twice.
+        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.len());
         let events = events
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let mut name = match tree.owner_id(i) {
-                    Some(v) => format!("{} {}", visits[v], e.event_type),
-                    None => format!("execution {}", e.event_type),
-                };
-                if e.event_type.starts_with("MapIteration") {
-                    name.push_str(&format!("[{}]", iteration_index(e)));
-                }
-                let n = counts.entry(name.clone()).or_insert(0);
-                name.push_str(&format!("#{n}"));
+                let owner = tree.owner_id(i);
+                let index = e
+                    .event_type
+                    .starts_with("MapIteration")
+                    .then(|| iteration_index(e));
+                let n = counts.entry((owner, e.event_type, index)).or_insert(0);
                 *n += 1;
-                name
+                let visit = owner.map_or("execution", |v| visits[v].as_str());
+                match index {
+                    Some(Some(at)) => format!("{visit} {}[{at}]#{}", e.event_type, *n - 1),
+                    Some(None) => format!("{visit} {}[?]#{}", e.event_type, *n - 1),
+                    None => format!("{visit} {}#{}", e.event_type, *n - 1),
+                }
             })
             .collect();
         Places {
@@ -168,13 +176,14 @@ fn base_label(tree: &Tree, lane: usize) -> String {
     }
 }
 
-/// `[index]` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`).
-fn iteration_index(e: &EventView<'_>) -> String {
-    e.details
-        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
-        .and_then(|v| v["index"].as_u64())
-        .map(|i| i.to_string())
-        .unwrap_or_else(|| "?".into())
+/// `index` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`), read
+/// alone (the rest of the details is skipped, not built).
+fn iteration_index(e: &EventView<'_>) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Index {
+        index: Option<u64>,
+    }
+    serde_json::from_str::<Index>(e.details?).ok()?.index
 }
 
 /// Each lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for a

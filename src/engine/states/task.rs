@@ -685,6 +685,12 @@ impl Engine {
                 let prev = self.push(prev, events.succeeded, Some(details))?;
                 self.attempt_output(cx, t, raw_input, prev, result).await
             }
+            // A heartbeat that ran out ends the attempt as the token broker's does (a
+            // replay's runner answers callbacks itself and reports a recorded one so).
+            Some(Err(e)) if e.heartbeat => {
+                let details = Some(timed_out_details(kind));
+                Err(self.failure_event(prev, events.timed_out, details, e))
+            }
             // A worker, a service or a program may say more than AWS keeps.
             Some(Err(e)) => {
                 let e = crate::limits::bounded_error(e);
