@@ -18,6 +18,9 @@
 //!   records, and ValidateStateMachineDefinition's diagnostics, shared by every face.
 //! - [`coverage`]: which states, transitions and error paths stored executions took, reported
 //!   as text, JSON or LCOV on the definition file's lines.
+//! - [`loader`]: the one reader of state machines every face uses: definition files (JSON,
+//!   YAML), SAM/CloudFormation templates and CDK's `cdk.out`, named `FILE`, `FILE#LogicalId`,
+//!   `cdk.out#Stack/LogicalId` alike everywhere.
 //! - [`replayer`]: a recorded history (AWS's or ours) re-run against a definition with the
 //!   recording's input, Task answers and time, and compared event by event (`sfn-local replay`).
 //! - [`cli`]: the commands; no logic that the library does not own.
