@@ -1267,15 +1267,10 @@ impl<'t> Scanner<'t> {
             ));
         };
         self.pos += c.len_utf8();
+        if let Some(simple) = simple_escape(c) {
+            return Ok(simple);
+        }
         Ok(match c {
-            '"' => '"',
-            '\\' => '\\',
-            '/' => '/',
-            'b' => '\u{8}',
-            'f' => '\u{c}',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
             'u' => {
                 let high = self.hex4(backslash)?;
                 if !(0xD800..0xDC00).contains(&high) {
@@ -1525,6 +1520,23 @@ fn show(c: char) -> String {
     } else {
         format!("`{c}`")
     }
+}
+
+/// The character a one-letter JSON escape (`\n` is `n` here) stands for; `None` for `u` and
+/// anything that is no escape. The scanner and the language server's map of string-encoded
+/// definitions read escapes by it.
+pub(crate) fn simple_escape(c: char) -> Option<char> {
+    Some(match c {
+        '"' => '"',
+        '\\' => '\\',
+        '/' => '/',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

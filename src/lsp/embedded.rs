@@ -172,19 +172,10 @@ fn decode_one(s: &str) -> Option<(char, usize)> {
     if c != '\\' {
         return Some((c, c.len_utf8()));
     }
-    let simple = match chars.next()? {
-        '"' => '"',
-        '\\' => '\\',
-        '/' => '/',
-        'b' => '\u{8}',
-        'f' => '\u{c}',
-        'n' => '\n',
-        'r' => '\r',
-        't' => '\t',
-        'u' => return decode_unicode(s),
-        _ => return None,
-    };
-    Some((simple, 2))
+    match chars.next()? {
+        'u' => decode_unicode(s),
+        c => Some((crate::asl::source::simple_escape(c)?, 2)),
+    }
 }
 
 /// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`.
