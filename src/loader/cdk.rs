@@ -56,33 +56,9 @@ impl Assembly {
                 continue;
             };
             let machines = template_machines(&stack.template, &text, &value, options);
-            all.extend(machines.into_iter().map(|f| (stack.name.clone(), f)));
+            all.extend(machines.into_iter().map(|f| (Some(stack.name.clone()), f)));
         }
-        let holder = self.folder.display().to_string();
-        let Some(want) = want else {
-            let files: Vec<LoadedFile> = all.into_iter().map(|(_, f)| f).collect();
-            return chosen(holder, files, None);
-        };
-        let ids = all
-            .iter()
-            .map(|(stack, f)| format!("{stack}/{}", f.logical_id.as_deref().unwrap_or("")))
-            .collect();
-        let found: Vec<LoadedFile> = all
-            .into_iter()
-            .filter(|(stack, f)| {
-                f.logical_id.as_deref() == Some(&want.logical_id)
-                    && want.stack.as_ref().is_none_or(|s| s == stack)
-            })
-            .map(|(_, f)| f)
-            .collect();
-        match found.is_empty() {
-            true => Err(LoadError::NoSuchMachine {
-                holder,
-                want: want.to_string(),
-                ids,
-            }),
-            false => Ok(found),
-        }
+        chosen(self.folder.display().to_string(), all, want)
     }
 
     /// The stack template whose state machine reads its definition from the asset at `path`.

@@ -151,6 +151,7 @@ pub fn load_all(reference: &Reference, options: Options<'_>) -> Result<Vec<Loade
     match (template_value(&text, &name), &reference.machine) {
         (Some(value), want) => {
             let all = template_machines(path, &text, &value, options);
+            let all = all.into_iter().map(|f| (None, f)).collect();
             chosen(path.display().to_string(), all, want.as_ref())
         }
         (None, Some(want)) => Err(LoadError::NotATemplate {
@@ -190,22 +191,37 @@ pub fn load_one(
     Ok((file, name))
 }
 
-/// The machines of `all` that `want` names (all of them without `want`).
+/// The machines of `all` that `want` names (all of them without `want`), each with the stack
+/// it is in when it is a cloud assembly's (`Stack/LogicalId` then chooses the stack too).
 fn chosen(
     holder: String,
-    all: Vec<LoadedFile>,
+    all: Vec<(Option<String>, LoadedFile)>,
     want: Option<&MachineName>,
 ) -> Result<Vec<LoadedFile>, LoadError> {
     let Some(want) = want else {
         return match all.is_empty() {
             true => Err(LoadError::NoMachine { holder }),
-            false => Ok(all),
+            false => Ok(all.into_iter().map(|(_, f)| f).collect()),
         };
     };
-    let ids: Vec<String> = all.iter().filter_map(|f| f.logical_id.clone()).collect();
+    let ids = all
+        .iter()
+        .filter_map(|(stack, f)| {
+            let id = f.logical_id.as_deref()?;
+            Some(
+                stack
+                    .as_ref()
+                    .map_or_else(|| id.to_owned(), |s| format!("{s}/{id}")),
+            )
+        })
+        .collect();
     let found: Vec<LoadedFile> = all
         .into_iter()
-        .filter(|f| f.logical_id.as_deref() == Some(&want.logical_id))
+        .filter(|(stack, f)| {
+            f.logical_id.as_deref() == Some(&want.logical_id)
+                && (stack.is_none() || want.stack.is_none() || want.stack == *stack)
+        })
+        .map(|(_, f)| f)
         .collect();
     match found.is_empty() {
         true => Err(LoadError::NoSuchMachine {
