@@ -80,15 +80,16 @@ pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingEr
         .map_err(|e| OpenExistingError::Failed(e.to_string()))
 }
 
-/// Creates a database file that does not exist yet readable and writable by its owner only
+/// Creates a database file that does not exist yet (an empty database at the current schema:
+/// [`crate::store::create_database`]) readable and writable by its owner only
 /// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
 /// mode), and every folder created for it (the default `$XDG_STATE_HOME/sfn-local`, or the
 /// missing folders of a path the user named) likewise owner-only. A folder that exists is left
 /// as it is. A path that is a symbolic link to a file not there yet creates that file (SQLite
 /// follows the link; it used to create it with the default mode, 0644). Failures are left to
 /// the open, which names the path.
-fn create_private(path: &std::path::Path) {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+fn create_private(path: &std::path::Path, durable: bool) {
+    use std::os::unix::fs::DirBuilderExt;
     if path.exists() {
         return;
     }
@@ -102,11 +103,7 @@ fn create_private(path: &std::path::Path) {
                 .create(parent);
         }
     }
-    let _ = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path);
+    let _ = crate::store::create_database(path, durable);
 }
 
 /// Where a chain of symbolic links ends (relative links read from their own folder); `None`
@@ -132,8 +129,9 @@ fn link_target(path: &std::path::Path) -> Option<PathBuf> {
 /// Opens the database, or says why not.
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
     let path = resolve(flag);
-    create_private(&path);
-    Store::open(&path, options(durability))
+    let options = options(durability);
+    create_private(&path, options.durability == crate::store::Durability::Full);
+    Store::open(&path, options)
         .map(Arc::new)
         .map_err(|e| format!("error: {e}"))
 }

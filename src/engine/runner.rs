@@ -308,14 +308,18 @@ fn child_setup(request: &RunRequest, store: &Arc<Store>, owner: &str) -> ChildSe
 
 /// Creates the execution in the store and runs it to its end in this thread.
 pub fn run_execution(store: Arc<Store>, request: RunRequest) -> Result<Outcome, RunError> {
-    if store.execution(&request.info.execution_arn)?.is_some() {
-        return Err(RunError::AlreadyExists(request.info.name.clone()));
-    }
     let owner = new_owner();
     let lease = lease_ms();
     let children = LocalChildren::new(child_setup(&request, &store, &owner));
     let (row, mut request) = execution_row(request, &owner, lease);
-    store.create_execution(row).wait_blocking()?;
+    // The row's key refuses a taken name (no read before it: a connection and a query of a
+    // short run's time).
+    match store.create_execution(row).wait_blocking() {
+        Err(StoreError::ExecutionAlreadyExists { .. }) => {
+            return Err(RunError::AlreadyExists(request.info.name.clone()))
+        }
+        created => created?,
+    }
     if !request.machines.is_empty() {
         request.tasks.children = children.tasks().children;
     }

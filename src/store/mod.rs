@@ -63,6 +63,7 @@ mod map_runs;
 mod migrations;
 mod redrive;
 mod resources;
+mod template;
 mod tokens;
 mod watch;
 mod writer;
@@ -87,6 +88,7 @@ pub use redrive::{redrivable, NotRedrivable, Redriven, REDRIVABLE_PERIOD_MS};
 pub use resources::{
     ActivityRecord, AliasRecord, KnownMachine, Registered, StateMachineRecord, VersionRecord,
 };
+pub use template::create as create_database;
 pub use tokens::{
     ActivityTask, AnswerError, Expiry, NewTaskToken, StopOutcome, StopRequest, TaskAnswer,
     TokenKind, TokenRecord, TokenStatus,
@@ -186,6 +188,11 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         create_parent(&path)?;
+        if !options.read_only_file {
+            // A file system without hard links (or any other failure here) leaves the file to
+            // SQLite, which creates it empty; the migrations then build the schema.
+            let _ = template::create(&path, options.durability == Durability::Full);
+        }
         let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
         let flags = if options.read_only_file {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
