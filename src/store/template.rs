@@ -86,8 +86,10 @@ mod tests {
         std::fs::read(&path).expect("read")
     }
 
-    /// The database's objects, user version, journal mode and page size.
-    fn shape(conn: &Connection) -> (Vec<(String, String, Option<String>)>, i64, String, i64) {
+    /// A database's objects (type, name, SQL), user version, journal mode and page size.
+    type Shape = (Vec<(String, String, Option<String>)>, i64, String, i64);
+
+    fn shape(conn: &Connection) -> Shape {
         let mut stmt = conn
             .prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
             .expect("schema query");
