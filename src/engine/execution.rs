@@ -234,9 +234,9 @@ pub struct Engine {
     /// A stop that reaches the execution from another thread (see [`super::stopping`]);
     /// shared with a distributed Map's children.
     pub(crate) stopping: Arc<Stopping>,
-    /// When the execution last let the other executions of its thread run (see
-    /// [`Engine::checkpoint`]).
-    last_yield: Cell<std::time::Instant>,
+    /// When the execution last let the other executions of its thread run, and the states
+    /// run since the clock was last read for it (see [`Engine::checkpoint`]).
+    last_yield: Cell<(std::time::Instant, u32)>,
     /// A stop asked for by whoever drives the engine without a store (see
     /// [`Engine::with_stop_signal`]).
     stop_signal: RefCell<Option<LocalBoxFuture<'static, StopRequest>>>,
@@ -298,7 +298,7 @@ impl Engine {
             cut_short: Cell::new(false),
             wait_scale: 1.0,
             stopping: Default::default(),
-            last_yield: Cell::new(std::time::Instant::now()),
+            last_yield: Cell::new((std::time::Instant::now(), 0)),
             stop_signal: RefCell::new(None),
             context: RefCell::new(context),
             fixed_context: Cell::new(false),
@@ -664,6 +664,17 @@ impl Engine {
         event_type: EventType,
         details: Option<String>,
     ) -> Result<EventId, Failed> {
+        self.push_at(prev, event_type, details, None)
+    }
+
+    /// [`Engine::push`] at a time read already (`None`: now).
+    fn push_at(
+        &self,
+        prev: EventId,
+        event_type: EventType,
+        details: Option<String>,
+        at: Option<crate::clock::Millis>,
+    ) -> Result<EventId, Failed> {
         if self.stopping.is_stopped() {
             return Err(self.stopped_failure(prev));
         }
@@ -686,7 +697,7 @@ impl Engine {
                 }
             }
         }
-        let now = self.clock.now();
+        let now = at.unwrap_or_else(|| self.clock.now());
         self.last_ts.set(now);
         self.replayed_last.set(false);
         self.history
@@ -717,12 +728,20 @@ impl Engine {
     async fn checkpoint(&self, prev: EventId) -> Result<(), Failed> {
         /// How long an execution runs states without waiting before it yields its thread.
         const RUN_WITHOUT_YIELD: std::time::Duration = std::time::Duration::from_millis(5);
+        /// States run between two looks at the clock: a state takes about a microsecond, and
+        /// reading the clock at every one was a twentieth of a Map's engine time.
+        const STATES_PER_LOOK: u32 = 32;
         if self.stopping.is_stopped() {
             return Err(self.stopped_failure(prev));
         }
-        if self.last_yield.get().elapsed() >= RUN_WITHOUT_YIELD {
+        let (since, states) = self.last_yield.get();
+        if states < STATES_PER_LOOK {
+            self.last_yield.set((since, states + 1));
+        } else if since.elapsed() >= RUN_WITHOUT_YIELD {
             crate::clock::yield_now().await;
-            self.last_yield.set(std::time::Instant::now());
+            self.last_yield.set((std::time::Instant::now(), 0));
+        } else {
+            self.last_yield.set((since, 0));
         }
         Ok(())
     }
@@ -771,7 +790,8 @@ impl Engine {
                     Some(p) => p,
                     None => self.payload(&input, state, prev)?,
                 };
-                let entered = self.push(
+                // The event's time is the one `$$.State.EnteredTime` reads.
+                let entered = self.push_at(
                     prev,
                     EventType::entered(state.type_name()),
                     Some(
@@ -780,6 +800,7 @@ impl Engine {
                             .payload_of("input", &input_payload)
                             .build(),
                     ),
+                    Some(entered_at),
                 )?;
                 let assigned = RefCell::new(None);
                 let cx = StateCx {
