@@ -35,6 +35,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+/// Room for the longest event type (`LambdaFunctionScheduleFailed`) and the separator.
+pub(crate) const TYPE_ROOM: usize = 32;
+
 /// One sequential flow of events (the top level, a branch, an iteration).
 #[derive(Debug)]
 pub(crate) struct Lane {
@@ -89,9 +92,16 @@ impl Lane {
         self.key_at(self.seq.get())
     }
 
-    /// `key:seq`.
+    /// `key:seq`, with room before it for the event type the store keeps in front of it
+    /// (`store_sink`), which then needs no second allocation.
     fn key_at(&self, seq: u64) -> String {
-        joined(&self.key, ':', itoa::Buffer::new().format(seq))
+        let mut seq_text = itoa::Buffer::new();
+        let seq_text = seq_text.format(seq);
+        let mut text = String::with_capacity(TYPE_ROOM + self.key.len() + 1 + seq_text.len());
+        text.push_str(&self.key);
+        text.push(':');
+        text.push_str(seq_text);
+        text
     }
 
     /// The key of the next event, consumed.

@@ -59,7 +59,7 @@ impl StoreSink {
                 id: e.id,
                 previous_event_id: e.previous_event_id,
                 timestamp_ms: e.timestamp,
-                event_type: keyed_type(e.event_type.as_str(), e.replay_key.as_deref()),
+                event_type: keyed_type(e.event_type.as_str(), e.replay_key),
                 details: e.details,
             })
             .collect();
@@ -83,10 +83,15 @@ impl StoreSink {
     }
 }
 
-/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them.
-fn keyed_type(event_type: &str, key: Option<&str>) -> String {
+/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them: written in front of the key,
+/// in the room the engine leaves there (see `replay::TYPE_ROOM`).
+fn keyed_type(event_type: &str, key: Option<String>) -> String {
     match key {
-        Some(key) => crate::engine::replay::joined(event_type, KEY_SEPARATOR, key),
+        Some(mut key) => {
+            key.insert(0, KEY_SEPARATOR);
+            key.insert_str(0, event_type);
+            key
+        }
         None => event_type.to_owned(),
     }
 }
