@@ -922,9 +922,11 @@ impl Engine {
             StateKind::Fail(f) => self.fail(cx, f, input).await,
             StateKind::Choice(c) => self.choice(cx, c, input).await,
             StateKind::Wait(w) => self.wait(cx, w, input).await,
-            StateKind::Task(t) => self.task(cx, t, input).await,
-            // Boxed: their futures are the largest, and every waiting Task or Wait would
-            // otherwise carry room for them.
+            // Boxed: their futures are the largest, and every scope's future would otherwise
+            // carry room for them. That future is copied into its box once per scope (a Map's
+            // every iteration: a Task's room was most of the 10,000-item Map's copying), and a
+            // waiting Task or Wait would hold room for a Parallel or a Map.
+            StateKind::Task(t) => Box::pin(self.task(cx, t, input)).await,
             StateKind::Parallel(p) => Box::pin(self.parallel(cx, p, input)).await,
             StateKind::Map(m) => Box::pin(self.map(cx, m, input)).await,
         }
