@@ -207,7 +207,10 @@ fn rerun(
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(&runtime, time.track(run));
     let events = sink.events.take();
-    Ok((outcome, events.iter().map(RecordedEvent::from).collect()))
+    Ok((
+        outcome,
+        events.into_iter().map(RecordedEvent::from).collect(),
+    ))
 }
 
 /// The execution as the recording names it: region, account, machine and role from
