@@ -7,7 +7,7 @@
 
 use super::answers::{answer, Answer};
 use super::history::RecordedEvent;
-use super::places::Places;
+use super::places::{EventPlace, Places};
 use super::{Replay, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -85,7 +85,7 @@ fn mocked_responses(
 ) -> Result<std::collections::BTreeMap<String, Map<String, Value>>, WriteTestError> {
     let views: Vec<_> = recorded.iter().map(RecordedEvent::view).collect();
     let places = Places::of(&views);
-    let by_place: HashMap<&str, Answer> = (0..recorded.len())
+    let by_place: HashMap<EventPlace<'_>, Answer> = (0..recorded.len())
         .filter(|&i| recorded[i].event_type.ends_with("Scheduled"))
         .map(|i| (places.event(i), answer(recorded, &places, i)))
         .collect();
@@ -101,7 +101,7 @@ fn mocked_responses(
         };
         let state = rerun_places.tree.visits[visit].state.clone();
         let entry = by_place
-            .get(rerun_places.event(j))
+            .get(&rerun_places.event(j))
             .ok_or_else(|| {
                 WriteTestError::Unanswerable(format!("no recorded answer for event {}", e.id))
             })?
