@@ -34,8 +34,9 @@ pub struct RecordedEvent {
     /// The `*EventDetails` object as compact JSON text, when the event has one.
     pub details: Option<String>,
     /// The same, parsed once, when first asked for (an empty object when there are none):
-    /// details the comparison finds the same as text are never parsed.
-    parsed: OnceLock<Value>,
+    /// details the comparison finds the same as text are never parsed (boxed: most never are,
+    /// and an empty cell then takes one word, not a whole Value).
+    parsed: OnceLock<Box<Value>>,
 }
 
 impl RecordedEvent {
@@ -54,10 +55,12 @@ impl RecordedEvent {
     /// The details, parsed (an empty object when there are none).
     pub fn details_value(&self) -> &Value {
         self.parsed.get_or_init(|| {
-            self.details
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok())
-                .unwrap_or_else(empty)
+            Box::new(
+                self.details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or_else(empty),
+            )
         })
     }
 }
@@ -151,7 +154,8 @@ fn check_ids(events: &[RecordedEvent]) -> Result<(), ReplayError> {
 
 /// One event in AWS's shape: `id`, `previousEventId`, `type`, `timestamp` and one
 /// `*EventDetails` object.
-fn event(fields: Fields<'_>) -> Result<RecordedEvent, String> {
+/// `scratch` is where details are made compact, reused from event to event.
+fn event(fields: Fields<'_>, scratch: &mut String) -> Result<RecordedEvent, String> {
     let id = fields
         .id
         .as_ref()
@@ -174,7 +178,7 @@ fn event(fields: Fields<'_>) -> Result<RecordedEvent, String> {
         previous_event_id,
         event_type,
         timestamp_ms,
-        details: fields.details.map(|d| compact(d.get())),
+        details: fields.details.map(|d| compact(d.get(), scratch)),
         parsed: OnceLock::new(),
     })
 }
@@ -282,12 +286,13 @@ impl<'de> Shape<'de> for Page {
     }
     fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
         let mut list = Events::default();
+        let mut scratch = String::new();
         while let Some(Item(fields)) = seq.next_element()? {
             if list.problem.is_some() {
                 continue;
             }
             let read = fields.ok_or_else(|| "an event that is not an object".to_owned());
-            match read.and_then(event) {
+            match read.and_then(|fields| event(fields, &mut scratch)) {
                 Ok(e) => list.events.push(e),
                 Err(why) => list.problem = Some((list.events.len(), why)),
             }
@@ -375,9 +380,10 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// JSON text without the whitespace outside its strings, as the engine writes details (the
 /// AWS CLI and `get-execution-history` indent them). Escapes stay as written: a recording
 /// that escapes otherwise (`\u00e9` for `é`) differs in text and is compared by value.
-fn compact(json: &str) -> String {
+/// Written in `out` first, so that the text kept takes no more memory than it needs.
+fn compact(json: &str, out: &mut String) -> String {
     let bytes = json.as_bytes();
-    let mut out = String::with_capacity(json.len());
+    out.clear();
     let (mut run, mut i) = (0, 0);
     while i < bytes.len() {
         match bytes[i] {
@@ -393,7 +399,7 @@ fn compact(json: &str) -> String {
         }
     }
     out.push_str(&json[run..]);
-    out
+    out.as_str().to_owned()
 }
 
 /// The index past the closing quote of the string whose text starts at `i` (an escape's
