@@ -111,7 +111,11 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
                 why,
             });
         }
-        events.append(&mut list.events);
+        if events.is_empty() {
+            events = list.events; // one page, as most files are: not copied
+        } else {
+            events.append(&mut list.events);
+        }
     }
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;

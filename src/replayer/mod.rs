@@ -190,6 +190,8 @@ fn rerun(
     let start = recorded[0].timestamp_ms;
     let time = Timekeeping::Virtual(VirtualClock::automatic(start));
     let sink = MemorySink::default();
+    // A re-run writes about as many events as it replays: sized once, not grown by copies.
+    sink.events.borrow_mut().reserve(recorded.len());
     let tasks = answers::RecordedAnswers::new(recorded, places, time.clock(), sink.events.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
