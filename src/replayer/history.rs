@@ -11,7 +11,7 @@
 use super::ReplayError;
 use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
-use crate::engine::visits::EventView;
+use crate::engine::visits::{EventList, EventView};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -62,6 +62,15 @@ impl RecordedEvent {
                     .unwrap_or_else(empty),
             )
         })
+    }
+}
+
+impl EventList for [RecordedEvent] {
+    fn at(&self, i: usize) -> EventView<'_> {
+        self[i].view()
+    }
+    fn count(&self) -> usize {
+        self.len()
     }
 }
 

@@ -114,11 +114,9 @@ pub fn replay(
             ))
         }
     };
-    let views: Vec<_> = recorded.iter().map(RecordedEvent::view).collect();
-    let recorded_places = Places::of(&views);
+    let recorded_places = Places::of(recorded);
     let (outcome, rerun) = rerun(recorded, &recorded_places, details, &input, machine)?;
-    let rerun_views: Vec<_> = rerun.iter().map(RecordedEvent::view).collect();
-    let rerun_places = Places::of(&rerun_views);
+    let rerun_places = Places::of(rerun.as_slice());
     let mut masked = Vec::new();
     let divergence = compare::first_divergence(
         &Side {

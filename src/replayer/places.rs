@@ -9,7 +9,7 @@
 //! An event's place is its visit's, its type, a Map iteration's index, and `#N` for the
 //! N-th such event there (a Task's attempts: `TaskScheduled#0`, `#1`, ...).
 
-use crate::engine::visits::{EventView, LaneKind, Tree, VisitId};
+use crate::engine::visits::{EventList, EventView, LaneKind, Tree, VisitId};
 use foldhash::{HashMap, HashMapExt};
 use std::fmt;
 
@@ -64,19 +64,18 @@ pub struct Places<'e> {
 
 impl<'e> Places<'e> {
     /// Reads the places of `events` (in id order).
-    pub fn of(events: &[EventView<'e>]) -> Places<'e> {
-        let tree = Tree::build(events);
+    pub fn of<E: EventList + ?Sized>(events: &'e E) -> Places<'e> {
+        let tree = Tree::read(events);
         let visits = visit_places(&tree);
         // Counted by what names an event (its visit, type and iteration): no string is built.
-        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.len());
-        let events = events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
+        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.count());
+        let events = (0..events.count())
+            .map(|i| {
+                let e = events.at(i);
                 let index = e
                     .event_type
                     .starts_with("MapIteration")
-                    .then(|| iteration_index(e));
+                    .then(|| iteration_index(&e));
                 let n = counts
                     .entry((tree.owner_id(i), e.event_type, index))
                     .or_insert(0);
@@ -305,7 +304,7 @@ mod tests {
                 replay_key: None,
             })
             .collect();
-        let places = Places::of(&events);
+        let places = Places::of(events.as_slice());
         let named: Vec<&str> = [3, 4, 12, 16]
             .iter()
             .map(|&i| places.visit_of(i).unwrap())
