@@ -12,7 +12,7 @@ use super::ReplayError;
 use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
 use crate::engine::visits::{EventList, EventView};
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -95,19 +95,19 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Page>();
     for (page, document) in stream.enumerate() {
         let at = || format!("page {}", page + 1);
-        let document = document.map_err(|e| ReplayError::History {
-            at: at(),
-            why: format!("not JSON: {e}"),
-        })?;
-        let mut list = match document {
-            Page::List(list) | Page::Object(Some(list)) => list,
-            Page::Object(None) => return Err(ReplayError::History {
+        let document = document.map_err(|e| not_json(page, &e))?;
+        if document.refused {
+            return Err(as_values(text));
+        }
+        let mut list = match document.kind {
+            PageKind::List(list) | PageKind::Object(Some(list)) => list,
+            PageKind::Object(None) => return Err(ReplayError::History {
                 at: at(),
                 why:
                     "an object without an \"events\" list (expected get-execution-history's output)"
                         .into(),
             }),
-            Page::Other => {
+            PageKind::Other => {
                 return Err(ReplayError::History {
                     at: at(),
                     why: "neither {\"events\": [...]} nor a list of events".into(),
@@ -129,6 +129,28 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;
     Ok(events)
+}
+
+/// A page that is not JSON.
+fn not_json(page: usize, e: &serde_json::Error) -> ReplayError {
+    ReplayError::History {
+        at: format!("page {}", page + 1),
+        why: format!("not JSON: {e}"),
+    }
+}
+
+/// What reading the file as values says of it: the error of a page that a full parse refuses
+/// though its syntax is sound (see [`refused`]).
+fn as_values(text: &str) -> ReplayError {
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut pages = stream.enumerate();
+    match pages.find_map(|(page, document)| document.err().map(|e| (page, e))) {
+        Some((page, e)) => not_json(page, &e),
+        None => ReplayError::History {
+            at: "the file".into(),
+            why: "not JSON".into(),
+        },
+    }
 }
 
 /// The ids must run 1, 2, 3, ... with no gap or repeat: a missing page is named, not guessed.
@@ -168,7 +190,8 @@ fn check_ids(events: &[RecordedEvent]) -> Result<(), ReplayError> {
 /// One event in AWS's shape: `id`, `previousEventId`, `type`, `timestamp` and one
 /// `*EventDetails` object.
 /// `scratch` is where details are made compact, reused from event to event.
-fn event(fields: Fields<'_>, scratch: &mut String) -> Result<RecordedEvent, String> {
+fn event(fields: Fields<'_>, scratch: &mut Scratch) -> Result<RecordedEvent, String> {
+    let details = fields.details.map(|d| scratch.keep(d));
     let id = fields
         .id
         .as_ref()
@@ -191,7 +214,7 @@ fn event(fields: Fields<'_>, scratch: &mut String) -> Result<RecordedEvent, Stri
         previous_event_id,
         event_type,
         timestamp_ms,
-        details: fields.details.map(|d| compact(d.get(), scratch)),
+        details,
         parsed: OnceLock::new(),
     })
 }
@@ -214,7 +237,14 @@ fn timestamp(t: &Value) -> Option<Millis> {
 
 /// One document of a history file, as replay reads it (typed, so the events' details are
 /// borrowed text instead of values built only to be written back to text).
-enum Page {
+struct Page {
+    kind: PageKind,
+    /// Whether a full parse refuses a value read as text (see [`refused`]).
+    refused: bool,
+}
+
+/// What a document is.
+enum PageKind {
     /// A bare list of events.
     List(Events),
     /// An object: its `events` list, if it has one.
@@ -232,7 +262,27 @@ struct Events {
 }
 
 /// One item of a list of events: the fields replay reads, or `None` when it is no object.
-struct Item<'a>(Option<Fields<'a>>);
+struct Item<'a> {
+    fields: Option<Fields<'a>>,
+    /// Whether a full parse refuses a value read as text (see [`refused`]).
+    refused: bool,
+}
+
+/// Where [`event`] makes details compact (reused from event to event, so the text kept takes
+/// no more memory than it needs), and whether a full parse refuses any of them.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    refused: bool,
+}
+
+impl Scratch {
+    /// The details `raw` as compact text.
+    fn keep(&mut self, raw: &RawValue) -> String {
+        self.refused |= refused(raw.get(), &mut self.text);
+        self.text.as_str().to_owned()
+    }
+}
 
 /// An event's fields as written; [`event`] checks them in the order it always did.
 #[derive(Default)]
@@ -295,13 +345,20 @@ impl<'de, T: Shape<'de>> Visitor<'de> for Shaped<T> {
 
 impl<'de> Shape<'de> for Page {
     fn other() -> Self {
-        Page::Other
+        Page {
+            kind: PageKind::Other,
+            refused: false,
+        }
     }
     fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
         let mut list = Events::default();
-        let mut scratch = String::new();
-        while let Some(Item(fields)) = seq.next_element()? {
+        let mut scratch = Scratch::default();
+        while let Some(Item { fields, refused }) = seq.next_element()? {
+            scratch.refused |= refused;
             if list.problem.is_some() {
+                // Not read, but a page a full parse refuses is still "not JSON" first.
+                let details = fields.and_then(|f| f.details);
+                scratch.refused |= details.is_some_and(skipped);
                 continue;
             }
             let read = fields.ok_or_else(|| "an event that is not an object".to_owned());
@@ -310,34 +367,51 @@ impl<'de> Shape<'de> for Page {
                 Err(why) => list.problem = Some((list.events.len(), why)),
             }
         }
-        Ok(Page::List(list))
+        Ok(Page {
+            kind: PageKind::List(list),
+            refused: scratch.refused,
+        })
     }
     fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut events = None;
+        let (mut events, mut refused) = (None, false);
         while let Some(Key(key)) = map.next_key()? {
             if key == "events" {
-                events = match map.next_value()? {
-                    Page::List(list) => Some(list),
+                let page: Page = map.next_value()?;
+                refused |= page.refused;
+                events = match page.kind {
+                    PageKind::List(list) => Some(list),
                     _ => None,
                 };
             } else {
-                map.next_value::<IgnoredAny>()?;
+                refused |= skipped(map.next_value()?);
             }
         }
-        Ok(Page::Object(events))
+        Ok(Page {
+            kind: PageKind::Object(events),
+            refused,
+        })
     }
 }
 
 impl<'de> Shape<'de> for Item<'de> {
     fn other() -> Self {
-        Item(None)
+        Item {
+            fields: None,
+            refused: false,
+        }
     }
     fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Item(None))
+        let mut refused = false;
+        while let Some(raw) = seq.next_element()? {
+            refused |= skipped(raw);
+        }
+        Ok(Item {
+            fields: None,
+            refused,
+        })
     }
     fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut f = Fields::default();
+        let (mut f, mut refused) = (Fields::default(), false);
         while let Some(Key(key)) = map.next_key()? {
             match &*key {
                 "id" => f.id = Some(map.next_value()?),
@@ -348,14 +422,17 @@ impl<'de> Shape<'de> for Item<'de> {
                     let raw: &RawValue = map.next_value()?;
                     if f.details.is_none() && raw.get().starts_with('{') {
                         f.details = Some(raw);
+                    } else {
+                        refused |= skipped(raw);
                     }
                 }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                _ => refused |= skipped(map.next_value()?),
             }
         }
-        Ok(Item(Some(f)))
+        Ok(Item {
+            fields: Some(f),
+            refused,
+        })
     }
 }
 
@@ -390,17 +467,45 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// JSON text without the whitespace outside its strings, as the engine writes details (the
-/// AWS CLI and `get-execution-history` indent them). Escapes stay as written: a recording
-/// that escapes otherwise (`\u00e9` for `é`) differs in text and is compared by value.
-/// Written in `out` first, so that the text kept takes no more memory than it needs.
-fn compact(json: &str, out: &mut String) -> String {
+/// Whether a full parse refuses `json`, text whose syntax serde_json checked while reading
+/// it as text or skipping it: that check leaves out a `\u` escape's surrogate pairing and a
+/// number's range, which reading the file as values checked (and replay said "not JSON").
+/// Only text that holds such an escape or number is parsed again to know. `out` receives the
+/// text made compact (see [`compact`]).
+fn refused(json: &str, out: &mut String) -> bool {
+    compact(json, out) && serde_json::from_str::<Value>(json).is_err()
+}
+
+/// [`refused`] of a value replay skips.
+fn skipped(raw: &RawValue) -> bool {
+    refused(raw.get(), &mut String::new())
+}
+
+/// Writes `json` into `out` without the whitespace outside its strings, as the engine writes
+/// details (the AWS CLI and `get-execution-history` indent them). Escapes stay as written: a
+/// recording that escapes otherwise (`\u00e9` for `é`) differs in text and is compared by
+/// value. Returns whether the text holds what only a full parse checks: a `\uD...` escape
+/// (a surrogate's range) or a number with an exponent or of more than 300 digits.
+fn compact(json: &str, out: &mut String) -> bool {
+    const MAX_DIGITS: usize = 300;
     let bytes = json.as_bytes();
     out.clear();
-    let (mut run, mut i) = (0, 0);
+    let (mut run, mut i, mut digits, mut unsure) = (0, 0, 0, false);
     while i < bytes.len() {
-        match bytes[i] {
-            b'"' => i = after_string(bytes, i + 1),
+        let b = bytes[i];
+        if b.is_ascii_digit() {
+            digits += 1;
+            unsure |= digits > MAX_DIGITS;
+        } else {
+            unsure |= digits > 0 && matches!(b, b'e' | b'E');
+            digits = 0;
+        }
+        match b {
+            b'"' => {
+                let (end, surrogate) = after_string(bytes, i + 1);
+                unsure |= surrogate;
+                i = end;
+            }
             b' ' | b'\n' | b'\r' | b'\t' => {
                 out.push_str(&json[run..i]);
                 while i < bytes.len() && matches!(bytes[i], b' ' | b'\n' | b'\r' | b'\t') {
@@ -412,20 +517,25 @@ fn compact(json: &str, out: &mut String) -> String {
         }
     }
     out.push_str(&json[run..]);
-    out.as_str().to_owned()
+    unsure
 }
 
 /// The index past the closing quote of the string whose text starts at `i` (an escape's
-/// second byte is ASCII, so it is skipped whole).
-fn after_string(bytes: &[u8], mut i: usize) -> usize {
+/// second byte is ASCII, so it is skipped whole), and whether it holds a `\uD...` escape.
+fn after_string(bytes: &[u8], mut i: usize) -> (usize, bool) {
+    let mut surrogate = false;
     while i < bytes.len() {
         match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
+            b'\\' => {
+                surrogate |= bytes.get(i + 1) == Some(&b'u')
+                    && matches!(bytes.get(i + 2), Some(b'd' | b'D'));
+                i += 2;
+            }
+            b'"' => return (i + 1, surrogate),
             _ => i += 1,
         }
     }
-    bytes.len()
+    (bytes.len(), surrogate)
 }
 
 #[cfg(test)]
@@ -482,6 +592,35 @@ mod tests {
             at("[] 3"),
             "the history, at page 2: neither {\"events\": [...]} nor a list of events"
         );
+    }
+
+    /// What serde_json checks only when it builds values (a surrogate escape's pairing, a
+    /// number's range) is refused as it was when the file was read as values, with the same
+    /// message; the same escapes and numbers, well formed, are read.
+    #[test]
+    fn what_only_a_full_parse_refuses_is_still_not_json() {
+        let page = |extra: &str, details: &str| {
+            format!(
+                r#"{{"events":[{{"id":1,"type":"ExecutionStarted","timestamp":0{extra},"executionStartedEventDetails":{details}}}]}}"#
+            )
+        };
+        for text in [
+            page("", r#"{"input":"\ud800 x"}"#),
+            page("", r#"{"input":"{}","n":1e999}"#),
+            page(r#","other":[1e999]"#, "{}"),
+            format!("{} {}", page("", "{}"), page("", r#"{"n":[-1e400]}"#)),
+        ] {
+            let as_values = serde_json::Deserializer::from_str(&text)
+                .into_iter::<Value>()
+                .enumerate()
+                .find_map(|(p, d)| d.err().map(|e| format!("page {}: not JSON: {e}", p + 1)))
+                .unwrap();
+            let e = parse_history(&text).unwrap_err().to_string();
+            assert_eq!(e, format!("the history, at {as_values}"), "{text}");
+        }
+        let fine = page("", r#"{"input":"\ud83e\udd50 \u00e9","n":1.5e3}"#);
+        let events = parse_history(&fine).unwrap();
+        assert_eq!(events[0].details_value()["input"], "🥐 é");
     }
 
     #[test]
