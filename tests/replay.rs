@@ -664,3 +664,45 @@ fn a_recorded_heartbeat_timeout_replays_as_a_timeout() {
         "{verdict}"
     );
 }
+
+/// `s` as Python's `json.dumps` writes it by default (what the AWS CLI prints): every
+/// character past ASCII as `\uXXXX`, astral ones as a surrogate pair.
+fn ascii_escaped(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_recording_escaped_otherwise_and_indented_replays_identical_and_a_change_is_found() {
+    let sandbox = Sandbox::new();
+    let machine = json!({"StartAt": "Café", "States": {
+        "Café": {"Type": "Pass", "Result": {"order": "crème ☕ 🥐"}, "Next": "Done"},
+        "Done": {"Type": "Succeed"}}});
+    let out = sandbox.run_definition(&machine, "cafe", &["--clock", "virtual"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let history = json!({ "events": sandbox.history("cafe") });
+    let text = ascii_escaped(&serde_json::to_string_pretty(&history).unwrap());
+    assert!(text.contains(r"Caf\u00e9") && text.contains(r"\ud83e\udd50"));
+    sandbox.write("escaped.json", &text);
+    let (code, verdict) = replay(&sandbox, "escaped.json", &machine);
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{verdict}"
+    );
+    let mut changed = machine.clone();
+    changed["States"]["Café"]["Result"]["order"] = json!("crème ☕");
+    let (code, verdict) = replay(&sandbox, "escaped.json", &changed);
+    assert_eq!(code, 1, "{verdict}");
+    assert_eq!(verdict["divergence"]["what"], "its output differs");
+    assert_eq!(verdict["divergence"]["state"], "Café");
+}

@@ -38,6 +38,7 @@
 //! assert_eq!(tree.owner(2).map(|v| v.state.as_str()), Some("Charge"));
 //! ```
 
+use foldhash::HashMapExt;
 use serde::Deserialize;
 
 /// One history event, from the store or from an in-memory run.
@@ -82,6 +83,10 @@ impl<'a> From<&'a crate::engine::history::HistoryEvent> for EventView<'a> {
         }
     }
 }
+
+/// Events by id. Ids are numbers the history holds, so foldhash's speed costs no safety that
+/// SipHash would give.
+type IdMap = foldhash::HashMap<i64, usize>;
 
 /// Index of a visit in [`Tree::visits`].
 pub type VisitId = usize;
@@ -297,17 +302,30 @@ enum Family {
 impl Tree {
     /// Reads a history (events in any order of ids; each must point at an earlier one).
     pub fn build(events: &[EventView<'_>]) -> Tree {
-        let mut order: Vec<usize> = (0..events.len()).collect();
-        order.sort_by_key(|&i| events[i].id);
-        let by_id: std::collections::HashMap<i64, usize> =
-            order.iter().map(|&i| (events[i].id, i)).collect();
+        Tree::read(events)
+    }
+
+    /// [`Tree::build`] of events read by index, without a view of each made first (a replay
+    /// reads two histories of 10,000 events).
+    pub fn read<E: EventList + ?Sized>(events: &E) -> Tree {
+        let count = events.count();
+        let mut order: Vec<usize> = (0..count).collect();
+        order.sort_by_key(|&i| events.at(i).id);
+        let mut by_id = IdMap::with_capacity(count);
+        by_id.extend(order.iter().map(|&i| (events.at(i).id, i)));
         let mut tree = Tree::empty();
-        tree.owners = vec![None; events.len()];
+        tree.owners = vec![None; count];
+        // Sized once: a large Map's visits, grown by doubling, were copied and faulted in again.
+        let types = || (0..count).map(|i| events.at(i).event_type);
+        let entered = types().filter(|t| t.ends_with("StateEntered")).count();
+        tree.visits.reserve_exact(entered);
+        let iterations = types().filter(|&t| t == "MapIterationStarted").count();
+        tree.lanes.reserve(iterations);
         let mut builder = Builder {
             events,
             by_id,
             tree,
-            contexts: vec![None; events.len()],
+            contexts: vec![None; count],
         };
         for i in order {
             builder.event(i);
@@ -391,7 +409,7 @@ impl Tree {
 pub struct GrowingTree {
     tree: Tree,
     contexts: Vec<Option<Context>>,
-    by_id: std::collections::HashMap<i64, usize>,
+    by_id: IdMap,
 }
 
 impl Default for GrowingTree {
@@ -457,7 +475,7 @@ impl EventList for [crate::engine::history::HistoryEvent] {
 
 struct Builder<'e, E: EventList + ?Sized> {
     events: &'e E,
-    by_id: std::collections::HashMap<i64, usize>,
+    by_id: IdMap,
     tree: Tree,
     contexts: Vec<Option<Context>>,
 }
@@ -671,7 +689,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
         family: Family,
     ) -> Context {
         let ty = self.events.at(i).event_type;
-        let name = details(&self.events.at(i)).name;
+        let Details { name, index, .. } = details(&self.events.at(i));
         let start = match before.visit {
             // A closed visit (its Exited) sends what follows to its lane's parent.
             Some(v) if self.tree.visits[v].phase != Phase::Closed => Some(v),
@@ -691,7 +709,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
                 ..before
             };
         };
-        let opens = self.container_effect(v, i, ty);
+        let opens = self.container_effect(v, i, ty, index);
         Context {
             lane: self.tree.visits[v].lane,
             visit: Some(v),
@@ -732,7 +750,14 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
     }
 
     /// What a container event does to its visit; returns the lane it opens, if any.
-    fn container_effect(&mut self, v: VisitId, i: usize, ty: &str) -> Option<LaneId> {
+    /// `index` is the event's `index` detail (a Map iteration's).
+    fn container_effect(
+        &mut self,
+        v: VisitId,
+        i: usize,
+        ty: &str,
+        index: Option<u64>,
+    ) -> Option<LaneId> {
         let event = self.events.at(i);
         match lifecycle(ty) {
             Lifecycle::Start => {
@@ -755,7 +780,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
                 });
                 None
             }
-            Lifecycle::Inside => self.iteration_event(v, i, ty),
+            Lifecycle::Inside => self.iteration_event(v, ty, index.unwrap_or_default()),
             Lifecycle::AttemptEnd => {
                 let failure = ty.ends_with("Failed").then(|| self.failure_at(i));
                 let visit = &mut self.tree.visits[v];
@@ -776,8 +801,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
     }
 
     /// `MapIterationStarted` opens an iteration lane; the others end one.
-    fn iteration_event(&mut self, v: VisitId, i: usize, ty: &str) -> Option<LaneId> {
-        let index = details(&self.events.at(i)).index.unwrap_or_default();
+    fn iteration_event(&mut self, v: VisitId, ty: &str, index: u64) -> Option<LaneId> {
         if ty == "MapIterationStarted" {
             return Some(self.open_lane(v, LaneKind::Iteration(index)));
         }

@@ -98,7 +98,7 @@ impl RecordedAnswers {
         let mut by_place = HashMap::new();
         for (i, e) in recorded.iter().enumerate() {
             if e.event_type.ends_with("Scheduled") {
-                by_place.insert(places.event(i).to_owned(), answer(recorded, places, i));
+                by_place.insert(places.event(i).to_string(), answer(recorded, places, i));
             }
         }
         RecordedAnswers {

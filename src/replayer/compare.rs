@@ -6,10 +6,10 @@
 
 use super::answers::payload;
 use super::history::RecordedEvent;
-use super::places::Places;
+use super::places::{EventPlace, Places};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 /// The details fields compared, as AWS names them; payloads are compared as JSON.
 const COMPARED: &[&str] = &[
@@ -49,15 +49,15 @@ pub struct Side<'a> {
     /// The events.
     pub events: &'a [RecordedEvent],
     /// Their places.
-    pub places: &'a Places,
+    pub places: &'a Places<'a>,
 }
 
-impl Side<'_> {
-    /// The place of the event `index` follows ("start" for none).
-    fn previous_place(&self, index: usize) -> &str {
+impl<'a> Side<'a> {
+    /// The place of the event `index` follows (`None` for none).
+    fn previous_place(&self, index: usize) -> Option<EventPlace<'a>> {
         match self.events[index].previous_event_id {
-            0 => "start",
-            id => self.places.event(id as usize - 1),
+            0 => None,
+            id => Some(self.places.event(id as usize - 1)),
         }
     }
 
@@ -74,35 +74,26 @@ pub fn first_divergence(
     rerun: &Side<'_>,
     masked: &mut Vec<String>,
 ) -> Option<Divergence> {
-    let by_place: HashMap<&str, usize> = (0..rerun.events.len())
-        .map(|j| (rerun.places.event(j), j))
-        .collect();
-    let mut following: HashMap<&str, Vec<usize>> = HashMap::with_capacity(rerun.events.len());
-    for j in 0..rerun.events.len() {
-        following
-            .entry(rerun.previous_place(j))
-            .or_default()
-            .push(j);
-    }
-    let recorded_places: HashSet<&str> = (0..recorded.events.len())
-        .map(|i| recorded.places.event(i))
-        .collect();
-    let mut matched = HashSet::new();
+    let mut by_place = HashMap::with_capacity(rerun.events.len());
+    by_place.extend((0..rerun.events.len()).map(|j| (rerun.places.event(j), j)));
+    // Built only when an event is not where the recording has it.
+    let mut elsewhere: Option<Elsewhere<'_>> = None;
+    let mut matched = vec![false; rerun.events.len()];
     // An event the re-run never reached because a branch or iteration elsewhere ended the
     // Map or Parallel first is reported only when nothing the re-run did differently is found.
     let mut cut_short = None;
     for i in 0..recorded.events.len() {
-        let found = by_place.get(recorded.places.event(i)).copied();
+        let found = by_place.get(&recorded.places.event(i)).copied();
         if let Some(j) = found.filter(|&j| same_predecessor(recorded, i, rerun, j)) {
-            matched.insert(j);
+            matched[j] = true;
             let (r, n) = (&recorded.events[i], &rerun.events[j]);
             if let Some(what) = details_differ(r, n, masked) {
                 return Some(divergence(recorded, i, what, describe(r), describe(n)));
             }
             continue;
         }
-        let instead = instead_of(recorded, rerun, &following, i, &recorded_places);
-        match (instead, found) {
+        let lookups = elsewhere.get_or_insert_with(|| Elsewhere::new(recorded, rerun));
+        match (lookups.instead_of(recorded, rerun, i), found) {
             (Some(j), _) => return Some(missing(recorded, rerun, i, Some(j))),
             (None, Some(j)) => return Some(relinked(recorded, rerun, i, j)),
             (None, None) if cut_short.is_none() => {
@@ -119,7 +110,7 @@ pub fn first_divergence(
         // The recording stops while the execution ran on: what came after is not known.
         return None;
     }
-    let extra = (0..rerun.events.len()).find(|j| !matched.contains(j))?;
+    let extra = matched.iter().position(|&m| !m)?;
     let e = &rerun.events[extra];
     Some(Divergence {
         event: recorded.events.len() as i64 + 1,
@@ -131,20 +122,39 @@ pub fn first_divergence(
     })
 }
 
-/// What the re-run did after the event the recorded event `i` follows, in its place: an event
-/// the recording never had.
-fn instead_of(
-    recorded: &Side<'_>,
-    rerun: &Side<'_>,
-    following: &HashMap<&str, Vec<usize>>,
-    i: usize,
-    recorded_places: &HashSet<&str>,
-) -> Option<usize> {
-    following
-        .get(recorded.previous_place(i))?
-        .iter()
-        .find(|&&j| !recorded_places.contains(rerun.places.event(j)))
-        .copied()
+/// What finding an event the re-run did instead needs: the re-run's events by the place of
+/// the event each follows, and the recording's places.
+struct Elsewhere<'a> {
+    following: HashMap<Option<EventPlace<'a>>, Vec<usize>>,
+    recorded_places: HashSet<EventPlace<'a>>,
+}
+
+impl<'a> Elsewhere<'a> {
+    fn new(recorded: &Side<'a>, rerun: &Side<'a>) -> Self {
+        let mut following: HashMap<_, Vec<usize>> = HashMap::with_capacity(rerun.events.len());
+        for j in 0..rerun.events.len() {
+            following
+                .entry(rerun.previous_place(j))
+                .or_default()
+                .push(j);
+        }
+        let mut recorded_places = HashSet::with_capacity(recorded.events.len());
+        recorded_places.extend((0..recorded.events.len()).map(|i| recorded.places.event(i)));
+        Elsewhere {
+            following,
+            recorded_places,
+        }
+    }
+
+    /// What the re-run did after the event the recorded event `i` follows, in its place: an
+    /// event the recording never had.
+    fn instead_of(&self, recorded: &Side<'_>, rerun: &Side<'_>, i: usize) -> Option<usize> {
+        self.following
+            .get(&recorded.previous_place(i))?
+            .iter()
+            .find(|&&j| !self.recorded_places.contains(&rerun.places.event(j)))
+            .copied()
+    }
 }
 
 /// Whether the recorded event `i` and the re-run's `j` follow the same event. A Map

@@ -3,12 +3,21 @@
 //! `--no-paginate` loops write them), a bare list of events, or sfn-local's own
 //! `get-execution-history`. Events come back sorted by id (`--reverse-order` pages too), each
 //! checked for the fields replay reads.
+//!
+//! The file is read typed, not as a tree of values: an event's few fields, and its details
+//! object as the text it is in the file, made compact (a 10,000-event history is 3 MB, and
+//! most of its details are only ever compared as text).
 
 use super::ReplayError;
 use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
-use crate::engine::visits::EventView;
+use crate::engine::visits::{EventList, EventView};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 /// One recorded event, its details kept as JSON text as the engine writes them.
@@ -24,9 +33,10 @@ pub struct RecordedEvent {
     pub timestamp_ms: Millis,
     /// The `*EventDetails` object as compact JSON text, when the event has one.
     pub details: Option<String>,
-    /// The same, parsed once, when first asked for (an empty object when there are none): a
-    /// re-run's events whose text is the recording's are never parsed.
-    parsed: OnceLock<Value>,
+    /// The same, parsed once, when first asked for (an empty object when there are none):
+    /// details the comparison finds the same as text are never parsed (boxed: most never are,
+    /// and an empty cell then takes one word, not a whole Value).
+    parsed: OnceLock<Box<Value>>,
 }
 
 impl RecordedEvent {
@@ -45,22 +55,34 @@ impl RecordedEvent {
     /// The details, parsed (an empty object when there are none).
     pub fn details_value(&self) -> &Value {
         self.parsed.get_or_init(|| {
-            self.details
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok())
-                .unwrap_or_else(empty)
+            Box::new(
+                self.details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or_else(empty),
+            )
         })
     }
 }
 
-impl From<&HistoryEvent> for RecordedEvent {
-    fn from(e: &HistoryEvent) -> Self {
+impl EventList for [RecordedEvent] {
+    fn at(&self, i: usize) -> EventView<'_> {
+        self[i].view()
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl From<HistoryEvent> for RecordedEvent {
+    /// Moves the details text: a re-run's events are not needed after.
+    fn from(e: HistoryEvent) -> Self {
         RecordedEvent {
             id: e.id,
             previous_event_id: e.previous_event_id,
             event_type: e.event_type.as_str().to_owned(),
             timestamp_ms: e.timestamp,
-            details: e.details.clone(),
+            details: e.details,
             parsed: OnceLock::new(),
         }
     }
@@ -70,38 +92,65 @@ impl From<&HistoryEvent> for RecordedEvent {
 /// list of events. Every page is read; the events are returned sorted by id.
 pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     let mut events = Vec::new();
-    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<Page>();
     for (page, document) in stream.enumerate() {
-        let document = document.map_err(|e| ReplayError::History {
-            at: format!("page {}", page + 1),
-            why: format!("not JSON: {e}"),
-        })?;
-        let list = match document {
-            Value::Array(list) => list,
-            Value::Object(mut m) => match m.remove("events") {
-                Some(Value::Array(list)) => list,
-                _ => {
-                    return Err(ReplayError::History {
-                        at: format!("page {}", page + 1),
-                        why: "an object without an \"events\" list (expected get-execution-history's output)".into(),
-                    })
-                }
-            },
-            _ => {
+        let at = || format!("page {}", page + 1);
+        let document = document.map_err(|e| not_json(page, &e))?;
+        if document.refused {
+            return Err(as_values(text));
+        }
+        let mut list = match document.kind {
+            PageKind::List(list) | PageKind::Object(Some(list)) => list,
+            PageKind::Object(None) => return Err(ReplayError::History {
+                at: at(),
+                why:
+                    "an object without an \"events\" list (expected get-execution-history's output)"
+                        .into(),
+            }),
+            PageKind::Other => {
                 return Err(ReplayError::History {
-                    at: format!("page {}", page + 1),
+                    at: at(),
                     why: "neither {\"events\": [...]} nor a list of events".into(),
                 })
             }
         };
-        for (i, raw) in list.into_iter().enumerate() {
-            let at = || format!("page {}, event {}", page + 1, i + 1);
-            events.push(event(raw).map_err(|why| ReplayError::History { at: at(), why })?);
+        if let Some((i, why)) = list.problem {
+            return Err(ReplayError::History {
+                at: format!("page {}, event {}", page + 1, i + 1),
+                why,
+            });
+        }
+        if events.is_empty() {
+            events = list.events; // one page, as most files are: not copied
+        } else {
+            events.append(&mut list.events);
         }
     }
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;
     Ok(events)
+}
+
+/// A page that is not JSON.
+fn not_json(page: usize, e: &serde_json::Error) -> ReplayError {
+    ReplayError::History {
+        at: format!("page {}", page + 1),
+        why: format!("not JSON: {e}"),
+    }
+}
+
+/// What reading the file as values says of it: the error of a page that a full parse refuses
+/// though its syntax is sound (see [`refused`]).
+fn as_values(text: &str) -> ReplayError {
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut pages = stream.enumerate();
+    match pages.find_map(|(page, document)| document.err().map(|e| (page, e))) {
+        Some((page, e)) => not_json(page, &e),
+        None => ReplayError::History {
+            at: "the file".into(),
+            why: "not JSON".into(),
+        },
+    }
 }
 
 /// The ids must run 1, 2, 3, ... with no gap or repeat: a missing page is named, not guessed.
@@ -140,40 +189,33 @@ fn check_ids(events: &[RecordedEvent]) -> Result<(), ReplayError> {
 
 /// One event in AWS's shape: `id`, `previousEventId`, `type`, `timestamp` and one
 /// `*EventDetails` object.
-fn event(raw: Value) -> Result<RecordedEvent, String> {
-    let Value::Object(mut m) = raw else {
-        return Err("an event that is not an object".into());
-    };
-    let id = m
-        .get("id")
+/// `scratch` is where details are made compact, reused from event to event.
+fn event(fields: Fields<'_>, scratch: &mut Scratch) -> Result<RecordedEvent, String> {
+    let details = fields.details.map(|d| scratch.keep(d));
+    let id = fields
+        .id
+        .as_ref()
         .and_then(Value::as_i64)
         .ok_or("an event without a numeric \"id\"")?;
-    let event_type = m
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("event {id} has no \"type\""))?
-        .to_owned();
-    let previous_event_id = m
-        .get("previousEventId")
+    let Some(Value::String(event_type)) = fields.event_type else {
+        return Err(format!("event {id} has no \"type\""));
+    };
+    let previous_event_id = fields
+        .previous_event_id
+        .as_ref()
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let timestamp_ms = match m.get("timestamp") {
+    let timestamp_ms = match &fields.timestamp {
         Some(t) => timestamp(t).ok_or_else(|| format!("event {id}: unreadable timestamp {t}"))?,
         None => return Err(format!("event {id} has no \"timestamp\"")),
     };
-    // Taken, not copied: the document is dropped page by page.
-    let key = m
-        .iter()
-        .find(|(k, v)| k.ends_with("EventDetails") && v.is_object())
-        .map(|(k, _)| k.clone());
-    let parsed = key.and_then(|k| m.swap_remove(&k));
     Ok(RecordedEvent {
         id,
         previous_event_id,
         event_type,
         timestamp_ms,
-        details: parsed.as_ref().map(Value::to_string),
-        parsed: OnceLock::from(parsed.unwrap_or_else(empty)),
+        details,
+        parsed: OnceLock::new(),
     })
 }
 
@@ -193,6 +235,309 @@ fn timestamp(t: &Value) -> Option<Millis> {
     }
 }
 
+/// One document of a history file, as replay reads it (typed, so the events' details are
+/// borrowed text instead of values built only to be written back to text).
+struct Page {
+    kind: PageKind,
+    /// Whether a full parse refuses a value read as text (see [`refused`]).
+    refused: bool,
+}
+
+/// What a document is.
+enum PageKind {
+    /// A bare list of events.
+    List(Events),
+    /// An object: its `events` list, if it has one.
+    Object(Option<Events>),
+    /// Anything else.
+    Other,
+}
+
+/// A list of events read: each one, until the first that is not one (its index and why);
+/// the rest of the list is still read, so a page that is not JSON says so first.
+#[derive(Default)]
+struct Events {
+    events: Vec<RecordedEvent>,
+    problem: Option<(usize, String)>,
+}
+
+/// One item of a list of events: the fields replay reads, or `None` when it is no object.
+struct Item<'a> {
+    fields: Option<Fields<'a>>,
+    /// Whether a full parse refuses a value read as text (see [`refused`]).
+    refused: bool,
+}
+
+/// Where [`event`] makes details compact (reused from event to event, so the text kept takes
+/// no more memory than it needs), and whether a full parse refuses any of them.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    refused: bool,
+}
+
+impl Scratch {
+    /// The details `raw` as compact text.
+    fn keep(&mut self, raw: &RawValue) -> String {
+        self.refused |= refused(raw.get(), &mut self.text);
+        self.text.as_str().to_owned()
+    }
+}
+
+/// An event's fields as written; [`event`] checks them in the order it always did.
+#[derive(Default)]
+struct Fields<'a> {
+    id: Option<Value>,
+    previous_event_id: Option<Value>,
+    event_type: Option<Value>,
+    timestamp: Option<Value>,
+    /// The first `*EventDetails` key's object, as it is in the file.
+    details: Option<&'a RawValue>,
+}
+
+/// A key, borrowed from the text unless it has escapes.
+struct Key<'a>(Cow<'a, str>);
+
+/// What a value becomes by its kind: [`Page`] and [`Item`] read lists and objects and take
+/// anything else as what it is not.
+trait Shape<'de>: Sized {
+    /// A value that is neither a list nor an object.
+    fn other() -> Self;
+    /// A list.
+    fn list<A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error>;
+    /// An object.
+    fn object<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+/// The visitor of a [`Shape`].
+struct Shaped<T>(PhantomData<T>);
+
+impl<'de, T: Shape<'de>> Visitor<'de> for Shaped<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        T::list(seq)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::object(map)
+    }
+}
+
+impl<'de> Shape<'de> for Page {
+    fn other() -> Self {
+        Page {
+            kind: PageKind::Other,
+            refused: false,
+        }
+    }
+    fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut list = Events::default();
+        let mut scratch = Scratch::default();
+        while let Some(Item { fields, refused }) = seq.next_element()? {
+            scratch.refused |= refused;
+            if list.problem.is_some() {
+                // Not read, but a page a full parse refuses is still "not JSON" first.
+                let details = fields.and_then(|f| f.details);
+                scratch.refused |= details.is_some_and(skipped);
+                continue;
+            }
+            let read = fields.ok_or_else(|| "an event that is not an object".to_owned());
+            match read.and_then(|fields| event(fields, &mut scratch)) {
+                Ok(e) => list.events.push(e),
+                Err(why) => list.problem = Some((list.events.len(), why)),
+            }
+        }
+        Ok(Page {
+            kind: PageKind::List(list),
+            refused: scratch.refused,
+        })
+    }
+    fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let (mut events, mut refused) = (None, false);
+        while let Some(Key(key)) = map.next_key()? {
+            if key == "events" {
+                let page: Page = map.next_value()?;
+                refused |= page.refused;
+                events = match page.kind {
+                    PageKind::List(list) => Some(list),
+                    _ => None,
+                };
+            } else {
+                refused |= skipped(map.next_value()?);
+            }
+        }
+        Ok(Page {
+            kind: PageKind::Object(events),
+            refused,
+        })
+    }
+}
+
+impl<'de> Shape<'de> for Item<'de> {
+    fn other() -> Self {
+        Item {
+            fields: None,
+            refused: false,
+        }
+    }
+    fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut refused = false;
+        while let Some(raw) = seq.next_element()? {
+            refused |= skipped(raw);
+        }
+        Ok(Item {
+            fields: None,
+            refused,
+        })
+    }
+    fn object<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let (mut f, mut refused) = (Fields::default(), false);
+        while let Some(Key(key)) = map.next_key()? {
+            match &*key {
+                "id" => f.id = Some(map.next_value()?),
+                "previousEventId" => f.previous_event_id = Some(map.next_value()?),
+                "type" => f.event_type = Some(map.next_value()?),
+                "timestamp" => f.timestamp = Some(map.next_value()?),
+                k if k.ends_with("EventDetails") => {
+                    let raw: &RawValue = map.next_value()?;
+                    if f.details.is_none() && raw.get().starts_with('{') {
+                        f.details = Some(raw);
+                    } else {
+                        refused |= skipped(raw);
+                    }
+                }
+                _ => refused |= skipped(map.next_value()?),
+            }
+        }
+        Ok(Item {
+            fields: Some(f),
+            refused,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Page {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Shaped(PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Item<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Shaped(PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Whether a full parse refuses `json`, text whose syntax serde_json checked while reading
+/// it as text or skipping it: that check leaves out a `\u` escape's surrogate pairing and a
+/// number's range, which reading the file as values checked (and replay said "not JSON").
+/// Only text that holds such an escape or number is parsed again to know. `out` receives the
+/// text made compact (see [`compact`]).
+fn refused(json: &str, out: &mut String) -> bool {
+    compact(json, out) && serde_json::from_str::<Value>(json).is_err()
+}
+
+/// [`refused`] of a value replay skips.
+fn skipped(raw: &RawValue) -> bool {
+    refused(raw.get(), &mut String::new())
+}
+
+/// Writes `json` into `out` without the whitespace outside its strings, as the engine writes
+/// details (the AWS CLI and `get-execution-history` indent them). Escapes stay as written: a
+/// recording that escapes otherwise (`\u00e9` for `é`) differs in text and is compared by
+/// value. Returns whether the text holds what only a full parse checks: a `\uD...` escape
+/// (a surrogate's range) or a number with an exponent or of more than 300 digits.
+fn compact(json: &str, out: &mut String) -> bool {
+    const MAX_DIGITS: usize = 300;
+    let bytes = json.as_bytes();
+    out.clear();
+    let (mut run, mut i, mut digits, mut unsure) = (0, 0, 0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_digit() {
+            digits += 1;
+            unsure |= digits > MAX_DIGITS;
+        } else {
+            unsure |= digits > 0 && matches!(b, b'e' | b'E');
+            digits = 0;
+        }
+        match b {
+            b'"' => {
+                let (end, surrogate) = after_string(bytes, i + 1);
+                unsure |= surrogate;
+                i = end;
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => {
+                out.push_str(&json[run..i]);
+                while i < bytes.len() && matches!(bytes[i], b' ' | b'\n' | b'\r' | b'\t') {
+                    i += 1;
+                }
+                run = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&json[run..]);
+    unsure
+}
+
+/// The index past the closing quote of the string whose text starts at `i` (an escape's
+/// second byte is ASCII, so it is skipped whole), and whether it holds a `\uD...` escape.
+fn after_string(bytes: &[u8], mut i: usize) -> (usize, bool) {
+    let mut surrogate = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => {
+                surrogate |= bytes.get(i + 1) == Some(&b'u')
+                    && matches!(bytes.get(i + 2), Some(b'd' | b'D'));
+                i += 2;
+            }
+            b'"' => return (i + 1, surrogate),
+            _ => i += 1,
+        }
+    }
+    (bytes.len(), surrogate)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +551,76 @@ mod tests {
         assert_eq!(events[0].event_type, "ExecutionStarted");
         assert_eq!(events[0].timestamp_ms, 1_704_067_200_250);
         assert_eq!(events[1].timestamp_ms, 1_704_067_201_500);
+    }
+
+    #[test]
+    fn details_are_made_compact_outside_strings_only() {
+        let text = r#"[{"id": 1, "type": "ExecutionStarted", "timestamp": 0,
+            "executionStartedEventDetails": {
+                "input": "{\"a b\": \"\\\" x\"}",
+                "inputDetails": { "truncated" : false }
+            }}]"#;
+        let events = parse_history(text).unwrap();
+        assert_eq!(
+            events[0].details.as_deref(),
+            Some(r#"{"input":"{\"a b\": \"\\\" x\"}","inputDetails":{"truncated":false}}"#)
+        );
+        assert_eq!(events[0].details_value()["input"], r#"{"a b": "\" x"}"#);
+    }
+
+    #[test]
+    fn an_event_that_is_not_one_is_named_after_the_page_is_read_whole() {
+        let at = |text: &str| parse_history(text).unwrap_err().to_string();
+        let second_not_object =
+            r#"{"events":[{"id":1,"type":"ExecutionStarted","timestamp":0},[1]]}"#;
+        assert_eq!(
+            at(second_not_object),
+            "the history, at page 1, event 2: an event that is not an object"
+        );
+        let bad_timestamp = r#"[{"id":1,"type":"ExecutionStarted","timestamp":{"at": 1}}]"#;
+        assert_eq!(
+            at(bad_timestamp),
+            r#"the history, at page 1, event 1: event 1: unreadable timestamp {"at":1}"#
+        );
+        let then_not_json = r#"[{"type":"ExecutionStarted","timestamp":0},{"id":]"#;
+        assert!(at(then_not_json).starts_with("the history, at page 1: not JSON:"));
+        assert_eq!(
+            at(r#"{"events":{"events":[]}}"#),
+            "the history, at page 1: an object without an \"events\" list (expected get-execution-history's output)"
+        );
+        assert_eq!(
+            at("[] 3"),
+            "the history, at page 2: neither {\"events\": [...]} nor a list of events"
+        );
+    }
+
+    /// What serde_json checks only when it builds values (a surrogate escape's pairing, a
+    /// number's range) is refused as it was when the file was read as values, with the same
+    /// message; the same escapes and numbers, well formed, are read.
+    #[test]
+    fn what_only_a_full_parse_refuses_is_still_not_json() {
+        let page = |extra: &str, details: &str| {
+            format!(
+                r#"{{"events":[{{"id":1,"type":"ExecutionStarted","timestamp":0{extra},"executionStartedEventDetails":{details}}}]}}"#
+            )
+        };
+        for text in [
+            page("", r#"{"input":"\ud800 x"}"#),
+            page("", r#"{"input":"{}","n":1e999}"#),
+            page(r#","other":[1e999]"#, "{}"),
+            format!("{} {}", page("", "{}"), page("", r#"{"n":[-1e400]}"#)),
+        ] {
+            let as_values = serde_json::Deserializer::from_str(&text)
+                .into_iter::<Value>()
+                .enumerate()
+                .find_map(|(p, d)| d.err().map(|e| format!("page {}: not JSON: {e}", p + 1)))
+                .unwrap();
+            let e = parse_history(&text).unwrap_err().to_string();
+            assert_eq!(e, format!("the history, at {as_values}"), "{text}");
+        }
+        let fine = page("", r#"{"input":"\ud83e\udd50 \u00e9","n":1.5e3}"#);
+        let events = parse_history(&fine).unwrap();
+        assert_eq!(events[0].details_value()["input"], "🥐 é");
     }
 
     #[test]

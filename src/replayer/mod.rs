@@ -114,11 +114,9 @@ pub fn replay(
             ))
         }
     };
-    let views: Vec<_> = recorded.iter().map(RecordedEvent::view).collect();
-    let recorded_places = Places::of(&views);
+    let recorded_places = Places::of(recorded);
     let (outcome, rerun) = rerun(recorded, &recorded_places, details, &input, machine)?;
-    let rerun_views: Vec<_> = rerun.iter().map(RecordedEvent::view).collect();
-    let rerun_places = Places::of(&rerun_views);
+    let rerun_places = Places::of(rerun.as_slice());
     let mut masked = Vec::new();
     let divergence = compare::first_divergence(
         &Side {
@@ -190,6 +188,8 @@ fn rerun(
     let start = recorded[0].timestamp_ms;
     let time = Timekeeping::Virtual(VirtualClock::automatic(start));
     let sink = MemorySink::default();
+    // A re-run writes about as many events as it replays: sized once, not grown by copies.
+    sink.events.borrow_mut().reserve(recorded.len());
     let tasks = answers::RecordedAnswers::new(recorded, places, time.clock(), sink.events.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -207,7 +207,10 @@ fn rerun(
     let local = tokio::task::LocalSet::new();
     let outcome = local.block_on(&runtime, time.track(run));
     let events = sink.events.take();
-    Ok((outcome, events.iter().map(RecordedEvent::from).collect()))
+    Ok((
+        outcome,
+        events.into_iter().map(RecordedEvent::from).collect(),
+    ))
 }
 
 /// The execution as the recording names it: region, account, machine and role from

@@ -9,60 +9,81 @@
 //! An event's place is its visit's, its type, a Map iteration's index, and `#N` for the
 //! N-th such event there (a Task's attempts: `TaskScheduled#0`, `#1`, ...).
 
-use crate::engine::visits::{EventView, LaneKind, Tree, VisitId};
-use std::collections::HashMap;
+use crate::engine::visits::{EventList, EventView, LaneKind, Tree, VisitId};
+use foldhash::{HashMap, HashMapExt};
+use std::fmt;
 
 /// What names an event within its visit: the visit (none for the execution's own events),
 /// its type and, for a Map iteration's event, the iteration's index if it has one.
 type EventKey<'a> = (Option<VisitId>, &'a str, Option<Option<u64>>);
 
-/// The places of one history's visits and events.
+/// An event's place, as [`Places::event`] gives it: compared and hashed as it is, written
+/// (`/Process#0[3]/Charge#1 TaskScheduled#0`) only when a name is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventPlace<'a> {
+    /// Its visit's place, `execution` for the execution's own events.
+    visit: &'a str,
+    /// Its type.
+    event_type: &'a str,
+    /// A Map iteration's event: the iteration's index, if the event has one.
+    index: Option<Option<u64>>,
+    /// How many such events came before it there.
+    occurrence: usize,
+}
+
+impl fmt::Display for EventPlace<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (visit, ty, n) = (self.visit, self.event_type, self.occurrence);
+        match self.index {
+            Some(Some(at)) => write!(f, "{visit} {ty}[{at}]#{n}"),
+            Some(None) => write!(f, "{visit} {ty}[?]#{n}"),
+            None => write!(f, "{visit} {ty}#{n}"),
+        }
+    }
+}
+
+/// What [`Places`] keeps of an event to give its place: its type, a Map iteration's index and
+/// its occurrence (its visit is the tree's).
 #[derive(Debug)]
-pub struct Places {
+struct EventName<'e> {
+    event_type: &'e str,
+    index: Option<Option<u64>>,
+    occurrence: usize,
+}
+
+/// The places of one history's visits and events (their types borrowed from the events).
+#[derive(Debug)]
+pub struct Places<'e> {
     /// The visit tree they were read from.
     pub tree: Tree,
     /// Per visit (by [`crate::engine::visits::VisitId`]), its place.
     visits: Vec<String>,
-    /// Per event (by index in the events given), its place.
-    events: Vec<String>,
+    /// Per event (by index in the events given), what names it in its visit.
+    events: Vec<EventName<'e>>,
 }
 
-impl Places {
+impl<'e> Places<'e> {
     /// Reads the places of `events` (in id order).
-    pub fn of(events: &[EventView<'_>]) -> Places {
-        let tree = Tree::build(events);
-        let lanes = lane_labels(&tree);
-        let mut visits: Vec<String> = Vec::with_capacity(tree.visits.len());
-        let mut seen: HashMap<(usize, &str), usize> = HashMap::new();
-        for visit in &tree.visits {
-            let lane = &tree.lanes[visit.lane];
-            let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
-            let parent = lane.parent.map(|p| visits[p].as_str()).unwrap_or("");
-            visits.push(format!(
-                "{parent}{}/{}#{occurrence}",
-                lanes[visit.lane], visit.state
-            ));
-            *occurrence += 1;
-        }
-        // Counted by what names an event (its visit, type and iteration), not by its name:
-        // no string is built twice.
-        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.len());
-        let events = events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let owner = tree.owner_id(i);
+    pub fn of<E: EventList + ?Sized>(events: &'e E) -> Places<'e> {
+        let tree = Tree::read(events);
+        let visits = visit_places(&tree);
+        // Counted by what names an event (its visit, type and iteration): no string is built.
+        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.count());
+        let events = (0..events.count())
+            .map(|i| {
+                let e = events.at(i);
                 let index = e
                     .event_type
                     .starts_with("MapIteration")
-                    .then(|| iteration_index(e));
-                let n = counts.entry((owner, e.event_type, index)).or_insert(0);
+                    .then(|| iteration_index(&e));
+                let n = counts
+                    .entry((tree.owner_id(i), e.event_type, index))
+                    .or_insert(0);
                 *n += 1;
-                let visit = owner.map_or("execution", |v| visits[v].as_str());
-                match index {
-                    Some(Some(at)) => format!("{visit} {}[{at}]#{}", e.event_type, *n - 1),
-                    Some(None) => format!("{visit} {}[?]#{}", e.event_type, *n - 1),
-                    None => format!("{visit} {}#{}", e.event_type, *n - 1),
+                EventName {
+                    event_type: e.event_type,
+                    index,
+                    occurrence: *n - 1,
                 }
             })
             .collect();
@@ -74,8 +95,14 @@ impl Places {
     }
 
     /// The place of the event at `index`.
-    pub fn event(&self, index: usize) -> &str {
-        &self.events[index]
+    pub fn event(&self, index: usize) -> EventPlace<'_> {
+        let name = &self.events[index];
+        EventPlace {
+            visit: self.visit_of(index).unwrap_or("execution"),
+            event_type: name.event_type,
+            index: name.index,
+            occurrence: name.occurrence,
+        }
     }
 
     /// The place of the visit the event at `index` belongs to, if any.
@@ -109,6 +136,24 @@ impl Places {
             }
         }
     }
+}
+
+/// Each visit's place, in the tree's order.
+fn visit_places(tree: &Tree) -> Vec<String> {
+    let lanes = lane_labels(tree);
+    let mut visits: Vec<String> = Vec::with_capacity(tree.visits.len());
+    let mut seen: HashMap<(usize, &str), usize> = HashMap::with_capacity(tree.visits.len());
+    for visit in &tree.visits {
+        let lane = &tree.lanes[visit.lane];
+        let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
+        let parent = lane.parent.map(|p| visits[p].as_str()).unwrap_or("");
+        visits.push(format!(
+            "{parent}{}/{}#{occurrence}",
+            lanes[visit.lane], visit.state
+        ));
+        *occurrence += 1;
+    }
+    visits
 }
 
 /// The place of one visit, as [`Places::of`] names it, read alone (a run in progress asks
@@ -190,15 +235,20 @@ fn iteration_index(e: &EventView<'_>) -> Option<u64> {
 /// branch, with `~N` when an earlier attempt of the same Map or Parallel had a lane so named.
 fn lane_labels(tree: &Tree) -> Vec<String> {
     let mut labels: Vec<String> = (0..tree.lanes.len()).map(|l| base_label(tree, l)).collect();
-    for visit in &tree.visits {
-        let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut attempts = Vec::new();
+    for visit in tree.visits.iter().filter(|v| !v.lanes.is_empty()) {
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(visit.lanes.len());
         for &lane in &visit.lanes {
-            let n = seen.entry(labels[lane].clone()).or_insert(0);
+            let n = seen.entry(labels[lane].as_str()).or_insert(0);
             if *n > 0 {
-                labels[lane] = format!("{}~{n}", labels[lane]);
+                attempts.push((lane, *n));
             }
             *n += 1;
         }
+    }
+    // Marked after counting: the labels counted are the base labels.
+    for (lane, n) in attempts {
+        labels[lane] = format!("{}~{n}", labels[lane]);
     }
     labels
 }
@@ -254,7 +304,7 @@ mod tests {
                 replay_key: None,
             })
             .collect();
-        let places = Places::of(&events);
+        let places = Places::of(events.as_slice());
         let named: Vec<&str> = [3, 4, 12, 16]
             .iter()
             .map(|&i| places.visit_of(i).unwrap())
@@ -278,7 +328,13 @@ mod tests {
                 );
             }
         }
-        assert_eq!(places.event(11), "/Each#0 MapIterationStarted[0]#0");
-        assert_eq!(places.event(15), "/Each#0 MapIterationStarted[0]#1");
+        assert_eq!(
+            places.event(11).to_string(),
+            "/Each#0 MapIterationStarted[0]#0"
+        );
+        assert_eq!(
+            places.event(15).to_string(),
+            "/Each#0 MapIterationStarted[0]#1"
+        );
     }
 }

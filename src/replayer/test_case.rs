@@ -7,7 +7,7 @@
 
 use super::answers::{answer, Answer};
 use super::history::RecordedEvent;
-use super::places::Places;
+use super::places::{EventPlace, Places};
 use super::{Replay, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -83,14 +83,12 @@ fn mocked_responses(
     recorded: &[RecordedEvent],
     rerun: &[RecordedEvent],
 ) -> Result<std::collections::BTreeMap<String, Map<String, Value>>, WriteTestError> {
-    let views: Vec<_> = recorded.iter().map(RecordedEvent::view).collect();
-    let places = Places::of(&views);
-    let by_place: HashMap<&str, Answer> = (0..recorded.len())
+    let places = Places::of(recorded);
+    let by_place: HashMap<EventPlace<'_>, Answer> = (0..recorded.len())
         .filter(|&i| recorded[i].event_type.ends_with("Scheduled"))
         .map(|i| (places.event(i), answer(recorded, &places, i)))
         .collect();
-    let rerun_views: Vec<_> = rerun.iter().map(RecordedEvent::view).collect();
-    let rerun_places = Places::of(&rerun_views);
+    let rerun_places = Places::of(rerun);
     let mut out: std::collections::BTreeMap<String, Map<String, Value>> = Default::default();
     for (j, e) in rerun.iter().enumerate() {
         if !e.event_type.ends_with("Scheduled") {
@@ -101,7 +99,7 @@ fn mocked_responses(
         };
         let state = rerun_places.tree.visits[visit].state.clone();
         let entry = by_place
-            .get(rerun_places.event(j))
+            .get(&rerun_places.event(j))
             .ok_or_else(|| {
                 WriteTestError::Unanswerable(format!("no recorded answer for event {}", e.id))
             })?
