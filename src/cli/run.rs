@@ -283,8 +283,6 @@ fn execute(plan: Plan, max_history_events: i64) -> ExitCode {
         Ok(s) => s,
         Err(e) => return e.exit(),
     };
-    // The execution's stop watcher and its first read each take one.
-    store.warm_readers(2);
     show_warnings(&store, &plan);
     let mut info = ExecutionInfo::new(
         &plan.account.region,

@@ -559,30 +559,8 @@ impl Store {
             .execution_hooked(execution_arn, hook, || self.open_watcher())
     }
 
-    /// Opens `count` read connections on a thread of their own and pools them, for a short
-    /// command that will read soon (`run`: its stop watcher and its first read). Each
-    /// connection parses the schema, a third of a millisecond; beside the command's own work
-    /// that costs it nothing. A read that comes first opens its own, as without this.
-    pub fn warm_readers(self: &Arc<Self>, count: usize) {
-        let store = self.clone();
-        let _ = std::thread::Builder::new()
-            .name("sfn-local-warm".into())
-            .spawn(move || {
-                for _ in 0..count.min(READ_POOL_SIZE) {
-                    match store.open_reader() {
-                        Ok(conn) => store.give_back(conn),
-                        Err(_) => return,
-                    }
-                }
-            });
-    }
-
     fn open_watcher(&self) -> Result<(Connection, watch::LogPosition)> {
-        let pooled = lock(&self.readers).pop();
-        let conn = match pooled {
-            Some(conn) => conn,
-            None => self.open_reader()?,
-        };
+        let conn = self.open_reader()?;
         let at =
             watch::LogPosition::read(&conn).map_err(|e| self.sqlite("start the watcher", e))?;
         Ok((conn, at))
