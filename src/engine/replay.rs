@@ -92,7 +92,7 @@ impl Lane {
         self.key_at(self.seq.get())
     }
 
-    /// `key:seq`, with room before it for the event type the store keeps in front of it
+    /// `key:seq`, with spare capacity for the event type the store writes in front of it
     /// (`store_sink`), which then needs no second allocation.
     fn key_at(&self, seq: u64) -> String {
         let mut seq_text = itoa::Buffer::new();

@@ -84,7 +84,7 @@ impl StoreSink {
 }
 
 /// `type`, or `type KEY_SEPARATOR key`, as the store keeps them: written in front of the key,
-/// in the room the engine leaves there (see `replay::TYPE_ROOM`).
+/// in the spare capacity the engine leaves it (see `replay::TYPE_ROOM`).
 fn keyed_type(event_type: &str, key: Option<String>) -> String {
     match key {
         Some(mut key) => {
