@@ -121,6 +121,18 @@ fn replay(sandbox: &Sandbox, history: &str, definition: &Value) -> (i32, Value) 
     (out.code, out.json())
 }
 
+/// `replay` of `history` against `definition`, which must say `identical` (exit 0); the
+/// verdict, for what else a test checks in it.
+fn replays_identical(sandbox: &Sandbox, history: &str, definition: &Value) -> Value {
+    let (code, verdict) = replay(sandbox, history, definition);
+    assert_eq!(
+        (code, &verdict["identical"]),
+        (0, &json!(true)),
+        "{history}: {verdict}"
+    );
+    verdict
+}
+
 /// The id of the first recorded event of `type` (for `state`, when given).
 fn event_id(history: &Value, event_type: &str, state: Option<&str>) -> i64 {
     history["events"]
@@ -180,12 +192,7 @@ fn several_pages_concatenated_reversed_or_a_bare_list_are_read_whole() {
     sandbox.write("pages.json", &pages);
     sandbox.write("bare.json", &Value::Array(events.clone()).to_string());
     for file in ["pages.json", "bare.json"] {
-        let (code, verdict) = replay(&sandbox, file, &machine());
-        assert_eq!(
-            (code, &verdict["identical"]),
-            (0, &json!(true)),
-            "{file}: {verdict}"
-        );
+        let verdict = replays_identical(&sandbox, file, &machine());
         assert_eq!(verdict["recordedEvents"], events.len(), "{file}");
     }
     // A page left out is named, not guessed.
@@ -427,12 +434,7 @@ fn a_map_wider_than_its_concurrency_window_replays_identical() {
     });
     assert!(late_start);
     sandbox.write("history.json", &history.to_string());
-    let (code, verdict) = replay(&sandbox, "history.json", &def);
-    assert_eq!(
-        (code, &verdict["identical"]),
-        (0, &json!(true)),
-        "{verdict}"
-    );
+    replays_identical(&sandbox, "history.json", &def);
 }
 
 /// `replay(history, definition)` of the pytest and Jest/Vitest helpers: a parsed history (the
@@ -507,12 +509,7 @@ fn a_truncated_task_result_is_named_and_a_truncated_output_is_not_compared() {
     exited["stateExitedEventDetails"]["outputDetails"]["truncated"] = json!(true);
     exited["stateExitedEventDetails"]["output"] = json!("{\"items\": [{\"n\": 1}, {\"n\"");
     sandbox.write("output-masked.json", &history.to_string());
-    let (code, verdict) = replay(&sandbox, "output-masked.json", &machine());
-    assert_eq!(
-        (code, &verdict["identical"]),
-        (0, &json!(true)),
-        "{verdict}"
-    );
+    let verdict = replays_identical(&sandbox, "output-masked.json", &machine());
     let note = verdict["notCompared"][0].as_str().unwrap();
     assert!(
         note.starts_with("the output of event 3 (PassStateExited) was truncated"),
@@ -559,12 +556,7 @@ fn a_retried_map_replays_identical() {
         .count();
     assert_eq!(starts, 3);
     sandbox.write("history.json", &history.to_string());
-    let (code, verdict) = replay(&sandbox, "history.json", &def);
-    assert_eq!(
-        (code, &verdict["identical"]),
-        (0, &json!(true)),
-        "{verdict}"
-    );
+    let verdict = replays_identical(&sandbox, "history.json", &def);
     assert_eq!(verdict["status"], "FAILED");
 }
 
@@ -693,12 +685,7 @@ fn a_recording_escaped_otherwise_and_indented_replays_identical_and_a_change_is_
     let text = ascii_escaped(&serde_json::to_string_pretty(&history).unwrap());
     assert!(text.contains(r"Caf\u00e9") && text.contains(r"\ud83e\udd50"));
     sandbox.write("escaped.json", &text);
-    let (code, verdict) = replay(&sandbox, "escaped.json", &machine);
-    assert_eq!(
-        (code, &verdict["identical"]),
-        (0, &json!(true)),
-        "{verdict}"
-    );
+    replays_identical(&sandbox, "escaped.json", &machine);
     let mut changed = machine.clone();
     changed["States"]["Café"]["Result"]["order"] = json!("crème ☕");
     let (code, verdict) = replay(&sandbox, "escaped.json", &changed);
