@@ -59,23 +59,16 @@ fn nested_distributed_maps_give_every_grandchild_its_own_token() {
     assert_eq!(issued, 2, "{}", out.stderr);
 }
 
-/// A distributed Map over `items` items whose Pass child returns 4 KiB each, with `extra`
-/// fields on the Map state.
 /// 4 KiB of text that does not compress: history chunks of 2 KiB or more are stored
 /// LZ4-compressed, and a result of one repeated letter would leave the database (and the page
 /// caches these tests' baselines fill) a hundred times smaller than a real one.
 fn big_result() -> String {
-    let mut seed = 7u64;
-    (0..4096)
-        .map(|_| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (b'a' + (seed >> 59) as u8 % 26) as char
-        })
-        .collect()
+    let mut letters = fastrand::Rng::with_seed(7);
+    (0..4096).map(|_| letters.lowercase()).collect()
 }
 
+/// A distributed Map whose Pass child returns 4 KiB each, with `extra` fields on the Map
+/// state.
 fn big_results_machine(extra: Value) -> Value {
     let child = json!({"Type": "Pass", "Result": big_result(), "End": true});
     let mut map = json!({"Type": "Map", "ItemsPath": "$.items", "End": true,

@@ -855,17 +855,8 @@ fn a_side_commit_never_checkpoints_the_wal() {
     let execution_arn = arn("M", "big");
     let mut commits = vec![store.create_execution(new_execution("M", "big", 1))];
     // Padding that does not compress (chunks over 2 KiB are stored compressed).
-    let mut seed = 1u64;
-    let mut padding = || -> String {
-        (0..8 * 1024)
-            .map(|_| {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (b'a' + (seed >> 59) as u8 % 26) as char
-            })
-            .collect()
-    };
+    let mut letters = fastrand::Rng::with_seed(1);
+    let mut padding = || -> String { (0..8 * 1024).map(|_| letters.lowercase()).collect() };
     for id in 2..=1_000 {
         let mut events = append(&execution_arn, id..=id);
         events.events[0].details = Some(format!(r#"{{"name":"{}"}}"#, padding()));
