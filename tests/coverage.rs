@@ -381,16 +381,8 @@ fn an_untaken_edge_is_labelled_not_taken_in_the_svg() {
         taken.iter().flatten().all(|l| l != "not taken"),
         "{taken:?}"
     );
-    let check = std::process::Command::new("python3")
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/svg_check.py"))
-        .args([svg_file.as_os_str(), "--labels".as_ref()])
-        .output()
-        .expect("python3");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    let (ok, said) = common::picture_check("svg_check.py", &svg_file, &["--labels"]);
+    assert!(ok, "{said}");
 }
 
 fn free_port() -> u16 {

@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::Sandbox;
-use std::path::{Path, PathBuf};
+use common::{picture_check, Sandbox};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// One machine's figures.
@@ -24,29 +24,8 @@ struct Figures {
     problem: Option<String>,
 }
 
-fn tool(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/tools")
-        .join(name)
-}
-
-/// Runs one of the Python checkers on an SVG file: its exit status and first line of output.
-fn check(script: &str, svg: &Path, extra: &[&str]) -> (bool, String) {
-    let out = Command::new("python3")
-        .arg(tool(script))
-        .arg(svg)
-        .args(extra)
-        .output()
-        .expect("python3 runs the picture checkers");
-    let text = String::from_utf8_lossy(&out.stdout);
-    (
-        out.status.success(),
-        text.lines().next().unwrap_or_default().to_owned(),
-    )
-}
-
 fn crossings(svg: &Path) -> usize {
-    let (ok, count) = check("svg_crossings.py", svg, &[]);
+    let (ok, count) = picture_check("svg_crossings.py", svg, &[]);
     assert!(ok, "svg_crossings.py failed on {}", svg.display());
     count.trim().parse().expect("a count of crossings")
 }
@@ -85,7 +64,7 @@ fn measure(sandbox: &Sandbox, args: &[String], slot: usize) -> Figures {
     assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
     let theirs = sandbox.path(&format!("dot-{slot}.svg"));
     dot_svg(&out.stdout, &theirs);
-    let (ok, said) = check("svg_check.py", &ours, &["--labels"]);
+    let (ok, said) = picture_check("svg_check.py", &ours, &["--labels"]);
     let root = common::realworld_dir();
     let file = Path::new(&args[0])
         .strip_prefix(&root)

@@ -505,3 +505,23 @@ pub fn state_tag(svg: &str, name: &str) -> (String, String) {
         .to_owned();
     (tag, title)
 }
+
+/// Runs one of the Python checkers of pictures in `tests/tools` (`svg_check.py`,
+/// `svg_crossings.py`) on an SVG file: its exit status and the first line it printed.
+pub fn picture_check(script: &str, svg: &Path, extra: &[&str]) -> (bool, String) {
+    let out = Command::new("python3")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/tools")
+                .join(script),
+        )
+        .arg(svg)
+        .args(extra)
+        .output()
+        .expect("python3 runs the picture checkers");
+    let text = String::from_utf8_lossy(&out.stdout);
+    (
+        out.status.success(),
+        text.lines().next().unwrap_or_default().to_owned(),
+    )
+}
