@@ -80,22 +80,22 @@ pub fn open_existing(flag: Option<PathBuf>) -> Result<Arc<Store>, OpenExistingEr
         .map_err(|e| OpenExistingError::Failed(e.to_string()))
 }
 
-/// Creates a database file that does not exist yet (an empty database at the current schema:
-/// [`crate::store::create_database`]) readable and writable by its owner only
-/// (it holds task tokens, inputs and outputs; SQLite gives its `-wal` and `-shm` files the same
-/// mode), and every folder created for it (the default `$XDG_STATE_HOME/sfn-local`, or the
-/// missing folders of a path the user named) likewise owner-only. A folder that exists is left
-/// as it is. A path that is a symbolic link to a file not there yet creates that file (SQLite
-/// follows the link; it used to create it with the default mode, 0644). Failures are left to
-/// the open, which names the path.
-fn create_private(path: &std::path::Path, durable: bool) {
+/// A database path that is a symbolic link to a file not there yet: creates that file (an
+/// empty database at the current schema, [`crate::store::create_database`]) and its missing
+/// folders, owner-only like every new database and its folders (it holds task tokens, inputs
+/// and outputs; SQLite gives its `-wal` and `-shm` files the same mode). [`Store::open`]
+/// creates any other new file itself, the same way; a link's end it leaves to SQLite, which
+/// follows the link and used to create the file with the default mode, 0644. A folder that
+/// exists is left as it is. Failures are left to the open, which names the path.
+fn create_link_target(path: &std::path::Path, durable: bool) {
     use std::os::unix::fs::DirBuilderExt;
     if path.exists() {
         return;
     }
-    let target = link_target(path);
-    let path = target.as_deref().unwrap_or(path);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let Some(target) = link_target(path) else {
+        return;
+    };
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             let _ = std::fs::DirBuilder::new()
                 .recursive(true)
@@ -103,7 +103,7 @@ fn create_private(path: &std::path::Path, durable: bool) {
                 .create(parent);
         }
     }
-    let _ = crate::store::create_database(path, durable);
+    let _ = crate::store::create_database(&target, durable);
 }
 
 /// Where a chain of symbolic links ends (relative links read from their own folder); `None`
@@ -130,7 +130,7 @@ fn link_target(path: &std::path::Path) -> Option<PathBuf> {
 pub fn open_with(flag: Option<PathBuf>, durability: DurabilityArg) -> Result<Arc<Store>, String> {
     let path = resolve(flag);
     let options = options(durability);
-    create_private(&path, options.durability == crate::store::Durability::Full);
+    create_link_target(&path, options.durability == crate::store::Durability::Full);
     Store::open(&path, options)
         .map(Arc::new)
         .map_err(|e| format!("error: {e}"))
