@@ -77,6 +77,14 @@ impl StateMachine {
         walk(&self.root, &mut out);
         out
     }
+
+    /// Whether a Task of the machine waits for a task token (a callback or an activity): only
+    /// then can its executions hold tokens.
+    pub fn waits_for_tokens(&self) -> bool {
+        self.all_states()
+            .iter()
+            .any(|s| matches!(&s.kind, StateKind::Task(t) if t.resource.waits_for_token()))
+    }
 }
 
 /// A set of states with a start: the top level, a Parallel branch or a Map item processor.

@@ -610,10 +610,12 @@ impl Engine {
                 }
             }
         };
-        if let Some(broker) = self.tokens.as_ref().filter(|_| !self.map_child) {
+        let broker = self.tokens.as_ref().filter(|_| !self.map_child);
+        if let Some(broker) = broker.filter(|_| self.machine.waits_for_tokens()) {
             // Whatever still waits for an answer is over: late answers get TaskTimedOut. (A
             // Map child leaves its siblings' tokens alone; its own are settled or closed when
-            // their attempt is dropped.)
+            // their attempt is dropped. A machine without token tasks has none to close, and
+            // the write cost a one-state run a connection of its own.)
             broker.close_all(now);
         }
         self.history.borrow_mut().finish(&outcome);

@@ -170,6 +170,9 @@ pub struct Store {
     write_gate: Arc<Mutex<()>>,
     /// Wakes waiting executions when their token or stop request changes (see [`watch`]).
     watch: watch::Watch,
+    /// The change log's last row when the store opened, read on the write connection (see
+    /// [`Store::open_watcher`]); `None` for a read-only store.
+    log_at_open: Option<i64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -188,11 +191,10 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         create_parent(&path)?;
-        if !options.read_only_file {
-            // A file system without hard links (or any other failure here) leaves the file to
-            // SQLite, which creates it empty; the migrations then build the schema.
-            let _ = template::create(&path, options.durability == Durability::Full);
-        }
+        // A file system without hard links (or any other failure here) leaves the file to
+        // SQLite, which creates it empty; the migrations then build the schema.
+        let copied = !options.read_only_file
+            && template::create(&path, options.durability == Durability::Full).unwrap_or(false);
         let sqlite = |context, e| StoreError::from_sqlite(&path, context, options.busy_timeout, e);
         let flags = if options.read_only_file {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -219,7 +221,7 @@ impl Store {
         if conn.is_readonly(MAIN_DB).unwrap_or(false) {
             return Err(StoreError::ReadOnly { path });
         }
-        let fresh = configure_writer(&conn, &options, &schema)
+        let fresh = configure_writer(&conn, &options, &schema, copied)
             .map_err(|e| sqlite("configure connection", e))?;
         // Only an older schema takes the write lock: most opens are short commands
         // (`send-task-heartbeat`, `list-tasks`) that must not queue for it twice.
@@ -242,11 +244,11 @@ impl Store {
         };
         let write_gate = site.gate.clone();
         if fresh {
-            let synchronous = options.durability.synchronous();
-            conn.execute_batch(&format!("PRAGMA synchronous = {synchronous};"))
+            start_wal_unsynced(&conn, copied, options.durability)
                 .map_err(|e| sqlite("configure connection", e))?;
         }
-        let writer = Writer::spawn(conn, site).map_err(|_| StoreError::WriterStopped)?;
+        let log_at_open = watch::last_logged(&conn).ok();
+        let writer = Writer::new(conn, site);
         Ok(Store {
             path,
             options,
@@ -256,6 +258,7 @@ impl Store {
             side_writer: Mutex::new(None),
             write_gate,
             watch: watch::Watch::default(),
+            log_at_open,
         })
     }
 
@@ -271,6 +274,7 @@ impl Store {
             side_writer: Mutex::new(None),
             write_gate: Arc::default(),
             watch: watch::Watch::default(),
+            log_at_open: None,
         };
         let conn = store.open_reader()?;
         match migrations::check(&conn).map_err(|e| store.sqlite("read schema version", e))? {
@@ -559,10 +563,17 @@ impl Store {
             .execution_hooked(execution_arn, hook, || self.open_watcher())
     }
 
+    /// The watcher's connection and where it starts. The log's position at open is as good as
+    /// a newer one, only earlier (rows after it wake their waiters, who read their row
+    /// again), and this connection then prepares nothing that needs the schema: parsing it
+    /// was a tenth of a one-state `run`, on the run's own thread.
     fn open_watcher(&self) -> Result<(Connection, watch::LogPosition)> {
         let conn = self.open_reader()?;
-        let at =
-            watch::LogPosition::read(&conn).map_err(|e| self.sqlite("start the watcher", e))?;
+        let at = match self.log_at_open {
+            Some(seq) => watch::LogPosition::from(&conn, seq),
+            None => watch::LogPosition::read(&conn),
+        }
+        .map_err(|e| self.sqlite("start the watcher", e))?;
         Ok((conn, at))
     }
 
@@ -855,32 +866,48 @@ impl Store {
         .ok_or(StoreError::ExecutionNotFound { execution: arn })
     }
 
-    /// Runs `f` in a short IMMEDIATE transaction on the side connection and commits.
+    /// Runs `f` in a short IMMEDIATE transaction and commits: on the write connection while
+    /// the writer's thread has not started (see [`Writer`]), else on the side connection.
     fn write_now<T>(
         &self,
         context: &'static str,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        if self.writer.is_none() {
+        let Some(writer) = &self.writer else {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             });
+        };
+        let idle = writer.idle();
+        if let Some(idle) = idle.as_ref() {
+            return self.commit_on(&idle.conn, context, f);
         }
+        drop(idle);
         let mut slot = lock(&self.side_writer);
         let conn = match slot.take() {
             Some(conn) => conn,
             None => self.open_side_writer()?,
         };
-        let result = (|| {
+        let result = self.commit_on(&conn, context, f);
+        *slot = Some(conn);
+        result
+    }
+
+    /// `f` in an IMMEDIATE transaction on `conn`, committed, behind the write gate.
+    fn commit_on<T>(
+        &self,
+        conn: &Connection,
+        context: &'static str,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        (|| {
             let _gate = lock(&self.write_gate);
-            let tx = lock::begin_immediate(&conn, self.options.busy_timeout)?;
+            let tx = lock::begin_immediate(conn, self.options.busy_timeout)?;
             let value = f(&tx)?;
             tx.commit()?;
             Ok(value)
         })()
-        .map_err(|e| self.sqlite(context, e));
-        *slot = Some(conn);
-        result
+        .map_err(|e| self.sqlite(context, e))
     }
 
     fn open_side_writer(&self) -> Result<Connection> {
@@ -968,27 +995,30 @@ fn create_parent(path: &Path) -> Result<()> {
 }
 
 /// Sets up the writing connection: WAL, the durability level, caches, no checkpoint on close.
-/// Returns whether the file is new and empty: such a file has nothing to lose, so with
-/// `--durability normal` its switch to WAL and its schema are written without fsyncs (eight of
-/// them, a third of a short `run`'s time when the file is new); the caller applies the chosen
-/// level once the schema is in place.
+/// Returns whether the file is new (empty, or `copied`: a copy of the template this process
+/// just made, see `template`): such a file has nothing to lose, so with `--durability normal`
+/// its switch to WAL and its schema, or its WAL's first header, are written without fsyncs
+/// (eight of them, a third of a short `run`'s time, when the schema was built with SQL); the
+/// caller applies the chosen level after that (see [`start_wal_unsynced`]).
 fn configure_writer(
     conn: &Connection,
     options: &StoreOptions,
     schema: &SchemaCheck,
+    copied: bool,
 ) -> rusqlite::Result<bool> {
-    let fresh = options.durability == Durability::Normal
-        && *schema == SchemaCheck::Older(0)
+    let empty = *schema == SchemaCheck::Older(0)
         && conn
             .query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))
             .is_ok_and(|pages| pages == 0);
+    let fresh = options.durability == Durability::Normal && (copied || empty);
     let configure = format!(
         "PRAGMA synchronous = {};
          PRAGMA journal_mode = WAL;
          PRAGMA foreign_keys = ON;
          PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -16384;
-         PRAGMA journal_size_limit = 67108864;",
+         PRAGMA journal_size_limit = 67108864;
+         PRAGMA wal_autocheckpoint = 0;",
         if fresh {
             "OFF"
         } else {
@@ -998,7 +1028,8 @@ fn configure_writer(
     lock::retry_busy(options.busy_timeout, || conn.execute_batch(&configure))?;
     // Checkpoints copy the WAL into the database with fsyncs; a run should not wait for
     // them. The writer has the WAL checkpointed once it reaches 64 MiB (see `writer`; its
-    // WAL hook replaces SQLite's automatic checkpoints), and the checkpoint a closing
+    // WAL hook replaces SQLite's automatic checkpoints; `wal_autocheckpoint = 0` holds until
+    // its thread starts, as on the side connection), and the checkpoint a closing
     // connection would do is left to later ones: a WAL left behind is replayed on open, so
     // nothing is lost.
     no_checkpoint_on_close(conn)?;
@@ -1006,6 +1037,27 @@ fn configure_writer(
     // Batches can hold thousands of events; keep their statements compiled.
     conn.set_prepared_statement_cache_capacity(32);
     Ok(fresh)
+}
+
+/// The first commit to a new WAL writes its header and, unless `synchronous` is OFF, syncs
+/// the WAL and its folder: two fsyncs, most of a millisecond, on every new database. On a file
+/// this process just made, a commit of nothing (the schema version, unchanged) under OFF writes
+/// the header; the level the store runs at follows. The header's sync guards a restarted WAL
+/// against frames of the one before it, and a new database has none: what a power cut can
+/// cost is what `synchronous = NORMAL` may lose anyway, the last commits.
+fn start_wal_unsynced(
+    conn: &Connection,
+    copied: bool,
+    durability: Durability,
+) -> rusqlite::Result<()> {
+    if copied {
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = {};",
+            migrations::SCHEMA_VERSION
+        ))?;
+    }
+    let synchronous = durability.synchronous();
+    conn.execute_batch(&format!("PRAGMA synchronous = {synchronous};"))
 }
 
 /// Whichever connection closes last would checkpoint the whole WAL (with fsyncs) before the

@@ -877,3 +877,109 @@ fn a_side_commit_never_checkpoints_the_wal() {
         .expect("stop");
     assert_eq!(wal(""), database_before, "a checkpoint copied the WAL in");
 }
+
+/// The machine a `run` of `name` registers.
+fn cli_machine(name: &str) -> StateMachineRecord {
+    StateMachineRecord {
+        arn: format!("arn:aws:states:{REGION_ACCOUNT}:stateMachine:{name}"),
+        name: name.to_owned(),
+        machine_type: "STANDARD".into(),
+        definition: r#"{"StartAt":"P","States":{"P":{"Type":"Pass","End":true}}}"#.into(),
+        role_arn: String::new(),
+        settings: "{}".into(),
+        revision_id: "r1".into(),
+        creation_date_ms: 1,
+        update_date_ms: None,
+    }
+}
+
+#[test]
+fn a_new_database_starts_its_wal_unsynced_then_runs_at_the_chosen_level() {
+    let (_dir, path) = temp();
+    let options = StoreOptions {
+        durability: Durability::Normal,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&path, options).expect("open store");
+    let mut wal = path.clone().into_os_string();
+    wal.push("-wal");
+    // The WAL's header is written at open (under `synchronous = OFF`: no fsyncs)...
+    let header = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(header >= 32, "the WAL holds {header} bytes");
+    // ...and the write connection is back at the store's level for everything after.
+    let writer = store.writer.as_ref().expect("writable");
+    let idle = writer.idle();
+    let conn = &idle.as_ref().expect("no command yet").conn;
+    let level: i64 = conn
+        .pragma_query_value(None, "synchronous", |row| row.get(0))
+        .expect("synchronous");
+    assert_eq!(level, 1, "NORMAL");
+}
+
+#[test]
+fn short_writes_use_the_write_connection_until_the_writer_starts() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let machine = cli_machine("M");
+    assert!(matches!(
+        store.register_cli_machine(&machine),
+        Ok(Registered::Created)
+    ));
+    assert!(
+        lock(&store.side_writer).is_none(),
+        "a side connection opened"
+    );
+    assert!(store.writer.as_ref().expect("writable").idle().is_some());
+    // The first command starts the writer on that connection; later short writes take the
+    // side connection, and both see each other's rows.
+    let execution_arn = arn("M", "one");
+    store
+        .create_execution(new_execution("M", "one", 1))
+        .wait_blocking()
+        .expect("create");
+    assert!(store.writer.as_ref().expect("writable").idle().is_none());
+    store
+        .request_stop(&execution_arn, Some("Enough"), None, 2)
+        .expect("stop");
+    assert!(lock(&store.side_writer).is_some());
+    assert!(matches!(
+        store.register_cli_machine(&machine),
+        Ok(Registered::Unchanged)
+    ));
+    drop(store);
+    let again = open(&path);
+    assert!(again.stop_request(&execution_arn).expect("read").is_some());
+}
+
+#[test]
+fn the_watcher_starting_from_the_log_at_open_wakes_on_a_later_stop() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let execution_arn = arn("M", "watched");
+    store
+        .create_execution(new_execution("M", "watched", 1))
+        .wait_blocking()
+        .expect("create");
+    // A row logged by another process after this store opened, before anyone waits.
+    store
+        .create_execution(new_execution("M", "elsewhere", 1))
+        .wait_blocking()
+        .expect("create");
+    let other = open(&path);
+    other
+        .request_stop(&arn("M", "elsewhere"), None, None, 2)
+        .expect("stop");
+    let waiter = store.watch_execution(&execution_arn).expect("watch");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let mut notified = std::pin::pin!(waiter.notified());
+    notified.as_mut().enable();
+    other
+        .request_stop(&execution_arn, Some("Enough"), None, 3)
+        .expect("stop");
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), notified).await })
+        .expect("the waiter was never woken");
+}

@@ -220,14 +220,26 @@ pub(crate) struct LogPosition {
 }
 
 impl LogPosition {
+    /// The log's end now, as `conn` sees it.
     pub(crate) fn read(conn: &Connection) -> rusqlite::Result<LogPosition> {
         let data_version = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
-        let seq =
-            conn.query_row_cached("SELECT coalesce(max(seq), 0) FROM wakeups", [], |row| {
-                row.get(0)
-            })?;
+        let seq = last_logged(conn)?;
         Ok(LogPosition { data_version, seq })
     }
+
+    /// `conn`'s data version now, with the log read up to `seq` (read earlier, on any
+    /// connection: rows written in between are looked at again, never missed).
+    pub(crate) fn from(conn: &Connection, seq: i64) -> rusqlite::Result<LogPosition> {
+        let data_version = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
+        Ok(LogPosition { data_version, seq })
+    }
+}
+
+/// The change log's last row.
+pub(crate) fn last_logged(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row_cached("SELECT coalesce(max(seq), 0) FROM wakeups", [], |row| {
+        row.get(0)
+    })
 }
 
 /// The watcher thread: parks while nobody waits, else looks every [`LOOK_EVERY`] to

@@ -34,7 +34,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
@@ -145,9 +145,22 @@ impl Commit {
 }
 
 /// Handle to the writer thread. Dropping it flushes the queue and joins the thread.
+///
+/// The thread starts with the first command. Until then the write connection stays here, idle,
+/// and the store's own short writes use it ([`Writer::idle`]): a `run` registers its state
+/// machine before it creates its execution, and a second connection for that one write cost
+/// the file's schema parsed again, a tenth of a one-state run.
 pub(crate) struct Writer {
-    sender: Option<mpsc::Sender<Command>>,
-    thread: Option<JoinHandle<()>>,
+    idle: Mutex<Option<Idle>>,
+    sender: OnceLock<mpsc::Sender<Command>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The write connection before the thread takes it.
+pub(crate) struct Idle {
+    /// The open, migrated, configured write connection.
+    pub conn: Connection,
+    site: WriterSite,
 }
 
 /// What the writer needs to classify errors.
@@ -201,30 +214,46 @@ impl WriterSite {
 }
 
 impl Writer {
-    /// Starts the thread on an open, migrated connection.
-    pub(crate) fn spawn(conn: Connection, site: WriterSite) -> std::io::Result<Writer> {
-        let (sender, receiver) = mpsc::channel();
-        let thread = thread::Builder::new()
-            .name("sfn-local-store-writer".into())
-            .spawn(move || run(conn, receiver, site))?;
-        Ok(Writer {
-            sender: Some(sender),
-            thread: Some(thread),
-        })
+    /// Holds an open, migrated connection for the thread the first command starts.
+    pub(crate) fn new(conn: Connection, site: WriterSite) -> Writer {
+        Writer {
+            idle: Mutex::new(Some(Idle { conn, site })),
+            sender: OnceLock::new(),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// The write connection while no command has started the thread (`None` inside once one
+    /// has). Holding the guard keeps the thread from starting.
+    pub(crate) fn idle(&self) -> std::sync::MutexGuard<'_, Option<Idle>> {
+        super::lock(&self.idle)
     }
 
     /// Queues a command; the returned commit resolves when it is applied.
     pub(crate) fn submit(&self, make: impl FnOnce(Reply) -> Command) -> Commit {
         let (tx, rx) = oneshot::channel();
-        match &self.sender {
-            // If the thread is gone the command (and its reply sender) is dropped, so the
-            // receiver resolves to WriterStopped.
-            Some(sender) => {
-                let _ = sender.send(make(Reply::new(tx)));
-            }
-            None => drop(tx),
+        // If the thread is gone (or could not start) the command and its reply sender are
+        // dropped, so the receiver resolves to WriterStopped.
+        if let Some(sender) = self.sender.get().or_else(|| self.start()) {
+            let _ = sender.send(make(Reply::new(tx)));
         }
         Commit(rx)
+    }
+
+    /// Starts the thread on the idle connection, unless another caller just did.
+    fn start(&self) -> Option<&mpsc::Sender<Command>> {
+        let mut idle = self.idle();
+        if let Some(Idle { conn, site }) = idle.take() {
+            let (sender, receiver) = mpsc::channel();
+            let thread = thread::Builder::new()
+                .name("sfn-local-store-writer".into())
+                .spawn(move || run(conn, receiver, site))
+                .ok()?;
+            *super::lock(&self.thread) = Some(thread);
+            let _ = self.sender.set(sender);
+        }
+        drop(idle);
+        self.sender.get()
     }
 }
 
@@ -232,7 +261,7 @@ impl Drop for Writer {
     fn drop(&mut self) {
         // Closing the channel ends the thread's loop after it has applied everything queued.
         self.sender.take();
-        if let Some(thread) = self.thread.take() {
+        if let Some(thread) = super::lock(&self.thread).take() {
             let _ = thread.join();
         }
     }
@@ -334,7 +363,7 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
     let mut batch = Vec::new();
     let mut queued = Queued::default();
     let mut largest = site.opened.map_or(0, |(_, _, size)| size);
-    let checkpointer = Checkpointer::start(&site);
+    let mut checkpointer = None;
     // The hook replaces SQLite's automatic checkpoints: `checkpoint_if_due` does them.
     conn.wal_hook(Some(note_wal_pages));
     let mut open = true;
@@ -351,7 +380,7 @@ fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite
             continue;
         }
         commit_batch(&mut conn, &site, &mut batch);
-        checkpoint_if_due(&conn, checkpointer.as_ref());
+        checkpoint_if_due(&conn, &site, &mut checkpointer);
     }
 }
 
@@ -371,13 +400,22 @@ fn note_wal_pages(_: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite:
 /// from [`CHECKPOINT_PAGES`], as SQLite's automatic checkpoint would). The checkpointer's copies
 /// never wholly catch up with a writer that keeps writing, and only a wholly copied WAL starts
 /// over; the writer's own copy does catch up, stalling every caller for a moment.
-fn checkpoint_if_due(conn: &Connection, checkpointer: Option<&Checkpointer>) {
+///
+/// The checkpointer starts at the first WAL that large (`checkpointer` is `None` until then):
+/// most processes, a short `run`, never need its thread and connection.
+fn checkpoint_if_due(
+    conn: &Connection,
+    site: &WriterSite,
+    checkpointer: &mut Option<Option<Checkpointer>>,
+) {
     let pages = WAL_PAGES.with(|p| p.replace(0));
-    match checkpointer {
+    if pages < CHECKPOINT_PAGES {
+        return;
+    }
+    match checkpointer.get_or_insert_with(|| Checkpointer::start(site)) {
         Some(_) if pages >= WAL_BACKSTOP_PAGES => checkpoint_here(conn),
-        Some(c) if pages >= CHECKPOINT_PAGES => c.ask(),
-        None if pages >= CHECKPOINT_PAGES => checkpoint_here(conn),
-        _ => {}
+        Some(c) => c.ask(),
+        None => checkpoint_here(conn),
     }
 }
 
