@@ -283,7 +283,8 @@ impl HistorySink for ChildHistorySink {
                 previous_event_id: e.previous_event_id,
                 timestamp_ms: e.timestamp,
                 // A child never resumes from its events (it runs again), so no replay keys.
-                event_type: e.event_type.as_str().to_owned(),
+                event_type: e.event_type.as_str().into(),
+                replay_key: None,
                 details: e.details,
             })
             .collect();

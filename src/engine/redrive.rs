@@ -176,7 +176,8 @@ mod tests {
             id,
             previous_event_id: id - 1,
             timestamp_ms: 0,
-            event_type: t.into(),
+            event_type: t.to_owned().into(),
+            replay_key: None,
             details: None,
         };
         store

@@ -35,9 +35,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// Room for the longest event type (`LambdaFunctionScheduleFailed`) and the separator.
-pub(crate) const TYPE_ROOM: usize = 32;
-
 /// One sequential flow of events (the top level, a branch, an iteration).
 #[derive(Debug)]
 pub(crate) struct Lane {
@@ -92,12 +89,11 @@ impl Lane {
         self.key_at(self.seq.get())
     }
 
-    /// `key:seq`, with spare capacity for the event type the store writes in front of it
-    /// (`store_sink`), which then needs no second allocation.
+    /// `key:seq`.
     fn key_at(&self, seq: u64) -> String {
         let mut seq_text = itoa::Buffer::new();
         let seq_text = seq_text.format(seq);
-        let mut text = String::with_capacity(TYPE_ROOM + self.key.len() + 1 + seq_text.len());
+        let mut text = String::with_capacity(self.key.len() + 1 + seq_text.len());
         text.push_str(&self.key);
         text.push(':');
         text.push_str(seq_text);

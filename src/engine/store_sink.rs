@@ -5,7 +5,7 @@
 use crate::engine::execution::{Outcome, Status};
 use crate::engine::history::{HistoryEvent, HistorySink};
 use crate::store::Commit;
-use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store, KEY_SEPARATOR};
+use crate::store::{Append, ExecutionStatus, Finish, NewEvent, Store};
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
@@ -59,7 +59,8 @@ impl StoreSink {
                 id: e.id,
                 previous_event_id: e.previous_event_id,
                 timestamp_ms: e.timestamp,
-                event_type: keyed_type(e.event_type.as_str(), e.replay_key),
+                event_type: e.event_type.as_str().into(),
+                replay_key: e.replay_key,
                 details: e.details,
             })
             .collect();
@@ -80,19 +81,6 @@ impl StoreSink {
                 self.failed.borrow_mut().get_or_insert(e.to_string());
             }
         }
-    }
-}
-
-/// `type`, or `type KEY_SEPARATOR key`, as the store keeps them: written in front of the key,
-/// in the spare capacity the engine leaves it (see `replay::TYPE_ROOM`).
-fn keyed_type(event_type: &str, key: Option<String>) -> String {
-    match key {
-        Some(mut key) => {
-            key.insert(0, KEY_SEPARATOR);
-            key.insert_str(0, event_type);
-            key
-        }
-        None => event_type.to_owned(),
     }
 }
 

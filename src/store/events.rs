@@ -16,9 +16,13 @@ pub struct NewEvent {
     pub previous_event_id: i64,
     /// `timestamp`, ms since the Unix epoch.
     pub timestamp_ms: i64,
-    /// `type`, e.g. `PassStateEntered`; the engine may append [`KEY_SEPARATOR`] and the event's
-    /// replay key (see `engine::replay`), which readers get back in [`EventRecord::replay_key`].
-    pub event_type: String,
+    /// `type`, e.g. `PassStateEntered` (borrowed: the engine's types are constants).
+    pub event_type: Cow<'static, str>,
+    /// The event's replay key (see `engine::replay`), stored after the type and a
+    /// [`KEY_SEPARATOR`]; readers get it back in [`EventRecord::replay_key`]. Kept apart until
+    /// the writer's thread encodes the event: joining them was an allocation and a copy per
+    /// event on the engine's thread, a fortieth of a large Map's.
+    pub replay_key: Option<String>,
     /// The JSON of the `<camelType>EventDetails` object; `None` for types without one.
     pub details: Option<String>,
 }
@@ -281,6 +285,10 @@ fn encode(out: &mut String, e: &NewEvent) {
     out.push_str(n.format(e.timestamp_ms));
     out.push('\t');
     out.push_str(&e.event_type);
+    if let Some(key) = &e.replay_key {
+        out.push(KEY_SEPARATOR);
+        out.push_str(key);
+    }
     out.push('\t');
     out.push_str(n.format(details.map_or(-1, |d| d.len() as i64)));
     out.push('\t');
@@ -397,6 +405,7 @@ mod tests {
             },
             NewEvent {
                 details: Some(String::new()),
+                replay_key: Some("M/3:0".into()),
                 ..event(3, 2)
             },
         ];
@@ -411,6 +420,10 @@ mod tests {
             assert_eq!(
                 (a.id, a.previous_event_id, &a.details),
                 (b.id, b.previous_event_id, &b.details)
+            );
+            assert_eq!(
+                (&*a.event_type, &a.replay_key),
+                (&*b.event_type, &b.replay_key)
             );
         }
         assert!(decode_all("1\t0\t5\tX\t10\tshort\n", &mut back).is_none());
@@ -450,6 +463,7 @@ mod tests {
             previous_event_id: prev,
             timestamp_ms: 0,
             event_type: "PassStateEntered".into(),
+            replay_key: None,
             details: None,
         }
     }

@@ -17,7 +17,7 @@
 //! let store = Store::open(dir.path().join("state.db"), StoreOptions::default())?;
 //! let arn = "arn:aws:states:us-east-1:123456789012:execution:Hello:run-1";
 //! let event = |id, event_type: &str| NewEvent {
-//!     id, previous_event_id: id - 1, timestamp_ms: 0, event_type: event_type.into(), details: None,
+//!     id, previous_event_id: id - 1, timestamp_ms: 0, event_type: event_type.to_owned().into(), replay_key: None, details: None,
 //! };
 //! let started = store.create_execution(NewExecution {
 //!     execution_arn: arn.into(),

@@ -118,6 +118,7 @@ pub(crate) fn redrive(
         previous_event_id: last_event_id,
         timestamp_ms: now,
         event_type: "ExecutionRedriven".into(),
+        replay_key: None,
         details: Some(serde_json::json!({ "redriveCount": count }).to_string()),
     };
     events::insert_all(tx, &[(id, &event)])?;

@@ -28,7 +28,8 @@ fn event(id: i64, event_type: &str) -> NewEvent {
         id,
         previous_event_id: id - 1,
         timestamp_ms: 1_700_000_000_000 + id,
-        event_type: event_type.to_owned(),
+        event_type: event_type.to_owned().into(),
+        replay_key: None,
         details: Some(format!(r#"{{"name":"S{id}","input":"{{}}"}}"#)),
     }
 }

@@ -615,6 +615,7 @@ pub(crate) fn end_unattended(
         },
         timestamp_ms: now,
         event_type: end.event_type.into(),
+        replay_key: None,
         details: end.details.clone(),
     };
     events::insert_all(tx, &[(head.id, &event)])?;
