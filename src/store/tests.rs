@@ -931,14 +931,18 @@ fn short_writes_use_the_write_connection_until_the_writer_starts() {
         "a side connection opened"
     );
     assert!(store.writer.as_ref().expect("writable").idle().is_some());
-    // The first command starts the writer on that connection; later short writes take the
+    // A new execution commits on it too (its caller waits anyway); the first command nobody
+    // waits for starts the writer's thread on that connection. Later short writes take the
     // side connection, and both see each other's rows.
     let execution_arn = arn("M", "one");
     store
         .create_execution(new_execution("M", "one", 1))
         .wait_blocking()
         .expect("create");
+    assert!(store.writer.as_ref().expect("writable").idle().is_some());
+    let events = store.append(append(&execution_arn, 2..=3));
     assert!(store.writer.as_ref().expect("writable").idle().is_none());
+    events.wait_blocking().expect("append");
     store
         .request_stop(&execution_arn, Some("Enough"), None, 2)
         .expect("stop");
@@ -983,4 +987,28 @@ fn the_watcher_starting_from_the_log_at_open_wakes_on_a_later_stop() {
     runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(30), notified).await })
         .expect("the waiter was never woken");
+}
+
+#[test]
+fn a_short_execution_commits_on_the_callers_thread_and_starts_no_writer() {
+    let (_dir, path) = temp();
+    let store = open(&path);
+    let execution_arn = arn("M", "short");
+    store
+        .create_execution(new_execution("M", "short", 1))
+        .wait_blocking()
+        .expect("create");
+    let ended = Append {
+        finish: Some(finish(ExecutionStatus::Succeeded)),
+        ..append(&execution_arn, 2..=4)
+    };
+    store.append(ended).wait_blocking().expect("append");
+    assert!(store.writer.as_ref().expect("writable").idle().is_some());
+    drop(store);
+    let again = open(&path);
+    let record = again.execution(&execution_arn).expect("read").expect("row");
+    assert_eq!(
+        (record.status, record.last_event_id),
+        (ExecutionStatus::Succeeded, 4)
+    );
 }

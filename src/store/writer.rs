@@ -146,10 +146,12 @@ impl Commit {
 
 /// Handle to the writer thread. Dropping it flushes the queue and joins the thread.
 ///
-/// The thread starts with the first command. Until then the write connection stays here, idle,
-/// and the store's own short writes use it ([`Writer::idle`]): a `run` registers its state
-/// machine before it creates its execution, and a second connection for that one write cost
-/// the file's schema parsed again, a tenth of a one-state run.
+/// The thread starts with the first command the caller does not wait for. Until then the write
+/// connection stays here, idle, and the store's own short writes use it ([`Writer::idle`]): a
+/// `run` registers its state machine before it creates its execution, and a second connection
+/// for that one write cost the file's schema parsed again, a tenth of a one-state run. So do
+/// the commands whose caller waits for their commit anyway, a new execution and the append that
+/// ends one ([`Writer::submit`]): a short run then starts no thread, and hands nothing over.
 pub(crate) struct Writer {
     idle: Mutex<Option<Idle>>,
     sender: OnceLock<mpsc::Sender<Command>>,
@@ -161,6 +163,8 @@ pub(crate) struct Idle {
     /// The open, migrated, configured write connection.
     pub conn: Connection,
     site: WriterSite,
+    /// The file's largest size seen (see [`WriterSite::file_changed`]).
+    largest: u64,
 }
 
 /// What the writer needs to classify errors.
@@ -216,8 +220,13 @@ impl WriterSite {
 impl Writer {
     /// Holds an open, migrated connection for the thread the first command starts.
     pub(crate) fn new(conn: Connection, site: WriterSite) -> Writer {
+        let largest = site.opened.map_or(0, |(_, _, size)| size);
         Writer {
-            idle: Mutex::new(Some(Idle { conn, site })),
+            idle: Mutex::new(Some(Idle {
+                conn,
+                site,
+                largest,
+            })),
             sender: OnceLock::new(),
             thread: Mutex::new(None),
         }
@@ -232,22 +241,62 @@ impl Writer {
     /// Queues a command; the returned commit resolves when it is applied.
     pub(crate) fn submit(&self, make: impl FnOnce(Reply) -> Command) -> Commit {
         let (tx, rx) = oneshot::channel();
+        let command = make(Reply::new(tx));
+        let queued = match self.sender.get() {
+            Some(sender) => Some((sender, command)),
+            None => self
+                .apply_idle(command)
+                .and_then(|command| Some((self.start()?, command))),
+        };
         // If the thread is gone (or could not start) the command and its reply sender are
         // dropped, so the receiver resolves to WriterStopped.
-        if let Some(sender) = self.sender.get().or_else(|| self.start()) {
-            let _ = sender.send(make(Reply::new(tx)));
+        if let Some((sender, command)) = queued {
+            let _ = sender.send(command);
         }
         Commit(rx)
+    }
+
+    /// Applies `command` on the caller's thread while the thread has not started, if the caller
+    /// waits for its commit anyway (see [`Writer`]); gives it back otherwise.
+    fn apply_idle(&self, command: Command) -> Option<Command> {
+        let waited_for = match &command {
+            Command::Create(..) => true,
+            Command::Append(append, _) => append.finish.is_some(),
+            _ => false,
+        };
+        if !waited_for {
+            return Some(command);
+        }
+        let mut idle = self.idle();
+        let Some(Idle {
+            conn,
+            site,
+            largest,
+        }) = idle.as_mut()
+        else {
+            return Some(command);
+        };
+        let mut batch = vec![command];
+        match site.file_changed(largest) {
+            Some(err) => answer(batch.drain(..), vec![Err(err)]),
+            None => commit_batch(conn, site, &mut batch),
+        }
+        None
     }
 
     /// Starts the thread on the idle connection, unless another caller just did.
     fn start(&self) -> Option<&mpsc::Sender<Command>> {
         let mut idle = self.idle();
-        if let Some(Idle { conn, site }) = idle.take() {
+        if let Some(Idle {
+            conn,
+            site,
+            largest,
+        }) = idle.take()
+        {
             let (sender, receiver) = mpsc::channel();
             let thread = thread::Builder::new()
                 .name("sfn-local-store-writer".into())
-                .spawn(move || run(conn, receiver, site))
+                .spawn(move || run(conn, receiver, site, largest))
                 .ok()?;
             *super::lock(&self.thread) = Some(thread);
             let _ = self.sender.set(sender);
@@ -359,10 +408,14 @@ fn take(receiver: &mpsc::Receiver<Command>, queued: &mut Queued) -> bool {
     true
 }
 
-fn run(mut conn: Connection, receiver: mpsc::Receiver<Command>, site: WriterSite) {
+fn run(
+    mut conn: Connection,
+    receiver: mpsc::Receiver<Command>,
+    site: WriterSite,
+    mut largest: u64,
+) {
     let mut batch = Vec::new();
     let mut queued = Queued::default();
-    let mut largest = site.opened.map_or(0, |(_, _, size)| size);
     let mut checkpointer = None;
     // The hook replaces SQLite's automatic checkpoints: `checkpoint_if_due` does them.
     conn.wal_hook(Some(note_wal_pages));
