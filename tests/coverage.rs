@@ -559,6 +559,7 @@ fn bench_history(kind: &str) -> Vec<sfn_local::store::NewEvent> {
         previous_event_id: 0,
         timestamp_ms: 0,
         event_type: "ExecutionStarted".into(),
+        replay_key: None,
         details: Some("{}".into()),
     }];
     let input = format!(r#"{{\"kind\":\"{kind}\"}}"#);
@@ -569,7 +570,8 @@ fn bench_history(kind: &str) -> Vec<sfn_local::store::NewEvent> {
                 id,
                 previous_event_id: id - 1,
                 timestamp_ms: id,
-                event_type: format!("{ty}{what}\u{1f}r:{}", id - 2),
+                event_type: format!("{ty}{what}").into(),
+                replay_key: Some(format!("r:{}", id - 2)),
                 details: Some(details),
             });
         };
