@@ -12,7 +12,7 @@ use super::ReplayError;
 use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
 use crate::engine::visits::{EventList, EventView};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -129,6 +129,16 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;
     Ok(events)
+}
+
+/// The history's first event read alone, when it is the execution's start (event 1): the
+/// first event of the first page, as most files hold it. A replay starts the re-run from it
+/// while the rest of the file is read; the file's errors are [`parse_history`]'s to tell.
+pub fn execution_started(text: &str) -> Option<RecordedEvent> {
+    let mut first = None;
+    // Reading stops with an error once the first event is read: the rest is not looked at.
+    let _ = FirstEvent(&mut first).deserialize(&mut serde_json::Deserializer::from_str(text));
+    first.filter(|e| e.id == 1 && e.event_type == "ExecutionStarted")
 }
 
 /// A page that is not JSON.
@@ -433,6 +443,43 @@ impl<'de> Shape<'de> for Item<'de> {
             fields: Some(f),
             refused,
         })
+    }
+}
+
+/// Reads the first event of a document ([`execution_started`]): the first item of a bare
+/// list or of an object's `events`.
+struct FirstEvent<'o>(&'o mut Option<RecordedEvent>);
+
+impl<'de> DeserializeSeed<'de> for FirstEvent<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstEvent<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if let Some(Item {
+            fields: Some(fields),
+            ..
+        }) = seq.next_element()?
+        {
+            *self.0 = event(fields, &mut Scratch::default()).ok();
+        }
+        Err(serde::de::Error::custom("read no further"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(key)) = map.next_key()? {
+            if key == "events" {
+                return map.next_value_seed(self);
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
     }
 }
 
