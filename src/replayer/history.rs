@@ -17,7 +17,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Read;
 use std::marker::PhantomData;
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// One recorded event, its details kept as JSON text as the engine writes them.
@@ -129,6 +131,31 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;
     Ok(events)
+}
+
+/// Reads the history file at `path` ([`parse_history`]).
+pub fn read_history(path: &Path) -> Result<Vec<RecordedEvent>, ReplayError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ReplayError::Unreadable {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    parse_history(&text)
+}
+
+/// [`execution_started`] of the file at `path`, read from its first 64 KiB alone: a replay
+/// starts the re-run from it while another thread reads the whole file. `None` when the
+/// first event does not end there or the file cannot be read (the whole read tells why).
+pub fn execution_started_in(path: &Path) -> Option<RecordedEvent> {
+    const HEAD_BYTES: u64 = 64 * 1024;
+    let mut head = Vec::with_capacity(HEAD_BYTES as usize);
+    let file = std::fs::File::open(path).ok()?;
+    file.take(HEAD_BYTES).read_to_end(&mut head).ok()?;
+    // The head may end inside a character: what comes before it is read.
+    let valid = match std::str::from_utf8(&head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    execution_started(valid)
 }
 
 /// The history's first event read alone, when it is the execution's start (event 1): the

@@ -49,6 +49,14 @@ use std::sync::Arc;
 /// Why a replay could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The history file cannot be read.
+    #[error("cannot read {path}: {why}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// What the system says.
+        why: String,
+    },
     /// The history file is not a readable history.
     #[error("the history, at {at}: {why}")]
     History {
@@ -116,24 +124,22 @@ pub fn replay(
     )?
 }
 
-/// Reads the history file's `text` ([`history::parse_history`]) and replays it against
+/// Reads the history file at `path` ([`history::read_history`]) and replays it against
 /// `machine`, the two overlapped: the file is read and its places found on a thread of their
-/// own while the definition runs again on this one from the file's first event (when it is
-/// the execution's start, as in most files; otherwise once the file is read). Returns the
-/// recorded events and the replay; the outer error is the file's, told first, as the file
-/// was read before the replay began.
-pub fn replay_text(
-    text: &str,
+/// own while the definition runs again on this one from the file's first event, read alone
+/// (when it is the execution's start, as in most files; otherwise once the file is read).
+/// Returns the recorded events and the replay; the outer error is the file's, told first, as
+/// the file was read before the replay began.
+pub fn replay_file(
+    path: &std::path::Path,
     machine: Arc<StateMachine>,
 ) -> Result<(Vec<RecordedEvent>, Result<Replay, ReplayError>), ReplayError> {
-    // Sized for the events the file could hold: a page the re-run leaves untouched costs
-    // nothing, and no copy is made as the re-run's history grows.
-    const LEAST_EVENT_BYTES: usize = 128;
     let mut recorded = Vec::new();
-    let started = history::execution_started(text);
-    let expected = text.len() / LEAST_EVENT_BYTES;
+    let started = history::execution_started_in(path);
+    let size = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
+    let expected = size / LEAST_EVENT_BYTES;
     let replay = overlapped(
-        Recording::Text(text),
+        Recording::File(path),
         &mut recorded,
         started,
         expected,
@@ -142,12 +148,17 @@ pub fn replay_text(
     Ok((recorded, replay))
 }
 
+/// The fewest bytes an event takes in a history file. A re-run's history is sized for the
+/// events the file could hold: a page it leaves untouched costs nothing, and no copy is made
+/// as it grows.
+const LEAST_EVENT_BYTES: usize = 128;
+
 /// Where the recorded events come from.
 enum Recording<'a> {
     /// Read already.
     Read(&'a [RecordedEvent]),
-    /// A history file's text, read into the slot [`overlapped`] is given.
-    Text(&'a str),
+    /// A history file, read into the slot [`overlapped`] is given.
+    File(&'a std::path::Path),
 }
 
 /// A re-run's end and history.
@@ -220,18 +231,20 @@ fn read_recording<'a>(
     slot: &'a mut Vec<RecordedEvent>,
     answers_to: std::sync::mpsc::Sender<answers::AnswersByPlace>,
 ) -> Result<(&'a [RecordedEvent], Places<'a>), ReplayError> {
-    let recorded: &'a [RecordedEvent] = match recording {
+    let recorded = match recording {
         Recording::Read(events) => events,
-        Recording::Text(text) => {
-            *slot = history::parse_history(text)?;
-            let read: &'a Vec<RecordedEvent> = slot;
-            read
-        }
+        Recording::File(path) => kept_in(slot, history::read_history(path)?),
     };
     let places = Places::of(recorded);
     // Unheard when the re-run waited for the whole recording: it asks for none then.
     let _ = answers_to.send(answers::by_place(recorded, &places));
     Ok((recorded, places))
+}
+
+/// `events`, kept in `slot` for as long as it is lent.
+fn kept_in(slot: &mut Vec<RecordedEvent>, events: Vec<RecordedEvent>) -> &[RecordedEvent] {
+    *slot = events;
+    slot
 }
 
 /// The replay of a recording read whole, with its places: the re-run from its first event,
@@ -408,12 +421,18 @@ mod tests {
 
     /// The events of a run of [`MACHINE`] with input `{"n": n}`, as sfn-local records them.
     fn events(n: u32) -> Vec<String> {
-        let input = format!(r#""{{\"n\":{n}}}""#);
+        events_of(&format!(r#"{{"n":{n}}}"#))
+    }
+
+    /// The events of a run of [`MACHINE`] with `input` (compact JSON).
+    fn events_of(input: &str) -> Vec<String> {
+        let payload = input.replace('"', r#"\""#);
+        let input = format!(r#""{payload}""#);
         let out = r#""{\"v\":7}""#;
         let details = [
             (0, "ExecutionStarted", format!(r#""executionStartedEventDetails":{{"input":{input}}}"#)),
             (0, "TaskStateEntered", format!(r#""stateEnteredEventDetails":{{"name":"Work","input":{input}}}"#)),
-            (2, "TaskScheduled", format!(r#""taskScheduledEventDetails":{{"resourceType":"lambda","resource":"invoke","region":"us-east-1","parameters":"{{\"FunctionName\":\"work\",\"Payload\":{{\"n\":{n}}}}}"}}"#)),
+            (2, "TaskScheduled", format!(r#""taskScheduledEventDetails":{{"resourceType":"lambda","resource":"invoke","region":"us-east-1","parameters":"{{\"FunctionName\":\"work\",\"Payload\":{payload}}}"}}"#)),
             (3, "TaskStarted", r#""taskStartedEventDetails":{"resourceType":"lambda","resource":"invoke"}"#.into()),
             (4, "TaskSucceeded", r#""taskSucceededEventDetails":{"resourceType":"lambda","resource":"invoke","output":"{\"Payload\":{\"v\":7}}"}"#.into()),
             (5, "TaskStateExited", format!(r#""stateExitedEventDetails":{{"name":"Work","output":{out}}}"#)),
@@ -432,6 +451,17 @@ mod tests {
 
     fn page(events: &[String]) -> String {
         format!(r#"{{"events":[{}]}}"#, events.join(","))
+    }
+
+    /// [`replay_file`] of a file holding `text`.
+    fn replay_text(
+        text: &str,
+        machine: Arc<StateMachine>,
+    ) -> Result<(Vec<RecordedEvent>, Result<Replay, ReplayError>), ReplayError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.json");
+        std::fs::write(&path, text).unwrap();
+        replay_file(&path, machine)
     }
 
     fn machine(definition: &str) -> Arc<StateMachine> {
@@ -462,11 +492,18 @@ mod tests {
         let changed = MACHINE.replace(r#""Type":"Pass""#, r#""Type":"Pass","Result":1"#);
         let e = events(1);
         let reversed = format!("{}\n{}", page(&e[4..]), page(&e[..4]));
+        // A first event longer than the head read alone: the re-run waits for the whole file.
+        let long = page(&events_of(&format!(
+            r#"{{"pad":"{}"}}"#,
+            "x".repeat(70_000)
+        )));
         for (text, definition) in [
             (page(&e), MACHINE),
             (page(&e), changed.as_str()),
             (reversed.clone(), MACHINE),
             (reversed, changed.as_str()),
+            (long.clone(), MACHINE),
+            (long, changed.as_str()),
         ] {
             let (recorded, replay) = replay_text(&text, machine(definition)).unwrap();
             let (replay, whole) = (replay.unwrap(), read_whole(&text, definition));
@@ -480,6 +517,25 @@ mod tests {
             panic!("not diverged")
         };
         assert_eq!((d.event, d.what.as_str()), (8, "its output differs"));
+    }
+
+    /// The re-run starts early only from a first event, event 1, that ends within the head
+    /// of the file read alone; a file that cannot be read says so.
+    #[test]
+    fn the_first_event_is_read_alone_from_the_head_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.json");
+        let long = page(&events_of(&format!(
+            r#"{{"pad":"{}"}}"#,
+            "x".repeat(70_000)
+        )));
+        let e = events(1);
+        for (text, read) in [(page(&e), true), (long, false), (page(&e[1..]), false)] {
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(history::execution_started_in(&path).is_some(), read);
+        }
+        let missing = replay_file(&dir.path().join("none.json"), machine(MACHINE)).unwrap_err();
+        assert!(missing.to_string().starts_with("cannot read "), "{missing}");
     }
 
     /// A file whose first event starts the re-run and whose end is not JSON is refused with
