@@ -93,6 +93,7 @@ impl From<HistoryEvent> for RecordedEvent {
 /// Reads a history file's text: one or more JSON documents, each `{"events": [...]}` or a bare
 /// list of events. Every page is read; the events are returned sorted by id.
 pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
+    FIRST_PAGE_EVENTS.set(events_in(text.len()));
     let mut events = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Page>();
     for (page, document) in stream.enumerate() {
@@ -166,6 +167,21 @@ pub fn execution_started(text: &str) -> Option<RecordedEvent> {
     // Reading stops with an error once the first event is read: the rest is not looked at.
     let _ = FirstEvent(&mut first).deserialize(&mut serde_json::Deserializer::from_str(text));
     first.filter(|e| e.id == 1 && e.event_type == "ExecutionStarted")
+}
+
+/// How many events a history file of `bytes` may hold, at most but for the smallest: sized
+/// for them, a list of events is not copied as it grows (a page left untouched costs nothing).
+pub fn events_in(bytes: usize) -> usize {
+    // An event's four fields and details, indented or not, take more than this.
+    const LEAST_EVENT_BYTES: usize = 128;
+    bytes / LEAST_EVENT_BYTES
+}
+
+thread_local! {
+    /// How many events the first page read on this thread is sized for ([`events_in`] of the
+    /// whole text): serde_json tells a list's length to no one, and a 10,000-event list
+    /// grown by doubling spent a fifth of its reading on copies and page faults.
+    static FIRST_PAGE_EVENTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A page that is not JSON.
@@ -388,7 +404,10 @@ impl<'de> Shape<'de> for Page {
         }
     }
     fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut list = Events::default();
+        let mut list = Events {
+            events: Vec::with_capacity(FIRST_PAGE_EVENTS.take()),
+            problem: None,
+        };
         let mut scratch = Scratch::default();
         while let Some(Item { fields, refused }) = seq.next_element()? {
             scratch.refused |= refused;

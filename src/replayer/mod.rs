@@ -9,6 +9,10 @@
 //! divergence with the path of states that led there. Parts the recording masked (an input
 //! or a result AWS truncated) are named, never guessed.
 //!
+//! The two sides are built on two threads ([`replay_file`]): the recording is read and its
+//! places found on one while the definition runs again on the other from the recording's
+//! first event, read alone, and finds its own places; they meet to be compared.
+//!
 //! ```
 //! use sfn_local::replayer::{history::parse_history, replay, Verdict};
 //! let definition = r#"{"StartAt":"P","States":{"P":{"Type":"Pass","Result":1,"End":true}}}"#;
@@ -137,7 +141,7 @@ pub fn replay_file(
     let mut recorded = Vec::new();
     let started = history::execution_started_in(path);
     let size = std::fs::metadata(path).map_or(0, |m| m.len() as usize);
-    let expected = size / LEAST_EVENT_BYTES;
+    let expected = history::events_in(size);
     let replay = overlapped(
         Recording::File(path),
         &mut recorded,
@@ -147,11 +151,6 @@ pub fn replay_file(
     )?;
     Ok((recorded, replay))
 }
-
-/// The fewest bytes an event takes in a history file. A re-run's history is sized for the
-/// events the file could hold: a page it leaves untouched costs nothing, and no copy is made
-/// as it grows.
-const LEAST_EVENT_BYTES: usize = 128;
 
 /// Where the recorded events come from.
 enum Recording<'a> {
