@@ -50,7 +50,7 @@ pub(crate) enum End {
 
 /// One recorded attempt.
 #[derive(Debug, Clone)]
-pub(crate) struct Answer {
+pub struct Answer {
     end: End,
     /// From its `*Started` (or `*Scheduled`) to its end, ms.
     took_ms: Millis,
@@ -78,8 +78,52 @@ impl Answer {
 }
 
 /// Every recorded attempt by the place of its `*Scheduled` event.
+pub type AnswersByPlace = HashMap<String, Answer>;
+
+/// The answers of `recorded` (with its places).
+pub fn by_place(recorded: &[RecordedEvent], places: &Places) -> AnswersByPlace {
+    let mut by_place = HashMap::new();
+    for (i, e) in recorded.iter().enumerate() {
+        if e.event_type.ends_with("Scheduled") {
+            by_place.insert(places.event(i).to_string(), answer(recorded, places, i));
+        }
+    }
+    by_place
+}
+
+/// The recording's answers as the re-run gets them: at once, or from the thread that reads
+/// the recording while the re-run starts, waited for when the first Task asks (a run without
+/// Tasks never waits).
+pub struct Coming {
+    answers: std::sync::mpsc::Receiver<AnswersByPlace>,
+    got: std::cell::OnceCell<AnswersByPlace>,
+}
+
+impl Coming {
+    /// Answers given now.
+    pub fn ready(answers: AnswersByPlace) -> Self {
+        let (sender, coming) = Coming::channel();
+        let _ = sender.send(answers);
+        coming
+    }
+
+    /// Answers the returned sender gives later; none if it is dropped first (the recording
+    /// could not be read, and the re-run is then discarded).
+    pub fn channel() -> (std::sync::mpsc::Sender<AnswersByPlace>, Self) {
+        let (sender, answers) = std::sync::mpsc::channel();
+        let got = std::cell::OnceCell::new();
+        (sender, Coming { answers, got })
+    }
+
+    fn get(&self) -> &AnswersByPlace {
+        self.got
+            .get_or_init(|| self.answers.recv().unwrap_or_default())
+    }
+}
+
+/// A [`TaskRunner`] that answers each Task attempt with its recorded answer.
 pub struct RecordedAnswers {
-    by_place: HashMap<String, Answer>,
+    by_place: Coming,
     clock: Arc<dyn Clock>,
     /// The re-run's events so far (the engine commits them before a Task's effects).
     rerun: Rc<RefCell<Vec<HistoryEvent>>>,
@@ -88,19 +132,12 @@ pub struct RecordedAnswers {
 }
 
 impl RecordedAnswers {
-    /// The answers of `recorded` (with its places), for a re-run writing to `rerun`.
+    /// The answers `by_place`, for a re-run writing to `rerun`.
     pub fn new(
-        recorded: &[RecordedEvent],
-        places: &Places,
+        by_place: Coming,
         clock: Arc<dyn Clock>,
         rerun: Rc<RefCell<Vec<HistoryEvent>>>,
     ) -> Self {
-        let mut by_place = HashMap::new();
-        for (i, e) in recorded.iter().enumerate() {
-            if e.event_type.ends_with("Scheduled") {
-                by_place.insert(places.event(i).to_string(), answer(recorded, places, i));
-            }
-        }
         RecordedAnswers {
             by_place,
             clock,
@@ -224,7 +261,7 @@ impl TaskRunner for RecordedAnswers {
 
     fn run_job(&self, request: TaskRequest, job: JobContext) -> TaskFuture {
         let (place, heartbeat) = self.place_of(&job.task_key).unwrap_or_default();
-        let Some(answer) = self.by_place.get(&place).cloned() else {
+        let Some(answer) = self.by_place.get().get(&place).cloned() else {
             let why = format!(
                 "the recording has no attempt {} of {} here ({place})",
                 request.retry_count + 1,

@@ -67,15 +67,28 @@ impl<'a> Side<'a> {
     }
 }
 
-/// Compares `rerun` with `recorded`; `None` when they agree. `masked` collects the parts the
-/// recording masked that were skipped.
+/// A side's events by place (for the re-run: built on its thread while the recording's places
+/// are still being found on the other).
+pub struct ByPlace<'a>(HashMap<EventPlace<'a>, usize>);
+
+impl<'a> ByPlace<'a> {
+    /// The events of `side` by place.
+    pub fn of(side: &Side<'a>) -> Self {
+        let mut by_place = HashMap::with_capacity(side.events.len());
+        by_place.extend((0..side.events.len()).map(|j| (side.places.event(j), j)));
+        ByPlace(by_place)
+    }
+}
+
+/// Compares `rerun` (its events `by_place`) with `recorded`; `None` when they agree. `masked`
+/// collects the parts the recording masked that were skipped.
 pub fn first_divergence(
     recorded: &Side<'_>,
     rerun: &Side<'_>,
+    by_place: &ByPlace<'_>,
     masked: &mut Vec<String>,
 ) -> Option<Divergence> {
-    let mut by_place = HashMap::with_capacity(rerun.events.len());
-    by_place.extend((0..rerun.events.len()).map(|j| (rerun.places.event(j), j)));
+    let by_place = &by_place.0;
     // Built only when an event is not where the recording has it.
     let mut elsewhere: Option<Elsewhere<'_>> = None;
     let mut matched = vec![false; rerun.events.len()];

@@ -12,12 +12,14 @@ use super::ReplayError;
 use crate::clock::Millis;
 use crate::engine::history::HistoryEvent;
 use crate::engine::visits::{EventList, EventView};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Read;
 use std::marker::PhantomData;
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// One recorded event, its details kept as JSON text as the engine writes them.
@@ -31,8 +33,9 @@ pub struct RecordedEvent {
     pub event_type: String,
     /// `timestamp`, ms since the Unix epoch.
     pub timestamp_ms: Millis,
-    /// The `*EventDetails` object as compact JSON text, when the event has one.
-    pub details: Option<String>,
+    /// The `*EventDetails` object as compact JSON text, when the event has one (boxed: see
+    /// the [`From`] of the engine's events).
+    pub details: Option<Box<str>>,
     /// The same, parsed once, when first asked for (an empty object when there are none):
     /// details the comparison finds the same as text are never parsed (boxed: most never are,
     /// and an empty cell then takes one word, not a whole Value).
@@ -82,15 +85,20 @@ impl From<HistoryEvent> for RecordedEvent {
             previous_event_id: e.previous_event_id,
             event_type: e.event_type.as_str().to_owned(),
             timestamp_ms: e.timestamp,
-            details: e.details,
+            details: e.details.map(String::into_boxed_str),
             parsed: OnceLock::new(),
         }
     }
 }
 
+// The same size as the engine's events, so that a re-run's history becomes a list of these
+// in the memory it takes (collected in place) instead of 10,000 events' worth of new pages.
+const _: () = assert!(std::mem::size_of::<RecordedEvent>() == std::mem::size_of::<HistoryEvent>());
+
 /// Reads a history file's text: one or more JSON documents, each `{"events": [...]}` or a bare
 /// list of events. Every page is read; the events are returned sorted by id.
 pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
+    FIRST_PAGE_EVENTS.set(events_in(text.len()));
     let mut events = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Page>();
     for (page, document) in stream.enumerate() {
@@ -129,6 +137,56 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     events.sort_by_key(|e| e.id);
     check_ids(&events)?;
     Ok(events)
+}
+
+/// Reads the history file at `path` ([`parse_history`]).
+pub fn read_history(path: &Path) -> Result<Vec<RecordedEvent>, ReplayError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ReplayError::Unreadable {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    parse_history(&text)
+}
+
+/// [`execution_started`] of the file at `path`, read from its first 64 KiB alone: a replay
+/// starts the re-run from it while another thread reads the whole file. `None` when the
+/// first event does not end there or the file cannot be read (the whole read tells why).
+pub fn execution_started_in(path: &Path) -> Option<RecordedEvent> {
+    const HEAD_BYTES: u64 = 64 * 1024;
+    let mut head = Vec::with_capacity(HEAD_BYTES as usize);
+    let file = std::fs::File::open(path).ok()?;
+    file.take(HEAD_BYTES).read_to_end(&mut head).ok()?;
+    // The head may end inside a character: what comes before it is read.
+    let valid = match std::str::from_utf8(&head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    execution_started(valid)
+}
+
+/// The history's first event read alone, when it is the execution's start (event 1): the
+/// first event of the first page, as most files hold it. A replay starts the re-run from it
+/// while the rest of the file is read; the file's errors are [`parse_history`]'s to tell.
+pub fn execution_started(text: &str) -> Option<RecordedEvent> {
+    let mut first = None;
+    // Reading stops with an error once the first event is read: the rest is not looked at.
+    let _ = FirstEvent(&mut first).deserialize(&mut serde_json::Deserializer::from_str(text));
+    first.filter(|e| e.id == 1 && e.event_type == "ExecutionStarted")
+}
+
+/// How many events a history file of `bytes` may hold, at most but for the smallest: sized
+/// for them, a list of events is not copied as it grows (a page left untouched costs nothing).
+pub fn events_in(bytes: usize) -> usize {
+    // An event's four fields and details, indented or not, take more than this.
+    const LEAST_EVENT_BYTES: usize = 128;
+    bytes / LEAST_EVENT_BYTES
+}
+
+thread_local! {
+    /// How many events the first page read on this thread is sized for ([`events_in`] of the
+    /// whole text): serde_json tells a list's length to no one, and a 10,000-event list
+    /// grown by doubling spent a fifth of its reading on copies and page faults.
+    static FIRST_PAGE_EVENTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A page that is not JSON.
@@ -278,9 +336,9 @@ struct Scratch {
 
 impl Scratch {
     /// The details `raw` as compact text.
-    fn keep(&mut self, raw: &RawValue) -> String {
+    fn keep(&mut self, raw: &RawValue) -> Box<str> {
         self.refused |= refused(raw.get(), &mut self.text);
-        self.text.as_str().to_owned()
+        self.text.as_str().into()
     }
 }
 
@@ -351,7 +409,10 @@ impl<'de> Shape<'de> for Page {
         }
     }
     fn list<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut list = Events::default();
+        let mut list = Events {
+            events: Vec::with_capacity(FIRST_PAGE_EVENTS.take()),
+            problem: None,
+        };
         let mut scratch = Scratch::default();
         while let Some(Item { fields, refused }) = seq.next_element()? {
             scratch.refused |= refused;
@@ -433,6 +494,43 @@ impl<'de> Shape<'de> for Item<'de> {
             fields: Some(f),
             refused,
         })
+    }
+}
+
+/// Reads the first event of a document ([`execution_started`]): the first item of a bare
+/// list or of an object's `events`.
+struct FirstEvent<'o>(&'o mut Option<RecordedEvent>);
+
+impl<'de> DeserializeSeed<'de> for FirstEvent<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FirstEvent<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if let Some(Item {
+            fields: Some(fields),
+            ..
+        }) = seq.next_element()?
+        {
+            *self.0 = event(fields, &mut Scratch::default()).ok();
+        }
+        Err(serde::de::Error::custom("read no further"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(key)) = map.next_key()? {
+            if key == "events" {
+                return map.next_value_seed(self);
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
     }
 }
 

@@ -67,12 +67,24 @@ pub fn load_reference(
     subs: &Substitutions,
     unresolved: asl::Unresolved,
 ) -> Result<(LoadedFile, String), FlagError> {
-    let loaded = loader::load_one(reference, loader::Options::new(subs, unresolved))
-        .map_err(|e| e.to_string())?;
-    for warning in loader::unused_substitutions(subs, std::slice::from_ref(&loaded.0)) {
+    let (file, name, warnings) = load_reference_warnings(reference, subs, unresolved)?;
+    for warning in warnings {
         warnln!("warning: {warning}");
     }
-    Ok(loaded)
+    Ok((file, name))
+}
+
+/// [`load_reference`] with its warnings returned instead of told, for a command that tells
+/// them later.
+pub fn load_reference_warnings(
+    reference: &Reference,
+    subs: &Substitutions,
+    unresolved: asl::Unresolved,
+) -> Result<(LoadedFile, String, Vec<String>), FlagError> {
+    let (file, name) = loader::load_one(reference, loader::Options::new(subs, unresolved))
+        .map_err(|e| e.to_string())?;
+    let warnings = loader::unused_substitutions(subs, std::slice::from_ref(&file));
+    Ok((file, name, warnings))
 }
 
 /// Where a definition comes from, the AWS CLI's spellings undone.

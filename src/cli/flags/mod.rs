@@ -48,7 +48,8 @@ pub use bindings::{BindingArgs, Bindings, SupervisionArgs};
 pub use clock::{ClockArgs, ClockKind};
 pub use database::{Database, DatabaseArgs, DbArgs};
 pub use definition::{
-    load_reference, Definition, DefinitionArgs, DefinitionSource, LoadedMachine, TemplateArgs,
+    load_reference, load_reference_warnings, Definition, DefinitionArgs, DefinitionSource,
+    LoadedMachine, TemplateArgs,
 };
 pub use endpoints::EndpointArgs;
 pub use input::InputArgs;
