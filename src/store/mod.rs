@@ -223,19 +223,7 @@ impl Store {
         }
         let fresh = configure_writer(&conn, &options, &schema, copied)
             .map_err(|e| sqlite("configure connection", e))?;
-        // Only an older schema takes the write lock: most opens are short commands
-        // (`send-task-heartbeat`, `list-tasks`) that must not queue for it twice.
-        if let SchemaCheck::Older(_) = schema {
-            if let Err(found) = migrations::migrate(&conn, options.busy_timeout)
-                .map_err(|e| sqlite("migrate", e))?
-            {
-                return Err(StoreError::SchemaTooNew {
-                    path: path.clone(),
-                    found,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-        }
+        migrate_older(&conn, &schema, &path, options.busy_timeout)?;
         let site = WriterSite {
             path: path.clone(),
             busy_timeout: options.busy_timeout,
@@ -992,6 +980,29 @@ fn create_parent(path: &Path) -> Result<()> {
             path: parent.to_path_buf(),
             source: source.into(),
         })
+}
+
+/// Brings an older schema up to date. Only an older schema takes the write lock: most opens
+/// are short commands (`send-task-heartbeat`, `list-tasks`) that must not queue for it twice.
+fn migrate_older(
+    conn: &Connection,
+    schema: &SchemaCheck,
+    path: &Path,
+    busy_timeout: std::time::Duration,
+) -> Result<()> {
+    let SchemaCheck::Older(_) = schema else {
+        return Ok(());
+    };
+    match migrations::migrate(conn, busy_timeout)
+        .map_err(|e| StoreError::from_sqlite(path, "migrate", busy_timeout, e))?
+    {
+        Ok(()) => Ok(()),
+        Err(found) => Err(StoreError::SchemaTooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+    }
 }
 
 /// Sets up the writing connection: WAL, the durability level, caches, no checkpoint on close.
