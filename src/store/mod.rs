@@ -551,18 +551,28 @@ impl Store {
             .execution_hooked(execution_arn, hook, || self.open_watcher())
     }
 
-    /// The watcher's connection and where it starts. The log's position at open is as good as
-    /// a newer one, only earlier (rows after it wake their waiters, who read their row
-    /// again), and this connection then prepares nothing that needs the schema: parsing it
-    /// was a tenth of a one-state `run`, on the run's own thread.
-    fn open_watcher(&self) -> Result<(Connection, watch::LogPosition)> {
-        let conn = self.open_reader()?;
-        let at = match self.log_at_open {
-            Some(seq) => watch::LogPosition::from(&conn, seq),
-            None => watch::LogPosition::read(&conn),
-        }
-        .map_err(|e| self.sqlite("start the watcher", e))?;
-        Ok((conn, at))
+    /// How the watcher gets its connection, and where it starts. With the change log's
+    /// position at open (a writable store), the watcher opens its connection on its own thread
+    /// and reads every row after that position at its first look: rows written since then
+    /// wake their waiters, who read their row again, so nothing is missed. Opening it here,
+    /// and reading the log's end on it, was a connection and a parse of the schema on the
+    /// run's own thread, a tenth of a one-state `run`.
+    fn open_watcher(&self) -> Result<(watch::Opener, watch::LogPosition)> {
+        let (at, mut opened) = match self.log_at_open {
+            Some(seq) => (watch::LogPosition::unread(seq), None),
+            None => {
+                let conn = self.open_reader()?;
+                let at = watch::LogPosition::read(&conn)
+                    .map_err(|e| self.sqlite("start the watcher", e))?;
+                (at, Some(conn))
+            }
+        };
+        let (path, busy_timeout) = (self.path.clone(), self.options.busy_timeout);
+        let opener: watch::Opener = Box::new(move || match opened.take() {
+            Some(conn) => Some(conn),
+            None => read_connection(&path, busy_timeout).ok(),
+        });
+        Ok((opener, at))
     }
 
     // ---- task tokens and stop requests (see [`tokens`]) ----------------------------------------
@@ -948,20 +958,28 @@ impl Store {
     }
 
     fn open_reader(&self) -> Result<Connection> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn =
-            Connection::open_with_flags(&self.path, flags).map_err(|e| self.sqlite("open", e))?;
-        conn.busy_timeout(self.options.busy_timeout)
-            .map_err(|e| self.sqlite("set busy timeout", e))?;
-        no_checkpoint_on_close(&conn).map_err(|e| self.sqlite("configure connection", e))?;
-        // Every read the API makes, kept compiled (see `cached`).
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
+        read_connection(&self.path, self.options.busy_timeout)
+            .map_err(|(context, e)| self.sqlite(context, e))
     }
 
     fn sqlite(&self, context: &'static str, err: rusqlite::Error) -> StoreError {
         StoreError::from_sqlite(&self.path, context, self.options.busy_timeout, err)
     }
+}
+
+/// A read-only connection to `path`; an error says what failed (its context).
+fn read_connection(
+    path: &Path,
+    busy_timeout: std::time::Duration,
+) -> std::result::Result<Connection, (&'static str, rusqlite::Error)> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| ("open", e))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| ("set busy timeout", e))?;
+    no_checkpoint_on_close(&conn).map_err(|e| ("configure connection", e))?;
+    // Every read the API makes, kept compiled (see `cached`).
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 /// Creates the database's folder, owner-only like the file: the database holds task tokens,

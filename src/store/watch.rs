@@ -121,7 +121,7 @@ impl Watch {
     pub(crate) fn token(
         &self,
         token: &str,
-        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+        open: impl FnOnce() -> super::Result<(Opener, LogPosition)>,
     ) -> super::Result<Waiter> {
         self.register(Key::Token(token.to_owned()), open)
     }
@@ -130,7 +130,7 @@ impl Watch {
     pub(crate) fn execution(
         &self,
         execution_arn: &str,
-        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+        open: impl FnOnce() -> super::Result<(Opener, LogPosition)>,
     ) -> super::Result<Waiter> {
         self.register(Key::Execution(execution_arn.to_owned()), open)
     }
@@ -141,7 +141,7 @@ impl Watch {
         &self,
         execution_arn: &str,
         hook: Hook,
-        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+        open: impl FnOnce() -> super::Result<(Opener, LogPosition)>,
     ) -> super::Result<Waiter> {
         let key = Key::Execution(execution_arn.to_owned());
         let mut waiter = self.register(key.clone(), open)?;
@@ -163,21 +163,22 @@ impl Watch {
         self.wake(&[Key::Execution(execution_arn.to_owned())]);
     }
 
-    /// `open` gives the watcher its own read connection and the log position it starts from,
-    /// the first time only: the watcher starts here, on the caller's thread, so that position
-    /// is read before the caller reads its row (a change committed in between is after it).
+    /// `open` gives the watcher how to get its own read connection and the log position it
+    /// starts from, the first time only: the watcher starts here, on the caller's thread, so
+    /// that position is fixed before the caller reads its row (a change committed in between
+    /// is after it).
     fn register(
         &self,
         key: Key,
-        open: impl FnOnce() -> super::Result<(Connection, LogPosition)>,
+        open: impl FnOnce() -> super::Result<(Opener, LogPosition)>,
     ) -> super::Result<Waiter> {
         let mut registry = lock(&self.shared.registry);
         if !registry.started {
-            let (conn, start) = open()?;
+            let (opener, start) = open()?;
             let shared = self.shared.clone();
             std::thread::Builder::new()
                 .name("sfn-local-watch".into())
-                .spawn(move || watch(shared, conn, start))
+                .spawn(move || watch(shared, opener, start))
                 .map_err(|_| super::StoreError::WriterStopped)?;
             registry.started = true;
         }
@@ -212,6 +213,10 @@ impl Drop for Watch {
     }
 }
 
+/// Gives the watcher its read connection, on its own thread (`None`: not now; it asks again
+/// at its next look).
+pub(crate) type Opener = Box<dyn FnMut() -> Option<Connection> + Send>;
+
 /// Where the watcher is: the commit counter it last saw and the last log row it read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LogPosition {
@@ -227,13 +232,18 @@ impl LogPosition {
         Ok(LogPosition { data_version, seq })
     }
 
-    /// `conn`'s data version now, with the log read up to `seq` (read earlier, on any
-    /// connection: rows written in between are looked at again, never missed).
-    pub(crate) fn from(conn: &Connection, seq: i64) -> rusqlite::Result<LogPosition> {
-        let data_version = conn.pragma_query_value(None, "data_version", |row| row.get(0))?;
-        Ok(LogPosition { data_version, seq })
+    /// The log read up to `seq` (read earlier, on any connection), and no commit counter
+    /// seen yet: the first look reads every row after `seq`, whatever the counter says.
+    pub(crate) fn unread(seq: i64) -> LogPosition {
+        LogPosition {
+            data_version: NOT_SEEN,
+            seq,
+        }
     }
 }
+
+/// A commit counter no connection reports (SQLite's start at 1 and grow).
+const NOT_SEEN: i64 = i64::MIN;
 
 /// The change log's last row.
 pub(crate) fn last_logged(conn: &Connection) -> rusqlite::Result<i64> {
@@ -244,7 +254,8 @@ pub(crate) fn last_logged(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// The watcher thread: parks while nobody waits, else looks every [`LOOK_EVERY`] to
 /// [`LOOK_IDLE`].
-fn watch(shared: Arc<Shared>, conn: Connection, mut at: LogPosition) {
+fn watch(shared: Arc<Shared>, mut open: Opener, mut at: LogPosition) {
+    let mut conn = None;
     let mut every = LOOK_EVERY;
     // Told to virtual clocks, which wait for a look after work outside the process ends.
     let looking = Looking::default();
@@ -270,8 +281,13 @@ fn watch(shared: Arc<Shared>, conn: Connection, mut at: LogPosition) {
                 return;
             }
         }
-        // A failed look (the file busy, a disk error) is tried again at the next one.
-        match look(&conn, &mut at) {
+        if conn.is_none() {
+            conn = open();
+        }
+        // A failed look (the file busy, a disk error, no connection yet) is tried again at
+        // the next one.
+        let looked = conn.as_ref().map(|conn| look(conn, &mut at));
+        match looked.unwrap_or(Ok(None)) {
             Ok(Some(wake)) if !wake.is_empty() => {
                 wake_keys(&shared, wake);
                 every = LOOK_EVERY;
