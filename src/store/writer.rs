@@ -276,11 +276,7 @@ impl Writer {
         else {
             return Some(command);
         };
-        let mut batch = vec![command];
-        match site.file_changed(largest) {
-            Some(err) => answer(batch.drain(..), vec![Err(err)]),
-            None => commit_batch(conn, site, &mut batch),
-        }
+        commit_checked(conn, site, largest, &mut vec![command]);
         None
     }
 
@@ -427,12 +423,7 @@ fn run(
         if batch.is_empty() {
             continue;
         }
-        if let Some(err) = site.file_changed(&mut largest) {
-            let outcomes = vec![Err(err); batch.len()];
-            answer(batch.drain(..), outcomes);
-            continue;
-        }
-        commit_batch(&mut conn, &site, &mut batch);
+        commit_checked(&mut conn, &site, &mut largest, &mut batch);
         checkpoint_if_due(&conn, &site, &mut checkpointer);
     }
 }
@@ -479,6 +470,23 @@ fn checkpoint_here(conn: &Connection) {
 }
 
 /// Applies and answers every command in `batch`, leaving it empty.
+/// [`commit_batch`], unless the file at the path is no longer the one opened: then every
+/// command of `batch` gets that error (see [`WriterSite::file_changed`]).
+fn commit_checked(
+    conn: &mut Connection,
+    site: &WriterSite,
+    largest: &mut u64,
+    batch: &mut Vec<Command>,
+) {
+    match site.file_changed(largest) {
+        Some(err) => {
+            let outcomes = vec![Err(err); batch.len()];
+            answer(batch.drain(..), outcomes);
+        }
+        None => commit_batch(conn, site, batch),
+    }
+}
+
 fn commit_batch(conn: &mut Connection, site: &WriterSite, batch: &mut Vec<Command>) {
     match apply(conn, site, batch) {
         Ok(outcomes) => answer(batch.drain(..), outcomes),
