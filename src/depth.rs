@@ -47,9 +47,15 @@ pub struct TooDeep;
 /// levels deep before the serializer recurses past the limit.
 pub fn to_json_vec(value: &Value) -> Result<Vec<u8>, TooDeep> {
     let mut out = Vec::with_capacity(128);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut out, Bounded::default());
-    serde::Serialize::serialize(value, &mut serializer).map_err(|_| TooDeep)?;
+    write_json(value, &mut out)?;
     Ok(out)
+}
+
+/// Appends `value` as compact JSON text to `out` (see [`to_json_vec`]); on [`TooDeep`], `out`
+/// holds part of the text.
+pub fn write_json(value: &Value, out: &mut Vec<u8>) -> Result<(), TooDeep> {
+    let mut serializer = serde_json::Serializer::with_formatter(out, Bounded::default());
+    serde::Serialize::serialize(value, &mut serializer).map_err(|_| TooDeep)
 }
 
 /// Serializes `value` as compact JSON text (see [`to_json_vec`]).

@@ -571,7 +571,7 @@ fn bench_history(kind: &str) -> Vec<sfn_local::store::NewEvent> {
                 previous_event_id: id - 1,
                 timestamp_ms: id,
                 event_type: format!("{ty}{what}").into(),
-                replay_key: Some(format!("r:{}", id - 2)),
+                replay_key: Some(format!("r:{}", id - 2).into()),
                 details: Some(details),
             });
         };

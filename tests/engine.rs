@@ -604,7 +604,7 @@ async fn step_functions_local_compat_records_task_results_after_the_selectors_an
             timestamp_ms: e.timestamp,
             event_type: e.event_type.as_str().to_owned(),
             details: e.details.clone(),
-            replay_key: e.replay_key.clone(),
+            replay_key: e.replay_key.as_ref().map(|k| k.to_string()),
         })
         .collect();
     let sink = MemorySink::default();
@@ -669,7 +669,11 @@ async fn lanes_aborted_inside_an_aborted_branch_end_in_their_order() {
     let lanes: Vec<String> = events
         .iter()
         .filter(|e| e.event_type.as_str() == "WaitStateAborted")
-        .map(|e| e.replay_key.clone().unwrap_or_default())
+        .map(|e| {
+            e.replay_key
+                .as_ref()
+                .map_or_else(String::new, |k| k.to_string())
+        })
         .map(|k| {
             k.rsplit_once(':')
                 .map(|(lane, _)| lane.to_owned())

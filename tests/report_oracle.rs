@@ -430,7 +430,7 @@ fn record(e: &HistoryEvent) -> EventRecord {
         timestamp_ms: e.timestamp,
         event_type: e.event_type.as_str().to_owned(),
         details: e.details.clone(),
-        replay_key: e.replay_key.clone(),
+        replay_key: e.replay_key.as_ref().map(|k| k.to_string()),
     }
 }
 

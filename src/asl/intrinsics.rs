@@ -217,8 +217,10 @@ impl Call {
     /// Evaluates the call.
     pub fn evaluate(&self, env: &Env<'_>) -> Result<Value, StatesError> {
         let mut values = Vec::with_capacity(self.args.len());
-        for a in &self.args {
+        for (i, a) in self.args.iter().enumerate() {
             values.push(match a {
+                // States.Format reads its literal template from the call itself.
+                Arg::Str { .. } if i == 0 && self.function == Function::Format => Value::Null,
                 Arg::Str { value, .. } => Value::String(value.clone()),
                 Arg::Literal(v) => v.clone(),
                 Arg::Path(p) => p
@@ -401,11 +403,19 @@ impl Call {
     }
 
     fn format(&self, v: &[Value]) -> Result<Value, StatesError> {
-        let template = self.string(&v[0], "the first argument must be a string")?;
         // A literal template knows which `{}` were escaped; a template from a path does not.
-        let placeholders: Vec<usize> = match self.args.first() {
-            Some(Arg::Str { placeholders, .. }) => placeholders.clone(),
-            _ => template.match_indices("{}").map(|(i, _)| i).collect(),
+        // The literal is read where it is: [`Call::evaluate`] does not copy it.
+        let found: Vec<usize>;
+        let (template, placeholders) = match self.args.first() {
+            Some(Arg::Str {
+                value,
+                placeholders,
+            }) => (value.as_str(), placeholders.as_slice()),
+            _ => {
+                let template = self.string(&v[0], "the first argument must be a string")?;
+                found = template.match_indices("{}").map(|(i, _)| i).collect();
+                (template, found.as_slice())
+            }
         };
         if placeholders.len() != v.len() - 1 {
             return Err(self.fail(format!(
@@ -579,7 +589,10 @@ fn java_to_string(out: &mut String, v: &Value) {
             }
             out.push('}');
         }
-        other => out.push_str(&compact(other)),
+        // Display writes the same compact JSON, without a String of its own.
+        other => {
+            let _ = write!(out, "{other}");
+        }
     }
 }
 

@@ -213,7 +213,8 @@ impl Default for EngineOptions {
 pub struct Engine {
     pub(crate) machine: Arc<StateMachine>,
     pub(crate) info: ExecutionInfo,
-    pub(crate) input: Value,
+    /// The execution's input, taken by [`Engine::run`] (a large input was copied once more).
+    input: Cell<Value>,
     pub(crate) history: RefCell<History>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) tasks: Rc<dyn TaskRunner>,
@@ -288,7 +289,7 @@ impl Engine {
         Engine {
             machine,
             info,
-            input,
+            input: Cell::new(input),
             history: RefCell::new(history),
             clock,
             tasks,
@@ -353,7 +354,7 @@ impl Engine {
     }
 
     /// The replay key the next event of the current lane gets.
-    pub(crate) fn peek_key(&self) -> String {
+    pub(crate) fn peek_key(&self) -> crate::store::ReplayKey {
         self.lane.borrow().peek()
     }
 
@@ -468,13 +469,15 @@ impl Engine {
 
     /// Runs the execution to its end and writes every event, ExecutionStarted to the terminal
     /// one. Returns how it ended; the last events are handed to the sink with the outcome, and
-    /// [`Engine::committed`] tells when they are committed.
+    /// [`Engine::committed`] tells when they are committed. An engine runs once: this takes
+    /// its input.
     pub async fn run(&self) -> Outcome {
         // A resumed execution whose runner died before its first batch was committed has a
         // row but no events: it starts its history like a new one.
+        let input = self.input.take();
         if self.replay.is_none() || self.history.borrow().next_id() == 1 {
             let mut details = Details::new()
-                .payload("input", self.input.to_string())
+                .payload("input", input.to_string())
                 .str("roleArn", &self.info.role_arn);
             // As botocore's ExecutionStartedEventDetails has them.
             if let Some(alias) = &self.info.alias_arn {
@@ -490,7 +493,7 @@ impl Engine {
                 Some(details.build()),
             );
         }
-        let body = self.run_scope(&self.machine.root, self.input.clone(), 0, Frame::root());
+        let body = self.run_scope(&self.machine.root, input, 0, Frame::root());
         // A redriven execution's TimeoutSeconds counts from its redrive.
         let deadline = self.machine.timeout_seconds.map(|t| {
             self.info.redrive_time.unwrap_or(self.info.start_time)
@@ -1177,6 +1180,23 @@ impl Engine {
         input: Value,
     ) -> Result<Value, Failed> {
         self.select_field(cx, &io.input_path, input)
+    }
+
+    /// InputPath over a borrowed input: the input itself when InputPath is absent, else what
+    /// [`Engine::input_path`] gives, without copying the whole input first.
+    pub(crate) fn effective_input<'v>(
+        &self,
+        cx: &StateCx<'_>,
+        io: &DataFlow,
+        input: &'v Value,
+    ) -> Result<std::borrow::Cow<'v, Value>, Failed> {
+        match &io.input_path {
+            OptionalPath::Default => Ok(std::borrow::Cow::Borrowed(input)),
+            OptionalPath::Null => Ok(std::borrow::Cow::Owned(Value::Object(Default::default()))),
+            OptionalPath::Path(p) => self
+                .required_path(cx, p, input)
+                .map(std::borrow::Cow::Owned),
+        }
     }
 
     /// InputPath or OutputPath: absent keeps the value, `null` gives `{}`, a path must match.

@@ -6,6 +6,7 @@
 
 use crate::asl::error::StatesError;
 use crate::clock::Millis;
+use crate::store::ReplayKey;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -207,7 +208,7 @@ pub struct HistoryEvent {
     /// The details object as JSON text (`None` for types without details).
     pub details: Option<String>,
     /// Where the engine wrote it (see `engine::replay`); `None` for execution-level events.
-    pub replay_key: Option<String>,
+    pub replay_key: Option<ReplayKey>,
 }
 
 impl HistoryEvent {
@@ -339,17 +340,30 @@ impl Payload {
     /// [`crate::depth::VALUE_DEPTH`] is refused (no reader of the history could read it back).
     pub fn of(value: &Value) -> Result<Payload, crate::depth::TooDeep> {
         // Serializing into a Vec and escaping afterwards in one scan beats escaping inside an
-        // io::Write: serde_json writes in many tiny pieces.
-        let raw = crate::depth::to_json_vec(value)?;
-        let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
-        // serde_json writes valid UTF-8.
-        escape_into(&mut escaped, std::str::from_utf8(&raw).unwrap_or_default());
-        Ok(Payload {
-            escaped,
-            len: raw.len(),
+        // io::Write: serde_json writes in many tiny pieces. The Vec is the thread's own, kept
+        // between calls: a new one for each payload was two of a Map iteration's allocations.
+        SCRATCH.with_borrow_mut(|raw| {
+            raw.clear();
+            crate::depth::write_json(value, raw)?;
+            let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
+            // serde_json writes valid UTF-8.
+            escape_into(&mut escaped, std::str::from_utf8(raw).unwrap_or_default());
+            let len = raw.len();
+            if raw.capacity() > SCRATCH_KEPT {
+                *raw = Vec::new();
+            }
+            Ok(Payload { escaped, len })
         })
     }
 }
+
+thread_local! {
+    /// [`Payload::of`]'s serialized text before it is escaped.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most [`SCRATCH`] keeps after a call: a large payload's buffer is let go.
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 /// Appends `s` as a JSON string literal.
 fn escape_into(out: &mut String, s: &str) {
@@ -505,7 +519,7 @@ impl History {
         timestamp: Millis,
         event_type: EventType,
         details: Option<String>,
-        replay_key: Option<String>,
+        replay_key: Option<ReplayKey>,
     ) -> Result<EventId, StatesError> {
         if self.full || (self.max_events > 0 && self.next_id >= self.max_events) {
             self.full = true;
@@ -537,7 +551,7 @@ impl History {
         timestamp: Millis,
         event_type: EventType,
         details: Option<String>,
-        replay_key: Option<String>,
+        replay_key: Option<ReplayKey>,
     ) -> EventId {
         let id = self.next_id;
         self.next_id += 1;

@@ -30,7 +30,7 @@
 
 use crate::clock::Millis;
 use crate::engine::history::{EventId, EventType};
-use crate::store::EventRecord;
+use crate::store::{EventRecord, ReplayKey};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -38,14 +38,14 @@ use std::rc::Rc;
 /// One sequential flow of events (the top level, a branch, an iteration).
 #[derive(Debug)]
 pub(crate) struct Lane {
-    key: String,
+    key: ReplayKey,
     seq: Cell<u64>,
 }
 
 /// `head`, `separator`, `tail` in one allocation. Every event of a run gets a key built this
 /// way, and `format!`'s machinery was a tenth of a 10,000-item Map's engine time.
-pub(crate) fn joined(head: &str, separator: char, tail: &str) -> String {
-    let mut text = String::with_capacity(head.len() + separator.len_utf8() + tail.len());
+pub(crate) fn joined(head: &str, separator: char, tail: &str) -> ReplayKey {
+    let mut text = ReplayKey::with_capacity(head.len() + separator.len_utf8() + tail.len());
     text.push_str(head);
     text.push(separator);
     text.push_str(tail);
@@ -66,7 +66,7 @@ impl Lane {
     /// every run of that child.
     pub(crate) fn named(key: String) -> Rc<Lane> {
         Rc::new(Lane {
-            key,
+            key: key.into(),
             seq: Cell::new(0),
         })
     }
@@ -85,15 +85,15 @@ impl Lane {
     }
 
     /// The key the next event of this lane gets.
-    pub(crate) fn peek(&self) -> String {
+    pub(crate) fn peek(&self) -> ReplayKey {
         self.key_at(self.seq.get())
     }
 
     /// `key:seq`.
-    fn key_at(&self, seq: u64) -> String {
+    fn key_at(&self, seq: u64) -> ReplayKey {
         let mut seq_text = itoa::Buffer::new();
         let seq_text = seq_text.format(seq);
-        let mut text = String::with_capacity(self.key.len() + 1 + seq_text.len());
+        let mut text = ReplayKey::with_capacity(self.key.len() + 1 + seq_text.len());
         text.push_str(&self.key);
         text.push(':');
         text.push_str(seq_text);
@@ -101,14 +101,14 @@ impl Lane {
     }
 
     /// The key of the next event, consumed.
-    pub(crate) fn take(&self) -> String {
+    pub(crate) fn take(&self) -> ReplayKey {
         let k = self.peek();
         self.seq.set(self.seq.get() + 1);
         k
     }
 
     /// The key `n` events ahead.
-    fn ahead(&self, n: u64) -> String {
+    fn ahead(&self, n: u64) -> ReplayKey {
         self.key_at(self.seq.get() + n)
     }
 
@@ -229,23 +229,26 @@ impl Replay {
         entered_type: EventType,
         exited_type: EventType,
     ) -> Option<RecordedState> {
-        let entered = self.by_key.get(&lane.peek())?;
+        let entered = self.by_key.get(lane.peek().as_str())?;
         if entered.event_type != entered_type.as_str() {
             return None;
         }
         let mut n = 1;
         loop {
-            let e = self.by_key.get(&lane.ahead(n))?;
+            let e = self.by_key.get(lane.ahead(n).as_str())?;
             if e.event_type.ends_with("StateEntered") {
                 return None;
             }
             if e.event_type == exited_type.as_str() {
-                let next_state = self.by_key.get(&lane.ahead(n + 1)).and_then(|next| {
-                    next.event_type
-                        .ends_with("StateEntered")
-                        .then(|| next.details.as_ref()?["name"].as_str().map(str::to_owned))
-                        .flatten()
-                });
+                let next_state = self
+                    .by_key
+                    .get(lane.ahead(n + 1).as_str())
+                    .and_then(|next| {
+                        next.event_type
+                            .ends_with("StateEntered")
+                            .then(|| next.details.as_ref()?["name"].as_str().map(str::to_owned))
+                            .flatten()
+                    });
                 let state = RecordedState {
                     entered: entered.clone(),
                     exited: e.clone(),

@@ -64,7 +64,13 @@ impl Frame {
         let mut layers = Vec::new();
         let mut frame = Some(self);
         while let Some(f) = frame {
-            layers.push(f.vars.borrow());
+            // Empty frames hold nothing to find: skipped, a machine without variables
+            // evaluates its templates without allocating the list (three times per Map
+            // iteration of three Pass states).
+            let vars = f.vars.borrow();
+            if !vars.is_empty() {
+                layers.push(vars);
+            }
             frame = f.parent.as_deref();
         }
         Chain { layers }

@@ -75,7 +75,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
 
 pub use error::{Result, StoreError};
-pub use events::{details_key, EventRecord, NewEvent, KEY_SEPARATOR};
+pub use events::{details_key, EventRecord, NewEvent, ReplayKey, KEY_SEPARATOR};
 pub use executions::{ExecutionRecord, ExecutionStatus, Finish, NewExecution, UnknownStatus};
 pub use histories::ExecutionHead;
 pub use leases::Takeover;

@@ -72,7 +72,7 @@ impl Engine {
             broker,
             token,
             reused,
-            scheduled_key,
+            scheduled_key: scheduled_key.into(),
             events: TaskEvents::of(&t.resource.kind),
             is_activity: matches!(t.resource.kind, ResourceKind::Activity { .. }),
         };

@@ -40,7 +40,8 @@ impl Engine {
         m: &Map,
         input: Value,
     ) -> Result<Step, Failed> {
-        let effective = self.input_path(cx, &m.io, input.clone())?;
+        // Borrowed: a Map's input can be large, and it was copied whole for InputPath.
+        let effective = self.effective_input(cx, &m.io, &input)?;
         let mut retries = Retries::new(&m.errors.retry);
         // A retry's MapStateStarted points at the event that failed the previous attempt.
         let mut prev = cx.entered_id;

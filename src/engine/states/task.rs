@@ -285,7 +285,7 @@ impl Engine {
             self.open_sync_token(cx, sync_token, &parameters, &scheduled_key, begun.prev)?;
         let request = self.task_request(cx, t, parameters);
         let job_prev = Cell::new(begun.prev);
-        let (job, submitted) = begun.job(scheduled_key);
+        let (job, submitted) = begun.job(scheduled_key.into());
         let run = self.run_submitted(kind, self.tasks.run_job(request, job), submitted, &job_prev);
         let run = self.or_token_answer(run, open_token.as_ref(), &job_prev);
         let result = match self.within_timeout(timeout, run).await {
