@@ -346,8 +346,11 @@ impl Payload {
             raw.clear();
             crate::depth::write_json(value, raw)?;
             let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
-            // serde_json writes valid UTF-8.
-            escape_into(&mut escaped, std::str::from_utf8(raw).unwrap_or_default());
+            // SAFETY: serde_json's serializer writes only valid UTF-8 (its own `to_string`
+            // relies on it the same way). Checking it again was a seventieth of a 10,000-item
+            // Map's engine time.
+            let text = unsafe { std::str::from_utf8_unchecked(raw) };
+            escape_into(&mut escaped, text);
             let len = raw.len();
             if raw.capacity() > SCRATCH_KEPT {
                 *raw = Vec::new();

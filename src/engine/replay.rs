@@ -45,12 +45,26 @@ pub(crate) struct Lane {
 /// `head`, `separator`, `tail` in one allocation. Every event of a run gets a key built this
 /// way, and `format!`'s machinery was a tenth of a 10,000-item Map's engine time.
 pub(crate) fn joined(head: &str, separator: char, tail: &str) -> ReplayKey {
-    let mut text = ReplayKey::with_capacity(head.len() + separator.len_utf8() + tail.len());
-    text.push_str(head);
-    text.push(separator);
-    text.push_str(tail);
-    text
+    // Put together on the stack and copied once when it fits inline: CompactString's own
+    // `push_str` checks where its text lives at every call.
+    let mut inline = [0u8; INLINE_KEY_BYTES];
+    let mut sep = [0u8; 4];
+    let parts: [&str; 3] = [head, separator.encode_utf8(&mut sep), tail];
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > INLINE_KEY_BYTES {
+        return ReplayKey::from(parts.concat());
+    }
+    let mut at = 0;
+    for part in parts {
+        inline[at..at + part.len()].copy_from_slice(part.as_bytes());
+        at += part.len();
+    }
+    // Whole UTF-8 strings put end to end.
+    ReplayKey::from_utf8(&inline[..len]).unwrap_or_default()
 }
+
+/// How long a [`ReplayKey`] can be and stay inline.
+const INLINE_KEY_BYTES: usize = 24;
 
 impl Lane {
     /// The top level.
@@ -91,13 +105,7 @@ impl Lane {
 
     /// `key:seq`.
     fn key_at(&self, seq: u64) -> ReplayKey {
-        let mut seq_text = itoa::Buffer::new();
-        let seq_text = seq_text.format(seq);
-        let mut text = ReplayKey::with_capacity(self.key.len() + 1 + seq_text.len());
-        text.push_str(&self.key);
-        text.push(':');
-        text.push_str(seq_text);
-        text
+        joined(&self.key, ':', itoa::Buffer::new().format(seq))
     }
 
     /// The key of the next event, consumed.
@@ -297,6 +305,21 @@ fn cut_back(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys are the same text whether they fit inline or not (a lane nested deep).
+    #[test]
+    fn keys_join_the_same_inline_and_past_it() {
+        assert_eq!(joined("r:1/2", ':', "7"), "r:1/2:7");
+        let deep = "r:1/2:3/4:5/6:7/8:9/10:11";
+        assert!(deep.len() > INLINE_KEY_BYTES);
+        assert_eq!(joined(deep, '/', "12"), format!("{deep}/12"));
+        let lane = Lane::child("r:1", 3);
+        assert_eq!(
+            (lane.take(), lane.take()),
+            ("r:1/3:0".into(), "r:1/3:1".into())
+        );
+        assert_eq!(joined("", ':', ""), ":");
+    }
 
     fn rec(id: i64, key: &str, t: &str, details: &str) -> EventRecord {
         EventRecord {

@@ -135,17 +135,43 @@ const MAX_STORED_CHUNK_BYTES: usize = 256 * 1024 * 1024;
 /// the writer thread, whose B-tree pages and WAL frames cost per byte, commits that much less.
 /// `lz4_flex` (pure Rust, safe) rather than zstd's C library: it compresses at several hundred
 /// MB/s, fast enough to cost less than the bytes it saves.
-fn stored(text: &str) -> ToSqlOutput<'_> {
+fn stored<'a>(text: &'a str, compressor: &'a mut Compressor) -> ToSqlOutput<'a> {
     if text.len() < COMPRESS_FROM_BYTES {
         return ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes()));
     }
-    let mut blob = lz4_flex::block::compress_prepend_size(text.as_bytes());
-    // The buffer is allocated for the worst case (a little more than the text). Stored as it
-    // is, a resumed Map run of 4,000 children peaked at 77 MiB instead of 31, and one letting
-    // its results go at 77 instead of 47 (tests/distributed_map.rs): the spare room is given
-    // back at once.
-    blob.shrink_to_fit();
-    ToSqlOutput::Owned(rusqlite::types::Value::Blob(blob))
+    let Compressor { blob, table } = compressor;
+    blob.clear();
+    blob.resize(4 + lz4_flex::block::get_maximum_output_size(text.len()), 0);
+    blob[..4].copy_from_slice(&(text.len() as u32).to_le_bytes());
+    match lz4_flex::block::compress_into_with_table(text.as_bytes(), &mut blob[4..], table) {
+        Ok(len) => {
+            blob.truncate(4 + len);
+            // SQLite copies a bound BLOB: the buffer is the thread's to reuse.
+            ToSqlOutput::Borrowed(ValueRef::Blob(blob))
+        }
+        // Cannot happen (the buffer has the worst case's room); TEXT reads back the same.
+        Err(_) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+    }
+}
+
+/// The buffers [`stored`] compresses into, kept by the writer's thread between chunks: a new
+/// buffer for the worst case, given back at once and faulted in again for every chunk, was a
+/// quarter of the writer's page faults in a 10,000-item Map (and LZ4's hash table was
+/// allocated anew with it). Stored as it is, the spare room of each BLOB made a resumed Map
+/// run of 4,000 children peak at 77 MiB instead of 31; now no BLOB outlives its statement.
+#[derive(Default)]
+pub(crate) struct Compressor {
+    blob: Vec<u8>,
+    table: lz4_flex::block::CompressTable,
+}
+
+impl Compressor {
+    /// Lets go of a buffer grown past what usual chunks need (one huge event's).
+    fn trim(&mut self) {
+        if self.blob.capacity() > 2 * MAX_CHUNK_BYTES {
+            self.blob = Vec::new();
+        }
+    }
 }
 
 /// A stored chunk's text (see [`stored`]): TEXT as it is (every chunk of an older build), a
@@ -173,15 +199,17 @@ pub(crate) fn insert_all(conn: &Connection, rows: &[(i64, &NewEvent)]) -> rusqli
         // The writer thread's chunk text, kept between batches: a fresh buffer of a megabyte
         // per batch was page-faulted in anew each time (a fifth of the writer's time in a
         // 10,000-item Map).
-        static CHUNK: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        static CHUNK: std::cell::RefCell<(String, Compressor)> =
+            std::cell::RefCell::new(Default::default());
     }
-    CHUNK.with_borrow_mut(|text| insert_chunks(conn, rows, text))
+    CHUNK.with_borrow_mut(|(text, compressor)| insert_chunks(conn, rows, text, compressor))
 }
 
 fn insert_chunks(
     conn: &Connection,
     rows: &[(i64, &NewEvent)],
     text: &mut String,
+    compressor: &mut Compressor,
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(
         "INSERT INTO event_chunks (execution_id, first_event_id, last_event_id, events) \
@@ -205,7 +233,7 @@ fn insert_chunks(
             execution_id,
             rows[start].1.id,
             rows[end - 1].1.id,
-            stored(text)
+            stored(text, compressor)
         ])?;
         start = end;
     }
@@ -213,6 +241,7 @@ fn insert_chunks(
     if text.capacity() > 2 * MAX_CHUNK_BYTES {
         *text = String::new();
     }
+    compressor.trim();
     Ok(())
 }
 
@@ -235,7 +264,12 @@ pub(crate) fn insert_child_chunk(
              (execution_arn, first_event_id, last_event_id, events)
          VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![execution_arn, first.id, last.id, stored(&text)])?;
+    .execute(params![
+        execution_arn,
+        first.id,
+        last.id,
+        stored(&text, &mut Compressor::default())
+    ])?;
     Ok(())
 }
 
@@ -440,9 +474,11 @@ mod tests {
     #[test]
     fn chunks_are_stored_compressed_and_read_back_whole() {
         let text = "1\t0\t5\tPassStateEntered\t17\t{\"name\":\"A\",\"x\":1}\n".repeat(200);
-        let ToSqlOutput::Owned(rusqlite::types::Value::Blob(blob)) = stored(&text) else {
+        let mut compressor = Compressor::default();
+        let ToSqlOutput::Borrowed(ValueRef::Blob(blob)) = stored(&text, &mut compressor) else {
             panic!("a long chunk is a BLOB");
         };
+        let blob = blob.to_vec();
         assert!(
             blob.len() < text.len() / 5,
             "{} of {}",
@@ -452,7 +488,7 @@ mod tests {
         assert_eq!(chunk_text(ValueRef::Blob(&blob)).unwrap(), text);
         let short = "1\t0\t5\tX\t-1\t\n";
         assert!(matches!(
-            stored(short),
+            stored(short, &mut compressor),
             ToSqlOutput::Borrowed(ValueRef::Text(_))
         ));
         assert_eq!(chunk_text(ValueRef::Text(short.as_bytes())).unwrap(), short);

@@ -901,14 +901,7 @@ impl Engine {
     ) -> (usize, Result<Value, Failed>) {
         let result = async {
             let input = self.item_input(cx, m, index, item, effective).await?;
-            let details = || {
-                Some(
-                    Details::new()
-                        .str("name", &cx.state.name)
-                        .int("index", index as i64)
-                        .build(),
-                )
-            };
+            let details = || iteration_details(&cx.state.name, index);
             // AWS points an iteration's start at the last event inside the iteration that
             // ended before it (or at MapStateStarted).
             let it_started = self.push(
@@ -919,7 +912,8 @@ impl Engine {
             let guard = IterationGuard {
                 engine: self,
                 prev: it_started,
-                details: details(),
+                name: &cx.state.name,
+                index,
                 armed: Cell::new(true),
             };
             let frame = Frame::child(cx.frame);
@@ -1263,11 +1257,23 @@ impl Drop for RunGuard<'_> {
     }
 }
 
-/// Writes `MapIterationAborted` when a running iteration is dropped.
+/// The details of an iteration's `MapIteration*` events.
+fn iteration_details(name: &str, index: usize) -> Option<String> {
+    Some(
+        Details::new()
+            .str("name", name)
+            .int("index", index as i64)
+            .build(),
+    )
+}
+
+/// Writes `MapIterationAborted` when a running iteration is dropped. Its details are built
+/// then: built up front, they were an allocation per iteration that almost never ran.
 struct IterationGuard<'a> {
     engine: &'a Engine,
     prev: EventId,
-    details: Option<String>,
+    name: &'a str,
+    index: usize,
     armed: Cell<bool>,
 }
 
@@ -1275,9 +1281,10 @@ impl Drop for IterationGuard<'_> {
     fn drop(&mut self) {
         if self.armed.get() && !self.engine.cut_short.get() {
             let prev = self.engine.abort_link.get().unwrap_or(self.prev);
+            let details = iteration_details(self.name, self.index);
             let _ = self
                 .engine
-                .push(prev, EventType::MapIterationAborted, self.details.take());
+                .push(prev, EventType::MapIterationAborted, details);
         }
     }
 }
