@@ -29,11 +29,7 @@ measure() {
   local name=$1; shift
   local times=()
   for _ in $(seq "$N"); do
-    rm -f "$TMP"/db*
-    local start=$EPOCHREALTIME
-    "$@" < "${IN:-/dev/null}" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
-    local end=$EPOCHREALTIME
-    times+=("$(echo "$end - $start" | bc -l)")
+    times+=("$(once "$@")")
   done
   rm -f "$TMP"/db*
   /usr/bin/time -f "%M" -o "$TMP/time" "$@" < "${IN:-/dev/null}" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
@@ -41,14 +37,6 @@ measure() {
   t=$(printf '%s\n' "${times[@]}" | median)
   m=$(cat "$TMP/time")
   printf '%-22s %9.4f s %8.1f MB\n' "$name" "$t" "$(echo "$m / 1024" | bc -l)"
-}
-
-# once CMD...: the wall-clock seconds of one run of CMD (stdin from $IN), with a fresh database.
-once() {
-  rm -f "$TMP"/db*
-  local start=$EPOCHREALTIME
-  "$@" < "${IN:-/dev/null}" > /dev/null 2> "$TMP/err" || { cat "$TMP/err"; exit 1; }
-  echo "$EPOCHREALTIME - $start" | bc -l
 }
 
 # pair NAME INPUT -- OURS... -- THEIRS...: N rounds of one run of each, in turn, so that both

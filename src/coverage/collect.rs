@@ -106,7 +106,7 @@ impl<'c> Collector<'c> {
         let events: Vec<EventView<'e>> = events.into_iter().collect();
         let tree = Tree::build(&events);
         for id in 0..tree.visits.len() {
-            self.visit(&tree, id, time_scale);
+            self.visit(&tree, &events, id, time_scale);
         }
         self.ending(&tree, time_scale);
     }
@@ -117,7 +117,13 @@ impl<'c> Collector<'c> {
 
     /// One visit: the state, its retries and timeouts, and how it left (Next, End, a Choice
     /// rule, a Catch).
-    fn visit(&mut self, tree: &Tree, id: VisitId, time_scale: &mut dyn FnMut() -> f64) {
+    fn visit(
+        &mut self,
+        tree: &Tree,
+        events: &[EventView<'_>],
+        id: VisitId,
+        time_scale: &mut dyn FnMut() -> f64,
+    ) {
         let visit = &tree.visits[id];
         let Some(items) = self.coverable.states.get(&visit.state) else {
             return;
@@ -147,7 +153,7 @@ impl<'c> Collector<'c> {
         let items = &self.coverable.states[&visit.state];
         if !items.rules.is_empty() || items.default.is_some() {
             if let Some(next) = next {
-                self.chose(&visit.state, visit.input.as_deref(), next);
+                self.chose(&visit.state, visit.input(events).as_deref(), next);
             }
         } else if let Some(index) = items.transition {
             self.hit(index);

@@ -147,9 +147,11 @@ fn visit_places(tree: &Tree) -> Vec<String> {
         let lane = &tree.lanes[visit.lane];
         let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
         let parent = lane.parent.map(|p| visits[p].as_str()).unwrap_or("");
-        visits.push(format!(
-            "{parent}{}/{}#{occurrence}",
-            lanes[visit.lane], visit.state
+        visits.push(place_text(
+            parent,
+            &lanes[visit.lane],
+            &visit.state,
+            *occurrence,
         ));
         *occurrence += 1;
     }
@@ -171,11 +173,16 @@ pub fn visit_place(tree: &Tree, visit: VisitId) -> String {
         .parent
         .map(|p| visit_place(tree, p))
         .unwrap_or_default();
-    format!(
-        "{parent}{}/{}#{occurrence}",
-        lane_label(tree, v.lane),
-        v.state
-    )
+    place_text(&parent, &lane_label(tree, v.lane), &v.state, occurrence)
+}
+
+/// A visit's place from its lane's (`parent` and the lane's `label`), its state and how many
+/// visits of that state came before it in the lane: `/Process#0[3]/Charge#1`. Joined in one
+/// allocation: `format!`'s machinery took a quarter of a replay's places (a 1,250-item Map
+/// has 3,750 visits).
+fn place_text(parent: &str, label: &str, state: &str, occurrence: usize) -> String {
+    let mut digits = itoa::Buffer::new();
+    [parent, label, "/", state, "#", digits.format(occurrence)].concat()
 }
 
 /// One lane's label, as [`lane_labels`] gives it.
@@ -210,7 +217,7 @@ fn same_base(tree: &Tree, a: usize, b: usize) -> bool {
 fn base_label(tree: &Tree, lane: usize) -> String {
     match tree.lanes[lane].kind {
         LaneKind::Root => String::new(),
-        LaneKind::Iteration(i) => format!("[{i}]"),
+        LaneKind::Iteration(i) => ["[", itoa::Buffer::new().format(i), "]"].concat(),
         LaneKind::Branch => {
             let first = tree.lanes[lane].visits.first();
             format!(
