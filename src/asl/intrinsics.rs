@@ -13,9 +13,10 @@
 
 use crate::asl::error::{names, StatesError};
 use crate::asl::eval::Env;
-use crate::asl::path::{compact, Path};
+use crate::asl::path::{compact, Found, Path};
 use base64::Engine as _;
 use serde_json::{Map, Value};
+use std::borrow::{Borrow, Cow};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -216,11 +217,12 @@ impl Call {
 
     /// Evaluates the call.
     pub fn evaluate(&self, env: &Env<'_>) -> Result<Value, StatesError> {
+        if self.function == Function::Format {
+            return self.format(&self.borrowed_args(env)?);
+        }
         let mut values = Vec::with_capacity(self.args.len());
-        for (i, a) in self.args.iter().enumerate() {
+        for a in &self.args {
             values.push(match a {
-                // States.Format reads its literal template from the call itself.
-                Arg::Str { .. } if i == 0 && self.function == Function::Format => Value::Null,
                 Arg::Str { value, .. } => Value::String(value.clone()),
                 Arg::Literal(v) => v.clone(),
                 Arg::Path(p) => p
@@ -230,6 +232,27 @@ impl Call {
             });
         }
         self.apply(values)
+    }
+
+    /// The arguments, borrowed where they can be (States.Format only reads them: copying
+    /// each path's value was an allocation per argument). A literal first argument is left as
+    /// `null`: [`Call::format`] reads its template from the call itself.
+    fn borrowed_args<'e>(&'e self, env: &Env<'e>) -> Result<Vec<Cow<'e, Value>>, StatesError> {
+        let mut values = Vec::with_capacity(self.args.len());
+        for (i, a) in self.args.iter().enumerate() {
+            values.push(match a {
+                Arg::Str { .. } if i == 0 => Cow::Owned(Value::Null),
+                Arg::Str { value, .. } => Cow::Owned(Value::String(value.clone())),
+                Arg::Literal(v) => Cow::Borrowed(v),
+                Arg::Path(p) => match p.select_ref(env) {
+                    Some(Found::One(v)) => Cow::Borrowed(v),
+                    Some(found) => Cow::Owned(found.into_value()),
+                    None => return Err(StatesError::runtime(p.invalid_path_cause(env))),
+                },
+                Arg::Call(c) => Cow::Owned(c.evaluate(env)?),
+            });
+        }
+        Ok(values)
     }
 
     fn fail(&self, why: impl AsRef<str>) -> StatesError {
@@ -244,6 +267,7 @@ impl Call {
     fn apply(&self, mut v: Vec<Value>) -> Result<Value, StatesError> {
         use Function::*;
         match self.function {
+            // `evaluate` formats with borrowed arguments.
             Format => self.format(&v),
             StringToJson => {
                 let s = self.string(&v[0], "the argument must be a string")?;
@@ -402,7 +426,7 @@ impl Call {
         }
     }
 
-    fn format(&self, v: &[Value]) -> Result<Value, StatesError> {
+    fn format<V: Borrow<Value>>(&self, v: &[V]) -> Result<Value, StatesError> {
         // A literal template knows which `{}` were escaped; a template from a path does not.
         // The literal is read where it is: [`Call::evaluate`] does not copy it.
         let found: Vec<usize>;
@@ -412,7 +436,7 @@ impl Call {
                 placeholders,
             }) => (value.as_str(), placeholders.as_slice()),
             _ => {
-                let template = self.string(&v[0], "the first argument must be a string")?;
+                let template = self.string(v[0].borrow(), "the first argument must be a string")?;
                 found = template.match_indices("{}").map(|(i, _)| i).collect();
                 (template, found.as_slice())
             }
@@ -428,7 +452,7 @@ impl Call {
         let mut from = 0;
         for (at, value) in placeholders.iter().zip(&v[1..]) {
             out.push_str(template.get(from..*at).unwrap_or(""));
-            java_to_string(&mut out, value);
+            java_to_string(&mut out, value.borrow());
             from = at + 2;
         }
         out.push_str(template.get(from..).unwrap_or(""));

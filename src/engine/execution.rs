@@ -254,6 +254,10 @@ pub struct Engine {
     /// The timestamp of the last event pushed or replayed: deadlines that follow an event
     /// (retry intervals, task timeouts) count from it, so a resumed execution keeps them.
     pub(crate) last_ts: Cell<Millis>,
+    /// The top level's last exit payload and its text, when its last state wrote one: the
+    /// execution's output, serialized once for `MapStateExited` (say), `ExecutionSucceeded`
+    /// and the caller (a 10,000-item Map's output was serialized and escaped three times).
+    root_output: RefCell<Option<(Payload, Arc<str>)>>,
     /// How many sets of two or more lanes (Parallel branches, Map iterations) are running:
     /// while any is, lanes take turns (see `engine::lanes`).
     pub(crate) side_by_side: Cell<u32>,
@@ -306,6 +310,7 @@ impl Engine {
             replay: None,
             lane: RefCell::new(Lane::root()),
             last_ts: Cell::new(info_start),
+            root_output: RefCell::new(None),
             side_by_side: Cell::new(0),
             turns: RefCell::new(Vec::new()),
             abort_link: Cell::new(None),
@@ -538,12 +543,18 @@ impl Engine {
         let now = self.clock.now();
         let outcome = match result {
             Ended::Body(Ok((output, prev))) => {
-                let output_json: std::sync::Arc<str> = output.to_string().into();
+                let (details, output_json) = match self.root_output.take() {
+                    Some((payload, text)) => (Details::new().payload_of("output", &payload), text),
+                    None => {
+                        let text: Arc<str> = output.to_string().into();
+                        (Details::new().payload_text("output", &text), text)
+                    }
+                };
                 self.history.borrow_mut().push_unchecked(
                     prev,
                     now,
                     EventType::ExecutionSucceeded,
-                    Some(Details::new().payload_text("output", &output_json).build()),
+                    Some(details.build()),
                 );
                 Outcome {
                     status: Status::Succeeded,
@@ -730,7 +741,9 @@ impl Engine {
     /// Between two states: ends the scope if the execution was told to stop, and lets the
     /// other executions of this thread run if this one has not waited for a while (a loop of
     /// states that never wait would otherwise hold the thread, and its stop, for good).
-    async fn checkpoint(&self, prev: EventId) -> Result<(), Failed> {
+    ///
+    /// Returns whether it yielded (time went on for others).
+    async fn checkpoint(&self, prev: EventId) -> Result<bool, Failed> {
         /// How long an execution runs states without waiting before it yields its thread.
         const RUN_WITHOUT_YIELD: std::time::Duration = std::time::Duration::from_millis(5);
         /// States run between two looks at the clock: a state takes about a microsecond, and
@@ -745,10 +758,11 @@ impl Engine {
         } else if since.elapsed() >= RUN_WITHOUT_YIELD {
             crate::clock::yield_now().await;
             self.last_yield.set((std::time::Instant::now(), 0));
+            return Ok(true);
         } else {
             self.last_yield.set((since, 0));
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Runs a scope (the top level, a branch, an iteration) from its StartAt to its end.
@@ -764,11 +778,15 @@ impl Engine {
             let mut input = input;
             let mut prev = prev;
             // A state's output is the next state's input: serialize it once for both events.
-            let mut carried: Option<Payload> = None;
+            // With it, the time of its exit, which is the next state's entry when nothing ran
+            // in between (one look at the clock less per state).
+            let mut carried: Option<(Payload, Millis)> = None;
             // A lane started beside others lets them start too before it goes on.
             self.turn().await;
             loop {
-                self.checkpoint(prev).await?;
+                if self.checkpoint(prev).await? {
+                    carried = carried.map(|(payload, _)| (payload, self.clock.now()));
+                }
                 let state = scope.state(id);
                 if let Some(skipped) = self.replay_state(scope, state, &input, &frame).await? {
                     let (output, exited, next) = skipped;
@@ -783,30 +801,8 @@ impl Engine {
                         Transition::End => return Ok((output, prev)),
                     }
                 }
-                // Only a resumed run has recorded events to look a key up in.
-                let recorded = self
-                    .replay
-                    .is_some()
-                    .then(|| self.recorded(&self.peek_key()));
-                let entered_at = recorded
-                    .flatten()
-                    .map_or_else(|| self.clock.now(), |r| r.timestamp);
-                let input_payload = match carried.take() {
-                    Some(p) => p,
-                    None => self.payload(&input, state, prev)?,
-                };
-                // The event's time is the one `$$.State.EnteredTime` reads.
-                let entered = self.push_at(
-                    prev,
-                    EventType::entered(state.type_name()),
-                    Some(
-                        Details::new()
-                            .str("name", &state.name)
-                            .payload_of("input", &input_payload)
-                            .build(),
-                    ),
-                    Some(entered_at),
-                )?;
+                let (entered, entered_at) =
+                    self.enter_state(state, &input, carried.take(), prev)?;
                 let assigned = RefCell::new(None);
                 let cx = StateCx {
                     state,
@@ -839,34 +835,95 @@ impl Engine {
                     },
                     _ => failed,
                 })?;
-                prev = step.prev;
-                // The state's assignments take effect now, for the states after it.
-                let assigned = match assigned.take() {
-                    Some(vars) => Some(
-                        frame
-                            .commit(vars)
-                            .map_err(|e| self.prefixed(&cx, e))
-                            .map_err(|f| Failed { prev, ..f })?,
-                    ),
-                    None => None,
-                };
-                let mut output_payload_for_next = None;
-                if !step.no_exit_event {
-                    let output_payload = self.payload(&step.output, state, prev)?;
-                    let exited = EventType::exited(state.type_name());
-                    prev = self.push_exited(state, exited, prev, &output_payload, assigned)?;
-                    output_payload_for_next = Some(output_payload);
-                }
+                let (exited, output_payload_for_next) =
+                    self.exit_state(scope, &cx, &step, assigned.take())?;
+                prev = exited;
+                // A resumed run's exit may be a recorded one, whose time is not now.
+                let exit_time = self.replay.is_none().then(|| self.last_ts.get());
                 match step.next {
                     Transition::Next(next) => {
                         id = next;
-                        carried = output_payload_for_next;
+                        carried = output_payload_for_next.zip(exit_time);
                         input = step.output;
                     }
                     Transition::End => return Ok((step.output, prev)),
                 }
             }
         })
+    }
+
+    /// Writes `state`'s entry event (after `prev`), with its input's payload when the previous
+    /// state's exit carried it. Returns the event and its time, the one `$$.State.EnteredTime`
+    /// reads.
+    fn enter_state(
+        &self,
+        state: &State,
+        input: &Value,
+        carried: Option<(Payload, Millis)>,
+        prev: EventId,
+    ) -> Result<(EventId, Millis), Failed> {
+        // Only a resumed run has recorded events to look a key up in.
+        let recorded = self
+            .replay
+            .is_some()
+            .then(|| self.recorded(&self.peek_key()));
+        let (input_payload, exit_time) = match carried {
+            Some((payload, at)) => (payload, Some(at)),
+            None => (self.payload(input, state, prev)?, None),
+        };
+        let entered_at = match recorded.flatten() {
+            Some(r) => r.timestamp,
+            None => exit_time.unwrap_or_else(|| self.clock.now()),
+        };
+        let details = Details::new()
+            .str("name", &state.name)
+            .payload_of("input", &input_payload)
+            .build();
+        let entered = self.push_at(
+            prev,
+            EventType::entered(state.type_name()),
+            Some(details),
+            Some(entered_at),
+        )?;
+        Ok((entered, entered_at))
+    }
+
+    /// After a state's work: commits the variables it assigned and writes its exit event
+    /// (unless it has none). Returns the last event and the output's payload, which the next
+    /// state's entry carries (the top level's last state keeps it in [`Engine::root_output`]).
+    fn exit_state(
+        &self,
+        scope: &Scope,
+        cx: &StateCx<'_>,
+        step: &Step,
+        assigned: Option<serde_json::Map<String, Value>>,
+    ) -> Result<(EventId, Option<Payload>), Failed> {
+        let (state, prev) = (cx.state, step.prev);
+        // The state's assignments take effect now, for the states after it.
+        let assigned = match assigned {
+            Some(vars) => Some(
+                cx.frame
+                    .commit(vars)
+                    .map_err(|e| self.prefixed(cx, e))
+                    .map_err(|f| Failed { prev, ..f })?,
+            ),
+            None => None,
+        };
+        if step.no_exit_event {
+            return Ok((prev, None));
+        }
+        let exited_type = EventType::exited(state.type_name());
+        // The top level's last state: its output is the execution's, whose text is kept
+        // rather than serialized twice more at the end.
+        if matches!(step.next, Transition::End) && std::ptr::eq(scope, &self.machine.root) {
+            let (payload, text) = self.payload_with_text(&step.output, state, prev)?;
+            let exited = self.push_exited(state, exited_type, prev, &payload, assigned)?;
+            self.root_output.replace(Some((payload, Arc::from(text))));
+            return Ok((exited, None));
+        }
+        let payload = self.payload(&step.output, state, prev)?;
+        let exited = self.push_exited(state, exited_type, prev, &payload, assigned)?;
+        Ok((exited, Some(payload)))
     }
 
     /// Writes `state`'s exit event (`exited`, after `prev`): its output and the variables it
@@ -903,6 +960,29 @@ impl Engine {
     ) -> Result<Payload, Failed> {
         let payload =
             Payload::of(v).map_err(|too_deep| too_deep_failure(&state.name, too_deep, prev))?;
+        self.within_quota(payload, state, prev)
+    }
+
+    /// [`Engine::payload`] of the execution's output, with its text: kept for
+    /// `ExecutionSucceeded` and the caller (see [`Engine::root_output`]).
+    fn payload_with_text(
+        &self,
+        v: &Value,
+        state: &State,
+        prev: EventId,
+    ) -> Result<(Payload, String), Failed> {
+        let (payload, text) = Payload::with_text(v)
+            .map_err(|too_deep| too_deep_failure(&state.name, too_deep, prev))?;
+        Ok((self.within_quota(payload, state, prev)?, text))
+    }
+
+    /// Fails a state whose input or output is over AWS's payload quota.
+    fn within_quota(
+        &self,
+        payload: Payload,
+        state: &State,
+        prev: EventId,
+    ) -> Result<Payload, Failed> {
         if payload.len > MAX_PAYLOAD_BYTES {
             return Err(Failed {
                 error: StatesError::new(

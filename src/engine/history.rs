@@ -360,6 +360,18 @@ impl Payload {
     }
 }
 
+impl Payload {
+    /// [`Payload::of`], also giving the serialized text (an execution's output is both the
+    /// last state's exit payload and the text `ExecutionSucceeded` and the caller read).
+    pub fn with_text(value: &Value) -> Result<(Payload, String), crate::depth::TooDeep> {
+        let text = crate::depth::to_json_string(value)?;
+        let mut escaped = String::with_capacity(text.len() + text.len() / 4 + 2);
+        escape_into(&mut escaped, &text);
+        let len = text.len();
+        Ok((Payload { escaped, len }, text))
+    }
+}
+
 thread_local! {
     /// [`Payload::of`]'s serialized text before it is escaped.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
