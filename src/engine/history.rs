@@ -358,9 +358,7 @@ impl Payload {
             Ok(Payload { escaped, len })
         })
     }
-}
 
-impl Payload {
     /// [`Payload::of`], also giving the serialized text (an execution's output is both the
     /// last state's exit payload and the text `ExecutionSucceeded` and the caller read).
     pub fn with_text(value: &Value) -> Result<(Payload, String), crate::depth::TooDeep> {
