@@ -87,6 +87,113 @@ pub fn spawn<T: Send + 'static>(
         .spawn(body)
 }
 
+/// Appends `value` as compact JSON text already escaped as a JSON string literal (quotes
+/// included) to `out`, in one pass: what escaping [`to_json_vec`]'s text gives, without the
+/// second scan over it. Returns the length of the text before escaping (AWS's payload quota
+/// counts that). On [`TooDeep`], `out` holds part of the text.
+pub fn write_json_escaped(value: &Value, out: &mut Vec<u8>) -> Result<usize, TooDeep> {
+    let start = out.len();
+    out.push(b'"');
+    let added = std::cell::Cell::new(0);
+    let formatter = Escaped {
+        bounded: Bounded::default(),
+        added: &added,
+    };
+    let mut serializer = serde_json::Serializer::with_formatter(&mut *out, formatter);
+    serde::Serialize::serialize(value, &mut serializer).map_err(|_| TooDeep)?;
+    out.push(b'"');
+    Ok(out.len() - start - 2 - added.get())
+}
+
+/// [`Bounded`], writing each string's quotes and escapes escaped once more: serde_json writes
+/// a string's text between its escapes as fragments that need none (no quote, backslash or
+/// control character), so only what the formatter itself writes changes.
+struct Escaped<'a> {
+    bounded: Bounded,
+    /// Bytes written beyond the unescaped text.
+    added: &'a std::cell::Cell<usize>,
+}
+
+impl Escaped<'_> {
+    /// Writes `raw` as a JSON string's content: quotes, backslashes and control characters
+    /// escaped, as `engine::history`'s escaping does.
+    fn write_escaped<W: ?Sized + io::Write>(&self, writer: &mut W, raw: &[u8]) -> io::Result<()> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut added = 0;
+        for &b in raw {
+            match b {
+                b'"' => writer.write_all(b"\\\"")?,
+                b'\\' => writer.write_all(b"\\\\")?,
+                b'\n' => writer.write_all(b"\\n")?,
+                b'\r' => writer.write_all(b"\\r")?,
+                b'\t' => writer.write_all(b"\\t")?,
+                0..=0x1f => {
+                    let hex = [HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]];
+                    writer.write_all(b"\\u00")?;
+                    writer.write_all(&hex)?;
+                    added += 5;
+                    continue;
+                }
+                _ => {
+                    writer.write_all(&[b])?;
+                    continue;
+                }
+            }
+            added += 1;
+        }
+        self.added.set(self.added.get() + added);
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for Escaped<'_> {
+    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.bounded.begin_array(writer)
+    }
+
+    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.bounded.end_array(writer)
+    }
+
+    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.bounded.begin_object(writer)
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.bounded.end_object(writer)
+    }
+
+    fn begin_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.write_escaped(writer, b"\"")
+    }
+
+    fn end_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.write_escaped(writer, b"\"")
+    }
+
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        char_escape: serde_json::ser::CharEscape,
+    ) -> io::Result<()> {
+        // At most `\u00XX`: the compact formatter's escape, escaped again.
+        let mut raw = [0u8; 6];
+        let mut cursor = &mut raw[..];
+        serde_json::ser::CompactFormatter.write_char_escape(&mut cursor, char_escape)?;
+        let len = 6 - cursor.len();
+        self.write_escaped(writer, &raw[..len])
+    }
+
+    fn write_raw_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        // Not written for a `Value` (no raw values in one); escaped whole if it ever is.
+        self.write_escaped(writer, fragment.as_bytes())
+    }
+}
+
 /// serde_json's compact formatter that counts open arrays and objects and refuses the one past
 /// [`VALUE_DEPTH`].
 #[derive(Default)]

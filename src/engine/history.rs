@@ -339,19 +339,17 @@ impl Payload {
     /// Serializes a value and escapes the text as a JSON string literal; a value nested past
     /// [`crate::depth::VALUE_DEPTH`] is refused (no reader of the history could read it back).
     pub fn of(value: &Value) -> Result<Payload, crate::depth::TooDeep> {
-        // Serializing into a Vec and escaping afterwards in one scan beats escaping inside an
-        // io::Write: serde_json writes in many tiny pieces. The Vec is the thread's own, kept
-        // between calls: a new one for each payload was two of a Map iteration's allocations.
+        // Serialized already escaped (see `depth::write_json_escaped`) into the thread's own
+        // buffer, kept between calls, then copied at its size: escaping the serialized text in
+        // a second scan was a twentieth of a 10,000-item Map's engine time, and a new buffer
+        // for each payload two of a Map iteration's allocations.
         SCRATCH.with_borrow_mut(|raw| {
             raw.clear();
-            crate::depth::write_json(value, raw)?;
-            let mut escaped = String::with_capacity(raw.len() + raw.len() / 4 + 2);
-            // SAFETY: serde_json's serializer writes only valid UTF-8 (its own `to_string`
-            // relies on it the same way). Checking it again was a seventieth of a 10,000-item
-            // Map's engine time.
-            let text = unsafe { std::str::from_utf8_unchecked(raw) };
-            escape_into(&mut escaped, text);
-            let len = raw.len();
+            let len = crate::depth::write_json_escaped(value, raw)?;
+            // SAFETY: serde_json writes only valid UTF-8 (its own `to_string` relies on it the
+            // same way) and the escaping adds ASCII. Checking it again was a seventieth of a
+            // 10,000-item Map's engine time.
+            let escaped = String::from(unsafe { std::str::from_utf8_unchecked(raw) });
             if raw.capacity() > SCRATCH_KEPT {
                 *raw = Vec::new();
             }
@@ -665,5 +663,33 @@ mod tests {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["output"], value.to_string());
         assert_eq!(p.len, value.to_string().len());
+    }
+
+    /// A payload serialized already escaped is byte for byte the serialized text escaped
+    /// afterwards (what every stored history before it holds), with the same length counted.
+    #[test]
+    fn payloads_escaped_in_one_pass_are_the_text_escaped_after() {
+        let values = [
+            serde_json::json!({"a": "q\"b\\c\nd", "é": [1, null, 2.5, -0.0, true]}),
+            serde_json::json!("tab\tcr\rbs\u{8}ff\u{c}nul\u{0}us\u{1f}del\u{7f}/"),
+            serde_json::json!({"k\"ey\\": {"\n": ["\u{1}", "\"\"", "", {}]}}),
+            serde_json::json!([1e300, 12345678901234567890u64, -9223372036854775808i64]),
+            serde_json::json!("日本語 😀 \u{2028}"),
+            Value::Null,
+        ];
+        for value in values {
+            let text = crate::depth::to_json_string(&value).unwrap();
+            let mut expected = String::new();
+            escape_into(&mut expected, &text);
+            let p = Payload::of(&value).unwrap();
+            assert_eq!(p.escaped, expected, "{value}");
+            assert_eq!(p.len, text.len(), "{value}");
+            assert_eq!(Payload::with_text(&value).unwrap().0.escaped, expected);
+        }
+        let mut deep = Value::Null;
+        for _ in 0..crate::depth::VALUE_DEPTH + 1 {
+            deep = Value::Array(vec![deep]);
+        }
+        assert!(Payload::of(&deep).is_err());
     }
 }
