@@ -469,7 +469,6 @@ fn checkpoint_here(conn: &Connection) {
     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
 }
 
-/// Applies and answers every command in `batch`, leaving it empty.
 /// [`commit_batch`], unless the file at the path is no longer the one opened: then every
 /// command of `batch` gets that error (see [`WriterSite::file_changed`]).
 fn commit_checked(
@@ -487,6 +486,7 @@ fn commit_checked(
     }
 }
 
+/// Applies and answers every command in `batch`, leaving it empty.
 fn commit_batch(conn: &mut Connection, site: &WriterSite, batch: &mut Vec<Command>) {
     match apply(conn, site, batch) {
         Ok(outcomes) => answer(batch.drain(..), outcomes),
