@@ -115,34 +115,54 @@ struct Escaped<'a> {
 }
 
 impl Escaped<'_> {
-    /// Writes `raw` as a JSON string's content: quotes, backslashes and control characters
-    /// escaped, as `engine::history`'s escaping does.
+    /// Writes `raw` as a JSON string's content (see [`escape_of`]).
     fn write_escaped<W: ?Sized + io::Write>(&self, writer: &mut W, raw: &[u8]) -> io::Result<()> {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut added = 0;
+        let mut buf = [0u8; 6];
         for &b in raw {
-            match b {
-                b'"' => writer.write_all(b"\\\"")?,
-                b'\\' => writer.write_all(b"\\\\")?,
-                b'\n' => writer.write_all(b"\\n")?,
-                b'\r' => writer.write_all(b"\\r")?,
-                b'\t' => writer.write_all(b"\\t")?,
-                0..=0x1f => {
-                    let hex = [HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]];
-                    writer.write_all(b"\\u00")?;
-                    writer.write_all(&hex)?;
-                    added += 5;
-                    continue;
-                }
-                _ => {
-                    writer.write_all(&[b])?;
-                    continue;
-                }
+            if needs_escape(b) {
+                let escape = escape_of(b, &mut buf);
+                writer.write_all(escape.as_bytes())?;
+                added += escape.len() - 1;
+            } else {
+                writer.write_all(&[b])?;
             }
-            added += 1;
         }
         self.added.set(self.added.get() + added);
         Ok(())
+    }
+}
+
+/// Whether a JSON string must escape byte `b`: a quote, a backslash, a control character.
+#[inline]
+pub fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// How a JSON string written by sfn-local escapes byte `b` (one that [`needs_escape`]):
+/// `\"`, `\\`, `\n`, `\r`, `\t`, else `\u00XX`, in `buf` when it takes it. The one rule for
+/// the history's details, escaped after serializing or while serializing
+/// ([`write_json_escaped`]).
+pub fn escape_of(b: u8, buf: &mut [u8; 6]) -> &str {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => "\\\"",
+        b'\\' => "\\\\",
+        b'\n' => "\\n",
+        b'\r' => "\\r",
+        b'\t' => "\\t",
+        _ => {
+            *buf = [
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ];
+            // ASCII, always.
+            std::str::from_utf8(buf).unwrap_or_default()
+        }
     }
 }
 

@@ -381,25 +381,14 @@ fn escape_into(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
+    let mut buf = [0u8; 6];
     for (i, &b) in bytes.iter().enumerate() {
-        // Most bytes need nothing: one comparison chain keeps the common path short.
-        if b >= 0x20 && b != b'"' && b != b'\\' {
+        // Most bytes need nothing: the common path is one short comparison chain.
+        if !crate::depth::needs_escape(b) {
             continue;
         }
         out.push_str(&s[start..i]);
-        match b {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(HEX[(b >> 4) as usize] as char);
-                out.push(HEX[(b & 0xf) as usize] as char);
-            }
-        }
+        out.push_str(crate::depth::escape_of(b, &mut buf));
         start = i + 1;
     }
     out.push_str(&s[start..]);
