@@ -37,6 +37,9 @@ const MAX_INPUT_CHARS: usize = 10_000;
 /// The most items `ArrayRange` may produce.
 const MAX_RANGE_ITEMS: i64 = 1000;
 
+// `Call::evaluate` turns borrowed arguments into owned ones in place, which needs this.
+const _: () = assert!(std::mem::size_of::<Cow<'static, Value>>() == std::mem::size_of::<Value>());
+
 /// The intrinsic functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
@@ -217,31 +220,25 @@ impl Call {
 
     /// Evaluates the call.
     pub fn evaluate(&self, env: &Env<'_>) -> Result<Value, StatesError> {
-        if self.function == Function::Format {
-            return self.format(&self.borrowed_args(env)?);
+        let args = self.args_of(env)?;
+        match self.function {
+            // It only reads its arguments: formatted borrowed (copying each path's value was
+            // an allocation per argument).
+            Function::Format => self.format(&args),
+            // Owned in place: a `Cow<Value>` has a `Value`'s size (checked below).
+            _ => self.apply(args.into_iter().map(Cow::into_owned).collect()),
         }
-        let mut values = Vec::with_capacity(self.args.len());
-        for a in &self.args {
-            values.push(match a {
-                Arg::Str { value, .. } => Value::String(value.clone()),
-                Arg::Literal(v) => v.clone(),
-                Arg::Path(p) => p
-                    .select(env)
-                    .ok_or_else(|| StatesError::runtime(p.invalid_path_cause(env)))?,
-                Arg::Call(c) => c.evaluate(env)?,
-            });
-        }
-        self.apply(values)
     }
 
-    /// The arguments, borrowed where they can be (States.Format only reads them: copying
-    /// each path's value was an allocation per argument). A literal first argument is left as
-    /// `null`: [`Call::format`] reads its template from the call itself.
-    fn borrowed_args<'e>(&'e self, env: &Env<'e>) -> Result<Vec<Cow<'e, Value>>, StatesError> {
+    /// The arguments, borrowed where they can be. States.Format's literal first argument is
+    /// left as `null`: [`Call::format`] reads its template from the call itself.
+    fn args_of<'e>(&'e self, env: &Env<'e>) -> Result<Vec<Cow<'e, Value>>, StatesError> {
         let mut values = Vec::with_capacity(self.args.len());
         for (i, a) in self.args.iter().enumerate() {
             values.push(match a {
-                Arg::Str { .. } if i == 0 => Cow::Owned(Value::Null),
+                Arg::Str { .. } if i == 0 && self.function == Function::Format => {
+                    Cow::Owned(Value::Null)
+                }
                 Arg::Str { value, .. } => Cow::Owned(Value::String(value.clone())),
                 Arg::Literal(v) => Cow::Borrowed(v),
                 Arg::Path(p) => match p.select_ref(env) {
@@ -264,10 +261,11 @@ impl Call {
         StatesError::new(names::INTRINSIC_FAILURE, cause)
     }
 
+    /// The function on its arguments' values ([`Call::evaluate`] gives States.Format its
+    /// arguments borrowed instead).
     fn apply(&self, mut v: Vec<Value>) -> Result<Value, StatesError> {
         use Function::*;
         match self.function {
-            // `evaluate` formats with borrowed arguments.
             Format => self.format(&v),
             StringToJson => {
                 let s = self.string(&v[0], "the argument must be a string")?;
