@@ -42,8 +42,9 @@ pub(crate) struct Lane {
     seq: Cell<u64>,
 }
 
-/// `head`, `separator`, `tail` in one allocation. Every event of a run gets a key built this
-/// way, and `format!`'s machinery was a tenth of a 10,000-item Map's engine time.
+/// `head`, `separator`, `tail` as one key, without allocating when it fits inline. Every event
+/// of a run gets a key built this way, and `format!`'s machinery was a tenth of a 10,000-item
+/// Map's engine time.
 pub(crate) fn joined(head: &str, separator: char, tail: &str) -> ReplayKey {
     // Put together on the stack and copied once when it fits inline: CompactString's own
     // `push_str` checks where its text lives at every call.
@@ -64,8 +65,8 @@ pub(crate) fn joined(head: &str, separator: char, tail: &str) -> ReplayKey {
     unsafe { ReplayKey::from_utf8_unchecked(&inline[..len]) }
 }
 
-/// How long a [`ReplayKey`] can be and stay inline.
-const INLINE_KEY_BYTES: usize = 24;
+/// How long a [`ReplayKey`] can be and stay inline: its own size (compact_str's layout).
+const INLINE_KEY_BYTES: usize = std::mem::size_of::<ReplayKey>();
 
 impl Lane {
     /// The top level.
