@@ -4,7 +4,8 @@
 # does what its input's "mode" says, then answers with what it got:
 #   crash-once  the first handler works "forever" (the test kills it)
 #   quiet       works QUIET_SECONDS without a word
-#   until-term  works until SIGTERM, records it in $TOKEN_DIR/term, answers (to be discarded)
+#   until-term  works until SIGTERM, records it in $TOKEN_DIR/term (whole, by a rename: the
+#               test reads it as soon as it exists), answers (to be discarded)
 #   fail        exits 3 naming its error on its last stderr line
 set -u
 input=$(cat)
@@ -22,7 +23,7 @@ case "$input" in *crash-once*) [ "$n" = 0 ] && sleep 60 ;; esac
 case "$input" in *quiet*) sleep "${QUIET_SECONDS:-3}" ;; esac
 case "$input" in
   *until-term*)
-    trap 'echo term > "$TOKEN_DIR/term"; echo "{\"discard\":true}"; exit 0' TERM
+    trap 'echo term > "$TOKEN_DIR/.term"; mv "$TOKEN_DIR/.term" "$TOKEN_DIR/term"; echo "{\"discard\":true}"; exit 0' TERM
     while :; do sleep 0.05; done ;;
   *fail*)
     echo 'working...' >&2
