@@ -53,12 +53,11 @@ pub struct Side<'a> {
 }
 
 impl<'a> Side<'a> {
-    /// The place of the event `index` follows (`None` for none).
+    /// The place of the event `index` follows (`None` for none, or for an id that names no
+    /// event: the reading refuses such a history, a caller's own events may hold one).
     fn previous_place(&self, index: usize) -> Option<EventPlace<'a>> {
-        match self.events[index].previous_event_id {
-            0 => None,
-            id => Some(self.places.event(id as usize - 1)),
-        }
+        let previous = previous_index(&self.events[index])?;
+        (previous < self.events.len()).then(|| self.places.event(previous))
     }
 
     fn state(&self, index: usize) -> Option<String> {
@@ -176,6 +175,13 @@ impl<'a> Elsewhere<'a> {
 fn same_predecessor(recorded: &Side<'_>, i: usize, rerun: &Side<'_>, j: usize) -> bool {
     recorded.events[i].event_type == "MapIterationStarted"
         || recorded.previous_place(i) == rerun.previous_place(j)
+}
+
+/// The index of the event `event` follows, if it names one.
+fn previous_index(event: &RecordedEvent) -> Option<usize> {
+    usize::try_from(event.previous_event_id)
+        .ok()?
+        .checked_sub(1)
 }
 
 /// Whether an event type closes an execution.

@@ -236,6 +236,19 @@ fn check_ids(events: &[RecordedEvent]) -> Result<(), ReplayError> {
             });
         }
     }
+    // Every event follows an earlier one, or none (0): the chain a replay compares.
+    if let Some(e) = events
+        .iter()
+        .find(|e| !(0..e.id).contains(&e.previous_event_id))
+    {
+        return Err(ReplayError::History {
+            at: format!("event {}", e.id),
+            why: format!(
+                "its previousEventId {} names no earlier event",
+                e.previous_event_id
+            ),
+        });
+    }
     if events[0].event_type != "ExecutionStarted" {
         return Err(ReplayError::History {
             at: "event 1".into(),
@@ -795,5 +808,20 @@ mod tests {
         let text = r#"[{"id":1,"type":"ExecutionStarted","timestamp":0},{"id":3,"type":"X","timestamp":0}]"#;
         let e = parse_history(text).unwrap_err().to_string();
         assert!(e.contains("events 2 to 2 are missing"), "{e}");
+    }
+
+    /// An event that follows no earlier event is refused by name (its place in the chain was
+    /// looked up, and a replay stopped on a panic).
+    #[test]
+    fn an_event_that_follows_no_earlier_event_is_named() {
+        for (previous, id) in [(99, 2), (-5, 2), (2, 2)] {
+            let text = format!(
+                r#"[{{"id":1,"type":"ExecutionStarted","timestamp":0}},
+                    {{"id":2,"previousEventId":{previous},"type":"X","timestamp":0}}]"#
+            );
+            let e = parse_history(&text).unwrap_err().to_string();
+            let said = format!("event {id}: its previousEventId {previous} names no earlier event");
+            assert!(e.ends_with(&said), "{e}");
+        }
     }
 }
