@@ -212,7 +212,7 @@ pub struct Visit {
     /// The state's name.
     pub state: String,
     /// Its type as the events spell it (`Task`, `Parallel`, ...).
-    pub state_type: String,
+    pub state_type: Cow<'static, str>,
     /// The lane it runs in.
     pub lane: LaneId,
     /// Index of its `*StateEntered` event.
@@ -285,6 +285,96 @@ fn text(value: Option<serde_json::Value>) -> Option<String> {
         serde_json::Value::String(s) => s,
         other => other.to_string(),
     })
+}
+
+/// The state type an Entered event's type names (`Pass` for `PassStateEntered`): one of the
+/// language's, not copied, or another as written.
+fn state_type_of(entered: &str) -> Cow<'static, str> {
+    const TYPES: [&str; 8] = [
+        "Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map",
+    ];
+    // Not trim_end_matches: its substring searcher, set up anew for each visit, was a tenth
+    // of a replay's tree.
+    let mut state_type = entered;
+    while let Some(trimmed) = state_type.strip_suffix("StateEntered") {
+        state_type = trimmed;
+    }
+    match TYPES.iter().find(|&&t| t == state_type) {
+        Some(&known) => Cow::Borrowed(known),
+        None => Cow::Owned(state_type.to_owned()),
+    }
+}
+
+/// What the head of an event's details says when it is written as the engine and AWS write
+/// it: the name first, without escapes, then for a Map iteration's events its index
+/// (`{"name":"Charge","input":...}`, `{"name":"Each","index":3}`). Read so, the rest of the
+/// details (an Entered event's input, most of a history's text) is not parsed: a replay reads
+/// two trees of 10,000 events. Of details that say a field twice, or that serde refuses for
+/// another field, the head is read.
+struct Head<'a> {
+    name: &'a str,
+    /// The index, when it comes right after the name.
+    index: Option<u64>,
+}
+
+impl<'a> Head<'a> {
+    /// The head of `details`, or `None` when it does not start with a name so written.
+    fn of(details: &'a str) -> Option<Head<'a>> {
+        let rest = details.strip_prefix(r#"{"name":""#)?;
+        // The name's end, unless an escape or a control character (serde refuses it) is first.
+        let end = rest
+            .bytes()
+            .position(|b| b == b'"' || b == b'\\' || b < 0x20)
+            .filter(|&end| rest.as_bytes()[end] == b'"')?;
+        let index = rest[end + 1..]
+            .strip_prefix(r#","index":"#)
+            .and_then(json_u64);
+        Some(Head {
+            name: &rest[..end],
+            index,
+        })
+    }
+}
+
+/// The JSON integer at the start of `text`, when it is one that fits a u64 and a `,` or `}`
+/// ends it.
+fn json_u64(text: &str) -> Option<u64> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let leading_zero = digits > 1 && text.starts_with('0');
+    let ended = matches!(text.as_bytes().get(digits), Some(b',' | b'}'));
+    (digits > 0 && !leading_zero && ended)
+        .then(|| text[..digits].parse().ok())
+        .flatten()
+}
+
+/// The state an Entered event names: read from the head of its details ([`Head`]), otherwise
+/// parsed.
+fn entered_name<'a>(event: &EventView<'a>) -> Option<Cow<'a, str>> {
+    match event.details.and_then(Head::of) {
+        Some(head) => Some(Cow::Borrowed(head.name)),
+        None => details(event).name,
+    }
+}
+
+/// The name and index a container event's details hold: read from their head when both are
+/// there ([`Head`]), otherwise parsed.
+fn name_and_index<'a>(event: &EventView<'a>) -> (Option<Cow<'a, str>>, Option<u64>) {
+    match event.details.and_then(Head::of) {
+        Some(Head {
+            name,
+            index: Some(index),
+        }) => (Some(Cow::Borrowed(name)), Some(index)),
+        _ => {
+            let Details { name, index, .. } = details(event);
+            (name, index)
+        }
+    }
+}
+
+/// `index` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`): read
+/// from the head of its details ([`Head`]), otherwise parsed.
+pub fn iteration_index(event: &EventView<'_>) -> Option<u64> {
+    name_and_index(event).1
 }
 
 fn details<'a>(event: &EventView<'a>) -> Details<'a> {
@@ -553,7 +643,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
     /// A state entered: a new visit in the lane its predecessor leaves it in.
     fn entered(&mut self, i: usize, prev: Option<usize>, before: Context) -> Context {
         let event = self.events.at(i);
-        let d = details(&event);
+        let name = entered_name(&event);
         let prev_type = prev.map(|p| self.events.at(p).event_type);
         let lane = match (prev_type, before.opens) {
             (_, Some(opened)) => opened,
@@ -563,11 +653,11 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             },
             _ => before.lane,
         };
-        let state_type = event.event_type.trim_end_matches("StateEntered").to_owned();
+        let state_type = state_type_of(event.event_type);
         let fail = state_type == "Fail";
         let id = self.tree.visits.len();
         self.tree.visits.push(Visit {
-            state: d.name.map(Cow::into_owned).unwrap_or_default(),
+            state: name.map(Cow::into_owned).unwrap_or_default(),
             state_type,
             lane,
             entered: i,
@@ -700,7 +790,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
         family: Family,
     ) -> Context {
         let ty = self.events.at(i).event_type;
-        let Details { name, index, .. } = details(&self.events.at(i));
+        let (name, index) = name_and_index(&self.events.at(i));
         let start = match before.visit {
             // A closed visit (its Exited) sends what follows to its lane's parent.
             Some(v) if self.tree.visits[v].phase != Phase::Closed => Some(v),
@@ -899,6 +989,68 @@ mod tests {
 
     fn named(name: &str) -> String {
         format!(r#"{{"name":"{name}"}}"#)
+    }
+
+    /// An Entered event's name read from the head of its details is the name the full parse
+    /// reads, escapes, control characters and other orders included; of two names, the first.
+    #[test]
+    fn an_entered_name_read_from_the_head_is_the_name_parsed() {
+        let same = [
+            r#"{"name":"Charge","input":"{\"name\":\"x\"}"}"#,
+            r#"{"name":"Say \"hi\"","input":"{}"}"#,
+            r#"{"name":"caf\u00e9"}"#,
+            r#"{"input":"{}","name":"Later"}"#,
+            r#"{"name":"","input":"{}"}"#,
+            r#"{"name":7}"#,
+            "{\"name\":\"Tab\there\"}",
+            r#"{}"#,
+        ];
+        let entered = |details| EventView {
+            id: 2,
+            previous_event_id: 1,
+            event_type: "PassStateEntered",
+            timestamp_ms: 0,
+            details: Some(details),
+            replay_key: None,
+        };
+        for details in same {
+            let parsed = super::details(&entered(details)).name;
+            assert_eq!(entered_name(&entered(details)), parsed, "{details}");
+        }
+        let twice = entered(r#"{"name":"First","name":"Second"}"#);
+        assert_eq!(entered_name(&twice).as_deref(), Some("First"));
+    }
+
+    /// A Map iteration's name and index read from the head of its details are what the full
+    /// parse reads, whatever the head holds.
+    #[test]
+    fn a_name_and_index_read_from_the_head_are_the_ones_parsed() {
+        let same = [
+            r#"{"name":"Each","index":3}"#,
+            r#"{"name":"Each","index":0,"extra":1}"#,
+            r#"{"name":"Each","index":18446744073709551615}"#,
+            r#"{"name":"Each","index":18446744073709551616}"#,
+            r#"{"name":"Each","index":01}"#,
+            r#"{"name":"Each","index":-1}"#,
+            r#"{"name":"Each","index":1.5}"#,
+            r#"{"name":"Each","index":2e1}"#,
+            r#"{"name":"Each"}"#,
+            r#"{"index":4,"name":"Each"}"#,
+            r#"{"name":"E\"ach","index":5}"#,
+            r#"{"length":2}"#,
+        ];
+        for details in same {
+            let event = EventView {
+                id: 3,
+                previous_event_id: 2,
+                event_type: "MapIterationStarted",
+                timestamp_ms: 0,
+                details: Some(details),
+                replay_key: None,
+            };
+            let Details { name, index, .. } = super::details(&event);
+            assert_eq!(name_and_index(&event), (name, index), "{details}");
+        }
     }
 
     #[test]

@@ -67,15 +67,41 @@ impl<'a> Side<'a> {
 }
 
 /// A side's events by place (for the re-run: built on its thread while the recording's places
-/// are still being found on the other).
-pub struct ByPlace<'a>(HashMap<EventPlace<'a>, usize>);
+/// are still being found on the other): by the hash of their place, which each side found on
+/// its own thread, or by the place itself should two of the side's places hash alike.
+pub enum ByPlace<'a> {
+    /// By hash: an event found by the hash of a place is the event at that place only if
+    /// their places are equal (a place that hashes as another is at no event of this side).
+    Hashed(HashMap<u64, usize>),
+    /// By place.
+    Exact(HashMap<EventPlace<'a>, usize>),
+}
 
 impl<'a> ByPlace<'a> {
     /// The events of `side` by place.
     pub fn of(side: &Side<'a>) -> Self {
-        let mut by_place = HashMap::with_capacity(side.events.len());
-        by_place.extend((0..side.events.len()).map(|j| (side.places.event(j), j)));
-        ByPlace(by_place)
+        let count = side.events.len();
+        let mut by_hash = HashMap::with_capacity(count);
+        for j in 0..count {
+            if by_hash.insert(side.places.hash(j), j).is_some() {
+                let mut by_place = HashMap::with_capacity(count);
+                by_place.extend((0..count).map(|j| (side.places.event(j), j)));
+                return ByPlace::Exact(by_place);
+            }
+        }
+        ByPlace::Hashed(by_hash)
+    }
+
+    /// The event of `side` (the side this was made of) at the place of `other`'s event `i`.
+    fn find(&self, side: &Side<'a>, other: &Side<'_>, i: usize) -> Option<usize> {
+        let place = other.places.event(i);
+        match self {
+            ByPlace::Hashed(by_hash) => by_hash
+                .get(&other.places.hash(i))
+                .copied()
+                .filter(|&j| side.places.event(j) == place),
+            ByPlace::Exact(by_place) => by_place.get(&place).copied(),
+        }
     }
 }
 
@@ -87,16 +113,18 @@ pub fn first_divergence(
     by_place: &ByPlace<'_>,
     masked: &mut Vec<String>,
 ) -> Option<Divergence> {
-    let by_place = &by_place.0;
     // Built only when an event is not where the recording has it.
     let mut elsewhere: Option<Elsewhere<'_>> = None;
     let mut matched = vec![false; rerun.events.len()];
     // An event the re-run never reached because a branch or iteration elsewhere ended the
     // Map or Parallel first is reported only when nothing the re-run did differently is found.
     let mut cut_short = None;
+    // Per recorded event so far, the re-run's event at its place.
+    let mut found_at = Vec::with_capacity(recorded.events.len());
     for i in 0..recorded.events.len() {
-        let found = by_place.get(&recorded.places.event(i)).copied();
-        if let Some(j) = found.filter(|&j| same_predecessor(recorded, i, rerun, j)) {
+        let found = by_place.find(rerun, recorded, i);
+        found_at.push(found);
+        if let Some(j) = found.filter(|&j| same_predecessor(recorded, i, rerun, j, &found_at)) {
             matched[j] = true;
             let (r, n) = (&recorded.events[i], &rerun.events[j]);
             if let Some(what) = details_differ(r, n, masked) {
@@ -172,9 +200,26 @@ impl<'a> Elsewhere<'a> {
 /// Whether the recorded event `i` and the re-run's `j` follow the same event. A Map
 /// iteration started when a slot freed follows whichever iteration's work ended first, which
 /// is scheduling, not behaviour: its place already names its Map visit and index.
-fn same_predecessor(recorded: &Side<'_>, i: usize, rerun: &Side<'_>, j: usize) -> bool {
-    recorded.events[i].event_type == "MapIterationStarted"
-        || recorded.previous_place(i) == rerun.previous_place(j)
+///
+/// `found_at` holds, per recorded event up to `i`, the re-run's event at its place: the two
+/// predecessors are at the same place exactly when the re-run's is the one found at the
+/// recorded one's (places are one per event), which no place needs comparing to tell.
+fn same_predecessor(
+    recorded: &Side<'_>,
+    i: usize,
+    rerun: &Side<'_>,
+    j: usize,
+    found_at: &[Option<usize>],
+) -> bool {
+    if recorded.events[i].event_type == "MapIterationStarted" {
+        return true;
+    }
+    let theirs = previous_index(&recorded.events[i]);
+    let ours = previous_index(&rerun.events[j]);
+    match (theirs.and_then(|p| found_at.get(p)), ours) {
+        (Some(&found), Some(_)) => found == ours,
+        _ => recorded.previous_place(i) == rerun.previous_place(j),
+    }
 }
 
 /// The index of the event `event` follows, if it names one.
@@ -269,7 +314,7 @@ fn details_differ(
         };
         let ours = payload(nd, field).unwrap_or(Value::Null);
         if normalised(theirs) != normalised(ours) {
-            return Some(match (*field, r.event_type.as_str()) {
+            return Some(match (*field, &*r.event_type) {
                 ("parameters", _) => {
                     "the definition called the Task with parameters the recording never saw".into()
                 }
@@ -325,7 +370,7 @@ fn normalised(v: Value) -> Value {
 /// An event in a line: its type, state and the details that matter, shortened.
 pub fn describe(e: &RecordedEvent) -> String {
     let d = e.details_value();
-    let mut line = e.event_type.clone();
+    let mut line = e.event_type.to_string();
     if let Some(name) = d["name"].as_str() {
         line.push_str(&format!(" {name}"));
     }
@@ -347,5 +392,123 @@ fn shorten(text: &str) -> String {
     match text.char_indices().nth(MAX) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replayer::history::parse_history;
+
+    /// A Parallel of two Pass branches, as sfn-local records it.
+    fn history() -> Vec<RecordedEvent> {
+        let events = [
+            (
+                0,
+                "ExecutionStarted",
+                r#""executionStartedEventDetails":{"input":"{}"}"#,
+            ),
+            (
+                0,
+                "ParallelStateEntered",
+                r#""stateEnteredEventDetails":{"name":"Both","input":"{}"}"#,
+            ),
+            (2, "ParallelStateStarted", ""),
+            (
+                3,
+                "PassStateEntered",
+                r#""stateEnteredEventDetails":{"name":"L","input":"{}"}"#,
+            ),
+            (
+                3,
+                "PassStateEntered",
+                r#""stateEnteredEventDetails":{"name":"R","input":"{}"}"#,
+            ),
+            (
+                4,
+                "PassStateExited",
+                r#""stateExitedEventDetails":{"name":"L","output":"1"}"#,
+            ),
+            (
+                5,
+                "PassStateExited",
+                r#""stateExitedEventDetails":{"name":"R","output":"2"}"#,
+            ),
+            (7, "ParallelStateSucceeded", ""),
+            (
+                8,
+                "ParallelStateExited",
+                r#""stateExitedEventDetails":{"name":"Both","output":"[1,2]"}"#,
+            ),
+            (
+                9,
+                "ExecutionSucceeded",
+                r#""executionSucceededEventDetails":{"output":"[1,2]"}"#,
+            ),
+        ];
+        let text: Vec<String> = (1..)
+            .zip(events)
+            .map(|(id, (previous, ty, details))| {
+                let details = if details.is_empty() { String::new() } else { format!(",{details}") };
+                format!(r#"{{"id":{id},"previousEventId":{previous},"type":"{ty}","timestamp":0{details}}}"#)
+            })
+            .collect();
+        parse_history(&format!(r#"{{"events":[{}]}}"#, text.join(","))).unwrap()
+    }
+
+    /// Events found by the hash of their place are the events found by the place itself,
+    /// which is what the re-run's events are found by when two of its places hash alike.
+    #[test]
+    fn events_found_by_hash_are_the_events_found_by_place() {
+        let (recorded, rerun) = (history(), history());
+        let recorded_places = Places::of(recorded.as_slice());
+        let mut rerun_places = Places::of(rerun.as_slice());
+        let found = |rerun_places: &Places<'_>| {
+            let recording = Side {
+                events: &recorded,
+                places: &recorded_places,
+            };
+            let rerun = Side {
+                events: &rerun,
+                places: rerun_places,
+            };
+            let by_place = ByPlace::of(&rerun);
+            let exact = matches!(by_place, ByPlace::Exact(_));
+            let found: Vec<_> = (0..recorded.len())
+                .map(|i| by_place.find(&rerun, &recording, i))
+                .collect();
+            let verdict = first_divergence(&recording, &rerun, &by_place, &mut Vec::new());
+            (exact, found, verdict)
+        };
+        let (exact, by_hash, verdict) = found(&rerun_places);
+        assert!(!exact);
+        assert_eq!(by_hash, (0..recorded.len()).map(Some).collect::<Vec<_>>());
+        assert_eq!(verdict, None);
+        // Two of the re-run's places hash alike: its events are found by place.
+        let hash = rerun_places.hash(3);
+        rerun_places.set_hash(4, hash);
+        assert_eq!(found(&rerun_places), (true, by_hash, None));
+    }
+
+    /// A recorded place that hashes as another place of the re-run is not found there: the
+    /// event the re-run has at that hash is not taken for it.
+    #[test]
+    fn a_place_that_hashes_as_another_is_not_found_by_it() {
+        let (recorded, rerun) = (history(), history());
+        let mut recorded_places = Places::of(recorded.as_slice());
+        let rerun_places = Places::of(rerun.as_slice());
+        // Event 5 (R entered) hashes as the re-run's event 4 (L entered).
+        recorded_places.set_hash(4, rerun_places.hash(3));
+        let recording = Side {
+            events: &recorded,
+            places: &recorded_places,
+        };
+        let rerun = Side {
+            events: &rerun,
+            places: &rerun_places,
+        };
+        let by_place = ByPlace::of(&rerun);
+        assert_eq!(by_place.find(&rerun, &recording, 3), Some(3));
+        assert_eq!(by_place.find(&rerun, &recording, 4), None);
     }
 }

@@ -9,9 +9,11 @@
 //! An event's place is its visit's, its type, a Map iteration's index, and `#N` for the
 //! N-th such event there (a Task's attempts: `TaskScheduled#0`, `#1`, ...).
 
-use crate::engine::visits::{EventList, EventView, LaneKind, Tree, VisitId};
+use crate::engine::visits::{iteration_index, EventList, LaneKind, Tree, VisitId};
+use foldhash::fast::FixedState;
 use foldhash::{HashMap, HashMapExt};
 use std::fmt;
+use std::hash::BuildHasher;
 
 /// What names an event within its visit: the visit (none for the execution's own events),
 /// its type and, for a Map iteration's event, the iteration's index if it has one.
@@ -57,10 +59,18 @@ pub struct Places<'e> {
     /// The visit tree they were read from.
     pub tree: Tree,
     /// Per visit (by [`crate::engine::visits::VisitId`]), its place.
-    visits: Vec<String>,
+    visits: VisitPlaces,
     /// Per event (by index in the events given), what names it in its visit.
     events: Vec<EventName<'e>>,
+    /// Per event, its place hashed ([`PLACE_HASH`]): found with the places, on each side's
+    /// own thread, so that matching the two sides hashes nothing (see
+    /// [`super::compare::ByPlace`]).
+    hashes: Vec<u64>,
 }
+
+/// How places are hashed: the same way on both sides of a replay (equal places, equal
+/// hashes); what two hashes that collide hide is found by comparing the places.
+const PLACE_HASH: FixedState = FixedState::with_seed(0x5fa1_ace5);
 
 impl<'e> Places<'e> {
     /// Reads the places of `events` (in id order).
@@ -68,10 +78,19 @@ impl<'e> Places<'e> {
         let tree = Tree::read(events);
         let visits = visit_places(&tree);
         // Counted by what names an event (its visit, type and iteration): no string is built.
+        // An Entered event opens its visit: it is the first there of its kind, not counted.
         let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.count());
         let events = (0..events.count())
             .map(|i| {
                 let e = events.at(i);
+                if e.event_type.ends_with("StateEntered") {
+                    let (event_type, index, occurrence) = (e.event_type, None, 0);
+                    return EventName {
+                        event_type,
+                        index,
+                        occurrence,
+                    };
+                }
                 let index = e
                     .event_type
                     .starts_with("MapIteration")
@@ -87,11 +106,28 @@ impl<'e> Places<'e> {
                 }
             })
             .collect();
-        Places {
+        let mut places = Places {
             tree,
             visits,
             events,
-        }
+            hashes: Vec::new(),
+        };
+        places.hashes = (0..places.events.len())
+            .map(|i| PLACE_HASH.hash_one(places.event(i)))
+            .collect();
+        places
+    }
+
+    /// The hash of the place of the event at `index`: events at equal places have equal
+    /// hashes.
+    pub fn hash(&self, index: usize) -> u64 {
+        self.hashes[index]
+    }
+
+    /// Gives the event at `index` another hash, as a collision would.
+    #[cfg(test)]
+    pub(crate) fn set_hash(&mut self, index: usize, hash: u64) {
+        self.hashes[index] = hash;
     }
 
     /// The place of the event at `index`.
@@ -107,7 +143,7 @@ impl<'e> Places<'e> {
 
     /// The place of the visit the event at `index` belongs to, if any.
     pub fn visit_of(&self, index: usize) -> Option<&str> {
-        self.tree.owner_id(index).map(|v| self.visits[v].as_str())
+        self.tree.owner_id(index).map(|v| self.visits.get(v))
     }
 
     /// The states that led to the event at `index`: every visit before it in its lane, and
@@ -138,24 +174,51 @@ impl<'e> Places<'e> {
     }
 }
 
-/// Each visit's place, in the tree's order.
-fn visit_places(tree: &Tree) -> Vec<String> {
+/// Every visit's place, joined in one text: a Map of 1,250 iterations has 3,750 visits, and
+/// a string each was a fifth of finding places (and as much again to free them).
+#[derive(Debug)]
+struct VisitPlaces {
+    text: String,
+    /// Per visit, where its place ends in `text` (it starts where the previous one ends).
+    ends: Vec<usize>,
+}
+
+impl VisitPlaces {
+    /// The place of `visit`.
+    fn get(&self, visit: VisitId) -> &str {
+        let start = visit.checked_sub(1).map_or(0, |v| self.ends[v]);
+        &self.text[start..self.ends[visit]]
+    }
+}
+
+/// Each visit's place, in the tree's order ([`push_place`]).
+fn visit_places(tree: &Tree) -> VisitPlaces {
+    // A place is about the length of the state's name and its parent's.
+    const GUESSED_BYTES: usize = 24;
     let lanes = lane_labels(tree);
-    let mut visits: Vec<String> = Vec::with_capacity(tree.visits.len());
-    let mut seen: HashMap<(usize, &str), usize> = HashMap::with_capacity(tree.visits.len());
+    let count = tree.visits.len();
+    let mut places = VisitPlaces {
+        text: String::with_capacity(count * GUESSED_BYTES),
+        ends: Vec::with_capacity(count),
+    };
+    let mut seen: HashMap<(usize, &str), usize> = HashMap::with_capacity(count);
     for visit in &tree.visits {
         let lane = &tree.lanes[visit.lane];
         let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
-        let parent = lane.parent.map(|p| visits[p].as_str()).unwrap_or("");
-        visits.push(place_text(
-            parent,
+        if let Some(parent) = lane.parent {
+            let start = parent.checked_sub(1).map_or(0, |p| places.ends[p]);
+            places.text.extend_from_within(start..places.ends[parent]);
+        }
+        push_place(
+            &mut places.text,
             &lanes[visit.lane],
             &visit.state,
             *occurrence,
-        ));
+        );
+        places.ends.push(places.text.len());
         *occurrence += 1;
     }
-    visits
+    places
 }
 
 /// The place of one visit, as [`Places::of`] names it, read alone (a run in progress asks
@@ -169,20 +232,23 @@ pub fn visit_place(tree: &Tree, visit: VisitId) -> String {
         .take_while(|&&x| x != visit)
         .filter(|&&x| tree.visits[x].state == v.state)
         .count();
-    let parent = lane
+    let mut place = lane
         .parent
         .map(|p| visit_place(tree, p))
         .unwrap_or_default();
-    place_text(&parent, &lane_label(tree, v.lane), &v.state, occurrence)
+    push_place(&mut place, &lane_label(tree, v.lane), &v.state, occurrence);
+    place
 }
 
-/// A visit's place from its lane's (`parent` and the lane's `label`), its state and how many
-/// visits of that state came before it in the lane: `/Process#0[3]/Charge#1`. Joined in one
-/// allocation: `format!`'s machinery took a quarter of a replay's places (a 1,250-item Map
-/// has 3,750 visits).
-fn place_text(parent: &str, label: &str, state: &str, occurrence: usize) -> String {
-    let mut digits = itoa::Buffer::new();
-    [parent, label, "/", state, "#", digits.format(occurrence)].concat()
+/// Writes a visit's place after its lane's (its parent's place, already in `out`): the lane's
+/// `label`, its state and how many visits of that state came before it in the lane
+/// (`/Process#0[3]/Charge#1` after `/Process#0`). Not `format!`: its machinery took a quarter
+/// of a replay's places (a 1,250-item Map has 3,750 visits).
+fn push_place(out: &mut String, label: &str, state: &str, occurrence: usize) {
+    for part in [label, "/", state, "#"] {
+        out.push_str(part);
+    }
+    out.push_str(itoa::Buffer::new().format(occurrence));
 }
 
 /// One lane's label, as [`lane_labels`] gives it.
@@ -228,16 +294,6 @@ fn base_label(tree: &Tree, lane: usize) -> String {
     }
 }
 
-/// `index` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`), read
-/// alone (the rest of the details is skipped, not built).
-fn iteration_index(e: &EventView<'_>) -> Option<u64> {
-    #[derive(serde::Deserialize)]
-    struct Index {
-        index: Option<u64>,
-    }
-    serde_json::from_str::<Index>(e.details?).ok()?.index
-}
-
 /// Each lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for a
 /// branch, with `~N` when an earlier attempt of the same Map or Parallel had a lane so named.
 fn lane_labels(tree: &Tree) -> Vec<String> {
@@ -263,6 +319,7 @@ fn lane_labels(tree: &Tree) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::visits::EventView;
 
     /// A Parallel of two branches, then a Map whose first attempt fails and is retried: the
     /// lanes are told apart by first state, index and attempt, and a visit named alone
