@@ -177,7 +177,7 @@ pub(crate) fn answer(recorded: &[RecordedEvent], places: &Places, scheduled: usi
         if places.tree.owner_id(i) != owner {
             continue;
         }
-        let ty = e.event_type.as_str();
+        let ty = &*e.event_type;
         let d = e.details_value();
         let took_ms = (e.timestamp_ms - start).max(0);
         let end = if ty.ends_with("Started") {

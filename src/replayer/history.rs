@@ -10,8 +10,9 @@
 
 use super::ReplayError;
 use crate::clock::Millis;
-use crate::engine::history::HistoryEvent;
+use crate::engine::history::{EventType, HistoryEvent};
 use crate::engine::visits::{EventList, EventView};
+use once_cell::race::OnceBox;
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -20,29 +21,65 @@ use std::fmt;
 use std::io::Read;
 use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::OnceLock;
 
 /// One recorded event, its details kept as JSON text as the engine writes them.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RecordedEvent {
     /// `id`.
     pub id: i64,
     /// `previousEventId` (0 for none).
     pub previous_event_id: i64,
-    /// `type`.
-    pub event_type: String,
+    /// `type` (borrowed for a re-run's events: the engine's types are static).
+    pub event_type: Cow<'static, str>,
     /// `timestamp`, ms since the Unix epoch.
     pub timestamp_ms: Millis,
-    /// The `*EventDetails` object as compact JSON text, when the event has one (boxed: see
-    /// the [`From`] of the engine's events).
-    pub details: Option<Box<str>>,
+    /// The `*EventDetails` object as compact JSON text, when the event has one (a re-run's
+    /// as the engine wrote it: made exact, it was copied).
+    pub details: Option<String>,
     /// The same, parsed once, when first asked for (an empty object when there are none):
     /// details the comparison finds the same as text are never parsed (boxed: most never are,
     /// and an empty cell then takes one word, not a whole Value).
-    parsed: OnceLock<Box<Value>>,
+    parsed: OnceBox<Value>,
+}
+
+impl Clone for RecordedEvent {
+    /// The details parsed are not copied: they are parsed again if asked for.
+    fn clone(&self) -> Self {
+        RecordedEvent {
+            id: self.id,
+            previous_event_id: self.previous_event_id,
+            event_type: self.event_type.clone(),
+            timestamp_ms: self.timestamp_ms,
+            details: self.details.clone(),
+            parsed: OnceBox::new(),
+        }
+    }
 }
 
 impl RecordedEvent {
+    /// An event read from a file: its type kept as the engine's static name when it is one
+    /// of AWS's (not copied), its details compact.
+    pub(super) fn read(
+        id: i64,
+        previous_event_id: i64,
+        event_type: &str,
+        timestamp_ms: Millis,
+        details: Option<String>,
+    ) -> RecordedEvent {
+        let event_type = match EventType::parse(event_type) {
+            Some(known) => Cow::Borrowed(known.as_str()),
+            None => Cow::Owned(event_type.to_owned()),
+        };
+        RecordedEvent {
+            id,
+            previous_event_id,
+            event_type,
+            timestamp_ms,
+            details,
+            parsed: OnceBox::new(),
+        }
+    }
+
     /// The view the visit tree reads.
     pub fn view(&self) -> EventView<'_> {
         EventView {
@@ -83,10 +120,10 @@ impl From<HistoryEvent> for RecordedEvent {
         RecordedEvent {
             id: e.id,
             previous_event_id: e.previous_event_id,
-            event_type: e.event_type.as_str().to_owned(),
+            event_type: Cow::Borrowed(e.event_type.as_str()),
             timestamp_ms: e.timestamp,
-            details: e.details.map(String::into_boxed_str),
-            parsed: OnceLock::new(),
+            details: e.details,
+            parsed: OnceBox::new(),
         }
     }
 }
@@ -268,7 +305,7 @@ fn event(fields: Fields<'_>, scratch: &mut Scratch) -> Result<RecordedEvent, Str
         .as_ref()
         .and_then(Value::as_i64)
         .ok_or("an event without a numeric \"id\"")?;
-    let Some(Value::String(event_type)) = fields.event_type else {
+    let Some(Scalar::Text(event_type)) = fields.event_type else {
         return Err(format!("event {id} has no \"type\""));
     };
     let previous_event_id = fields
@@ -276,18 +313,17 @@ fn event(fields: Fields<'_>, scratch: &mut Scratch) -> Result<RecordedEvent, Str
         .as_ref()
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let timestamp_ms = match &fields.timestamp {
-        Some(t) => timestamp(t).ok_or_else(|| format!("event {id}: unreadable timestamp {t}"))?,
+    let timestamp_ms = match fields.timestamp.map(Scalar::into_value) {
+        Some(t) => timestamp(&t).ok_or_else(|| format!("event {id}: unreadable timestamp {t}"))?,
         None => return Err(format!("event {id} has no \"timestamp\"")),
     };
-    Ok(RecordedEvent {
+    Ok(RecordedEvent::read(
         id,
         previous_event_id,
-        event_type,
+        &event_type,
         timestamp_ms,
         details,
-        parsed: OnceLock::new(),
-    })
+    ))
 }
 
 fn empty() -> Value {
@@ -299,13 +335,18 @@ fn empty() -> Value {
 fn timestamp(t: &Value) -> Option<Millis> {
     match t {
         Value::Number(n) => n.as_f64().map(|s| (s * 1000.0).round() as Millis),
-        Value::String(s) => utc_millis(s).or_else(|| {
-            chrono::DateTime::parse_from_rfc3339(s)
-                .ok()
-                .map(|d| d.timestamp_millis())
-        }),
+        Value::String(s) => timestamp_text(s),
         _ => None,
     }
+}
+
+/// A timestamp written as text (ISO 8601).
+pub(super) fn timestamp_text(s: &str) -> Option<Millis> {
+    utc_millis(s).or_else(|| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|d| d.timestamp_millis())
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, as the AWS CLI and sfn-local write every timestamp, read
@@ -388,9 +429,9 @@ struct Scratch {
 
 impl Scratch {
     /// The details `raw` as compact text.
-    fn keep(&mut self, raw: &RawValue) -> Box<str> {
+    fn keep(&mut self, raw: &RawValue) -> String {
         self.refused |= refused(raw.get(), &mut self.text);
-        self.text.as_str().into()
+        self.text.as_str().to_owned()
     }
 }
 
@@ -399,14 +440,34 @@ impl Scratch {
 struct Fields<'a> {
     id: Option<Value>,
     previous_event_id: Option<Value>,
-    event_type: Option<Value>,
-    timestamp: Option<Value>,
+    event_type: Option<Scalar<'a>>,
+    timestamp: Option<Scalar<'a>>,
     /// The first `*EventDetails` key's object, as it is in the file.
     details: Option<&'a RawValue>,
 }
 
 /// A key, borrowed from the text unless it has escapes.
 struct Key<'a>(Cow<'a, str>);
+
+/// A field's value that is text where it is well formed (an event's type and timestamp):
+/// borrowed from the file unless it has escapes, not made a [`Value`] (a 10,000-event history
+/// made 20,000 strings only to read them once).
+enum Scalar<'a> {
+    /// A string.
+    Text(Cow<'a, str>),
+    /// Anything else, as it is.
+    Other(Value),
+}
+
+impl Scalar<'_> {
+    /// The value as JSON.
+    fn into_value(self) -> Value {
+        match self {
+            Scalar::Text(text) => Value::String(text.into_owned()),
+            Scalar::Other(value) => value,
+        }
+    }
+}
 
 /// What a value becomes by its kind: [`Page`] and [`Item`] read lists and objects and take
 /// anything else as what it is not.
@@ -595,6 +656,48 @@ impl<'de> Deserialize<'de> for Page {
 impl<'de> Deserialize<'de> for Item<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(Shaped(PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl<'de> Visitor<'de> for ScalarVisitor {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Other(b.into()))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Other(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Other(n.into()))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Other(n.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
+                Ok(Scalar::Other(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scalar<'de>, A::Error> {
+                let value = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq));
+                value.map(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Scalar<'de>, A::Error> {
+                let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map));
+                value.map(Scalar::Other)
+            }
+        }
+        d.deserialize_any(ScalarVisitor)
     }
 }
 

@@ -127,7 +127,7 @@ fn spec(definition: &DefinitionRef, replay: &Replay) -> Value {
     }
     let concurrent = replay.rerun.iter().any(|e| {
         matches!(
-            e.event_type.as_str(),
+            &*e.event_type,
             "MapIterationStarted" | "ParallelStateStarted" | "MapRunStarted"
         )
     });
