@@ -372,7 +372,7 @@ fn name_and_index<'a>(event: &EventView<'a>) -> (Option<Cow<'a, str>>, Option<u6
 }
 
 /// `index` of a `MapIteration*` event (AWS's `mapIterationStartedEventDetails.index`): read
-/// from the head of its details ([`Head`]), otherwise parsed.
+/// from the head of its details (`Head`), otherwise parsed.
 pub fn iteration_index(event: &EventView<'_>) -> Option<u64> {
     name_and_index(event).1
 }

@@ -133,8 +133,22 @@ impl From<HistoryEvent> for RecordedEvent {
 const _: () = assert!(std::mem::size_of::<RecordedEvent>() == std::mem::size_of::<HistoryEvent>());
 
 /// Reads a history file's text: one or more JSON documents, each `{"events": [...]}` or a bare
-/// list of events. Every page is read; the events are returned sorted by id.
+/// list of events. Every page is read; the events are returned sorted by id. The file is read
+/// in one pass (`one_pass`) where that pass can; otherwise, and for every error, it is
+/// read typed (`read_typed`).
 pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
+    let mut events = match super::one_pass::read(text) {
+        Ok(events) => events,
+        Err(super::one_pass::GiveUp) => read_typed(text)?,
+    };
+    events.sort_by_key(|e| e.id);
+    check_ids(&events)?;
+    Ok(events)
+}
+
+/// Reads a history file's text typed, through serde_json: its events in the order of the
+/// file, or what is wrong with it.
+pub(super) fn read_typed(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
     FIRST_PAGE_EVENTS.set(events_in(text.len()));
     let mut events = Vec::new();
     let stream = serde_json::Deserializer::from_str(text).into_iter::<Page>();
@@ -171,8 +185,6 @@ pub fn parse_history(text: &str) -> Result<Vec<RecordedEvent>, ReplayError> {
             events.append(&mut list.events);
         }
     }
-    events.sort_by_key(|e| e.id);
-    check_ids(&events)?;
     Ok(events)
 }
 

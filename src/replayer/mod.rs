@@ -34,6 +34,7 @@
 pub mod answers;
 pub mod compare;
 pub mod history;
+mod one_pass;
 pub mod places;
 pub mod test_case;
 
