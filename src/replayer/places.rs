@@ -84,11 +84,11 @@ impl<'e> Places<'e> {
             .map(|i| {
                 let e = events.at(i);
                 if e.event_type.ends_with("StateEntered") {
-                    let (event_type, index, occurrence) = (e.event_type, None, 0);
+                    let event_type = e.event_type;
                     return EventName {
                         event_type,
-                        index,
-                        occurrence,
+                        index: None,
+                        occurrence: 0,
                     };
                 }
                 let index = e
@@ -174,8 +174,8 @@ impl<'e> Places<'e> {
     }
 }
 
-/// Every visit's place, joined in one text: a Map of 1,250 iterations has 3,750 visits, and
-/// a string each was a fifth of finding places (and as much again to free them).
+/// Every visit's place, joined in one text: a Map of 1,250 iterations has 3,750 visits, a
+/// string each to make and as many to free.
 #[derive(Debug)]
 struct VisitPlaces {
     text: String,
@@ -186,8 +186,13 @@ struct VisitPlaces {
 impl VisitPlaces {
     /// The place of `visit`.
     fn get(&self, visit: VisitId) -> &str {
+        &self.text[self.range(visit)]
+    }
+
+    /// Where the place of `visit` is in the text.
+    fn range(&self, visit: VisitId) -> std::ops::Range<usize> {
         let start = visit.checked_sub(1).map_or(0, |v| self.ends[v]);
-        &self.text[start..self.ends[visit]]
+        start..self.ends[visit]
     }
 }
 
@@ -206,8 +211,7 @@ fn visit_places(tree: &Tree) -> VisitPlaces {
         let lane = &tree.lanes[visit.lane];
         let occurrence = seen.entry((visit.lane, visit.state.as_str())).or_insert(0);
         if let Some(parent) = lane.parent {
-            let start = parent.checked_sub(1).map_or(0, |p| places.ends[p]);
-            places.text.extend_from_within(start..places.ends[parent]);
+            places.text.extend_from_within(places.range(parent));
         }
         push_place(
             &mut places.text,
