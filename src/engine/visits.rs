@@ -287,22 +287,20 @@ fn text(value: Option<serde_json::Value>) -> Option<String> {
     })
 }
 
-/// The state type an Entered event's type names (`Pass` for `PassStateEntered`): one of the
-/// language's, not copied, or another as written.
+/// The state type an Entered event's type names (`Pass` for `PassStateEntered`): for one of
+/// AWS's Entered types, part of its static name (not copied); another as written.
 fn state_type_of(entered: &str) -> Cow<'static, str> {
-    const TYPES: [&str; 8] = [
-        "Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map",
-    ];
+    let known = crate::engine::history::EventType::parse(entered);
+    if let Some(state_type) = known.and_then(|t| t.as_str().strip_suffix("StateEntered")) {
+        return Cow::Borrowed(state_type);
+    }
     // Not trim_end_matches: its substring searcher, set up anew for each visit, was a tenth
     // of a replay's tree.
     let mut state_type = entered;
     while let Some(trimmed) = state_type.strip_suffix("StateEntered") {
         state_type = trimmed;
     }
-    match TYPES.iter().find(|&&t| t == state_type) {
-        Some(&known) => Cow::Borrowed(known),
-        None => Cow::Owned(state_type.to_owned()),
-    }
+    Cow::Owned(state_type.to_owned())
 }
 
 /// What the head of an event's details says when it is written as the engine and AWS write
@@ -324,7 +322,7 @@ impl<'a> Head<'a> {
         // The name's end, unless an escape or a control character (serde refuses it) is first.
         let end = rest
             .bytes()
-            .position(|b| b == b'"' || b == b'\\' || b < 0x20)
+            .position(crate::depth::needs_escape)
             .filter(|&end| rest.as_bytes()[end] == b'"')?;
         let index = rest[end + 1..]
             .strip_prefix(r#","index":"#)

@@ -741,21 +741,12 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
 }
 
 impl<'de> Deserialize<'de> for Key<'de> {
+    /// A [`Scalar`]'s text: JSON's keys are strings, read as one.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_owned())))
-            }
+        match Scalar::deserialize(d)? {
+            Scalar::Text(text) => Ok(Key(text)),
+            Scalar::Other(_) => Err(serde::de::Error::custom("a key that is not text")),
         }
-        d.deserialize_str(KeyVisitor)
     }
 }
 

@@ -15,6 +15,7 @@
 //! reading the file was the longer of a replay's two threads.
 
 use super::history::{events_in, RecordedEvent};
+use crate::depth::needs_escape;
 
 /// The pass gave up: the typed reading reads the file.
 #[derive(Debug)]
@@ -253,15 +254,11 @@ impl<'a> Reader<'a> {
     /// An integer that fits an i64, not negative (ids are counted from 1).
     fn integer(&mut self) -> Step<i64> {
         let start = self.at;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.at += 1;
-        }
-        let digits = &self.text[start..self.at];
-        let leading_zero = digits.len() > 1 && digits.starts_with('0');
-        if digits.is_empty() || leading_zero || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+        self.whole()?;
+        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return Err(GiveUp);
         }
-        digits.parse().map_err(|_| GiveUp)
+        self.text[start..self.at].parse().map_err(|_| GiveUp)
     }
 
     /// A string, checked (`self.at` is its opening quote): the index past its closing quote,
@@ -339,10 +336,7 @@ impl<'a> Reader<'a> {
         if self.peek() == Some(b'-') {
             self.at += 1;
         }
-        let whole = self.digits()?;
-        if whole > 1 && self.bytes[self.at - whole] == b'0' {
-            return Err(GiveUp);
-        }
+        self.whole()?;
         if self.peek() == Some(b'.') {
             self.at += 1;
             self.digits()?;
@@ -351,6 +345,15 @@ impl<'a> Reader<'a> {
             Some(b'e' | b'E') => Err(GiveUp),
             _ => Ok(()),
         }
+    }
+
+    /// A number's whole part: `0` or digits not led by one.
+    fn whole(&mut self) -> Step<()> {
+        let start = self.at;
+        if self.digits()? > 1 && self.bytes[start] == b'0' {
+            return Err(GiveUp);
+        }
+        Ok(())
     }
 
     /// One or more digits, at most [`MAX_DIGITS`]: how many.
@@ -418,7 +421,7 @@ fn plain_run(text: &[u8]) -> usize {
     }
     i + text[i..]
         .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .position(|&b| needs_escape(b))
         .unwrap_or(text.len() - i)
 }
 
@@ -573,7 +576,7 @@ mod tests {
         ) {
             let one_at_a_time = text
                 .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .position(|&b| needs_escape(b))
                 .unwrap_or(text.len());
             prop_assert_eq!(plain_run(&text), one_at_a_time);
         }
