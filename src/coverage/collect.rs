@@ -133,7 +133,7 @@ impl<'c> Collector<'c> {
             let Some(failure) = attempt_failure(attempt, time_scale) else {
                 continue;
             };
-            if attempt.failure.as_ref().is_some_and(is_timeout_event) {
+            if attempt.failure.as_deref().is_some_and(is_timeout_event) {
                 self.timed_out(&visit.state, failure.heartbeat);
             }
             if k + 1 < visit.attempts.len() {

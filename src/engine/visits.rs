@@ -89,6 +89,77 @@ impl<'a> From<&'a crate::engine::history::HistoryEvent> for EventView<'a> {
 /// SipHash would give.
 type IdMap = foldhash::HashMap<i64, usize>;
 
+/// Where each event id is among the events given. Histories from AWS and from sfn-local number
+/// their events 1, 2, 3, ... in order, and then an id is its index plus one: no map is built
+/// (a replay reads two histories of 10,000 events, and the map was a tenth of reading each).
+/// The first event out of that order turns it into a map.
+#[derive(Debug, Clone)]
+enum IdIndex {
+    /// The first `n` events, event `i` with id `i + 1`.
+    Dense(usize),
+    /// Any ids.
+    Map(IdMap),
+}
+
+impl Default for IdIndex {
+    fn default() -> Self {
+        IdIndex::Dense(0)
+    }
+}
+
+impl IdIndex {
+    /// The index of the event with `id`.
+    fn get(&self, id: i64) -> Option<usize> {
+        match self {
+            IdIndex::Dense(n) => dense_index(id).filter(|i| i < n),
+            IdIndex::Map(map) => map.get(&id).copied(),
+        }
+    }
+
+    /// Records that the event at `index` has `id`: events are recorded in index order.
+    fn insert(&mut self, id: i64, index: usize) {
+        if let IdIndex::Dense(n) = self {
+            if index == *n && dense_index(id) == Some(index) {
+                *n += 1;
+                return;
+            }
+            let mut map = IdMap::with_capacity(index + 1);
+            map.extend((0..*n).map(|i| (i as i64 + 1, i)));
+            *self = IdIndex::Map(map);
+        }
+        if let IdIndex::Map(map) = self {
+            map.insert(id, index);
+        }
+    }
+}
+
+/// The index of the event with `id` in a history numbered 1, 2, 3, ... in order, as AWS and
+/// sfn-local number theirs (none for 0, "no event", or a negative id).
+pub fn dense_index(id: i64) -> Option<usize> {
+    usize::try_from(id).ok()?.checked_sub(1)
+}
+
+/// An index or none, in four bytes instead of sixteen: a tree keeps one per event (its
+/// owner, and while it is read, what the event leaves open), and a replay reads two trees of
+/// 10,000 events, whose memory is faulted in page by page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Packed(u32);
+
+impl Packed {
+    const NONE: Packed = Packed(u32::MAX);
+
+    fn new(index: Option<usize>) -> Packed {
+        // An index past u32 would need a history of billions of events, which no memory holds.
+        index.map_or(Packed::NONE, |i| {
+            Packed(u32::try_from(i).unwrap_or(u32::MAX))
+        })
+    }
+
+    fn get(self) -> Option<usize> {
+        (self != Packed::NONE).then_some(self.0 as usize)
+    }
+}
+
 /// Index of a visit in [`Tree::visits`].
 pub type VisitId = usize;
 /// Index of a lane in [`Tree::lanes`].
@@ -162,8 +233,8 @@ pub struct Attempt {
     pub timeout_s: Option<f64>,
     /// The Task's `heartbeatInSeconds`, as scheduled.
     pub heartbeat_s: Option<f64>,
-    /// How it failed, if it did.
-    pub failure: Option<Failure>,
+    /// How it failed, if it did (boxed, as few do, see [`Visit::failure`]).
+    pub failure: Option<Box<Failure>>,
 }
 
 impl Attempt {
@@ -223,8 +294,10 @@ pub struct Visit {
     pub ended_ms: Option<i64>,
     /// Its attempts, in order.
     pub attempts: Vec<Attempt>,
-    /// The failure it ended with or was caught with (none once a retry succeeded).
-    pub failure: Option<Failure>,
+    /// The failure it ended with or was caught with (none once a retry succeeded). Boxed: few
+    /// visits fail, and unboxed it was two fifths of every visit's size (a replay reads two
+    /// trees of thousands of visits).
+    pub failure: Option<Box<Failure>>,
     /// How it ended.
     pub ending: Ending,
     /// A Parallel's branches (of every attempt) or a Map's iterations.
@@ -258,7 +331,7 @@ pub struct Tree {
     /// Every lane; the first is the top level.
     pub lanes: Vec<Lane>,
     /// Per event, the visit it belongs to.
-    owners: Vec<Option<VisitId>>,
+    owners: Vec<Packed>,
 }
 
 /// The fields of event details the tree reads, names borrowed from the details' text where
@@ -345,9 +418,9 @@ fn json_u64(text: &str) -> Option<u64> {
         .flatten()
 }
 
-/// The state an Entered event names: read from the head of its details ([`Head`]), otherwise
-/// parsed.
-fn entered_name<'a>(event: &EventView<'a>) -> Option<Cow<'a, str>> {
+/// The state an event's details name (an Entered event's, a Map's or Parallel's): read from
+/// the head of its details ([`Head`]), otherwise parsed.
+fn state_name<'a>(event: &EventView<'a>) -> Option<Cow<'a, str>> {
     match event.details.and_then(Head::of) {
         Some(head) => Some(Cow::Borrowed(head.name)),
         None => details(event).name,
@@ -392,6 +465,39 @@ struct Context {
     opens: Option<LaneId>,
 }
 
+/// A [`Context`] as a tree being read keeps one per event, in a quarter of the memory.
+#[derive(Debug, Clone, Copy)]
+struct PackedContext {
+    /// The lane; none while the event is not read yet.
+    lane: Packed,
+    visit: Packed,
+    opens: Packed,
+}
+
+impl PackedContext {
+    const UNSET: PackedContext = PackedContext {
+        lane: Packed::NONE,
+        visit: Packed::NONE,
+        opens: Packed::NONE,
+    };
+
+    fn new(context: Context) -> PackedContext {
+        PackedContext {
+            lane: Packed::new(Some(context.lane)),
+            visit: Packed::new(context.visit),
+            opens: Packed::new(context.opens),
+        }
+    }
+
+    fn get(self) -> Option<Context> {
+        Some(Context {
+            lane: self.lane.get()?,
+            visit: self.visit.get(),
+            opens: self.opens.get(),
+        })
+    }
+}
+
 /// The family of a `Parallel*` or `Map*` event, to find its visit by walking up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
@@ -409,12 +515,17 @@ impl Tree {
     /// reads two histories of 10,000 events).
     pub fn read<E: EventList + ?Sized>(events: &E) -> Tree {
         let count = events.count();
-        let mut order: Vec<usize> = (0..count).collect();
-        order.sort_by_key(|&i| events.at(i).id);
-        let mut by_id = IdMap::with_capacity(count);
-        by_id.extend(order.iter().map(|&i| (events.at(i).id, i)));
+        let mut by_id = IdIndex::default();
+        (0..count).for_each(|i| by_id.insert(events.at(i).id, i));
+        // Read in id order (a stable sort: of two events with one id, the map keeps the later,
+        // as it is read last).
+        let order = matches!(by_id, IdIndex::Map(_)).then(|| {
+            let mut order: Vec<usize> = (0..count).collect();
+            order.sort_by_key(|&i| events.at(i).id);
+            order
+        });
         let mut tree = Tree::empty();
-        tree.owners = vec![None; count];
+        tree.owners = vec![Packed::NONE; count];
         // Sized once: a large Map's visits, grown by doubling, were copied and faulted in again.
         let types = || (0..count).map(|i| events.at(i).event_type);
         let entered = types().filter(|t| t.ends_with("StateEntered")).count();
@@ -425,10 +536,11 @@ impl Tree {
             events,
             by_id,
             tree,
-            contexts: vec![None; count],
+            contexts: vec![PackedContext::UNSET; count],
         };
-        for i in order {
-            builder.event(i);
+        match order {
+            Some(order) => order.into_iter().for_each(|i| builder.event(i)),
+            None => (0..count).for_each(|i| builder.event(i)),
         }
         builder.tree
     }
@@ -455,16 +567,12 @@ impl Tree {
 
     /// The visit an event (by its index in the events given) belongs to.
     pub fn owner(&self, event: usize) -> Option<&Visit> {
-        self.owners
-            .get(event)
-            .copied()
-            .flatten()
-            .map(|v| &self.visits[v])
+        self.owner_id(event).map(|v| &self.visits[v])
     }
 
     /// The id of the visit an event (by its index in the events given) belongs to.
     pub fn owner_id(&self, event: usize) -> Option<VisitId> {
-        self.owners.get(event).copied().flatten()
+        self.owners.get(event).and_then(|o| o.get())
     }
 
     /// The visit entered after `visit` in its lane.
@@ -494,7 +602,7 @@ impl Tree {
             let Some(failure) = &self.visits[at].failure else {
                 return at;
             };
-            match self.owners[failure.event] {
+            match self.owners[failure.event].get() {
                 Some(inner) if inner != at => at = inner,
                 _ => return at,
             }
@@ -508,8 +616,8 @@ impl Tree {
 #[derive(Debug, Clone)]
 pub struct GrowingTree {
     tree: Tree,
-    contexts: Vec<Option<Context>>,
-    by_id: IdMap,
+    contexts: Vec<PackedContext>,
+    by_id: IdIndex,
 }
 
 impl Default for GrowingTree {
@@ -533,8 +641,10 @@ impl GrowingTree {
             tree: std::mem::replace(&mut self.tree, Tree::empty()),
             contexts: std::mem::take(&mut self.contexts),
         };
-        builder.tree.owners.resize(events.count(), None);
-        builder.contexts.resize(events.count(), None);
+        builder.tree.owners.resize(events.count(), Packed::NONE);
+        builder
+            .contexts
+            .resize(events.count(), PackedContext::UNSET);
         for i in start..events.count() {
             builder.by_id.insert(events.at(i).id, i);
             builder.event(i);
@@ -575,12 +685,17 @@ impl EventList for [crate::engine::history::HistoryEvent] {
 
 struct Builder<'e, E: EventList + ?Sized> {
     events: &'e E,
-    by_id: IdMap,
+    by_id: IdIndex,
     tree: Tree,
-    contexts: Vec<Option<Context>>,
+    contexts: Vec<PackedContext>,
 }
 
 impl<E: EventList + ?Sized> Builder<'_, E> {
+    /// The index of the event with `id`.
+    fn index_of(&self, id: i64) -> Option<usize> {
+        self.by_id.get(id)
+    }
+
     /// The context the event at `i` points at (the top level for none).
     fn before(&self, i: usize) -> (Option<usize>, Context) {
         let root = Context {
@@ -588,11 +703,8 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             visit: None,
             opens: None,
         };
-        let prev = self
-            .by_id
-            .get(&self.events.at(i).previous_event_id)
-            .copied();
-        let context = prev.and_then(|p| self.contexts[p]).unwrap_or(root);
+        let prev = self.index_of(self.events.at(i).previous_event_id);
+        let context = prev.and_then(|p| self.contexts[p].get()).unwrap_or(root);
         (prev, context)
     }
 
@@ -615,8 +727,8 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
         } else {
             self.own_event(i, before)
         };
-        self.tree.owners[i] = context.visit;
-        self.contexts[i] = Some(context);
+        self.tree.owners[i] = Packed::new(context.visit);
+        self.contexts[i] = PackedContext::new(context);
     }
 
     /// The visit an `EvaluationFailed` is about: AWS points it at what its state's Entered
@@ -641,7 +753,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
     /// A state entered: a new visit in the lane its predecessor leaves it in.
     fn entered(&mut self, i: usize, prev: Option<usize>, before: Context) -> Context {
         let event = self.events.at(i);
-        let name = entered_name(&event);
+        let name = state_name(&event);
         let prev_type = prev.map(|p| self.events.at(p).event_type);
         let lane = match (prev_type, before.opens) {
             (_, Some(opened)) => opened,
@@ -662,12 +774,14 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             entered_ms: event.timestamp_ms,
             ended_ms: fail.then_some(event.timestamp_ms),
             attempts: Vec::new(),
-            failure: fail.then(|| Failure {
-                event: i,
-                event_type: event.event_type.to_owned(),
-                error: None,
-                cause: None,
-                at_ms: event.timestamp_ms,
+            failure: fail.then(|| {
+                Box::new(Failure {
+                    event: i,
+                    event_type: event.event_type.to_owned(),
+                    error: None,
+                    cause: None,
+                    at_ms: event.timestamp_ms,
+                })
             }),
             ending: if fail { Ending::Fail } else { Ending::Open },
             lanes: Vec::new(),
@@ -720,9 +834,9 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             let failure = self.failure_at(i);
             let visit = &mut self.tree.visits[v];
             if let Some(attempt) = visit.attempts.last_mut() {
-                attempt.failure = Some(failure.clone());
+                attempt.failure = Some(Box::new(failure.clone()));
             }
-            visit.failure = Some(failure);
+            visit.failure = Some(Box::new(failure));
         } else {
             self.closing(v, i);
         }
@@ -759,7 +873,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             let carries_none = d.error.is_none()
                 && event.event_type != "FailStateEntered"
                 && family(event.event_type).is_some();
-            let prev = self.by_id.get(&event.previous_event_id).copied();
+            let prev = self.index_of(event.previous_event_id);
             match (carries_none, prev) {
                 (true, Some(p)) => at = p,
                 _ => {
@@ -787,8 +901,14 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
         before: Context,
         family: Family,
     ) -> Context {
-        let ty = self.events.at(i).event_type;
-        let (name, index) = name_and_index(&self.events.at(i));
+        let event = self.events.at(i);
+        let ty = event.event_type;
+        // Only an iteration's events need their index: a Map's own (its Exited holds the
+        // output of every iteration) are not parsed for one.
+        let (name, index) = match lifecycle(ty) {
+            Lifecycle::Inside => name_and_index(&event),
+            _ => (state_name(&event), None),
+        };
         let start = match before.visit {
             // A closed visit (its Exited) sends what follows to its lane's parent.
             Some(v) if self.tree.visits[v].phase != Phase::Closed => Some(v),
@@ -864,12 +984,12 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
                 let retry_of = (previous == Phase::Running).then(|| {
                     // The previous attempt failed without a `*StateFailed` (AWS writes none
                     // when a retry follows): its failure is the one this event points at.
-                    let prev = self.by_id.get(&event.previous_event_id).copied();
+                    let prev = self.index_of(event.previous_event_id);
                     prev.map(|p| self.failure_at(p))
                 });
                 let visit = &mut self.tree.visits[v];
                 if let (Some(Some(failure)), Some(last)) = (retry_of, visit.attempts.last_mut()) {
-                    last.failure = Some(failure);
+                    last.failure = Some(Box::new(failure));
                 }
                 visit.failure = None;
                 visit.phase = Phase::Running;
@@ -881,7 +1001,7 @@ impl<E: EventList + ?Sized> Builder<'_, E> {
             }
             Lifecycle::Inside => self.iteration_event(v, ty, index.unwrap_or_default()),
             Lifecycle::AttemptEnd => {
-                let failure = ty.ends_with("Failed").then(|| self.failure_at(i));
+                let failure = ty.ends_with("Failed").then(|| Box::new(self.failure_at(i)));
                 let visit = &mut self.tree.visits[v];
                 visit.phase = Phase::AttemptEnded;
                 if let (Some(f), Some(last)) = (&failure, visit.attempts.last_mut()) {
@@ -1013,10 +1133,10 @@ mod tests {
         };
         for details in same {
             let parsed = super::details(&entered(details)).name;
-            assert_eq!(entered_name(&entered(details)), parsed, "{details}");
+            assert_eq!(state_name(&entered(details)), parsed, "{details}");
         }
         let twice = entered(r#"{"name":"First","name":"Second"}"#);
-        assert_eq!(entered_name(&twice).as_deref(), Some("First"));
+        assert_eq!(state_name(&twice).as_deref(), Some("First"));
     }
 
     /// A Map iteration's name and index read from the head of its details are what the full
@@ -1100,6 +1220,56 @@ mod tests {
         let again = Tree::build(&shuffled);
         assert_eq!(again.visits.len(), tree.visits.len());
         assert!(again.visits.iter().any(|v| v.state == "P" && v.caught()));
+    }
+
+    /// Ids numbered 1, 2, 3, ... in order are read without a map of them; other numberings
+    /// (gaps, another start, a growing history that leaves that order part way) read the same.
+    #[test]
+    fn ids_in_order_and_otherwise_read_alike() {
+        let none = String::from("{}");
+        let events = [
+            (1, 0, "ExecutionStarted", none.clone()),
+            (2, 1, "ParallelStateEntered", named("P")),
+            (3, 2, "ParallelStateStarted", none.clone()),
+            (4, 3, "PassStateEntered", named("A")),
+            (5, 3, "PassStateEntered", named("B")),
+            (6, 5, "PassStateExited", named("B")),
+            (7, 4, "PassStateExited", named("A")),
+            (8, 7, "ParallelStateSucceeded", none.clone()),
+            (9, 8, "ParallelStateExited", named("P")),
+        ];
+        let owners = |tree: &Tree| -> Vec<Option<String>> {
+            (0..events.len())
+                .map(|i| tree.owner(i).map(|v| v.state.clone()))
+                .collect()
+        };
+        let dense = owners(&Tree::build(&views(&events)));
+        assert_eq!(dense[5].as_deref(), Some("B"));
+        assert_eq!(dense[7].as_deref(), Some("P"));
+        let renumbered: Vec<_> = events
+            .iter()
+            .map(|(id, prev, ty, d)| {
+                (
+                    id * 10 + 3,
+                    if *prev == 0 { 0 } else { prev * 10 + 3 },
+                    *ty,
+                    d.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(owners(&Tree::build(&views(&renumbered))), dense);
+        // Grown: in order for the first five, then the rest renumbered (ids 6 on).
+        let mut grown: Vec<_> = events.to_vec();
+        for e in &mut grown[5..] {
+            e.0 += 100;
+            if e.1 > 5 {
+                e.1 += 100;
+            }
+        }
+        let grown = views(&grown);
+        let mut growing = GrowingTree::default();
+        growing.extend(&grown[..5]);
+        assert_eq!(owners(growing.extend(&grown[..])), dense);
     }
 
     /// The executions recorded on AWS in the conformance corpus (491 histories, Map and

@@ -7,6 +7,7 @@
 use super::answers::payload;
 use super::history::RecordedEvent;
 use super::places::{EventPlace, Places};
+use crate::engine::visits::dense_index;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::Serialize;
 use serde_json::Value;
@@ -224,9 +225,7 @@ fn same_predecessor(
 
 /// The index of the event `event` follows, if it names one.
 fn previous_index(event: &RecordedEvent) -> Option<usize> {
-    usize::try_from(event.previous_event_id)
-        .ok()?
-        .checked_sub(1)
+    dense_index(event.previous_event_id)
 }
 
 /// Whether an event type closes an execution.
@@ -329,11 +328,12 @@ fn details_differ(
 /// compared differs, and neither side needs parsing (a re-run of a sfn-local recording writes
 /// the recording's text).
 fn same_text(r: &RecordedEvent, n: &RecordedEvent) -> bool {
+    static TRUNCATED: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(r#""truncated":true"#));
     r.details == n.details
-        && !r
-            .details
+        && r.details
             .as_deref()
-            .is_some_and(|d| d.contains(r#""truncated":true"#))
+            .is_none_or(|d| TRUNCATED.find(d.as_bytes()).is_none())
 }
 
 /// Causes are often JSON text whose spacing differs between writers.

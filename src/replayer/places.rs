@@ -15,9 +15,49 @@ use foldhash::{HashMap, HashMapExt};
 use std::fmt;
 use std::hash::BuildHasher;
 
-/// What names an event within its visit: the visit (none for the execution's own events),
-/// its type and, for a Map iteration's event, the iteration's index if it has one.
-type EventKey<'a> = (Option<VisitId>, &'a str, Option<Option<u64>>);
+/// What names an event within its visit, packed to be counted: its visit plus one (0 for the
+/// execution's own events), a Map iteration's index, and its type (numbered by [`TypeNumbers`])
+/// with, in the low bits, whether it is a Map iteration's and has an index. A third of the
+/// size of the key unpacked, whose table of 10,000 events was a megabyte to fault in.
+type EventKey = (u64, u64, u32);
+
+/// Event types numbered as they are first seen (a history has a few dozen).
+#[derive(Default)]
+struct TypeNumbers<'e> {
+    by_text: HashMap<&'e str, u32>,
+    /// The first types seen, by where their text is: both sides' types are the engine's
+    /// static names (see [`super::history::RecordedEvent::read`]), so a type is mostly found
+    /// here without hashing its text (which took 160 instructions an event).
+    by_address: Vec<(&'e str, u32)>,
+}
+
+impl<'e> TypeNumbers<'e> {
+    /// How many types are looked for by address.
+    const BY_ADDRESS: usize = 16;
+
+    /// The key of the event `name`d, in visit `owner`.
+    fn key(&mut self, owner: Option<VisitId>, name: &EventName<'e>) -> EventKey {
+        let owner = owner.map_or(0, |v| v as u64 + 1);
+        (
+            owner,
+            name.at,
+            self.number(name.event_type) << 2 | name.indexed as u32,
+        )
+    }
+
+    fn number(&mut self, event_type: &'e str) -> u32 {
+        let same = |&&(seen, _): &&(&str, u32)| std::ptr::eq(seen, event_type);
+        if let Some(&(_, number)) = self.by_address.iter().find(same) {
+            return number;
+        }
+        let next = self.by_text.len() as u32;
+        let number = *self.by_text.entry(event_type).or_insert(next);
+        if self.by_address.len() < Self::BY_ADDRESS {
+            self.by_address.push((event_type, number));
+        }
+        number
+    }
+}
 
 /// An event's place, as [`Places::event`] gives it: compared and hashed as it is, written
 /// (`/Process#0[3]/Charge#1 TaskScheduled#0`) only when a name is needed.
@@ -45,12 +85,50 @@ impl fmt::Display for EventPlace<'_> {
 }
 
 /// What [`Places`] keeps of an event to give its place: its type, a Map iteration's index and
-/// its occurrence (its visit is the tree's).
+/// its occurrence (its visit is the tree's), in 32 bytes (48 unpacked: a replay keeps one per
+/// event of both histories).
 #[derive(Debug)]
 struct EventName<'e> {
     event_type: &'e str,
-    index: Option<Option<u64>>,
-    occurrence: usize,
+    /// The index, when `indexed` is [`Indexed::At`].
+    at: u64,
+    occurrence: u32,
+    indexed: Indexed,
+}
+
+/// Whether an event is a Map iteration's, and has an index.
+#[derive(Debug, Clone, Copy)]
+enum Indexed {
+    /// Not a Map iteration's event.
+    No,
+    /// A Map iteration's event without an index.
+    Unknown,
+    /// A Map iteration's event with its index.
+    At,
+}
+
+impl<'e> EventName<'e> {
+    fn new(event_type: &'e str, index: Option<Option<u64>>, occurrence: u32) -> Self {
+        let (indexed, at) = match index {
+            None => (Indexed::No, 0),
+            Some(None) => (Indexed::Unknown, 0),
+            Some(Some(at)) => (Indexed::At, at),
+        };
+        EventName {
+            event_type,
+            at,
+            occurrence,
+            indexed,
+        }
+    }
+
+    fn index(&self) -> Option<Option<u64>> {
+        match self.indexed {
+            Indexed::No => None,
+            Indexed::Unknown => Some(None),
+            Indexed::At => Some(Some(self.at)),
+        }
+    }
 }
 
 /// The places of one history's visits and events (their types borrowed from the events).
@@ -78,32 +156,29 @@ impl<'e> Places<'e> {
         let tree = Tree::read(events);
         let visits = visit_places(&tree);
         // Counted by what names an event (its visit, type and iteration): no string is built.
-        // An Entered event opens its visit: it is the first there of its kind, not counted.
-        let mut counts: HashMap<EventKey<'_>, usize> = HashMap::with_capacity(events.count());
+        // An Entered event opens its visit: it is the first there of its kind, not counted
+        // (nor room made for it: a visit per Entered event, so sized for the rest, a 1,250-item
+        // Map's table is half the memory it was).
+        let counted = events.count().saturating_sub(tree.visits.len());
+        let mut counts: HashMap<EventKey, u32> = HashMap::with_capacity(counted);
+        let mut types = TypeNumbers::default();
         let events = (0..events.count())
             .map(|i| {
                 let e = events.at(i);
                 if e.event_type.ends_with("StateEntered") {
-                    let event_type = e.event_type;
-                    return EventName {
-                        event_type,
-                        index: None,
-                        occurrence: 0,
-                    };
+                    return EventName::new(e.event_type, None, 0);
                 }
                 let index = e
                     .event_type
                     .starts_with("MapIteration")
                     .then(|| iteration_index(&e));
+                let mut name = EventName::new(e.event_type, index, 0);
                 let n = counts
-                    .entry((tree.owner_id(i), e.event_type, index))
+                    .entry(types.key(tree.owner_id(i), &name))
                     .or_insert(0);
+                name.occurrence = *n;
                 *n += 1;
-                EventName {
-                    event_type: e.event_type,
-                    index,
-                    occurrence: *n - 1,
-                }
+                name
             })
             .collect();
         let mut places = Places {
@@ -136,8 +211,8 @@ impl<'e> Places<'e> {
         EventPlace {
             visit: self.visit_of(index).unwrap_or("execution"),
             event_type: name.event_type,
-            index: name.index,
-            occurrence: name.occurrence,
+            index: name.index(),
+            occurrence: name.occurrence as usize,
         }
     }
 
@@ -200,7 +275,7 @@ impl VisitPlaces {
 fn visit_places(tree: &Tree) -> VisitPlaces {
     // A place is about the length of the state's name and its parent's.
     const GUESSED_BYTES: usize = 24;
-    let lanes = lane_labels(tree);
+    let attempts = lane_attempts(tree);
     let count = tree.visits.len();
     let mut places = VisitPlaces {
         text: String::with_capacity(count * GUESSED_BYTES),
@@ -213,12 +288,8 @@ fn visit_places(tree: &Tree) -> VisitPlaces {
         if let Some(parent) = lane.parent {
             places.text.extend_from_within(places.range(parent));
         }
-        push_place(
-            &mut places.text,
-            &lanes[visit.lane],
-            &visit.state,
-            *occurrence,
-        );
+        let label = (visit.lane, attempts[visit.lane]);
+        push_place(&mut places.text, tree, label, &visit.state, *occurrence);
         places.ends.push(places.text.len());
         *occurrence += 1;
     }
@@ -240,84 +311,99 @@ pub fn visit_place(tree: &Tree, visit: VisitId) -> String {
         .parent
         .map(|p| visit_place(tree, p))
         .unwrap_or_default();
-    push_place(&mut place, &lane_label(tree, v.lane), &v.state, occurrence);
+    let label = (v.lane, lane_attempt(tree, v.lane));
+    push_place(&mut place, tree, label, &v.state, occurrence);
     place
 }
 
-/// Writes a visit's place after its lane's (its parent's place, already in `out`): the lane's
-/// `label`, its state and how many visits of that state came before it in the lane
-/// (`/Process#0[3]/Charge#1` after `/Process#0`). Not `format!`: its machinery took a quarter
-/// of a replay's places (a 1,250-item Map has 3,750 visits).
-fn push_place(out: &mut String, label: &str, state: &str, occurrence: usize) {
-    for part in [label, "/", state, "#"] {
+/// Writes a visit's place after its lane's (its parent's place, already in `out`): the
+/// label of its lane (a lane and its attempt, [`push_lane_label`]), its state and how many
+/// visits of that state came before it in the lane (`/Process#0[3]/Charge#1` after
+/// `/Process#0`). Not `format!`: its machinery took a quarter of a replay's places (a
+/// 1,250-item Map has 3,750 visits).
+fn push_place(out: &mut String, tree: &Tree, label: (usize, u32), state: &str, occurrence: usize) {
+    push_lane_label(out, tree, label.0, label.1);
+    for part in ["/", state, "#"] {
         out.push_str(part);
     }
     out.push_str(itoa::Buffer::new().format(occurrence));
 }
 
-/// One lane's label, as [`lane_labels`] gives it.
-fn lane_label(tree: &Tree, lane: usize) -> String {
-    let base = base_label(tree, lane);
+/// Writes a lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for
+/// a branch, with `~N` for the `attempt`-th lane so named in its Map or Parallel (its
+/// attempt, when it was retried).
+fn push_lane_label(out: &mut String, tree: &Tree, lane: usize, attempt: u32) {
+    match tree.lanes[lane].kind {
+        LaneKind::Root => {}
+        LaneKind::Iteration(i) => {
+            for part in ["[", itoa::Buffer::new().format(i), "]"] {
+                out.push_str(part);
+            }
+        }
+        LaneKind::Branch => {
+            for part in ["{", first_state(tree, lane), "}"] {
+                out.push_str(part);
+            }
+        }
+    }
+    if attempt > 0 {
+        out.push('~');
+        out.push_str(itoa::Buffer::new().format(attempt));
+    }
+}
+
+/// The state a lane starts with ("" for an empty one).
+fn first_state(tree: &Tree, lane: usize) -> &str {
+    let first = tree.lanes[lane].visits.first();
+    first.map_or("", |&v| tree.visits[v].state.as_str())
+}
+
+/// What a lane's label is before attempts are told apart: its kind, an iteration's index, a
+/// branch's first state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum BaseLabel<'t> {
+    Root,
+    Iteration(u64),
+    Branch(&'t str),
+}
+
+fn base_label(tree: &Tree, lane: usize) -> BaseLabel<'_> {
+    match tree.lanes[lane].kind {
+        LaneKind::Root => BaseLabel::Root,
+        LaneKind::Iteration(i) => BaseLabel::Iteration(i),
+        LaneKind::Branch => BaseLabel::Branch(first_state(tree, lane)),
+    }
+}
+
+/// One lane's attempt, as [`lane_attempts`] gives it (a Map's thousands of iterations are
+/// compared for each Task call, without a label written).
+fn lane_attempt(tree: &Tree, lane: usize) -> u32 {
     let Some(parent) = tree.lanes[lane].parent else {
-        return base;
+        return 0;
     };
+    let base = base_label(tree, lane);
     let earlier = tree.visits[parent]
         .lanes
         .iter()
         .take_while(|&&l| l != lane)
-        .filter(|&&l| same_base(tree, l, lane))
+        .filter(|&&l| base_label(tree, l) == base)
         .count();
-    match earlier {
-        0 => base,
-        n => format!("{base}~{n}"),
-    }
+    earlier as u32
 }
 
-/// Whether two lanes have the same [`base_label`] (without writing it: a Map's thousands of
-/// iterations are compared for each Task call).
-fn same_base(tree: &Tree, a: usize, b: usize) -> bool {
-    let first = |l: usize| tree.lanes[l].visits.first().map(|&v| &tree.visits[v].state);
-    match (tree.lanes[a].kind, tree.lanes[b].kind) {
-        (LaneKind::Branch, LaneKind::Branch) => first(a) == first(b),
-        (x, y) => x == y,
-    }
-}
-
-/// A lane's label before attempts are told apart.
-fn base_label(tree: &Tree, lane: usize) -> String {
-    match tree.lanes[lane].kind {
-        LaneKind::Root => String::new(),
-        LaneKind::Iteration(i) => ["[", itoa::Buffer::new().format(i), "]"].concat(),
-        LaneKind::Branch => {
-            let first = tree.lanes[lane].visits.first();
-            format!(
-                "{{{}}}",
-                first.map_or("", |&v| tree.visits[v].state.as_str())
-            )
-        }
-    }
-}
-
-/// Each lane's label: empty for the top level, `[i]` for an iteration, `{FirstState}` for a
-/// branch, with `~N` when an earlier attempt of the same Map or Parallel had a lane so named.
-fn lane_labels(tree: &Tree) -> Vec<String> {
-    let mut labels: Vec<String> = (0..tree.lanes.len()).map(|l| base_label(tree, l)).collect();
-    let mut attempts = Vec::new();
+/// Each lane's attempt: how many lanes of its Map or Parallel before it have its base label
+/// (a retried Map's second attempt has iterations `[0]~1`, `[1]~1`, ...).
+fn lane_attempts(tree: &Tree) -> Vec<u32> {
+    let mut attempts = vec![0; tree.lanes.len()];
     for visit in tree.visits.iter().filter(|v| !v.lanes.is_empty()) {
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(visit.lanes.len());
+        let mut seen: HashMap<BaseLabel<'_>, u32> = HashMap::with_capacity(visit.lanes.len());
         for &lane in &visit.lanes {
-            let n = seen.entry(labels[lane].as_str()).or_insert(0);
-            if *n > 0 {
-                attempts.push((lane, *n));
-            }
+            let n = seen.entry(base_label(tree, lane)).or_insert(0);
+            attempts[lane] = *n;
             *n += 1;
         }
     }
-    // Marked after counting: the labels counted are the base labels.
-    for (lane, n) in attempts {
-        labels[lane] = format!("{}~{n}", labels[lane]);
-    }
-    labels
+    attempts
 }
 
 #[cfg(test)]
