@@ -16,7 +16,10 @@ mod common;
 use common::conformance::{compile_case, known_failures};
 use common::{conformance_cases, json_files, read_json};
 use serde_json::{json, Map, Value};
-use sfn_local::replayer::{history::parse_history, replay, Verdict};
+use sfn_local::replayer::compare::{first_divergence, in_order, ByPlace, Side};
+use sfn_local::replayer::history::{parse_history, RecordedEvent};
+use sfn_local::replayer::places::Places;
+use sfn_local::replayer::{replay, Verdict};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -84,6 +87,7 @@ fn replay_case(case: &Value) -> Result<(), String> {
     let recorded = parse_history(&text).map_err(|e| e.to_string())?;
     let (machine, _) = compile_case(case)?;
     let result = replay(&recorded, Arc::new(machine)).map_err(|e| e.to_string())?;
+    assert_comparisons_agree(&recorded, &result.rerun, &case["id"]);
     match result.verdict {
         Verdict::Identical => Ok(()),
         Verdict::Masked(why) => Err(format!("masked: {why}")),
@@ -96,6 +100,32 @@ fn replay_case(case: &Value) -> Result<(), String> {
             d.replayed
         )),
     }
+}
+
+/// The comparison in order finds a re-run identical only where the comparison by place finds
+/// no divergence, having skipped the same masked parts: the replay compares by place only
+/// when the comparison in order fails.
+fn assert_comparisons_agree(recorded: &[RecordedEvent], rerun: &[RecordedEvent], id: &Value) {
+    let Some(masked) = in_order(recorded, rerun) else {
+        return;
+    };
+    let (recorded_places, rerun_places) = (Places::of(recorded), Places::of(rerun));
+    let recorded = Side {
+        events: recorded,
+        places: &recorded_places,
+    };
+    let rerun = Side {
+        events: rerun,
+        places: &rerun_places,
+    };
+    let mut by_place_masked = Vec::new();
+    let found = first_divergence(
+        &recorded,
+        &rerun,
+        &ByPlace::of(&rerun),
+        &mut by_place_masked,
+    );
+    assert_eq!((found, by_place_masked), (None, masked), "case {id}");
 }
 
 #[test]

@@ -92,32 +92,75 @@ pub fn by_place(recorded: &[RecordedEvent], places: &Places) -> AnswersByPlace {
 }
 
 /// The recording's answers as the re-run gets them: at once, or from the thread that reads
-/// the recording while the re-run starts, waited for when the first Task asks (a run without
-/// Tasks never waits).
+/// the recording while the re-run starts, asked for and waited for when the first Task asks
+/// (a run without Tasks never asks, and the recording's places may then never be needed).
 pub struct Coming {
     answers: std::sync::mpsc::Receiver<AnswersByPlace>,
+    /// Told, once, that the answers are wanted; `None` when they were given at once.
+    ask: Option<std::sync::mpsc::Sender<Wanted>>,
     got: std::cell::OnceCell<AnswersByPlace>,
+}
+
+/// Whether the recording's places are wanted: for the re-run's answers, or for a comparison
+/// that cannot go in order (see [`super::compare::in_order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// Find them (and give the answers).
+    Yes,
+    /// Nothing needs them.
+    No,
+}
+
+/// The other end of a [`Coming`], on the thread that reads the recording: told whether the
+/// recording's places are wanted, and gives the answers.
+pub struct Answering {
+    /// Whether the places are wanted (the first word told counts; no one left to tell is a
+    /// no).
+    pub wanted: std::sync::mpsc::Receiver<Wanted>,
+    /// Where the answers go.
+    pub give: std::sync::mpsc::Sender<AnswersByPlace>,
+}
+
+impl Answering {
+    /// Waits to be told whether the recording's places are wanted.
+    pub fn wanted(&self) -> bool {
+        self.wanted.recv() == Ok(Wanted::Yes)
+    }
 }
 
 impl Coming {
     /// Answers given now.
     pub fn ready(answers: AnswersByPlace) -> Self {
-        let (sender, coming) = Coming::channel();
+        let (sender, given) = std::sync::mpsc::channel();
         let _ = sender.send(answers);
-        coming
+        Coming {
+            answers: given,
+            ask: None,
+            got: std::cell::OnceCell::new(),
+        }
     }
 
-    /// Answers the returned sender gives later; none if it is dropped first (the recording
-    /// could not be read, and the re-run is then discarded).
-    pub fn channel() -> (std::sync::mpsc::Sender<AnswersByPlace>, Self) {
-        let (sender, answers) = std::sync::mpsc::channel();
-        let got = std::cell::OnceCell::new();
-        (sender, Coming { answers, got })
+    /// Answers the returned [`Answering`] gives once asked; none if it is dropped first (the
+    /// recording could not be read, and the re-run is then discarded). The returned sender
+    /// asks too, for whoever else wants the recording's places.
+    pub fn channel() -> (Answering, std::sync::mpsc::Sender<Wanted>, Self) {
+        let (give, answers) = std::sync::mpsc::channel();
+        let (ask, wanted) = std::sync::mpsc::channel();
+        let coming = Coming {
+            answers,
+            ask: Some(ask.clone()),
+            got: std::cell::OnceCell::new(),
+        };
+        (Answering { wanted, give }, ask, coming)
     }
 
     fn get(&self) -> &AnswersByPlace {
-        self.got
-            .get_or_init(|| self.answers.recv().unwrap_or_default())
+        self.got.get_or_init(|| {
+            if let Some(ask) = &self.ask {
+                let _ = ask.send(Wanted::Yes);
+            }
+            self.answers.recv().unwrap_or_default()
+        })
     }
 }
 

@@ -12,9 +12,12 @@ use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::Serialize;
 use serde_json::Value;
 
-/// The details fields compared, as AWS names them; payloads are compared as JSON.
+/// The details fields compared, as AWS names them; payloads are compared as JSON. They hold
+/// every field the places of events are read from (`state`: the state an `EvaluationFailed`
+/// is about), so events alike in these have alike places ([`in_order`]).
 const COMPARED: &[&str] = &[
     "name",
+    "state",
     "error",
     "cause",
     "resource",
@@ -161,6 +164,31 @@ pub fn first_divergence(
         replayed: describe(e),
         path: rerun.places.path_to(extra),
     })
+}
+
+/// The masked parts skipped, when the re-run wrote the recording's events in the recording's
+/// order, each with the same id, type and predecessor and no compared detail differing; then
+/// matching them by place would find each at its own index, and [`first_divergence`] nothing
+/// (it would skip the same masked parts, in the same order), so neither side's places are
+/// needed. A re-run of sfn-local's own recording mostly writes its events so (the engine's
+/// order depends on nothing but the answers it gets, which the re-run gets alike, and their
+/// timing), as does one of AWS's where no concurrent iterations or branches interleaved.
+/// `None` otherwise.
+pub fn in_order(recorded: &[RecordedEvent], rerun: &[RecordedEvent]) -> Option<Vec<String>> {
+    if recorded.len() != rerun.len() {
+        return None;
+    }
+    let mut masked = Vec::new();
+    for (r, n) in recorded.iter().zip(rerun) {
+        let linked_alike = (r.id, r.previous_event_id) == (n.id, n.previous_event_id);
+        if !linked_alike
+            || r.event_type != n.event_type
+            || details_differ(r, n, &mut masked).is_some()
+        {
+            return None;
+        }
+    }
+    Some(masked)
 }
 
 /// What finding an event the re-run did instead needs: the re-run's events by the place of

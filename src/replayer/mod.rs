@@ -9,9 +9,11 @@
 //! divergence with the path of states that led there. Parts the recording masked (an input
 //! or a result AWS truncated) are named, never guessed.
 //!
-//! The two sides are built on two threads ([`replay_file`]): the recording is read and its
-//! places found on one while the definition runs again on the other from the recording's
-//! first event, read alone, and finds its own places; they meet to be compared.
+//! The two sides are built on two threads ([`replay_file`]): the recording is read on one
+//! while the definition runs again on the other from the recording's first event, read alone.
+//! They meet to be compared, side by side when the re-run wrote the recording's events in
+//! its order ([`compare::in_order`]), else by place: only then, or when a Task asks for its
+//! answer, are places found.
 //!
 //! ```
 //! use sfn_local::replayer::{history::parse_history, replay, Verdict};
@@ -109,8 +111,8 @@ pub struct Replay {
 }
 
 /// Replays `recorded` (in id order, as [`history::parse_history`] returns it) against
-/// `machine`: the recording's places are found on a thread of their own while the definition
-/// runs again on this one.
+/// `machine`: the recording's places, if needed, are found on a thread of their own while the
+/// definition runs again on this one.
 pub fn replay(
     recorded: &[RecordedEvent],
     machine: Arc<StateMachine>,
@@ -130,8 +132,8 @@ pub fn replay(
 }
 
 /// Reads the history file at `path` ([`history::read_history`]) and replays it against
-/// `machine`, the two overlapped: the file is read and its places found on a thread of their
-/// own while the definition runs again on this one from the file's first event, read alone
+/// `machine`, the two overlapped: the file is read (and its places found, if needed) on a
+/// thread of its own while the definition runs again on this one from the file's first event, read alone
 /// (when it is the execution's start, as in most files; otherwise once the file is read).
 /// Returns the recorded events and the replay; the outer error is the file's, told first, as
 /// the file was read before the replay began.
@@ -169,9 +171,16 @@ struct Rerun {
     events: Vec<RecordedEvent>,
 }
 
-/// The replay of `recording`: read (into `slot`), its places found and its answers handed
-/// over on a thread of its own, while the re-run starts here from `started` (sized for
-/// `expected` events) and finds its own places. The outer error is the recording's.
+/// The recording's side as its thread gives it: its events, and their places if they were
+/// wanted.
+type RecordingRead<'a> = Result<(&'a [RecordedEvent], Option<Places<'a>>), ReplayError>;
+
+/// The replay of `recording`: read (into `slot`) on a thread of its own while the re-run
+/// starts here from `started` (sized for `expected` events), then compared in order
+/// ([`compare::in_order`]). The recording's places are found on its thread only when wanted
+/// ([`answers::Wanted`]): for the re-run's first Task answer, or when the comparison cannot go
+/// in order, the re-run's own places then found here meanwhile. The outer error is the
+/// recording's.
 fn overlapped<'a>(
     recording: Recording<'a>,
     slot: &'a mut Vec<RecordedEvent>,
@@ -180,65 +189,90 @@ fn overlapped<'a>(
     machine: Arc<StateMachine>,
 ) -> Result<Result<Replay, ReplayError>, ReplayError> {
     std::thread::scope(|scope| {
-        let (answers_to, answers) = answers::Coming::channel();
+        let (answering, wanted, answers) = answers::Coming::channel();
+        let (events_to, events) = std::sync::mpsc::channel();
         let reader = std::thread::Builder::new()
             .name("replay-recording".into())
             .stack_size(crate::depth::THREAD_STACK_BYTES)
-            .spawn_scoped(scope, move || read_recording(recording, slot, answers_to))
+            .spawn_scoped(scope, move || {
+                read_recording(recording, slot, events_to, answering)
+            })
             .map_err(|e| ReplayError::Run(format!("cannot start a thread: {e}")))?;
-        let mut answers = Some(answers);
         let early = started.and_then(|s| {
             let input = start_input(&s).ok()?;
-            let answers = answers.take()?;
             Some((rerun(&s, input, answers, expected, machine.clone()), s))
         });
-        let early_places = match &early {
-            Some((Ok(run), _)) => Some(Places::of(run.events.as_slice())),
-            _ => None,
-        };
-        let early_side = early
-            .as_ref()
-            .and_then(|(run, _)| Some(&run.as_ref().ok()?.events))
-            .zip(early_places.as_ref())
-            .map(|(events, places)| Side { events, places });
-        let early_by_place = early_side.as_ref().map(ByPlace::of);
-        let (recorded, recorded_places) = reader.join().unwrap_or_else(|p| resume_unwind(p))?;
-        let recording = Side {
-            events: recorded,
-            places: &recorded_places,
-        };
+        // None when the recording could not be read: its thread tells why when joined.
+        let recorded = events.recv().ok();
         // Kept only if the file's event 1 is the one the re-run started from (a file that
         // holds two is refused, but that is known only once it is read whole).
-        let kept = |s: &RecordedEvent| same_event(s, &recorded[0]);
-        let judged = match (&early, early_side, early_by_place) {
-            (Some((_, s)), Some(rerun), Some(by_place)) if kept(s) => {
-                Some(judge(&recording, &rerun, &by_place))
-            }
+        let early = early.filter(|(_, s)| recorded.is_some_and(|r| same_event(s, &r[0])));
+        let in_order = match (&early, recorded) {
+            (Some((Ok(run), _)), Some(recorded)) => compare::in_order(recorded, &run.events),
             _ => None,
         };
-        Ok(match (early, judged) {
-            (Some((Ok(run), _)), Some(judged)) => Ok(judged.replay(recorded, run)),
-            (Some((Err(e), s)), _) if kept(&s) => Err(e),
-            _ => replay_read(&recording, answers, machine),
+        let _ = wanted.send(match in_order {
+            Some(_) => answers::Wanted::No,
+            None => answers::Wanted::Yes,
+        });
+        let joined = || reader.join().unwrap_or_else(|p| resume_unwind(p));
+        Ok(match (early, in_order) {
+            (Some((Ok(run), _)), Some(masked)) => {
+                let (recorded, _) = joined()?;
+                Ok(Judged::identical(masked).replay(recorded, run))
+            }
+            (Some((Ok(run), _)), None) => by_place(run, joined)?,
+            (Some((Err(e), _)), _) => joined().and(Err(e)),
+            (None, _) => {
+                let (recorded, places) = joined()?;
+                replay_read(recorded, places, machine)
+            }
         })
     })
 }
 
+/// The replay by `run` of the recording its thread gives when `joined`, compared by place:
+/// the re-run's places are found here while the recording's are found there.
+fn by_place<'a>(
+    run: Rerun,
+    joined: impl FnOnce() -> RecordingRead<'a>,
+) -> Result<Result<Replay, ReplayError>, ReplayError> {
+    let places = Places::of(run.events.as_slice());
+    let rerun = Side {
+        events: &run.events,
+        places: &places,
+    };
+    let by_place = ByPlace::of(&rerun);
+    let (recorded, recorded_places) = joined()?;
+    let recorded_places = recorded_places.unwrap_or_else(|| Places::of(recorded));
+    let recording = Side {
+        events: recorded,
+        places: &recorded_places,
+    };
+    let judged = judge(&recording, &rerun, &by_place);
+    Ok(Ok(judged.replay(recorded, run)))
+}
+
 /// The recording's side, on its own thread: its events (read into `slot` from a file's
-/// text), their places, and the answers handed to the re-run as soon as they are known.
+/// text), sent to the re-run's thread as soon as they are read, then, if wanted, their places
+/// and the answers they give.
 fn read_recording<'a>(
     recording: Recording<'a>,
     slot: &'a mut Vec<RecordedEvent>,
-    answers_to: std::sync::mpsc::Sender<answers::AnswersByPlace>,
-) -> Result<(&'a [RecordedEvent], Places<'a>), ReplayError> {
+    events_to: std::sync::mpsc::Sender<&'a [RecordedEvent]>,
+    answering: answers::Answering,
+) -> RecordingRead<'a> {
     let recorded = match recording {
         Recording::Read(events) => events,
         Recording::File(path) => kept_in(slot, history::read_history(path)?),
     };
+    let _ = events_to.send(recorded);
+    if !answering.wanted() {
+        return Ok((recorded, None));
+    }
     let places = Places::of(recorded);
-    // Unheard when the re-run waited for the whole recording: it asks for none then.
-    let _ = answers_to.send(answers::by_place(recorded, &places));
-    Ok((recorded, places))
+    let _ = answering.give.send(answers::by_place(recorded, &places));
+    Ok((recorded, Some(places)))
 }
 
 /// `events`, kept in `slot` for as long as it is lent.
@@ -247,27 +281,30 @@ fn kept_in(slot: &mut Vec<RecordedEvent>, events: Vec<RecordedEvent>) -> &[Recor
     slot
 }
 
-/// The replay of a recording read whole, with its places: the re-run from its first event,
-/// with `answers` if the recording's thread sent them to no one yet.
+/// The replay of a recording read whole (with its places, if found): the re-run from its
+/// first event.
 fn replay_read(
-    recording: &Side<'_>,
-    answers: Option<answers::Coming>,
+    recorded: &[RecordedEvent],
+    places: Option<Places<'_>>,
     machine: Arc<StateMachine>,
 ) -> Result<Replay, ReplayError> {
-    let recorded = recording.events;
+    let places = places.unwrap_or_else(|| Places::of(recorded));
+    let recording = Side {
+        events: recorded,
+        places: &places,
+    };
     let input = match start_input(&recorded[0]) {
         Ok(input) => input,
         Err(why) => return Ok(masked_input(recorded, why)),
     };
-    let answers = answers
-        .unwrap_or_else(|| answers::Coming::ready(answers::by_place(recorded, recording.places)));
+    let answers = answers::Coming::ready(answers::by_place(recorded, &places));
     let run = rerun(&recorded[0], input, answers, recorded.len(), machine)?;
     let places = Places::of(run.events.as_slice());
     let rerun = Side {
         events: &run.events,
         places: &places,
     };
-    Ok(judge(recording, &rerun, &ByPlace::of(&rerun)).replay(recorded, run))
+    Ok(judge(&recording, &rerun, &ByPlace::of(&rerun)).replay(recorded, run))
 }
 
 /// The execution's input, from the recording's `ExecutionStarted`, or why it cannot be had.
@@ -304,6 +341,14 @@ fn judge(recording: &Side<'_>, rerun: &Side<'_>, by_place: &ByPlace<'_>) -> Judg
 }
 
 impl Judged {
+    /// Nothing differs; `masked` was skipped.
+    fn identical(masked: Vec<String>) -> Self {
+        Judged {
+            verdict: Verdict::Identical,
+            masked,
+        }
+    }
+
     /// The replay of `recorded` by `run`.
     fn replay(self, recorded: &[RecordedEvent], run: Rerun) -> Replay {
         Replay {
@@ -475,12 +520,7 @@ mod tests {
     /// The replay of `text` with nothing overlapped: the file read whole, then the re-run.
     fn read_whole(text: &str, definition: &str) -> Replay {
         let recorded = history::parse_history(text).unwrap();
-        let places = Places::of(recorded.as_slice());
-        let side = Side {
-            events: &recorded,
-            places: &places,
-        };
-        replay_read(&side, None, machine(definition)).unwrap()
+        replay_read(&recorded, None, machine(definition)).unwrap()
     }
 
     /// The re-run started from the file's first event while the file is read (its Task
