@@ -133,8 +133,9 @@ pub fn replay(
 
 /// Reads the history file at `path` ([`history::read_history`]) and replays it against
 /// `machine`, the two overlapped: the file is read (and its places found, if needed) on a
-/// thread of its own while the definition runs again on this one from the file's first event, read alone
-/// (when it is the execution's start, as in most files; otherwise once the file is read).
+/// thread of its own while the definition runs again on this one from the file's first
+/// event, read alone (when it is the execution's start, as in most files; otherwise once the
+/// file is read).
 /// Returns the recorded events and the replay; the outer error is the file's, told first, as
 /// the file was read before the replay began.
 pub fn replay_file(
@@ -198,8 +199,10 @@ fn overlapped<'a>(
                 read_recording(recording, slot, events_to, answering)
             })
             .map_err(|e| ReplayError::Run(format!("cannot start a thread: {e}")))?;
+        let mut answers = Some(answers);
         let early = started.and_then(|s| {
             let input = start_input(&s).ok()?;
+            let answers = answers.take()?;
             Some((rerun(&s, input, answers, expected, machine.clone()), s))
         });
         // None when the recording could not be read: its thread tells why when joined.
@@ -225,7 +228,7 @@ fn overlapped<'a>(
             (Some((Err(e), _)), _) => joined().and(Err(e)),
             (None, _) => {
                 let (recorded, places) = joined()?;
-                replay_read(recorded, places, machine)
+                replay_read(recorded, places, answers, machine)
             }
         })
     })
@@ -282,12 +285,16 @@ fn kept_in(slot: &mut Vec<RecordedEvent>, events: Vec<RecordedEvent>) -> &[Recor
 }
 
 /// The replay of a recording read whole (with its places, if found): the re-run from its
-/// first event.
+/// first event, with `answers` if no re-run took them yet (the recording's thread gave them
+/// when it found the places).
 fn replay_read(
     recorded: &[RecordedEvent],
     places: Option<Places<'_>>,
+    answers: Option<answers::Coming>,
     machine: Arc<StateMachine>,
 ) -> Result<Replay, ReplayError> {
+    // The recording's thread gave answers only if it found the places.
+    let answers = answers.filter(|_| places.is_some());
     let places = places.unwrap_or_else(|| Places::of(recorded));
     let recording = Side {
         events: recorded,
@@ -297,7 +304,8 @@ fn replay_read(
         Ok(input) => input,
         Err(why) => return Ok(masked_input(recorded, why)),
     };
-    let answers = answers::Coming::ready(answers::by_place(recorded, &places));
+    let answers =
+        answers.unwrap_or_else(|| answers::Coming::ready(answers::by_place(recorded, &places)));
     let run = rerun(&recorded[0], input, answers, recorded.len(), machine)?;
     let places = Places::of(run.events.as_slice());
     let rerun = Side {
@@ -520,7 +528,7 @@ mod tests {
     /// The replay of `text` with nothing overlapped: the file read whole, then the re-run.
     fn read_whole(text: &str, definition: &str) -> Replay {
         let recorded = history::parse_history(text).unwrap();
-        replay_read(&recorded, None, machine(definition)).unwrap()
+        replay_read(&recorded, None, None, machine(definition)).unwrap()
     }
 
     /// The re-run started from the file's first event while the file is read (its Task
