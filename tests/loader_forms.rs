@@ -49,6 +49,13 @@ fn every_form_works_on_every_command() {
         let run = sb.run_in_sandbox(&["run", form, "--input", INPUT, "--name", &name]);
         ok(&run, &what("run"));
         assert!(run.stdout.contains("\"carrier\":\"ups\""), "{}", run.stdout);
+        let history = sb.run_in_sandbox(&["get-execution-history", "--execution-arn", &name]);
+        ok(&history, &what("get-execution-history"));
+        sb.write(&format!("history-{i}.json"), &history.stdout);
+        let history_file = format!("history-{i}.json");
+        let replay = sb.run_in_sandbox(&["replay", &history_file, "--definition", form]);
+        ok(&replay, &what("replay"));
+        assert_eq!(replay.stdout.trim(), "identical", "{}", replay.stderr);
         let graph = sb.run_in_sandbox(&["graph", form, "--format", "mermaid"]);
         ok(&graph, &what("graph"));
         assert!(graph.stdout.contains("Charge"), "{}", graph.stdout);
